@@ -1,0 +1,13 @@
+module github.com/elasticctr/terraform-provider-ctr
+
+go 1.26.0
+
+require (
+	github.com/hashicorp/terraform-plugin-framework v1.19.0 // indirect
+	github.com/hashicorp/terraform-plugin-testing v1.16.0 // indirect
+	github.com/stretchr/testify v1.12.1 // indirect
+	k8s.io/api v0.37.2 // indirect
+	k8s.io/apimachinery v0.37.2 // indirect
+	k8s.io/client-go v0.37.2 // indirect
+	volcano.sh/apis v1.14.0 // indirect
+)
