@@ -1,0 +1,281 @@
+package kube
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/restmapper"
+	"k8s.io/utils/ptr"
+
+	"github.com/elasticctr/terraform-provider-ctr/internal/stack"
+)
+
+// FieldManager is the one server-side apply field manager of the provider.
+const FieldManager = "terraform-provider-ctr"
+
+// Client applies, reads, prunes and deletes rendered object sets.
+type Client struct {
+	dyn    dynamic.Interface
+	mapper meta.ResettableRESTMapper
+	// Log receives one line per action ("Deployment ns/name created"); nil discards.
+	Log func(msg string)
+}
+
+// NewClient connects lazily: nothing is contacted until the first call.
+func NewClient(cfg *rest.Config) (*Client, error) {
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &Client{dyn: dyn, mapper: restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc))}, nil
+}
+
+func (c *Client) logf(format string, args ...any) {
+	if c.Log != nil {
+		c.Log(fmt.Sprintf(format, args...))
+	}
+}
+
+// Operation is what a write did to one object.
+type Operation string
+
+const (
+	Created    Operation = "created"
+	Configured Operation = "configured"
+	Unchanged  Operation = "unchanged"
+	Deleted    Operation = "deleted"
+)
+
+// Describe names an object the way errors and logs do: "Kind namespace/name".
+func Describe(u *unstructured.Unstructured) string {
+	if u.GetNamespace() == "" {
+		return u.GetKind() + " " + u.GetName()
+	}
+	return u.GetKind() + " " + u.GetNamespace() + "/" + u.GetName()
+}
+
+func (c *Client) resource(gvk schema.GroupVersionKind, namespace string) (dynamic.ResourceInterface, error) {
+	m, err := c.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	if meta.IsNoMatchError(err) {
+		// A CRD installed since we last looked: refresh discovery once.
+		c.mapper.Reset()
+		m, err = c.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	}
+	if err != nil {
+		if meta.IsNoMatchError(err) {
+			return nil, fmt.Errorf("the cluster does not serve %s (is its CRD installed? Volcano Jobs need Volcano, see ctr_cluster): %w", gvk.String(), err)
+		}
+		return nil, fmt.Errorf("discover %s: %w", gvk.String(), err)
+	}
+	if m.Scope.Name() == meta.RESTScopeNameNamespace {
+		return c.dyn.Resource(m.Resource).Namespace(namespace), nil
+	}
+	return c.dyn.Resource(m.Resource), nil
+}
+
+// Apply server-side-applies every object in order with FieldManager, forcing ownership of
+// the fields we set, and reports what each write did.
+func (c *Client) Apply(ctx context.Context, set stack.Set) (map[string]Operation, error) {
+	ops := map[string]Operation{}
+	for _, o := range set {
+		u := o.Object
+		ri, err := c.resource(u.GroupVersionKind(), u.GetNamespace())
+		if err != nil {
+			return ops, fmt.Errorf("apply %s: %w", Describe(u), err)
+		}
+		before, err := ri.Get(ctx, u.GetName(), metav1.GetOptions{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			return ops, apiError("read", u, err)
+		}
+		body, err := u.MarshalJSON()
+		if err != nil {
+			return ops, err
+		}
+		after, err := ri.Patch(ctx, u.GetName(), types.ApplyPatchType, body,
+			metav1.PatchOptions{FieldManager: FieldManager, Force: ptr.To(true)})
+		if err != nil {
+			return ops, apiError("apply", u, err)
+		}
+		op := Created
+		if before != nil && err == nil && before.GetResourceVersion() != "" {
+			op = Configured
+			if before.GetResourceVersion() == after.GetResourceVersion() {
+				op = Unchanged
+			}
+		}
+		ops[o.Key] = op
+		c.logf("%s %s", Describe(u), op)
+	}
+	return ops, nil
+}
+
+// Get returns the live object, or nil when it does not exist.
+func (c *Client) Get(ctx context.Context, u *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	ri, err := c.resource(u.GroupVersionKind(), u.GetNamespace())
+	if err != nil {
+		return nil, err
+	}
+	live, err := ri.Get(ctx, u.GetName(), metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, apiError("read", u, err)
+	}
+	return live, nil
+}
+
+// Owned lists the objects of the given kinds in namespace that carry the owner label.
+// Kinds the cluster does not serve are skipped.
+func (c *Client) Owned(ctx context.Context, namespace, owner string, kinds []schema.GroupVersionKind) ([]*unstructured.Unstructured, error) {
+	var out []*unstructured.Unstructured
+	sel := stack.OwnerLabel + "=" + owner
+	for _, gvk := range kinds {
+		ri, err := c.resource(gvk, namespace)
+		if err != nil {
+			if meta.IsNoMatchError(errors.Unwrap(err)) || strings.Contains(err.Error(), "does not serve") {
+				continue
+			}
+			return nil, err
+		}
+		list, err := ri.List(ctx, metav1.ListOptions{LabelSelector: sel})
+		if err != nil {
+			if apierrors.IsNotFound(err) {
+				continue
+			}
+			return nil, fmt.Errorf("list %s owned by %s in %s: %w", gvk.Kind, owner, namespace, err)
+		}
+		for i := range list.Items {
+			item := list.Items[i]
+			item.SetAPIVersion(gvk.GroupVersion().String())
+			item.SetKind(gvk.Kind)
+			out = append(out, &item)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return stack.Key(out[i]) < stack.Key(out[j]) })
+	return out, nil
+}
+
+// Prune deletes owned objects of the given kinds that the set no longer renders. Objects
+// created by controllers (pods, pod groups) carry copies of our labels but have owner
+// references; they are left to the garbage collector.
+func (c *Client) Prune(ctx context.Context, namespace, owner string, kinds []schema.GroupVersionKind, keep stack.Set) ([]string, error) {
+	owned, err := c.Owned(ctx, namespace, owner, kinds)
+	if err != nil {
+		return nil, err
+	}
+	want := map[string]bool{}
+	for _, o := range keep {
+		want[o.Key] = true
+	}
+	var pruned []string
+	for _, u := range owned {
+		if want[stack.Key(u)] || len(u.GetOwnerReferences()) > 0 {
+			continue
+		}
+		if err := c.deleteOne(ctx, u); err != nil {
+			return pruned, err
+		}
+		pruned = append(pruned, stack.Key(u))
+		c.logf("%s pruned (no longer rendered)", Describe(u))
+	}
+	return pruned, nil
+}
+
+func (c *Client) deleteOne(ctx context.Context, u *unstructured.Unstructured) error {
+	ri, err := c.resource(u.GroupVersionKind(), u.GetNamespace())
+	if err != nil {
+		return err
+	}
+	err = ri.Delete(ctx, u.GetName(), metav1.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationForeground)})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return apiError("delete", u, err)
+	}
+	return nil
+}
+
+// DeleteAll deletes every owned object of the given kinds (dependents in the foreground)
+// and waits until none of them, and no object of the extra kinds with the owner label
+// (pods, pod groups), is left. It logs progress every interval.
+func (c *Client) DeleteAll(ctx context.Context, namespace, owner string, kinds, extra []schema.GroupVersionKind, interval time.Duration) error {
+	owned, err := c.Owned(ctx, namespace, owner, kinds)
+	if err != nil {
+		return err
+	}
+	// Delete in reverse apply order: workloads before the volumes and accounts they use.
+	for i := len(owned) - 1; i >= 0; i-- {
+		if err := c.deleteOne(ctx, owned[i]); err != nil {
+			return err
+		}
+		c.logf("%s deletion requested", Describe(owned[i]))
+	}
+	all := append(append([]schema.GroupVersionKind{}, kinds...), extra...)
+	last := time.Now()
+	for {
+		left, err := c.Owned(ctx, namespace, owner, all)
+		if err != nil {
+			return err
+		}
+		if len(left) == 0 {
+			c.logf("everything owned by %s in %s is gone", owner, namespace)
+			return nil
+		}
+		if time.Since(last) >= interval {
+			names := make([]string, 0, len(left))
+			for _, u := range left {
+				names = append(names, Describe(u))
+			}
+			c.logf("waiting for %d objects to go: %s", len(left), strings.Join(names, ", "))
+			last = time.Now()
+		}
+		select {
+		case <-ctx.Done():
+			names := make([]string, 0, len(left))
+			for _, u := range left {
+				names = append(names, Describe(u))
+			}
+			return fmt.Errorf("timed out waiting for deletion of %s: %w", strings.Join(names, ", "), ctx.Err())
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
+// apiError names the object and gives the API's reason in words a user can act on.
+func apiError(verb string, u *unstructured.Unstructured, err error) error {
+	var status apierrors.APIStatus
+	reason := ""
+	if errors.As(err, &status) {
+		reason = string(status.Status().Reason)
+	}
+	hint := ""
+	switch {
+	case apierrors.IsForbidden(err):
+		hint = " (the credentials lack RBAC permission for this)"
+	case apierrors.IsInvalid(err):
+		hint = " (the API server rejected the object; the message says which field)"
+	case apierrors.IsUnauthorized(err):
+		hint = " (the credentials were refused; check token or certificates)"
+	}
+	if reason != "" {
+		return fmt.Errorf("%s %s: %s: %w%s", verb, Describe(u), reason, err, hint)
+	}
+	return fmt.Errorf("%s %s: %w%s", verb, Describe(u), err, hint)
+}

@@ -1,0 +1,118 @@
+package kube
+
+import (
+	"reflect"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/elasticctr/terraform-provider-ctr/internal/stack"
+)
+
+// Project returns the live object cut down to the fields the desired object sets. Fields the
+// server adds (defaults, status, managedFields) disappear; fields we set show their live
+// value, or are missing when someone removed them. Rendering the projection the same way as
+// the desired object therefore gives identical YAML when there is no drift, and a
+// field-level diff when there is.
+//
+// Lists of maps are matched by "name" when every desired element has one (containers, env,
+// ports, volumes, tasks), else by position.
+func Project(desired, live *unstructured.Unstructured) *unstructured.Unstructured {
+	out := projectMap(desired.Object, live.Object)
+	if desired.GetKind() == "Secret" && desired.GetAPIVersion() == "v1" {
+		markSecretDrift(desired.Object, live.Object, out)
+	}
+	return &unstructured.Unstructured{Object: out}
+}
+
+func projectMap(desired, live map[string]any) map[string]any {
+	out := map[string]any{}
+	for k, dv := range desired {
+		lv, ok := live[k]
+		if !ok {
+			continue
+		}
+		if p, keep := projectValue(dv, lv); keep {
+			out[k] = p
+		}
+	}
+	return out
+}
+
+func projectValue(dv, lv any) (any, bool) {
+	switch d := dv.(type) {
+	case map[string]any:
+		l, ok := lv.(map[string]any)
+		if !ok {
+			return lv, true
+		}
+		return projectMap(d, l), true
+	case []any:
+		l, ok := lv.([]any)
+		if !ok {
+			return lv, true
+		}
+		return projectList(d, l), true
+	default:
+		return lv, true
+	}
+}
+
+func projectList(desired, live []any) []any {
+	byName := len(desired) > 0
+	for _, e := range desired {
+		m, ok := e.(map[string]any)
+		if !ok {
+			byName = false
+			break
+		}
+		if _, ok := m["name"].(string); !ok {
+			byName = false
+			break
+		}
+	}
+	out := make([]any, 0, len(live))
+	if byName {
+		want := map[string]map[string]any{}
+		for _, e := range desired {
+			m := e.(map[string]any)
+			want[m["name"].(string)] = m
+		}
+		// Keep the live order and live extras (someone added an env var): both are drift.
+		for _, e := range live {
+			lm, ok := e.(map[string]any)
+			if !ok {
+				out = append(out, e)
+				continue
+			}
+			name, _ := lm["name"].(string)
+			if dm, ok := want[name]; ok {
+				out = append(out, projectMap(dm, lm))
+			} else {
+				out = append(out, lm)
+			}
+		}
+		return out
+	}
+	for i, e := range live {
+		if i < len(desired) {
+			p, _ := projectValue(desired[i], e)
+			out = append(out, p)
+		} else {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// markSecretDrift replaces a live Secret value that differs from the desired one with a
+// marker, so the plan shows that it changed without showing either value.
+func markSecretDrift(desired, live, out map[string]any) {
+	dd, _ := desired["data"].(map[string]any)
+	ld, _ := live["data"].(map[string]any)
+	od, _ := out["data"].(map[string]any)
+	for k, dv := range dd {
+		if lv, ok := ld[k]; ok && !reflect.DeepEqual(lv, dv) && od != nil {
+			od[k] = stack.DriftedValue
+		}
+	}
+}

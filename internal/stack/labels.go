@@ -1,0 +1,202 @@
+// Package stack turns resource settings into the exact set of Kubernetes objects that
+// realise them. It is pure: no I/O, deterministic output, golden-file tested. This is where
+// the product's knowledge of PaddlePaddle, Volcano and cube lives.
+package stack
+
+import (
+	"fmt"
+	"sort"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/yaml"
+)
+
+// Labels every rendered object carries. OwnerLabel names the Terraform resource that owns the
+// object, so the resource can find, prune and delete everything it owns with one selector.
+const (
+	LabelManagedBy = "app.kubernetes.io/managed-by"
+	LabelPartOf    = "app.kubernetes.io/part-of"
+	LabelComponent = "app.kubernetes.io/component"
+	LabelInstance  = "app.kubernetes.io/instance"
+	LabelName      = "app.kubernetes.io/name"
+	OwnerLabel     = "ctr.elasticctr.io/owner"
+
+	// SettingsAnnotation holds the resource's settings (JSON, secrets excluded) on its primary
+	// object, so that `terraform import` can rebuild the configuration from the cluster.
+	SettingsAnnotation = "ctr.elasticctr.io/settings"
+
+	ManagedBy = "terraform-provider-ctr"
+)
+
+// Owner is the owner label value of a Terraform resource: "<type>.<name>", e.g.
+// "ctr_training_job.ctr-demo". Objects are namespaced, so (namespace, owner) is unique.
+func Owner(resourceType, name string) string { return resourceType + "." + name }
+
+// Object is one rendered object: typed for readers of this package, unstructured for the
+// applier, with a stable key for the plan's `manifests` map.
+type Object struct {
+	Key    string // "<apiVersion>/<Kind>/<name>", e.g. "apps/v1/Deployment/ctr-demo-fileserver"
+	Object *unstructured.Unstructured
+}
+
+// Set is a rendered object set in apply order (dependencies first).
+type Set []Object
+
+// Manifests returns key -> YAML for every object, the value of a resource's `manifests`.
+func (s Set) Manifests() (map[string]string, error) {
+	out := make(map[string]string, len(s))
+	for _, o := range s {
+		y, err := YAML(o.Object)
+		if err != nil {
+			return nil, fmt.Errorf("render %s: %w", o.Key, err)
+		}
+		out[o.Key] = y
+	}
+	return out, nil
+}
+
+// Keys returns the sorted keys of the set.
+func (s Set) Keys() []string {
+	keys := make([]string, 0, len(s))
+	for _, o := range s {
+		keys = append(keys, o.Key)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// Markers that stand in for Secret values in `manifests`, which the plan prints.
+const (
+	SensitiveValue = "(sensitive value)"
+	DriftedValue   = "(sensitive value, changed outside Terraform)"
+)
+
+// YAML renders an object the way `manifests` shows it: no status, no server-set metadata,
+// and no Secret values (each shows as SensitiveValue, or DriftedValue when drift was found).
+func YAML(u *unstructured.Unstructured) (string, error) {
+	obj := u.Object
+	if u.GetKind() == "Secret" && u.GetAPIVersion() == "v1" {
+		obj = redactSecret(u.Object)
+	}
+	b, err := yaml.Marshal(obj)
+	if err != nil {
+		return "", err
+	}
+	return string(b), nil
+}
+
+// Key is the manifests key of an object.
+func Key(u *unstructured.Unstructured) string {
+	return u.GetAPIVersion() + "/" + u.GetKind() + "/" + u.GetName()
+}
+
+// toObject converts a typed object to its unstructured form without status or the
+// null creationTimestamp that typed objects marshal.
+func toObject(obj runtime.Object) Object {
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		// Only reachable with a type that cannot be converted: a programming error.
+		panic(fmt.Sprintf("stack: convert %T: %v", obj, err))
+	}
+	delete(m, "status")
+	if md, ok := m["metadata"].(map[string]any); ok {
+		delete(md, "creationTimestamp")
+	}
+	pruneEmpty(m)
+	u := &unstructured.Unstructured{Object: m}
+	return Object{Key: Key(u), Object: u}
+}
+
+// pruneEmpty removes null values and empty maps that typed structs leave behind
+// (creationTimestamp: null inside pod templates, resources: {}), so the YAML shows only
+// what was set and what the API server will echo back.
+func pruneEmpty(m map[string]any) {
+	for k, v := range m {
+		switch t := v.(type) {
+		case nil:
+			delete(m, k)
+		case map[string]any:
+			pruneEmpty(t)
+			if len(t) == 0 {
+				delete(m, k)
+			}
+		case []any:
+			for _, e := range t {
+				if em, ok := e.(map[string]any); ok {
+					pruneEmpty(em)
+				}
+			}
+		}
+	}
+}
+
+// meta builds ObjectMeta with the standard labels.
+func meta(name, namespace string, labels map[string]string) metav1.ObjectMeta {
+	return metav1.ObjectMeta{Name: name, Namespace: namespace, Labels: labels}
+}
+
+// commonLabels are the labels of every object of one resource instance and component.
+func commonLabels(stackName, instance, owner, component string) map[string]string {
+	return map[string]string{
+		LabelManagedBy: ManagedBy,
+		LabelPartOf:    stackName,
+		LabelInstance:  instance,
+		LabelComponent: component,
+		OwnerLabel:     owner,
+	}
+}
+
+func merge(ms ...map[string]string) map[string]string {
+	out := map[string]string{}
+	for _, m := range ms {
+		for k, v := range m {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// sortedKeys returns a map's keys in order, for deterministic env lists.
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+func redactSecret(obj map[string]any) map[string]any {
+	out := make(map[string]any, len(obj))
+	for k, v := range obj {
+		out[k] = v
+	}
+	for _, field := range []string{"data", "stringData"} {
+		data, ok := obj[field].(map[string]any)
+		if !ok {
+			continue
+		}
+		red := make(map[string]any, len(data))
+		for k, v := range data {
+			if v == DriftedValue {
+				red[k] = DriftedValue
+			} else {
+				red[k] = SensitiveValue
+			}
+		}
+		out[field] = red
+	}
+	return out
+}
+
+// Find returns the object with the given key, or nil.
+func (s Set) Find(key string) *unstructured.Unstructured {
+	for _, o := range s {
+		if o.Key == key {
+			return o.Object
+		}
+	}
+	return nil
+}

@@ -1,0 +1,633 @@
+package stack
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"strconv"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+	batchv1alpha1 "volcano.sh/apis/pkg/apis/batch/v1alpha1"
+)
+
+// TrainingJobType is the Terraform resource type, used in owner labels.
+const TrainingJobType = "ctr_training_job"
+
+// Defaults of a training job, applied by (*TrainingJob).Defaulted. Documented in the schema.
+const (
+	DefaultImage            = "volcanosh/edlctr:v1"
+	DefaultPort             = 30236
+	DefaultQueue            = "default"
+	DefaultScheduler        = "volcano"
+	DefaultMaxRetry         = 3
+	DefaultReplicas         = 2
+	DefaultModelSize        = "10Gi"
+	DefaultModelMountPath   = "/output"
+	DefaultFileServerImage  = "halverneus/static-file-server:v1.8.10"
+	DefaultFileServerPort   = 8080
+	DefaultFileServerType   = "ClusterIP"
+	DefaultDonefilePath     = "ctr_cube/donefile/base.txt"
+	slotConfigKey           = "slot.conf"
+	slotConfigDir           = "/etc/ctr"
+	fileServerRoot          = "/web"
+	ModePS                  = "ps"
+	ModeCollective          = "collective"
+	AccessReadWriteOnce     = "ReadWriteOnce"
+	AccessReadWriteMany     = "ReadWriteMany"
+	componentTraining       = "training"
+	componentFileServer     = "fileserver"
+	componentModelOutput    = "model-output"
+	componentTrainingAccess = "training-rbac"
+)
+
+// DefaultCommand is the launcher of the PaddlePaddle EDL images: it finds the other pods
+// through the Kubernetes API (pod labels) and starts ENTRY in the right role.
+var DefaultCommand = []string{"paddle_k8s", "start_fluid"}
+
+// TrainingJob is everything a `ctr_training_job` says. Zero values mean "default"; the
+// settings annotation stores this struct as given, so import reproduces the configuration.
+type TrainingJob struct {
+	Name      string `json:"name"`
+	Namespace string `json:"namespace"`
+	// Stack is the app.kubernetes.io/part-of label; empty means Name.
+	Stack string `json:"stack,omitempty"`
+	// Mode is "ps" (parameter servers + trainers) or "collective" (GPU workers).
+	Mode            string            `json:"mode,omitempty"`
+	Image           string            `json:"image,omitempty"`
+	ImagePullPolicy string            `json:"image_pull_policy,omitempty"`
+	Command         []string          `json:"command,omitempty"`
+	Entry           string            `json:"entry,omitempty"`
+	Env             map[string]string `json:"env,omitempty"`
+	Port            int32             `json:"port,omitempty"`
+	Queue           string            `json:"queue,omitempty"`
+	SchedulerName   string            `json:"scheduler_name,omitempty"`
+	// MinAvailable is the gang size; 0 means every pod of the job.
+	MinAvailable int32 `json:"min_available,omitempty"`
+	MaxRetry     int32 `json:"max_retry,omitempty"`
+
+	PServer *Task `json:"pserver,omitempty"`
+	Trainer *Task `json:"trainer,omitempty"`
+	Worker  *Task `json:"worker,omitempty"`
+	// Policies are job-level lifecycle policies; nil means PodEvicted and PodFailed restart the job.
+	Policies []Policy `json:"policies,omitempty"`
+
+	Dataset     *Dataset     `json:"dataset,omitempty"`
+	SlotConfig  string       `json:"slot_config,omitempty"`
+	ModelOutput *ModelOutput `json:"model_output,omitempty"`
+	FileServer  *FileServer  `json:"file_server,omitempty"`
+}
+
+// Task is one Volcano task (pserver, trainer or worker).
+type Task struct {
+	Replicas int32             `json:"replicas,omitempty"`
+	Requests map[string]string `json:"requests,omitempty"`
+	Limits   map[string]string `json:"limits,omitempty"`
+	// GPUs is the nvidia.com/gpu limit per pod (collective workers).
+	GPUs int32 `json:"gpus,omitempty"`
+	// Policies are task-level policies; nil gives trainers TaskCompleted -> CompleteJob.
+	Policies []Policy `json:"policies,omitempty"`
+}
+
+// Policy is a Volcano lifecycle policy: on Event, take Action.
+type Policy struct {
+	Event  string `json:"event"`
+	Action string `json:"action"`
+}
+
+// Dataset is ElasticCTR's data.config: where the trainers read their samples.
+type Dataset struct {
+	HDFSAddress string `json:"hdfs_address,omitempty"`
+	// HDFSUGI is secret ("user,password"); it is never stored in the settings annotation and
+	// reaches the pods only through a Secret.
+	HDFSUGI   string `json:"-"`
+	Path      string `json:"path,omitempty"`
+	StartHour string `json:"start_hour,omitempty"`
+	EndHour   string `json:"end_hour,omitempty"`
+	SparseDim int64  `json:"sparse_dim,omitempty"`
+}
+
+// ModelOutput is the volume the trainers write the model (and the cube input) to.
+type ModelOutput struct {
+	Size          string `json:"size,omitempty"`
+	StorageClass  string `json:"storage_class,omitempty"`
+	AccessMode    string `json:"access_mode,omitempty"`
+	ExistingClaim string `json:"existing_claim,omitempty"`
+	MountPath     string `json:"mount_path,omitempty"`
+	DonefilePath  string `json:"donefile_path,omitempty"`
+}
+
+// FileServer publishes the model output over HTTP with directory listings.
+type FileServer struct {
+	Image       string `json:"image,omitempty"`
+	Port        int32  `json:"port,omitempty"`
+	ServiceType string `json:"service_type,omitempty"`
+	Replicas    int32  `json:"replicas,omitempty"`
+}
+
+// Defaulted returns a copy with every default filled in. Render works on the defaulted copy;
+// the settings annotation keeps the job as given.
+func (j TrainingJob) Defaulted() TrainingJob {
+	d := j
+	def := func(s *string, v string) {
+		if *s == "" {
+			*s = v
+		}
+	}
+	def(&d.Stack, d.Name)
+	def(&d.Mode, ModePS)
+	def(&d.Image, DefaultImage)
+	def(&d.ImagePullPolicy, string(corev1.PullIfNotPresent))
+	def(&d.Queue, DefaultQueue)
+	def(&d.SchedulerName, DefaultScheduler)
+	if d.Command == nil {
+		d.Command = DefaultCommand
+	}
+	if d.Port == 0 {
+		d.Port = DefaultPort
+	}
+	if d.MaxRetry == 0 {
+		d.MaxRetry = DefaultMaxRetry
+	}
+	task := func(t *Task, policies []Policy) *Task {
+		out := Task{Replicas: DefaultReplicas}
+		if t != nil {
+			out = *t
+			if out.Replicas == 0 {
+				out.Replicas = DefaultReplicas
+			}
+		}
+		if out.Policies == nil {
+			out.Policies = policies
+		}
+		return &out
+	}
+	if d.Mode == ModePS {
+		d.PServer = task(d.PServer, nil)
+		d.Trainer = task(d.Trainer, []Policy{{Event: "TaskCompleted", Action: "CompleteJob"}})
+		d.Worker = nil
+	} else {
+		d.Worker = task(d.Worker, []Policy{{Event: "TaskCompleted", Action: "CompleteJob"}})
+		d.PServer, d.Trainer = nil, nil
+	}
+	if d.Policies == nil {
+		d.Policies = []Policy{{Event: "PodEvicted", Action: "RestartJob"}, {Event: "PodFailed", Action: "RestartJob"}}
+	}
+	if d.MinAvailable == 0 {
+		d.MinAvailable = d.TotalPods()
+	}
+	mo := ModelOutput{}
+	if d.ModelOutput != nil {
+		mo = *d.ModelOutput
+	}
+	def(&mo.Size, DefaultModelSize)
+	def(&mo.AccessMode, AccessReadWriteOnce)
+	def(&mo.MountPath, DefaultModelMountPath)
+	def(&mo.DonefilePath, DefaultDonefilePath)
+	d.ModelOutput = &mo
+	fs := FileServer{}
+	if d.FileServer != nil {
+		fs = *d.FileServer
+	}
+	def(&fs.Image, DefaultFileServerImage)
+	def(&fs.ServiceType, DefaultFileServerType)
+	if fs.Port == 0 {
+		fs.Port = DefaultFileServerPort
+	}
+	if fs.Replicas == 0 {
+		fs.Replicas = 1
+	}
+	d.FileServer = &fs
+	return d
+}
+
+// TotalPods is the number of pods the job asks for (on a defaulted job).
+func (j TrainingJob) TotalPods() int32 {
+	var n int32
+	for _, t := range []*Task{j.PServer, j.Trainer, j.Worker} {
+		if t != nil {
+			n += t.Replicas
+		}
+	}
+	return n
+}
+
+// FileServerURL is the in-cluster URL of the file server (on a defaulted job).
+func (j TrainingJob) FileServerURL() string {
+	return fmt.Sprintf("http://%s.%s.svc:%d", j.fileServerName(), j.Namespace, j.FileServer.Port)
+}
+
+// DonefileURL is the URL of base.txt, the donefile the cube transfer watches. The file server
+// serves the volume at the same path the trainers mount it, so the "input" paths trainers
+// write into the donefile are valid URL paths on the file server, as Paddle's transfer expects.
+func (j TrainingJob) DonefileURL() string {
+	return j.FileServerURL() + cleanJoin(j.ModelOutput.MountPath, j.ModelOutput.DonefilePath)
+}
+
+func (j TrainingJob) owner() string          { return Owner(TrainingJobType, j.Name) }
+func (j TrainingJob) fileServerName() string { return j.Name + "-fileserver" }
+func (j TrainingJob) claimName() string {
+	if j.ModelOutput.ExistingClaim != "" {
+		return j.ModelOutput.ExistingClaim
+	}
+	return j.Name + "-model"
+}
+func (j TrainingJob) labels(component string) map[string]string {
+	return commonLabels(j.Stack, j.Name, j.owner(), component)
+}
+
+// RenderTrainingJob renders the objects of a training job in apply order: RBAC, Secret,
+// ConfigMap, PVC, file server, then the Volcano Job. It validates first.
+func RenderTrainingJob(given TrainingJob) (Set, error) {
+	if errs := given.Validate(); len(errs) > 0 {
+		return nil, errs
+	}
+	j := given.Defaulted()
+	settings, err := json.Marshal(given)
+	if err != nil {
+		return nil, err
+	}
+	var set Set
+	add := func(o Object) { set = append(set, o) }
+
+	// The seed images' launcher lists pods by label to find pservers and its trainer id.
+	rbac := j.labels(componentTrainingAccess)
+	add(toObject(&corev1.ServiceAccount{TypeMeta: typeMeta("v1", "ServiceAccount"), ObjectMeta: meta(j.Name, j.Namespace, rbac)}))
+	add(toObject(&rbacv1.Role{
+		TypeMeta:   typeMeta("rbac.authorization.k8s.io/v1", "Role"),
+		ObjectMeta: meta(j.Name, j.Namespace, rbac),
+		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list", "watch"}}},
+	}))
+	add(toObject(&rbacv1.RoleBinding{
+		TypeMeta:   typeMeta("rbac.authorization.k8s.io/v1", "RoleBinding"),
+		ObjectMeta: meta(j.Name, j.Namespace, rbac),
+		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: j.Name},
+		Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Name: j.Name, Namespace: j.Namespace}},
+	}))
+	if j.Dataset != nil && j.Dataset.HDFSUGI != "" {
+		add(toObject(&corev1.Secret{
+			TypeMeta:   typeMeta("v1", "Secret"),
+			ObjectMeta: meta(j.Name+"-dataset", j.Namespace, j.labels(componentTraining)),
+			Type:       corev1.SecretTypeOpaque,
+			Data:       map[string][]byte{"HDFS_UGI": []byte(j.Dataset.HDFSUGI)},
+		}))
+	}
+	if j.SlotConfig != "" {
+		add(toObject(&corev1.ConfigMap{
+			TypeMeta:   typeMeta("v1", "ConfigMap"),
+			ObjectMeta: meta(j.Name+"-slot-conf", j.Namespace, j.labels(componentTraining)),
+			Data:       map[string]string{slotConfigKey: j.SlotConfig},
+		}))
+	}
+	if j.ModelOutput.ExistingClaim == "" {
+		add(toObject(j.renderClaim()))
+	}
+	add(toObject(j.renderFileServer()))
+	add(toObject(j.renderFileServerService()))
+	job := toObject(j.renderVolcanoJob())
+	ann := job.Object.GetAnnotations()
+	if ann == nil {
+		ann = map[string]string{}
+	}
+	ann[SettingsAnnotation] = string(settings)
+	job.Object.SetAnnotations(ann)
+	add(job)
+	return set, nil
+}
+
+func (j TrainingJob) renderClaim() *corev1.PersistentVolumeClaim {
+	pvc := &corev1.PersistentVolumeClaim{
+		TypeMeta:   typeMeta("v1", "PersistentVolumeClaim"),
+		ObjectMeta: meta(j.claimName(), j.Namespace, j.labels(componentModelOutput)),
+		Spec: corev1.PersistentVolumeClaimSpec{
+			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.PersistentVolumeAccessMode(j.ModelOutput.AccessMode)},
+			Resources: corev1.VolumeResourceRequirements{
+				Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse(j.ModelOutput.Size)},
+			},
+		},
+	}
+	if j.ModelOutput.StorageClass != "" {
+		pvc.Spec.StorageClassName = ptr.To(j.ModelOutput.StorageClass)
+	}
+	return pvc
+}
+
+func (j TrainingJob) fileServerSelector() map[string]string {
+	return map[string]string{LabelInstance: j.Name, LabelComponent: componentFileServer}
+}
+
+func (j TrainingJob) renderFileServer() *appsv1.Deployment {
+	labels := j.labels(componentFileServer)
+	return &appsv1.Deployment{
+		TypeMeta:   typeMeta("apps/v1", "Deployment"),
+		ObjectMeta: meta(j.fileServerName(), j.Namespace, labels),
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To(j.FileServer.Replicas),
+			Selector: &metav1.LabelSelector{MatchLabels: j.fileServerSelector()},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{
+					Containers: []corev1.Container{{
+						Name:  "fileserver",
+						Image: j.FileServer.Image,
+						Env: []corev1.EnvVar{
+							{Name: "FOLDER", Value: fileServerRoot},
+							{Name: "PORT", Value: strconv.Itoa(int(j.FileServer.Port))},
+							{Name: "SHOW_LISTING", Value: "true"},
+						},
+						Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: j.FileServer.Port, Protocol: corev1.ProtocolTCP}},
+						ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{
+							TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromString("http")},
+						}},
+						VolumeMounts: []corev1.VolumeMount{{Name: "model-output", MountPath: cleanJoin(fileServerRoot, j.ModelOutput.MountPath), ReadOnly: true}},
+					}},
+					Volumes: []corev1.Volume{j.modelVolume()},
+				},
+			},
+		},
+	}
+}
+
+func (j TrainingJob) renderFileServerService() *corev1.Service {
+	return &corev1.Service{
+		TypeMeta:   typeMeta("v1", "Service"),
+		ObjectMeta: meta(j.fileServerName(), j.Namespace, j.labels(componentFileServer)),
+		Spec: corev1.ServiceSpec{
+			Type:     corev1.ServiceType(j.FileServer.ServiceType),
+			Selector: j.fileServerSelector(),
+			Ports: []corev1.ServicePort{{Name: "http", Port: j.FileServer.Port, TargetPort: intstr.FromString("http"),
+				Protocol: corev1.ProtocolTCP}},
+		},
+	}
+}
+
+func (j TrainingJob) modelVolume() corev1.Volume {
+	return corev1.Volume{Name: "model-output", VolumeSource: corev1.VolumeSource{
+		PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: j.claimName()},
+	}}
+}
+
+func (j TrainingJob) renderVolcanoJob() *batchv1alpha1.Job {
+	job := &batchv1alpha1.Job{
+		TypeMeta:   typeMeta("batch.volcano.sh/v1alpha1", "Job"),
+		ObjectMeta: meta(j.Name, j.Namespace, j.labels(componentTraining)),
+		Spec: batchv1alpha1.JobSpec{
+			SchedulerName: j.SchedulerName,
+			Queue:         j.Queue,
+			MinAvailable:  j.MinAvailable,
+			MaxRetry:      j.MaxRetry,
+			Policies:      lifecycle(j.Policies),
+		},
+	}
+	if j.Mode == ModePS {
+		job.Spec.Tasks = []batchv1alpha1.TaskSpec{j.task("pserver", j.PServer, "PSERVER"), j.task("trainer", j.Trainer, "TRAINER")}
+	} else {
+		// Collective workers find each other through Volcano's svc plugin (headless Service and
+		// hosts file) and know their rank from the env plugin (VK_TASK_INDEX).
+		job.Spec.Plugins = map[string][]string{"env": {}, "svc": {}}
+		job.Spec.Tasks = []batchv1alpha1.TaskSpec{j.task("worker", j.Worker, "TRAINER")}
+	}
+	return job
+}
+
+func lifecycle(ps []Policy) []batchv1alpha1.LifecyclePolicy {
+	var out []batchv1alpha1.LifecyclePolicy
+	for _, p := range ps {
+		out = append(out, batchv1alpha1.LifecyclePolicy{Event: batchEvent(p.Event), Action: batchAction(p.Action)})
+	}
+	return out
+}
+
+// task renders one Volcano task. Pod labels are what Paddle's k8s_tools.py selects on:
+// paddle-job=<job> for trainers and paddle-job-pserver=<job> for parameter servers.
+func (j TrainingJob) task(name string, t *Task, role string) batchv1alpha1.TaskSpec {
+	labels := j.labels(componentTraining)
+	labels["ctr.elasticctr.io/task"] = name
+	if role == "PSERVER" {
+		labels["paddle-job-pserver"] = j.Name
+	} else {
+		labels["paddle-job"] = j.Name
+	}
+	c := corev1.Container{
+		Name:            name,
+		Image:           j.Image,
+		ImagePullPolicy: corev1.PullPolicy(j.ImagePullPolicy),
+		Command:         j.Command,
+		Env:             j.env(role),
+		Ports:           []corev1.ContainerPort{{Name: "paddle", ContainerPort: j.Port, Protocol: corev1.ProtocolTCP}},
+		Resources:       resources(t, j.Mode == ModeCollective),
+	}
+	spec := corev1.PodSpec{
+		ServiceAccountName: j.Name,
+		RestartPolicy:      corev1.RestartPolicyOnFailure,
+	}
+	if j.SlotConfig != "" {
+		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: "slot-conf", MountPath: slotConfigDir, ReadOnly: true})
+		spec.Volumes = append(spec.Volumes, corev1.Volume{Name: "slot-conf", VolumeSource: corev1.VolumeSource{
+			ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: j.Name + "-slot-conf"}},
+		}})
+	}
+	if role == "TRAINER" {
+		// Trainers write the model output. A ReadWriteOnce volume can only be mounted on one
+		// node, so trainers then run beside the file server (required pod affinity); a
+		// ReadWriteMany volume lets them spread.
+		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: "model-output", MountPath: j.ModelOutput.MountPath})
+		spec.Volumes = append(spec.Volumes, j.modelVolume())
+		if j.ModelOutput.AccessMode == AccessReadWriteOnce {
+			spec.Affinity = &corev1.Affinity{PodAffinity: &corev1.PodAffinity{
+				RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{
+					LabelSelector: &metav1.LabelSelector{MatchLabels: j.fileServerSelector()},
+					TopologyKey:   "kubernetes.io/hostname",
+				}},
+			}}
+		}
+	}
+	spec.Containers = []corev1.Container{c}
+	return batchv1alpha1.TaskSpec{
+		Name:     name,
+		Replicas: t.Replicas,
+		Policies: lifecycle(t.Policies),
+		Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: spec},
+	}
+}
+
+// env is the environment PaddlePaddle's launcher and the ElasticCTR scripts read.
+func (j TrainingJob) env(role string) []corev1.EnvVar {
+	field := func(name, path string) corev1.EnvVar {
+		return corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: path}}}
+	}
+	val := func(name, v string) corev1.EnvVar { return corev1.EnvVar{Name: name, Value: v} }
+	pservers, trainers := int32(0), int32(0)
+	if j.PServer != nil {
+		pservers = j.PServer.Replicas
+	}
+	if j.Trainer != nil {
+		trainers = j.Trainer.Replicas
+	}
+	if j.Worker != nil {
+		trainers = j.Worker.Replicas
+	}
+	env := []corev1.EnvVar{
+		field("NAMESPACE", "metadata.namespace"),
+		field("POD_NAME", "metadata.name"),
+		field("POD_IP", "status.podIP"),
+		field("PADDLE_CURRENT_IP", "status.podIP"),
+		val("PADDLE_JOB_NAME", j.Name),
+		val("PADDLE_IS_LOCAL", "0"),
+		val("PADDLE_PORT", strconv.Itoa(int(j.Port))),
+		val("PADDLE_PSERVERS_NUM", strconv.Itoa(int(pservers))),
+		val("PADDLE_TRAINERS_NUM", strconv.Itoa(int(trainers))),
+		val("PADDLE_TRAINING_ROLE", role),
+		val("TRAINING_ROLE", role),
+		val("TRAINER_PACKAGE", "/workspace"),
+		val("FLAGS_rpc_deadline", "36000000"),
+		val("GLOG_v", "0"),
+		val("GLOG_logtostderr", "1"),
+		val("MODEL_OUTPUT_DIR", j.ModelOutput.MountPath),
+	}
+	if j.Entry != "" {
+		env = append(env, val("ENTRY", j.Entry))
+	}
+	if j.SlotConfig != "" {
+		env = append(env, val("SLOT_CONF", slotConfigDir+"/"+slotConfigKey))
+	}
+	if ds := j.Dataset; ds != nil {
+		env = append(env,
+			val("HDFS_ADDRESS", ds.HDFSAddress),
+			val("DATASET_PATH", ds.Path),
+			val("START_DATE_HR", ds.StartHour),
+			val("END_DATE_HR", ds.EndHour))
+		if ds.SparseDim > 0 {
+			env = append(env, val("SPARSE_DIM", strconv.FormatInt(ds.SparseDim, 10)))
+		}
+		if ds.HDFSUGI != "" {
+			env = append(env, corev1.EnvVar{Name: "HDFS_UGI", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
+				LocalObjectReference: corev1.LocalObjectReference{Name: j.Name + "-dataset"}, Key: "HDFS_UGI"}}})
+		}
+	}
+	// User variables come last and win over ours of the same name.
+	var out []corev1.EnvVar
+	for _, e := range env {
+		if _, overridden := j.Env[e.Name]; !overridden {
+			out = append(out, e)
+		}
+	}
+	for _, k := range sortedKeys(j.Env) {
+		out = append(out, val(k, j.Env[k]))
+	}
+	return out
+}
+
+func resources(t *Task, gpu bool) corev1.ResourceRequirements {
+	conv := func(m map[string]string) corev1.ResourceList {
+		if len(m) == 0 {
+			return nil
+		}
+		out := corev1.ResourceList{}
+		for k, v := range m {
+			out[corev1.ResourceName(k)] = resource.MustParse(v)
+		}
+		return out
+	}
+	r := corev1.ResourceRequirements{Requests: conv(t.Requests), Limits: conv(t.Limits)}
+	if gpu && t.GPUs > 0 {
+		if r.Limits == nil {
+			r.Limits = corev1.ResourceList{}
+		}
+		r.Limits["nvidia.com/gpu"] = *resource.NewQuantity(int64(t.GPUs), resource.DecimalSI)
+	}
+	return r
+}
+
+func typeMeta(apiVersion, kind string) metav1.TypeMeta {
+	return metav1.TypeMeta{APIVersion: apiVersion, Kind: kind}
+}
+
+// cleanJoin joins URL/file path parts with exactly one slash between them.
+func cleanJoin(a, b string) string {
+	for len(a) > 0 && a[len(a)-1] == '/' {
+		a = a[:len(a)-1]
+	}
+	for len(b) > 0 && b[0] == '/' {
+		b = b[1:]
+	}
+	return a + "/" + b
+}
+
+// TrainingJobKinds are the kinds a training job renders: what it prunes and deletes.
+var TrainingJobKinds = []schema.GroupVersionKind{
+	{Version: "v1", Kind: "ServiceAccount"},
+	{Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "Role"},
+	{Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "RoleBinding"},
+	{Version: "v1", Kind: "Secret"},
+	{Version: "v1", Kind: "ConfigMap"},
+	{Version: "v1", Kind: "PersistentVolumeClaim"},
+	{Group: "apps", Version: "v1", Kind: "Deployment"},
+	{Version: "v1", Kind: "Service"},
+	{Group: "batch.volcano.sh", Version: "v1alpha1", Kind: "Job"},
+}
+
+// ControllerKinds are objects that controllers create from ours, carrying our labels:
+// deletion waits for them too.
+var ControllerKinds = []schema.GroupVersionKind{
+	{Version: "v1", Kind: "Pod"},
+	{Group: "apps", Version: "v1", Kind: "ReplicaSet"},
+	{Group: "scheduling.volcano.sh", Version: "v1beta1", Kind: "PodGroup"},
+}
+
+// VolcanoJobKey is the manifests key of a training job's Volcano Job.
+func VolcanoJobKey(name string) string { return "batch.volcano.sh/v1alpha1/Job/" + name }
+
+// VolcanoJobRef is a reference to a training job's Volcano Job, for reading it.
+func VolcanoJobRef(namespace, name string) *unstructured.Unstructured {
+	return ref("batch.volcano.sh/v1alpha1", "Job", namespace, name)
+}
+
+// DatasetSecretRef is a reference to the Secret that holds the dataset's HDFS UGI.
+func DatasetSecretRef(namespace, name string) *unstructured.Unstructured {
+	return ref("v1", "Secret", namespace, name+"-dataset")
+}
+
+// DatasetUGI returns the UGI stored in the dataset Secret ("" when there is none).
+func DatasetUGI(secret *unstructured.Unstructured) string {
+	if secret == nil {
+		return ""
+	}
+	v, _, _ := unstructured.NestedString(secret.Object, "data", "HDFS_UGI")
+	b, err := base64.StdEncoding.DecodeString(v)
+	if err != nil {
+		return ""
+	}
+	return string(b)
+}
+
+// TrainingJobFromSettings decodes the settings annotation of a training job's Volcano Job.
+func TrainingJobFromSettings(s string) (TrainingJob, error) {
+	var j TrainingJob
+	if s == "" {
+		return j, fmt.Errorf("no settings")
+	}
+	if err := json.Unmarshal([]byte(s), &j); err != nil {
+		return j, fmt.Errorf("decode settings: %w", err)
+	}
+	if j.Name == "" || j.Namespace == "" {
+		return j, fmt.Errorf("settings name no job (name and namespace missing)")
+	}
+	return j, nil
+}
+
+func ref(apiVersion, kind, namespace, name string) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{}
+	u.SetAPIVersion(apiVersion)
+	u.SetKind(kind)
+	u.SetNamespace(namespace)
+	u.SetName(name)
+	return u
+}

@@ -1,0 +1,191 @@
+package stack
+
+import (
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
+
+// golden compares got with testdata/NAME, or rewrites it with -update.
+func golden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		require.NoError(t, os.WriteFile(path, []byte(got), 0o644))
+		return
+	}
+	want, err := os.ReadFile(path)
+	require.NoError(t, err, "missing golden file; run go test ./internal/stack -update")
+	assert.Equal(t, string(want), got, "rendering changed; if intended, run go test ./internal/stack -update and review the diff")
+}
+
+func renderAll(t *testing.T, j TrainingJob) string {
+	t.Helper()
+	set, err := RenderTrainingJob(j)
+	require.NoError(t, err)
+	m, err := set.Manifests()
+	require.NoError(t, err)
+	var b strings.Builder
+	for _, o := range set { // apply order
+		b.WriteString("# " + o.Key + "\n" + m[o.Key] + "---\n")
+	}
+	return b.String()
+}
+
+func TestRenderTrainingJob_Golden(t *testing.T) {
+	cases := map[string]TrainingJob{
+		"training_minimal.yaml": {Name: "ctr-demo", Namespace: "default"},
+		"training_full.yaml": {
+			Name: "fleet-ctr", Namespace: "ctr", Stack: "elastic-ctr", Image: "paddle/fleet-ctr:2.0",
+			Entry: "cd workspace && python3 train_with_mlflow.py slot.conf",
+			Env:   map[string]string{"CPU_NUM": "2", "GLOG_v": "3"},
+			Port:  30240, Queue: "training", MinAvailable: 4, MaxRetry: 5,
+			PServer: &Task{Replicas: 3, Requests: map[string]string{"cpu": "1", "memory": "100M"}, Limits: map[string]string{"cpu": "10", "memory": "30Gi"}},
+			Trainer: &Task{Replicas: 2, Requests: map[string]string{"cpu": "1000m", "ephemeral-storage": "10Gi"}},
+			Dataset: &Dataset{HDFSAddress: "hdfs://10.0.0.1:9000", HDFSUGI: "root,secret", Path: "/train_data",
+				StartHour: "20200401/00", EndHour: "20200401/03", SparseDim: 1000001},
+			SlotConfig:  "1\n2\n3\n",
+			ModelOutput: &ModelOutput{Size: "50Gi", StorageClass: "cfs", AccessMode: AccessReadWriteMany},
+			FileServer:  &FileServer{Port: 9090, ServiceType: "LoadBalancer"},
+		},
+		"training_collective.yaml": {
+			Name: "wide-deep", Namespace: "gpu", Mode: ModeCollective,
+			Worker:      &Task{Replicas: 4, GPUs: 1, Requests: map[string]string{"cpu": "4", "memory": "16Gi"}},
+			ModelOutput: &ModelOutput{ExistingClaim: "juicefs-model"},
+		},
+	}
+	for name, j := range cases {
+		t.Run(name, func(t *testing.T) { golden(t, name, renderAll(t, j)) })
+	}
+}
+
+func TestRenderTrainingJob_Deterministic(t *testing.T) {
+	j := TrainingJob{Name: "a", Namespace: "b", Env: map[string]string{"Z": "1", "A": "2", "M": "3"},
+		Trainer: &Task{Requests: map[string]string{"memory": "1Gi", "cpu": "1", "ephemeral-storage": "1Gi"}}}
+	first := renderAll(t, j)
+	for i := 0; i < 20; i++ {
+		require.Equal(t, first, renderAll(t, j))
+	}
+}
+
+func TestRenderTrainingJob_Labels(t *testing.T) {
+	set, err := RenderTrainingJob(TrainingJob{Name: "ctr-demo", Namespace: "default", Stack: "shop",
+		Dataset: &Dataset{HDFSUGI: "u,p"}, SlotConfig: "1"})
+	require.NoError(t, err)
+	require.Len(t, set, 9)
+	for _, o := range set {
+		l := o.Object.GetLabels()
+		assert.Equal(t, ManagedBy, l[LabelManagedBy], o.Key)
+		assert.Equal(t, "shop", l[LabelPartOf], o.Key)
+		assert.Equal(t, "ctr_training_job.ctr-demo", l[OwnerLabel], o.Key)
+		assert.NotEmpty(t, l[LabelComponent], o.Key)
+		assert.Equal(t, "default", o.Object.GetNamespace(), o.Key)
+	}
+}
+
+func TestRenderTrainingJob_SecretsStayOutOfSettings(t *testing.T) {
+	set, err := RenderTrainingJob(TrainingJob{Name: "j", Namespace: "n", Dataset: &Dataset{HDFSUGI: "root,hunter2", Path: "/d"}})
+	require.NoError(t, err)
+	job := set[len(set)-1].Object
+	require.Equal(t, "Job", job.GetKind())
+	settings := job.GetAnnotations()[SettingsAnnotation]
+	assert.Contains(t, settings, `"path":"/d"`)
+	assert.NotContains(t, settings, "hunter2")
+	y, err := YAML(job)
+	require.NoError(t, err)
+	assert.NotContains(t, y, "hunter2", "the UGI must reach pods only through the Secret")
+}
+
+func TestTrainingJob_URLs(t *testing.T) {
+	j := TrainingJob{Name: "ctr", Namespace: "ads", FileServer: &FileServer{Port: 8081},
+		ModelOutput: &ModelOutput{MountPath: "/data/"}}.Defaulted()
+	assert.Equal(t, "http://ctr-fileserver.ads.svc:8081", j.FileServerURL())
+	assert.Equal(t, "http://ctr-fileserver.ads.svc:8081/data/ctr_cube/donefile/base.txt", j.DonefileURL())
+	assert.Equal(t, int32(4), j.MinAvailable, "gang defaults to every pod")
+}
+
+func TestTrainingJob_Validate(t *testing.T) {
+	ok := TrainingJob{Name: "ok", Namespace: "default"}
+	require.Empty(t, ok.Validate())
+	cases := []struct {
+		name string
+		mut  func(*TrainingJob)
+		path string
+	}{
+		{"bad name", func(j *TrainingJob) { j.Name = "Bad_Name" }, "name"},
+		{"long name", func(j *TrainingJob) { j.Name = strings.Repeat("a", 41) }, "name"},
+		{"bad namespace", func(j *TrainingJob) { j.Namespace = "-x" }, "namespace"},
+		{"unknown mode", func(j *TrainingJob) { j.Mode = "mpi" }, "mode"},
+		{"port", func(j *TrainingJob) { j.Port = 70000 }, "port"},
+		{"negative replicas", func(j *TrainingJob) { j.Trainer = &Task{Replicas: -1} }, "trainer.replicas"},
+		{"gang too big", func(j *TrainingJob) { j.MinAvailable = 5 }, "min_available"},
+		{"bad quantity", func(j *TrainingJob) { j.PServer = &Task{Requests: map[string]string{"cpu": "lots"}} }, `pserver.requests["cpu"]`},
+		{"request over limit", func(j *TrainingJob) {
+			j.PServer = &Task{Requests: map[string]string{"cpu": "4"}, Limits: map[string]string{"cpu": "2"}}
+		}, `pserver.requests["cpu"]`},
+		{"worker in ps mode", func(j *TrainingJob) { j.Worker = &Task{Replicas: 1} }, "worker"},
+		{"trainer in collective mode", func(j *TrainingJob) { j.Mode = ModeCollective; j.Trainer = &Task{} }, "trainer"},
+		{"hdfs url", func(j *TrainingJob) { j.Dataset = &Dataset{HDFSAddress: "http://x:9000"} }, "dataset.hdfs_address"},
+		{"hour", func(j *TrainingJob) { j.Dataset = &Dataset{StartHour: "2020-04-01"} }, "dataset.start_hour"},
+		{"hours reversed", func(j *TrainingJob) { j.Dataset = &Dataset{StartHour: "20200402/00", EndHour: "20200401/00"} }, "dataset.end_hour"},
+		{"size", func(j *TrainingJob) { j.ModelOutput = &ModelOutput{Size: "-1Gi"} }, "model_output.size"},
+		{"access mode", func(j *TrainingJob) { j.ModelOutput = &ModelOutput{AccessMode: "ReadOnlyMany"} }, "model_output.access_mode"},
+		{"mount path", func(j *TrainingJob) { j.ModelOutput = &ModelOutput{MountPath: "relative"} }, "model_output.mount_path"},
+		{"service type", func(j *TrainingJob) { j.FileServer = &FileServer{ServiceType: "Ingress"} }, "file_server.service_type"},
+		{"event", func(j *TrainingJob) { j.Policies = []Policy{{Event: "PodExploded", Action: "RestartJob"}} }, "policies[0].event"},
+		{"action", func(j *TrainingJob) { j.Trainer = &Task{Policies: []Policy{{Event: "PodFailed", Action: "Panic"}}} }, "trainer.policies[0].action"},
+		{"env name", func(j *TrainingJob) { j.Env = map[string]string{"1BAD": "x"} }, `env["1BAD"]`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			j := ok
+			c.mut(&j)
+			errs := j.Validate()
+			require.NotEmpty(t, errs)
+			assert.Equal(t, c.path, errs[0].Path, errs.Error())
+			_, err := RenderTrainingJob(j)
+			assert.Error(t, err, "render must refuse what Validate refuses")
+		})
+	}
+}
+
+func TestRenderTrainingJob_SecretRedactedInManifests(t *testing.T) {
+	set, err := RenderTrainingJob(TrainingJob{Name: "j", Namespace: "n", Dataset: &Dataset{HDFSUGI: "root,hunter2"}})
+	require.NoError(t, err)
+	m, err := set.Manifests()
+	require.NoError(t, err)
+	secret := m["v1/Secret/j-dataset"]
+	require.NotEmpty(t, secret)
+	assert.Contains(t, secret, "HDFS_UGI: "+SensitiveValue)
+	for k, y := range m {
+		assert.NotContains(t, y, "hunter2", k)
+		assert.NotContains(t, y, "cm9vdCxodW50ZXIy", k) // base64 of the UGI
+	}
+	// The object that is applied still carries the value.
+	for _, o := range set {
+		if o.Key == "v1/Secret/j-dataset" {
+			data, _, _ := unstructuredString(o.Object.Object, "data", "HDFS_UGI")
+			assert.Equal(t, "cm9vdCxodW50ZXIy", data)
+		}
+	}
+}
+
+func unstructuredString(obj map[string]any, fields ...string) (string, bool, error) {
+	var cur any = obj
+	for _, f := range fields {
+		m, ok := cur.(map[string]any)
+		if !ok {
+			return "", false, nil
+		}
+		cur = m[f]
+	}
+	s, ok := cur.(string)
+	return s, ok, nil
+}

@@ -1,0 +1,77 @@
+// Command testenv builds, starts and stops the local control plane used by tests and the demo.
+//
+//	testenv build          build (or find cached) every binary
+//	testenv up   [-dir D]  build if needed, start, print the kubeconfig path
+//	testenv down [-dir D]  stop every process by its recorded pid
+//	testenv env  [-dir D]  print KUBECONFIG=... for a running environment
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+
+	"github.com/elasticctr/terraform-provider-ctr/internal/testenv"
+)
+
+func main() {
+	if len(os.Args) < 2 {
+		usage()
+	}
+	cmd := os.Args[1]
+	fs := flag.NewFlagSet(cmd, flag.ExitOnError)
+	dir := fs.String("dir", ".testenv", "folder that holds the environment's state (pids, logs, kubeconfig)")
+	repo := fs.String("repo", ".", "repository root (the kcp module is built from internal/testenv/kcp)")
+	_ = fs.Parse(os.Args[2:])
+
+	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer cancel()
+	var err error
+	switch cmd {
+	case "build":
+		_, err = build(ctx, *repo)
+	case "up":
+		var bin *testenv.Binaries
+		if bin, err = build(ctx, *repo); err == nil {
+			var e *testenv.Env
+			if e, err = testenv.Up(ctx, *dir, bin, os.Stderr); err == nil {
+				fmt.Println(e.Kubeconfig())
+			}
+		}
+	case "down":
+		err = testenv.Down(*dir, os.Stderr)
+	case "env":
+		var e *testenv.Env
+		if e, err = testenv.Load(*dir); err == nil {
+			fmt.Printf("KUBECONFIG=%s\n", e.Kubeconfig())
+		}
+	default:
+		usage()
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "testenv %s: %v\n", cmd, err)
+		os.Exit(1)
+	}
+}
+
+func build(ctx context.Context, repo string) (*testenv.Binaries, error) {
+	cache, err := testenv.CacheDir()
+	if err != nil {
+		return nil, err
+	}
+	root, err := filepath.Abs(repo)
+	if err != nil {
+		return nil, err
+	}
+	b := &testenv.Builder{RepoRoot: root, Cache: cache, Log: os.Stderr}
+	return b.Build(ctx)
+}
+
+func usage() {
+	fmt.Fprintln(os.Stderr, "usage: testenv build|up|down|env [-dir DIR] [-repo ROOT]")
+	os.Exit(2)
+}

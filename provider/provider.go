@@ -1,0 +1,141 @@
+// Package provider is the Terraform layer of the ctr provider: provider configuration and one
+// file per resource (schema, CRUD, import). Object building lives in internal/stack and cluster
+// access in internal/kube; this package only translates between Terraform and them.
+package provider
+
+import (
+	"context"
+	"os"
+
+	"github.com/hashicorp/terraform-plugin-framework/datasource"
+	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/provider"
+	"github.com/hashicorp/terraform-plugin-framework/provider/schema"
+	"github.com/hashicorp/terraform-plugin-framework/resource"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+)
+
+var _ provider.Provider = (*ctrProvider)(nil)
+
+// New returns the provider factory for providerserver.Serve and tests.
+func New(version string) func() provider.Provider {
+	return func() provider.Provider { return &ctrProvider{version: version} }
+}
+
+type ctrProvider struct {
+	version string
+}
+
+// providerData is what Configure hands to every resource. Nothing in it has contacted a
+// server: `terraform validate` and `plan` work without a cluster or cloud credentials.
+type providerData struct {
+	version    string
+	kubernetes types.Object // the default connection; null when not configured
+	baidu      baiduCredentials
+}
+
+// baiduCredentials are the Baidu Cloud (BCE) credentials ctr_cluster uses for CCE.
+type baiduCredentials struct {
+	AccessKey, SecretKey, SessionToken, Region, CCEEndpoint string
+}
+
+func (p *ctrProvider) Metadata(_ context.Context, _ provider.MetadataRequest, resp *provider.MetadataResponse) {
+	resp.TypeName = "ctr"
+	resp.Version = p.version
+}
+
+func (p *ctrProvider) Schema(_ context.Context, _ provider.SchemaRequest, resp *provider.SchemaResponse) {
+	resp.Schema = schema.Schema{
+		MarkdownDescription: "The `ctr` provider stands up an elastic click-through-rate (CTR) training and serving " +
+			"stack on Kubernetes: PaddlePaddle parameter-server training on Volcano, the cube sparse-parameter " +
+			"service and Paddle Serving. Nothing is contacted when the provider is configured, so `terraform " +
+			"validate` and `terraform plan` of new resources work without a cluster.",
+		Attributes: map[string]schema.Attribute{
+			"access_key": schema.StringAttribute{
+				MarkdownDescription: "Baidu Cloud access key ID for CCE. Defaults to the `BCE_ACCESS_KEY_ID` environment variable.",
+				Optional:            true,
+			},
+			"secret_key": schema.StringAttribute{
+				MarkdownDescription: "Baidu Cloud secret access key. Defaults to the `BCE_SECRET_ACCESS_KEY` environment variable.",
+				Optional:            true,
+				Sensitive:           true,
+			},
+			"session_token": schema.StringAttribute{
+				MarkdownDescription: "Baidu Cloud STS session token, for temporary credentials. Defaults to `BCE_SESSION_TOKEN`.",
+				Optional:            true,
+				Sensitive:           true,
+			},
+			"region": schema.StringAttribute{
+				MarkdownDescription: "Baidu Cloud region, e.g. `bj` or `gz`. Defaults to `BCE_REGION`, else `bj`.",
+				Optional:            true,
+			},
+			"cce_endpoint": schema.StringAttribute{
+				MarkdownDescription: "CCE API endpoint override (a mirror or a test emulator). Defaults to `BCE_CCE_ENDPOINT`, " +
+					"else the public endpoint of the region.",
+				Optional: true,
+			},
+			"kubernetes": connectionProviderAttribute(),
+		},
+	}
+}
+
+type providerModel struct {
+	AccessKey    types.String `tfsdk:"access_key"`
+	SecretKey    types.String `tfsdk:"secret_key"`
+	SessionToken types.String `tfsdk:"session_token"`
+	Region       types.String `tfsdk:"region"`
+	CCEEndpoint  types.String `tfsdk:"cce_endpoint"`
+	Kubernetes   types.Object `tfsdk:"kubernetes"`
+}
+
+func (p *ctrProvider) Configure(ctx context.Context, req provider.ConfigureRequest, resp *provider.ConfigureResponse) {
+	var m providerModel
+	resp.Diagnostics.Append(req.Config.Get(ctx, &m)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	if m.Kubernetes.IsUnknown() {
+		resp.Diagnostics.AddAttributeError(path.Root("kubernetes"), "Unknown Provider Connection",
+			"The provider's kubernetes connection depends on a value known only after apply. Provider "+
+				"configuration must be known at plan time; pass the connection to each resource's own "+
+				"`kubernetes` attribute instead (for example `kubernetes = ctr_cluster.this.kubernetes`).")
+		return
+	}
+	data := &providerData{
+		version:    p.version,
+		kubernetes: m.Kubernetes,
+		baidu: baiduCredentials{
+			AccessKey:    stringOr(m.AccessKey, os.Getenv("BCE_ACCESS_KEY_ID")),
+			SecretKey:    stringOr(m.SecretKey, os.Getenv("BCE_SECRET_ACCESS_KEY")),
+			SessionToken: stringOr(m.SessionToken, os.Getenv("BCE_SESSION_TOKEN")),
+			Region:       stringOr(m.Region, envOr("BCE_REGION", "bj")),
+			CCEEndpoint:  stringOr(m.CCEEndpoint, os.Getenv("BCE_CCE_ENDPOINT")),
+		},
+	}
+	resp.ResourceData = data
+	resp.DataSourceData = data
+}
+
+func (p *ctrProvider) Resources(context.Context) []func() resource.Resource {
+	return []func() resource.Resource{
+		NewTrainingJobResource,
+	}
+}
+
+func (p *ctrProvider) DataSources(context.Context) []func() datasource.DataSource {
+	return nil
+}
+
+func stringOr(v types.String, fallback string) string {
+	if v.IsNull() || v.IsUnknown() || v.ValueString() == "" {
+		return fallback
+	}
+	return v.ValueString()
+}
+
+func envOr(name, fallback string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return fallback
+}

@@ -1,0 +1,106 @@
+package provider
+
+import (
+	"context"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/terraform-plugin-framework/providerserver"
+	"github.com/hashicorp/terraform-plugin-go/tfprotov6"
+	"github.com/hashicorp/terraform-plugin-testing/helper/acctest"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/elasticctr/terraform-provider-ctr/internal/stack"
+)
+
+// providerFactories serves the provider in-process to the real terraform CLI.
+var providerFactories = map[string]func() (tfprotov6.ProviderServer, error){
+	"ctr": providerserver.NewProtocol6WithError(New("test")()),
+}
+
+// requireCluster skips acceptance tests unless TF_ACC is set (the framework's own rule) and
+// fails them when TF_ACC is set without a cluster: `make test` always provides one, so a
+// skip there would hide a broken setup.
+func requireCluster(t *testing.T) *kubeClients {
+	t.Helper()
+	if os.Getenv("TF_ACC") == "" {
+		t.Skip("acceptance test: set TF_ACC=1 and KUBECONFIG (make testacc does both)")
+	}
+	kc := os.Getenv("KUBECONFIG")
+	if kc == "" {
+		t.Fatal("TF_ACC is set but KUBECONFIG is not: start the local control plane with make testenv-up")
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", kc)
+	if err != nil {
+		t.Fatalf("load KUBECONFIG: %v", err)
+	}
+	return &kubeClients{cs: kubernetes.NewForConfigOrDie(cfg), dyn: dynamic.NewForConfigOrDie(cfg)}
+}
+
+type kubeClients struct {
+	cs  kubernetes.Interface
+	dyn dynamic.Interface
+}
+
+// namespace creates a fresh namespace for one test and deletes it afterwards.
+func (k *kubeClients) namespace(t *testing.T) string {
+	t.Helper()
+	name := "acc-" + acctest.RandString(8)
+	_, err := k.cs.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("create namespace %s: %v", name, err)
+	}
+	t.Cleanup(func() {
+		_ = k.cs.CoreV1().Namespaces().Delete(context.Background(), name, metav1.DeleteOptions{})
+	})
+	return name
+}
+
+// owned counts every object (rendered kinds, pods, pod groups) that carries the owner label.
+func (k *kubeClients) owned(ctx context.Context, namespace, owner string) (int, []string, error) {
+	n := 0
+	var names []string
+	kinds := append(append([]schema.GroupVersionKind{}, stack.TrainingJobKinds...), stack.ControllerKinds...)
+	for _, gvk := range kinds {
+		gvr := gvrOf(gvk)
+		list, err := k.dyn.Resource(gvr).Namespace(namespace).List(ctx, metav1.ListOptions{LabelSelector: stack.OwnerLabel + "=" + owner})
+		if err != nil {
+			return 0, nil, err
+		}
+		for _, it := range list.Items {
+			names = append(names, gvk.Kind+"/"+it.GetName())
+		}
+		n += len(list.Items)
+	}
+	return n, names, nil
+}
+
+func gvrOf(gvk schema.GroupVersionKind) schema.GroupVersionResource {
+	plural := map[string]string{
+		"ServiceAccount": "serviceaccounts", "Role": "roles", "RoleBinding": "rolebindings", "Secret": "secrets",
+		"ConfigMap": "configmaps", "PersistentVolumeClaim": "persistentvolumeclaims", "Deployment": "deployments",
+		"Service": "services", "Job": "jobs", "Pod": "pods", "ReplicaSet": "replicasets", "PodGroup": "podgroups",
+	}[gvk.Kind]
+	return gvk.GroupVersion().WithResource(plural)
+}
+
+func eventually(t *testing.T, timeout time.Duration, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		ok, state := cond()
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s: %s", timeout, state)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}

@@ -1,0 +1,373 @@
+package provider
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/terraform-plugin-testing/helper/acctest"
+	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
+	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
+	"github.com/hashicorp/terraform-plugin-testing/plancheck"
+	"github.com/hashicorp/terraform-plugin-testing/statecheck"
+	"github.com/hashicorp/terraform-plugin-testing/terraform"
+	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/elasticctr/terraform-provider-ctr/internal/stack"
+)
+
+const jobAddr = "ctr_training_job.test"
+
+// trainingJobConfig is a small job (1 pserver + 1 trainer) that fits the simulated nodes.
+func trainingJobConfig(ns, name, extra string) string {
+	return fmt.Sprintf(`
+resource "ctr_training_job" "test" {
+  name      = %[2]q
+  namespace = %[1]q
+  pserver   = { replicas = 1 }
+  trainer   = { replicas = 1 }
+%[3]s
+  timeouts = { create = "3m", update = "3m", delete = "3m" }
+}
+`, ns, name, extra)
+}
+
+func jobName() string { return "tj-" + acctest.RandString(6) }
+
+// TestAccTrainingJob_Lifecycle: create -> Running, update in place, replace, import with an
+// empty plan afterwards, destroy leaving nothing.
+func TestAccTrainingJob_Lifecycle(t *testing.T) {
+	k := requireCluster(t)
+	ns, name := k.namespace(t), jobName()
+	owner := stack.Owner(stack.TrainingJobType, name)
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: providerFactories,
+		CheckDestroy:             k.checkNothingOwned(ns, owner),
+		Steps: []resource.TestStep{
+			{
+				Config: trainingJobConfig(ns, name, ""),
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(jobAddr, tfjsonpath.New("phase"), knownvalue.StringExact("Running")),
+					statecheck.ExpectKnownValue(jobAddr, tfjsonpath.New("id"), knownvalue.StringExact(ns+"/"+name)),
+					statecheck.ExpectKnownValue(jobAddr, tfjsonpath.New("min_available"), knownvalue.Int64Exact(2)),
+					statecheck.ExpectKnownValue(jobAddr, tfjsonpath.New("manifests"), knownvalue.MapSizeExact(7)),
+					statecheck.ExpectKnownValue(jobAddr, tfjsonpath.New("file_server_url"),
+						knownvalue.StringExact(fmt.Sprintf("http://%s-fileserver.%s.svc:8080", name, ns))),
+					statecheck.ExpectKnownValue(jobAddr, tfjsonpath.New("donefile_url"),
+						knownvalue.StringExact(fmt.Sprintf("http://%s-fileserver.%s.svc:8080/output/ctr_cube/donefile/base.txt", name, ns))),
+				},
+				Check: k.checkPodsRunning(ns, name, 2),
+			},
+			{
+				// File server settings and the gang size change in place: the job keeps running.
+				Config: trainingJobConfig(ns, name, `
+  min_available = 1
+  file_server   = { service_type = "NodePort", replicas = 2 }`),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(jobAddr, plancheck.ResourceActionUpdate),
+				}},
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(jobAddr, tfjsonpath.New("phase"), knownvalue.StringExact("Running")),
+				},
+				Check: func(*terraform.State) error {
+					ctx := context.Background()
+					svc, err := k.cs.CoreV1().Services(ns).Get(ctx, name+"-fileserver", metav1.GetOptions{})
+					if err != nil {
+						return err
+					}
+					if svc.Spec.Type != corev1.ServiceTypeNodePort {
+						return fmt.Errorf("service type is %s, want NodePort", svc.Spec.Type)
+					}
+					dep, err := k.cs.AppsV1().Deployments(ns).Get(ctx, name+"-fileserver", metav1.GetOptions{})
+					if err != nil {
+						return err
+					}
+					if *dep.Spec.Replicas != 2 || dep.Status.AvailableReplicas != 2 {
+						return fmt.Errorf("file server has %d/%d replicas available, want 2/2", dep.Status.AvailableReplicas, *dep.Spec.Replicas)
+					}
+					return nil
+				},
+			},
+			{
+				// A new image cannot be set on a submitted Volcano job: the plan says replace.
+				Config: trainingJobConfig(ns, name, `
+  image         = "volcanosh/edlctr:v2"
+  min_available = 1
+  file_server   = { service_type = "NodePort", replicas = 2 }`),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(jobAddr, plancheck.ResourceActionDestroyBeforeCreate),
+				}},
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(jobAddr, tfjsonpath.New("image"), knownvalue.StringExact("volcanosh/edlctr:v2")),
+					statecheck.ExpectKnownValue(jobAddr, tfjsonpath.New("phase"), knownvalue.StringExact("Running")),
+				},
+			},
+			{
+				ResourceName:            jobAddr,
+				ImportState:             true,
+				ImportStateId:           ns + "/" + name,
+				ImportStateVerify:       true,
+				ImportStateVerifyIgnore: []string{"timeouts"},
+			},
+			{
+				// Import again, keep the imported state, and plan: nothing to do.
+				ResourceName:       jobAddr,
+				ImportState:        true,
+				ImportStateId:      ns + "/" + name,
+				ImportStatePersist: true,
+			},
+			{
+				Config: trainingJobConfig(ns, name, `
+  image         = "volcanosh/edlctr:v2"
+  min_available = 1
+  file_server   = { service_type = "NodePort", replicas = 2 }`),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(jobAddr, plancheck.ResourceActionNoop),
+				}},
+			},
+		},
+	})
+}
+
+// TestAccTrainingJob_DriftRepair: kubectl-style edits and deletions show in the plan and the
+// next apply restores them.
+func TestAccTrainingJob_DriftRepair(t *testing.T) {
+	k := requireCluster(t)
+	ns, name := k.namespace(t), jobName()
+	ctx := context.Background()
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: providerFactories,
+		CheckDestroy:             k.checkNothingOwned(ns, stack.Owner(stack.TrainingJobType, name)),
+		Steps: []resource.TestStep{
+			{Config: trainingJobConfig(ns, name, "")},
+			{
+				PreConfig: func() {
+					dep, err := k.cs.AppsV1().Deployments(ns).Get(ctx, name+"-fileserver", metav1.GetOptions{})
+					if err != nil {
+						t.Fatal(err)
+					}
+					dep.Spec.Replicas = ptr.To[int32](3)
+					dep.Spec.Template.Spec.Containers[0].Env[2].Value = "false" // SHOW_LISTING
+					if _, err := k.cs.AppsV1().Deployments(ns).Update(ctx, dep, metav1.UpdateOptions{FieldManager: "kubectl-edit"}); err != nil {
+						t.Fatal(err)
+					}
+					if err := k.cs.CoreV1().Services(ns).Delete(ctx, name+"-fileserver", metav1.DeleteOptions{}); err != nil {
+						t.Fatal(err)
+					}
+				},
+				Config: trainingJobConfig(ns, name, ""),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(jobAddr, plancheck.ResourceActionUpdate),
+					plancheck.ExpectUnknownValue(jobAddr, tfjsonpath.New("phase")),
+				}},
+				Check: func(*terraform.State) error {
+					if _, err := k.cs.CoreV1().Services(ns).Get(ctx, name+"-fileserver", metav1.GetOptions{}); err != nil {
+						return fmt.Errorf("deleted Service was not recreated: %w", err)
+					}
+					dep, err := k.cs.AppsV1().Deployments(ns).Get(ctx, name+"-fileserver", metav1.GetOptions{})
+					if err != nil {
+						return err
+					}
+					if *dep.Spec.Replicas != 1 {
+						return fmt.Errorf("replicas %d were not restored to 1", *dep.Spec.Replicas)
+					}
+					if v := dep.Spec.Template.Spec.Containers[0].Env[2].Value; v != "true" {
+						return fmt.Errorf("SHOW_LISTING %q was not restored to true", v)
+					}
+					return nil
+				},
+			},
+		},
+	})
+}
+
+// TestAccTrainingJob_RemovedBehindOurBack: when every object is gone, the resource is gone
+// and the next apply creates it again.
+func TestAccTrainingJob_RemovedBehindOurBack(t *testing.T) {
+	k := requireCluster(t)
+	ns, name := k.namespace(t), jobName()
+	owner := stack.Owner(stack.TrainingJobType, name)
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: providerFactories,
+		CheckDestroy:             k.checkNothingOwned(ns, owner),
+		Steps: []resource.TestStep{
+			{Config: trainingJobConfig(ns, name, "")},
+			{
+				PreConfig: func() {
+					// What `kubectl delete -l` of everything would do.
+					if err := k.deleteOwned(ns, owner); err != nil {
+						t.Fatal(err)
+					}
+				},
+				Config: trainingJobConfig(ns, name, ""),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(jobAddr, plancheck.ResourceActionCreate),
+				}},
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(jobAddr, tfjsonpath.New("phase"), knownvalue.StringExact("Running")),
+				},
+			},
+		},
+	})
+}
+
+// TestAccTrainingJob_GangTooBig: a gang the cluster cannot place fails the apply with a
+// reason, within the timeout, and destroy still removes it (an Inqueue gang blocks its queue).
+func TestAccTrainingJob_GangTooBig(t *testing.T) {
+	k := requireCluster(t)
+	ns, name := k.namespace(t), jobName()
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: providerFactories,
+		CheckDestroy:             k.checkNothingOwned(ns, stack.Owner(stack.TrainingJobType, name)),
+		Steps: []resource.TestStep{{
+			Config: fmt.Sprintf(`
+resource "ctr_training_job" "test" {
+  name      = %[2]q
+  namespace = %[1]q
+  pserver   = { replicas = 1, requests = { cpu = "40" } }
+  trainer   = { replicas = 1 }
+  timeouts  = { create = "15s", delete = "3m" }
+}
+`, ns, name),
+			ExpectError: regexp.MustCompile(`(?s)did not reach Running.*cluster may lack room`),
+		}},
+	})
+}
+
+// TestTrainingJob_InvalidInputs: every bad value is refused at plan time, naming the attribute.
+// It needs the terraform CLI but no cluster.
+func TestTrainingJob_InvalidInputs(t *testing.T) {
+	cases := []struct{ extra, want string }{
+		{`name_override = 1`, `An argument named "name_override" is not expected`},
+		{`trainer = { replicas = 0 }`, `Attribute trainer.replicas value must be at least 1`},
+		{`min_available = 5`, `Attribute min_available: 5 is more than the 4 pods the job asks for`},
+		{`pserver = { requests = { cpu = "lots" } }`, `pserver.requests\["cpu"\]: "lots" is not a quantity`},
+		{`pserver = { requests = { cpu = "4" }, limits = { cpu = "2" } }`, `request 4 is more than the limit 2`},
+		{`mode = "mpi"`, `Attribute mode value must be one of`},
+		{`port = 70000`, `Attribute port value must be between 1 and 65535`},
+		{`dataset = { hdfs_address = "http://namenode:9000" }`, `dataset.hdfs_address: "http://namenode:9000" is not an HDFS address`},
+		{`dataset = { start_hour = "2020-04-01" }`, `dataset.start_hour: "2020-04-01" is not an hour`},
+		{`dataset = { start_hour = "20200402/00", end_hour = "20200401/00" }`, `dataset.end_hour: "20200401/00" is before start_hour`},
+		{`model_output = { size = "ten" }`, `model_output.size: "ten" is not a positive storage quantity`},
+		{`model_output = { access_mode = "ReadOnlyMany" }`, `Attribute model_output.access_mode value must be one of`},
+		{`file_server = { service_type = "Ingress" }`, `Attribute file_server.service_type value must be one of`},
+		{`worker = { replicas = 2 }`, `Attribute worker: is only used with mode = "collective"`},
+		{`policies = [{ event = "PodExploded", action = "RestartJob" }]`, `Attribute policies\[0\].event value must be one of`},
+		{`env = { "1BAD" = "x" }`, `env\["1BAD"\]: "1BAD" is not a valid environment variable name`},
+		{`image = ""`, `Attribute image string length must be at least 1`},
+	}
+	var steps []resource.TestStep
+	for _, c := range cases {
+		steps = append(steps, resource.TestStep{
+			Config: fmt.Sprintf(`
+resource "ctr_training_job" "test" {
+  name      = "bad"
+  %s
+}
+`, c.extra),
+			PlanOnly: true,
+			// Terraform wraps long messages: any run of spaces may be a line break.
+			ExpectError: regexp.MustCompile(strings.ReplaceAll(c.want, " ", `\s+`)),
+		})
+	}
+	steps = append(steps,
+		resource.TestStep{Config: `resource "ctr_training_job" "test" { name = "Bad_Name" }`, PlanOnly: true,
+			ExpectError: regexp.MustCompile(`Attribute name must be lowercase letters`)},
+		resource.TestStep{Config: `resource "ctr_training_job" "test" { name = "` + strings.Repeat("a", 41) + `" }`, PlanOnly: true,
+			ExpectError: regexp.MustCompile(`Attribute name string length must be between 1 and 40`)},
+	)
+	resource.UnitTest(t, resource.TestCase{ProtoV6ProviderFactories: providerFactories, Steps: steps})
+}
+
+// TestTrainingJob_PlanWithoutCluster: plan renders the manifests without any cluster, even
+// with a connection that cannot be reached; apply then fails naming the object and the cause.
+func TestTrainingJob_PlanWithoutCluster(t *testing.T) {
+	resource.UnitTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: providerFactories,
+		Steps: []resource.TestStep{{
+			Config: `
+resource "ctr_training_job" "test" {
+  name       = "offline"
+  kubernetes = { host = "https://127.0.0.1:1", token = "x" }
+}
+`,
+			ExpectError: regexp.MustCompile(`(?s)Could not apply the objects of training job default/offline.*ServiceAccount default/offline.*connection refused`),
+			ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+				plancheck.ExpectResourceAction(jobAddr, plancheck.ResourceActionCreate),
+				plancheck.ExpectKnownValue(jobAddr, tfjsonpath.New("manifests"), knownvalue.MapSizeExact(7)),
+				plancheck.ExpectKnownValue(jobAddr, tfjsonpath.New("min_available"), knownvalue.Int64Exact(4)),
+			}},
+		}},
+	})
+}
+
+func (k *kubeClients) checkNothingOwned(ns, owner string) resource.TestCheckFunc {
+	return func(*terraform.State) error {
+		n, names, err := k.owned(context.Background(), ns, owner)
+		if err != nil {
+			return err
+		}
+		if n > 0 {
+			return fmt.Errorf("destroy left %d objects owned by %s: %s", n, owner, strings.Join(names, ", "))
+		}
+		return nil
+	}
+}
+
+func (k *kubeClients) checkPodsRunning(ns, job string, want int) resource.TestCheckFunc {
+	return func(*terraform.State) error {
+		pods, err := k.cs.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{LabelSelector: "volcano.sh/job-name=" + job})
+		if err != nil {
+			return err
+		}
+		running := 0
+		for _, p := range pods.Items {
+			if p.Status.Phase == corev1.PodRunning && p.Spec.SchedulerName == "volcano" {
+				running++
+			}
+		}
+		if running != want {
+			return fmt.Errorf("%d of %d job pods Running under the volcano scheduler, want %d", running, len(pods.Items), want)
+		}
+		return nil
+	}
+}
+
+func (k *kubeClients) deleteOwned(ns, owner string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	bg := metav1.DeletePropagationForeground
+	for _, gvk := range stack.TrainingJobKinds {
+		ri := k.dyn.Resource(gvrOf(gvk)).Namespace(ns)
+		list, err := ri.List(ctx, metav1.ListOptions{LabelSelector: stack.OwnerLabel + "=" + owner})
+		if err != nil {
+			return err
+		}
+		for _, it := range list.Items {
+			if err := ri.Delete(ctx, it.GetName(), metav1.DeleteOptions{PropagationPolicy: &bg}); err != nil && !apierrors.IsNotFound(err) {
+				return err
+			}
+		}
+	}
+	for {
+		n, names, err := k.owned(ctx, ns, owner)
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("objects not gone: %s", strings.Join(names, ", "))
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}

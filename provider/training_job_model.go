@@ -1,0 +1,261 @@
+package provider
+
+import (
+	"context"
+
+	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
+	"github.com/hashicorp/terraform-plugin-framework/attr"
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+
+	"github.com/elasticctr/terraform-provider-ctr/internal/stack"
+)
+
+// trainingJobModel is the Terraform state of ctr_training_job.
+type trainingJobModel struct {
+	ID              types.String     `tfsdk:"id"`
+	Name            types.String     `tfsdk:"name"`
+	Namespace       types.String     `tfsdk:"namespace"`
+	Stack           types.String     `tfsdk:"stack"`
+	Mode            types.String     `tfsdk:"mode"`
+	Image           types.String     `tfsdk:"image"`
+	ImagePullPolicy types.String     `tfsdk:"image_pull_policy"`
+	Command         types.List       `tfsdk:"command"`
+	Entry           types.String     `tfsdk:"entry"`
+	Env             types.Map        `tfsdk:"env"`
+	Port            types.Int64      `tfsdk:"port"`
+	Queue           types.String     `tfsdk:"queue"`
+	SchedulerName   types.String     `tfsdk:"scheduler_name"`
+	MinAvailable    types.Int64      `tfsdk:"min_available"`
+	MaxRetry        types.Int64      `tfsdk:"max_retry"`
+	PServer         *taskModel       `tfsdk:"pserver"`
+	Trainer         *taskModel       `tfsdk:"trainer"`
+	Worker          *taskModel       `tfsdk:"worker"`
+	Policies        []policyModel    `tfsdk:"policies"`
+	Dataset         *datasetModel    `tfsdk:"dataset"`
+	SlotConfig      types.String     `tfsdk:"slot_config"`
+	ModelOutput     *modelOutputMdl  `tfsdk:"model_output"`
+	FileServer      *fileServerModel `tfsdk:"file_server"`
+	Kubernetes      types.Object     `tfsdk:"kubernetes"`
+	Timeouts        timeouts.Value   `tfsdk:"timeouts"`
+
+	Manifests     types.Map    `tfsdk:"manifests"`
+	Phase         types.String `tfsdk:"phase"`
+	FileServerURL types.String `tfsdk:"file_server_url"`
+	DonefileURL   types.String `tfsdk:"donefile_url"`
+}
+
+type taskModel struct {
+	Replicas types.Int64   `tfsdk:"replicas"`
+	Requests types.Map     `tfsdk:"requests"`
+	Limits   types.Map     `tfsdk:"limits"`
+	GPUs     types.Int64   `tfsdk:"gpus"`
+	Policies []policyModel `tfsdk:"policies"`
+}
+
+type policyModel struct {
+	Event  types.String `tfsdk:"event"`
+	Action types.String `tfsdk:"action"`
+}
+
+type datasetModel struct {
+	HDFSAddress types.String `tfsdk:"hdfs_address"`
+	HDFSUGI     types.String `tfsdk:"hdfs_ugi"`
+	Path        types.String `tfsdk:"path"`
+	StartHour   types.String `tfsdk:"start_hour"`
+	EndHour     types.String `tfsdk:"end_hour"`
+	SparseDim   types.Int64  `tfsdk:"sparse_dim"`
+}
+
+type modelOutputMdl struct {
+	Size          types.String `tfsdk:"size"`
+	StorageClass  types.String `tfsdk:"storage_class"`
+	AccessMode    types.String `tfsdk:"access_mode"`
+	ExistingClaim types.String `tfsdk:"existing_claim"`
+	MountPath     types.String `tfsdk:"mount_path"`
+	DonefilePath  types.String `tfsdk:"donefile_path"`
+}
+
+type fileServerModel struct {
+	Image       types.String `tfsdk:"image"`
+	Port        types.Int64  `tfsdk:"port"`
+	ServiceType types.String `tfsdk:"service_type"`
+	Replicas    types.Int64  `tfsdk:"replicas"`
+}
+
+// known reports whether every value that rendering needs is known (not "known after apply").
+// Computed-only attributes and the connection do not matter for rendering.
+func (m *trainingJobModel) known() bool {
+	vals := []attr.Value{m.Name, m.Namespace, m.Stack, m.Mode, m.Image, m.ImagePullPolicy, m.Command, m.Entry, m.Env,
+		m.Port, m.Queue, m.SchedulerName, m.MaxRetry, m.SlotConfig}
+	for _, t := range []*taskModel{m.PServer, m.Trainer, m.Worker} {
+		if t != nil {
+			vals = append(vals, t.Replicas, t.Requests, t.Limits, t.GPUs)
+			vals = append(vals, policyValues(t.Policies)...)
+		}
+	}
+	vals = append(vals, policyValues(m.Policies)...)
+	if d := m.Dataset; d != nil {
+		vals = append(vals, d.HDFSAddress, d.HDFSUGI, d.Path, d.StartHour, d.EndHour, d.SparseDim)
+	}
+	if o := m.ModelOutput; o != nil {
+		vals = append(vals, o.Size, o.StorageClass, o.AccessMode, o.ExistingClaim, o.MountPath, o.DonefilePath)
+	}
+	if f := m.FileServer; f != nil {
+		vals = append(vals, f.Image, f.Port, f.ServiceType, f.Replicas)
+	}
+	for _, v := range vals {
+		if v.IsUnknown() {
+			return false
+		}
+	}
+	return true
+}
+
+func policyValues(ps []policyModel) []attr.Value {
+	var out []attr.Value
+	for _, p := range ps {
+		out = append(out, p.Event, p.Action)
+	}
+	return out
+}
+
+// job converts the model to the stack's settings. min_available is taken only when set in
+// configuration (minAvailableFromConfig), so that a computed default follows the replicas.
+func (m *trainingJobModel) job(ctx context.Context, minAvailable types.Int64) (stack.TrainingJob, diag.Diagnostics) {
+	var diags diag.Diagnostics
+	j := stack.TrainingJob{
+		Name:            m.Name.ValueString(),
+		Namespace:       m.Namespace.ValueString(),
+		Stack:           m.Stack.ValueString(),
+		Mode:            m.Mode.ValueString(),
+		Image:           m.Image.ValueString(),
+		ImagePullPolicy: m.ImagePullPolicy.ValueString(),
+		Entry:           m.Entry.ValueString(),
+		Port:            int32(m.Port.ValueInt64()),
+		Queue:           m.Queue.ValueString(),
+		SchedulerName:   m.SchedulerName.ValueString(),
+		MinAvailable:    int32(minAvailable.ValueInt64()),
+		MaxRetry:        int32(m.MaxRetry.ValueInt64()),
+		SlotConfig:      m.SlotConfig.ValueString(),
+		Policies:        policies(m.Policies),
+	}
+	if !m.Command.IsNull() {
+		diags.Append(m.Command.ElementsAs(ctx, &j.Command, false)...)
+	}
+	if !m.Env.IsNull() {
+		diags.Append(m.Env.ElementsAs(ctx, &j.Env, false)...)
+	}
+	task := func(t *taskModel) *stack.Task {
+		if t == nil {
+			return nil
+		}
+		out := &stack.Task{Replicas: int32(t.Replicas.ValueInt64()), GPUs: int32(t.GPUs.ValueInt64()), Policies: policies(t.Policies)}
+		if !t.Requests.IsNull() {
+			diags.Append(t.Requests.ElementsAs(ctx, &out.Requests, false)...)
+		}
+		if !t.Limits.IsNull() {
+			diags.Append(t.Limits.ElementsAs(ctx, &out.Limits, false)...)
+		}
+		return out
+	}
+	j.PServer, j.Trainer, j.Worker = task(m.PServer), task(m.Trainer), task(m.Worker)
+	if d := m.Dataset; d != nil {
+		j.Dataset = &stack.Dataset{HDFSAddress: d.HDFSAddress.ValueString(), HDFSUGI: d.HDFSUGI.ValueString(),
+			Path: d.Path.ValueString(), StartHour: d.StartHour.ValueString(), EndHour: d.EndHour.ValueString(),
+			SparseDim: d.SparseDim.ValueInt64()}
+	}
+	if o := m.ModelOutput; o != nil {
+		j.ModelOutput = &stack.ModelOutput{Size: o.Size.ValueString(), StorageClass: o.StorageClass.ValueString(),
+			AccessMode: o.AccessMode.ValueString(), ExistingClaim: o.ExistingClaim.ValueString(),
+			MountPath: o.MountPath.ValueString(), DonefilePath: o.DonefilePath.ValueString()}
+	}
+	if f := m.FileServer; f != nil {
+		j.FileServer = &stack.FileServer{Image: f.Image.ValueString(), Port: int32(f.Port.ValueInt64()),
+			ServiceType: f.ServiceType.ValueString(), Replicas: int32(f.Replicas.ValueInt64())}
+	}
+	return j, diags
+}
+
+func policies(ps []policyModel) []stack.Policy {
+	if ps == nil {
+		return nil
+	}
+	out := make([]stack.Policy, len(ps))
+	for i, p := range ps {
+		out[i] = stack.Policy{Event: p.Event.ValueString(), Action: p.Action.ValueString()}
+	}
+	return out
+}
+
+// fromJob fills the configuration attributes from settings read back from the cluster (import).
+func (m *trainingJobModel) fromJob(ctx context.Context, j stack.TrainingJob) diag.Diagnostics {
+	var diags diag.Diagnostics
+	str := func(s string) types.String {
+		if s == "" {
+			return types.StringNull()
+		}
+		return types.StringValue(s)
+	}
+	num := func(n int64) types.Int64 {
+		if n == 0 {
+			return types.Int64Null()
+		}
+		return types.Int64Value(n)
+	}
+	strMap := func(mp map[string]string) types.Map {
+		if mp == nil {
+			return types.MapNull(types.StringType)
+		}
+		v, d := types.MapValueFrom(ctx, types.StringType, mp)
+		diags.Append(d...)
+		return v
+	}
+	m.Name, m.Namespace = types.StringValue(j.Name), types.StringValue(j.Namespace)
+	m.Stack, m.Mode, m.Image, m.ImagePullPolicy = str(j.Stack), str(j.Mode), str(j.Image), str(j.ImagePullPolicy)
+	m.Entry, m.Queue, m.SchedulerName, m.SlotConfig = str(j.Entry), str(j.Queue), str(j.SchedulerName), str(j.SlotConfig)
+	m.Port, m.MinAvailable, m.MaxRetry = num(int64(j.Port)), num(int64(j.MinAvailable)), num(int64(j.MaxRetry))
+	m.Env = strMap(j.Env)
+	if j.Command == nil {
+		m.Command = types.ListNull(types.StringType)
+	} else {
+		v, d := types.ListValueFrom(ctx, types.StringType, j.Command)
+		diags.Append(d...)
+		m.Command = v
+	}
+	toPolicies := func(ps []stack.Policy) []policyModel {
+		if ps == nil {
+			return nil
+		}
+		out := make([]policyModel, len(ps))
+		for i, p := range ps {
+			out[i] = policyModel{Event: types.StringValue(p.Event), Action: types.StringValue(p.Action)}
+		}
+		return out
+	}
+	m.Policies = toPolicies(j.Policies)
+	task := func(t *stack.Task) *taskModel {
+		if t == nil {
+			return nil
+		}
+		return &taskModel{Replicas: num(int64(t.Replicas)), Requests: strMap(t.Requests), Limits: strMap(t.Limits),
+			GPUs: num(int64(t.GPUs)), Policies: toPolicies(t.Policies)}
+	}
+	m.PServer, m.Trainer, m.Worker = task(j.PServer), task(j.Trainer), task(j.Worker)
+	m.Dataset = nil
+	if d := j.Dataset; d != nil {
+		m.Dataset = &datasetModel{HDFSAddress: str(d.HDFSAddress), HDFSUGI: str(d.HDFSUGI), Path: str(d.Path),
+			StartHour: str(d.StartHour), EndHour: str(d.EndHour), SparseDim: num(d.SparseDim)}
+	}
+	m.ModelOutput = nil
+	if o := j.ModelOutput; o != nil {
+		m.ModelOutput = &modelOutputMdl{Size: str(o.Size), StorageClass: str(o.StorageClass), AccessMode: str(o.AccessMode),
+			ExistingClaim: str(o.ExistingClaim), MountPath: str(o.MountPath), DonefilePath: str(o.DonefilePath)}
+	}
+	m.FileServer = nil
+	if f := j.FileServer; f != nil {
+		m.FileServer = &fileServerModel{Image: str(f.Image), Port: num(int64(f.Port)), ServiceType: str(f.ServiceType),
+			Replicas: num(int64(f.Replicas))}
+	}
+	return diags
+}

@@ -1,0 +1,249 @@
+package provider
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"strings"
+
+	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
+	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
+	"github.com/hashicorp/terraform-plugin-framework-validators/listvalidator"
+	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
+	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/int64default"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/int64planmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/listplanmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/mapplanmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/objectplanmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringdefault"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+
+	"github.com/elasticctr/terraform-provider-ctr/internal/stack"
+)
+
+var dnsLabelRE = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
+
+// replaceReason is shown in docs; the plan adds a warning with the same reason.
+const replaceReason = "Changing it replaces the Volcano job (training restarts): Volcano cannot change the tasks of a submitted job."
+
+func quoted(vs []string) string {
+	q := make([]string, len(vs))
+	for i, v := range vs {
+		q[i] = "`" + v + "`"
+	}
+	return strings.Join(q, ", ")
+}
+
+func replaceStr() []planmodifier.String {
+	return []planmodifier.String{stringplanmodifier.RequiresReplace()}
+}
+func replaceInt() []planmodifier.Int64 {
+	return []planmodifier.Int64{int64planmodifier.RequiresReplace()}
+}
+
+func policyAttribute(desc string) schema.ListNestedAttribute {
+	return schema.ListNestedAttribute{
+		Optional:            true,
+		MarkdownDescription: desc + " " + replaceReason,
+		PlanModifiers:       []planmodifier.List{listplanmodifier.RequiresReplace()},
+		NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
+			"event": schema.StringAttribute{Required: true, MarkdownDescription: "Volcano event: one of " + quoted(stack.Events) + ".",
+				Validators: []validator.String{stringvalidator.OneOf(stack.Events...)}},
+			"action": schema.StringAttribute{Required: true, MarkdownDescription: "Volcano action: one of " + quoted(stack.Actions) + ".",
+				Validators: []validator.String{stringvalidator.OneOf(stack.Actions...)}},
+		}},
+	}
+}
+
+func taskAttribute(name, desc string) schema.SingleNestedAttribute {
+	return schema.SingleNestedAttribute{
+		Optional:            true,
+		MarkdownDescription: desc + " " + replaceReason,
+		PlanModifiers:       []planmodifier.Object{objectplanmodifier.RequiresReplace()},
+		Attributes: map[string]schema.Attribute{
+			"replicas": schema.Int64Attribute{Optional: true, Computed: true, Default: int64default.StaticInt64(stack.DefaultReplicas),
+				MarkdownDescription: fmt.Sprintf("Number of %s pods. At least 1. Defaults to `%d`.", name, stack.DefaultReplicas),
+				Validators:          []validator.Int64{int64validator.AtLeast(1)}},
+			"requests": schema.MapAttribute{Optional: true, ElementType: types.StringType,
+				MarkdownDescription: "Resource requests per pod, e.g. `{ cpu = \"1\", memory = \"4Gi\" }` (Kubernetes quantities)."},
+			"limits": schema.MapAttribute{Optional: true, ElementType: types.StringType,
+				MarkdownDescription: "Resource limits per pod, e.g. `{ cpu = \"10\", memory = \"30Gi\" }`. A request above its limit is refused."},
+			"gpus": schema.Int64Attribute{Optional: true, Validators: []validator.Int64{int64validator.AtLeast(0)},
+				MarkdownDescription: "GPUs per pod (`nvidia.com/gpu` limit), for collective workers. Defaults to none."},
+			"policies": schema.ListNestedAttribute{Optional: true,
+				MarkdownDescription: "Task lifecycle policies. Defaults to `TaskCompleted` -> `CompleteJob` for trainers and workers (the job completes when they finish), none for parameter servers.",
+				NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
+					"event":  schema.StringAttribute{Required: true, Validators: []validator.String{stringvalidator.OneOf(stack.Events...)}, MarkdownDescription: "Volcano event: one of " + quoted(stack.Events) + "."},
+					"action": schema.StringAttribute{Required: true, Validators: []validator.String{stringvalidator.OneOf(stack.Actions...)}, MarkdownDescription: "Volcano action: one of " + quoted(stack.Actions) + "."},
+				}}},
+		},
+	}
+}
+
+func trainingJobSchema(ctx context.Context) schema.Schema {
+	return schema.Schema{
+		MarkdownDescription: "PaddlePaddle distributed training on Volcano, as ElasticCTR runs it: parameter servers and trainers " +
+			"(or collective GPU workers) gang-scheduled as one Volcano Job, a model-output volume, and a file server that " +
+			"publishes the model output over HTTP with directory listings for the cube transfer. Apply waits until the job runs.",
+		Attributes: map[string]schema.Attribute{
+			"id": schema.StringAttribute{Computed: true, MarkdownDescription: "`namespace/name` of the training job.",
+				PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown()}},
+			"name": schema.StringAttribute{Required: true, PlanModifiers: replaceStr(),
+				MarkdownDescription: fmt.Sprintf("Name of the Volcano job; prefix of every object it owns. Lowercase letters, digits and `-`, at most %d characters.", stack.MaxNameLength),
+				Validators: []validator.String{stringvalidator.LengthBetween(1, stack.MaxNameLength),
+					stringvalidator.RegexMatches(dnsLabelRE, "must be lowercase letters, digits and '-', starting and ending with a letter or digit")}},
+			"namespace": schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString("default"), PlanModifiers: replaceStr(),
+				MarkdownDescription: "Namespace of every object. It must exist. Defaults to `default`.",
+				Validators: []validator.String{stringvalidator.LengthBetween(1, 63),
+					stringvalidator.RegexMatches(dnsLabelRE, "must be lowercase letters, digits and '-', starting and ending with a letter or digit")}},
+			"stack": schema.StringAttribute{Optional: true,
+				MarkdownDescription: "Name of the stack this job belongs to (the `app.kubernetes.io/part-of` label). Defaults to `name`."},
+			"mode": schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString(stack.ModePS), PlanModifiers: replaceStr(),
+				MarkdownDescription: "`ps`: parameter servers (`pserver`) and `trainer`s, the ElasticCTR layout; `collective`: GPU `worker`s with Volcano's `svc` and `env` plugins. Defaults to `ps`.",
+				Validators:          []validator.String{stringvalidator.OneOf(stack.Modes...)}},
+			"image": schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString(stack.DefaultImage), PlanModifiers: replaceStr(),
+				MarkdownDescription: "Training image for every task. Defaults to `" + stack.DefaultImage + "` (the seed image with `paddle_k8s`). " + replaceReason,
+				Validators:          []validator.String{stringvalidator.LengthAtLeast(1)}},
+			"image_pull_policy": schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString("IfNotPresent"), PlanModifiers: replaceStr(),
+				MarkdownDescription: "One of " + quoted(stack.PullPolicies) + ". Defaults to `IfNotPresent`.",
+				Validators:          []validator.String{stringvalidator.OneOf(stack.PullPolicies...)}},
+			"command": schema.ListAttribute{Optional: true, ElementType: types.StringType,
+				PlanModifiers:       []planmodifier.List{listplanmodifier.RequiresReplace()},
+				MarkdownDescription: "Container command. Defaults to `[\"paddle_k8s\", \"start_fluid\"]`, the launcher that finds the other pods by label and runs `entry` in the right role. " + replaceReason,
+				Validators:          []validator.List{listvalidator.SizeAtLeast(1)}},
+			"entry": schema.StringAttribute{Optional: true, PlanModifiers: replaceStr(),
+				MarkdownDescription: "The training program the launcher runs (`ENTRY`), e.g. `cd /workspace/ctr && python train.py --is_local 0 --cloud_train 1`."},
+			"env": schema.MapAttribute{Optional: true, ElementType: types.StringType,
+				PlanModifiers:       []planmodifier.Map{mapplanmodifier.RequiresReplace()},
+				MarkdownDescription: "Extra environment variables for every task; they override the `PADDLE_*` variables the provider sets. " + replaceReason},
+			"port": schema.Int64Attribute{Optional: true, Computed: true, Default: int64default.StaticInt64(stack.DefaultPort), PlanModifiers: replaceInt(),
+				MarkdownDescription: fmt.Sprintf("`PADDLE_PORT`, the parameter-server port. Defaults to `%d`.", stack.DefaultPort),
+				Validators:          []validator.Int64{int64validator.Between(1, 65535)}},
+			"queue": schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString(stack.DefaultQueue), PlanModifiers: replaceStr(),
+				MarkdownDescription: "Volcano queue. Defaults to `default`."},
+			"scheduler_name": schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString(stack.DefaultScheduler), PlanModifiers: replaceStr(),
+				MarkdownDescription: "Scheduler of the pods. Defaults to `volcano`; gang scheduling needs it."},
+			"min_available": schema.Int64Attribute{Optional: true, Computed: true,
+				MarkdownDescription: "Gang size: the job starts only when this many pods can run at once. Defaults to every pod of the job " +
+					"(pservers + trainers, or workers), so training never starts half-placed. Changes in place. A gang larger than the job is refused; " +
+					"a gang larger than the cluster stays Pending and blocks its queue.",
+				Validators: []validator.Int64{int64validator.AtLeast(1)}},
+			"max_retry": schema.Int64Attribute{Optional: true, Computed: true, Default: int64default.StaticInt64(stack.DefaultMaxRetry), PlanModifiers: replaceInt(),
+				MarkdownDescription: fmt.Sprintf("How many times Volcano restarts the job before it fails. Defaults to `%d`.", stack.DefaultMaxRetry),
+				Validators:          []validator.Int64{int64validator.AtLeast(1)}},
+			"pserver":  taskAttribute("parameter server", "Parameter-server task (`mode = \"ps\"`). Pods are labelled `paddle-job-pserver=<name>`. Defaults to 2 replicas."),
+			"trainer":  taskAttribute("trainer", "Trainer task (`mode = \"ps\"`). Pods are labelled `paddle-job=<name>` and mount the model output. Defaults to 2 replicas."),
+			"worker":   taskAttribute("worker", "Collective worker task (`mode = \"collective\"`), typically with `gpus`. Defaults to 2 replicas."),
+			"policies": policyAttribute("Job lifecycle policies. Defaults to `PodEvicted` and `PodFailed` -> `RestartJob`."),
+			"dataset": schema.SingleNestedAttribute{Optional: true,
+				MarkdownDescription: "Where the trainers read samples: ElasticCTR's `data.config`, passed as `HDFS_ADDRESS`, `HDFS_UGI` (from a Secret), `DATASET_PATH`, `START_DATE_HR`, `END_DATE_HR` and `SPARSE_DIM`.",
+				Attributes: map[string]schema.Attribute{
+					"hdfs_address": schema.StringAttribute{Optional: true, PlanModifiers: replaceStr(), MarkdownDescription: "HDFS name node, `hdfs://HOST:PORT`."},
+					"hdfs_ugi": schema.StringAttribute{Optional: true, Sensitive: true,
+						MarkdownDescription: "HDFS user and password, `user,password`. Stored in a Secret and never shown in `manifests`; changes in place."},
+					"path":       schema.StringAttribute{Optional: true, PlanModifiers: replaceStr(), MarkdownDescription: "Absolute dataset path on HDFS, e.g. `/train_data`."},
+					"start_hour": schema.StringAttribute{Optional: true, PlanModifiers: replaceStr(), MarkdownDescription: "First hour of data, `YYYYMMDD/HH`."},
+					"end_hour":   schema.StringAttribute{Optional: true, PlanModifiers: replaceStr(), MarkdownDescription: "Last hour of data, `YYYYMMDD/HH`; not before `start_hour`."},
+					"sparse_dim": schema.Int64Attribute{Optional: true, PlanModifiers: replaceInt(), Validators: []validator.Int64{int64validator.AtLeast(1)},
+						MarkdownDescription: "Number of sparse feature ids (the embedding table's rows), e.g. `1000001`."},
+				}},
+			"slot_config": schema.StringAttribute{Optional: true,
+				PlanModifiers: []planmodifier.String{stringplanmodifier.RequiresReplaceIf(func(_ context.Context, req planmodifier.StringRequest, resp *stringplanmodifier.RequiresReplaceIfFuncResponse) {
+					// Adding or removing it changes the pods' volumes; editing it only the ConfigMap.
+					resp.RequiresReplace = req.StateValue.IsNull() != req.PlanValue.IsNull()
+				}, "Adding or removing it replaces the job; editing it updates the ConfigMap in place.", "Adding or removing it replaces the job; editing it updates the ConfigMap in place.")},
+				MarkdownDescription: "Content of `slot.conf` (one slot id per line), mounted at `/etc/ctr/slot.conf` with `SLOT_CONF` pointing at it. " +
+					"Editing it updates the ConfigMap in place (running pods keep the old content); adding or removing it replaces the job."},
+			"model_output": schema.SingleNestedAttribute{Optional: true,
+				MarkdownDescription: "The volume the trainers write the model and the cube input to, which the file server publishes. A `ReadWriteOnce` " +
+					"volume (the default, works on any cluster) mounts on one node only, so trainers are placed beside the file server with pod " +
+					"affinity; a `ReadWriteMany` volume (e.g. CFS on CCE) lets them spread.",
+				Attributes: map[string]schema.Attribute{
+					"size": schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString(stack.DefaultModelSize),
+						MarkdownDescription: "Requested size, a Kubernetes quantity. Defaults to `" + stack.DefaultModelSize + "`. Growing it needs a StorageClass that allows expansion."},
+					"storage_class": schema.StringAttribute{Optional: true, PlanModifiers: replaceStr(),
+						MarkdownDescription: "StorageClass of the claim. Defaults to the cluster's default StorageClass."},
+					"access_mode": schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString(stack.AccessReadWriteOnce), PlanModifiers: replaceStr(),
+						MarkdownDescription: "`ReadWriteOnce` or `ReadWriteMany`. Defaults to `ReadWriteOnce`.",
+						Validators:          []validator.String{stringvalidator.OneOf(stack.AccessModes...)}},
+					"existing_claim": schema.StringAttribute{Optional: true, PlanModifiers: replaceStr(),
+						MarkdownDescription: "Use this existing PersistentVolumeClaim instead of creating one; it is kept when the job is replaced or destroyed."},
+					"mount_path": schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString(stack.DefaultModelMountPath), PlanModifiers: replaceStr(),
+						MarkdownDescription: "Where trainers mount the volume (`MODEL_OUTPUT_DIR`); the file server serves it under the same URL path. Defaults to `" + stack.DefaultModelMountPath + "`."},
+					"donefile_path": schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString(stack.DefaultDonefilePath),
+						MarkdownDescription: "Path of the donefile (`base.txt`) inside the volume. Defaults to `" + stack.DefaultDonefilePath + "`, where Paddle's dumper writes it."},
+				}},
+			"file_server": schema.SingleNestedAttribute{Optional: true,
+				MarkdownDescription: "The HTTP file server that publishes the model output with directory listings (what the cube transfer expects). Changes in place.",
+				Attributes: map[string]schema.Attribute{
+					"image": schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString(stack.DefaultFileServerImage),
+						MarkdownDescription: "Image of a static file server that reads `FOLDER`, `PORT` and `SHOW_LISTING`. Defaults to `" + stack.DefaultFileServerImage + "`."},
+					"port": schema.Int64Attribute{Optional: true, Computed: true, Default: int64default.StaticInt64(stack.DefaultFileServerPort),
+						MarkdownDescription: fmt.Sprintf("HTTP port of the pod and the Service. Defaults to `%d`.", stack.DefaultFileServerPort),
+						Validators:          []validator.Int64{int64validator.Between(1, 65535)}},
+					"service_type": schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString(stack.DefaultFileServerType),
+						MarkdownDescription: "One of " + quoted(stack.ServiceTypes) + ". Defaults to `ClusterIP`.",
+						Validators:          []validator.String{stringvalidator.OneOf(stack.ServiceTypes...)}},
+					"replicas": schema.Int64Attribute{Optional: true, Computed: true, Default: int64default.StaticInt64(1),
+						MarkdownDescription: "File server replicas. Defaults to `1`.", Validators: []validator.Int64{int64validator.AtLeast(1)}},
+				}},
+			"kubernetes": connectionResourceAttribute(),
+			"timeouts": timeouts.Attributes(ctx, timeouts.Opts{Create: true, Update: true, Delete: true,
+				CreateDescription: "How long to wait for the file server and the job to run. Defaults to `20m`."}),
+			"manifests": schema.MapAttribute{Computed: true, ElementType: types.StringType,
+				MarkdownDescription: "Every Kubernetes object this resource owns, `apiVersion/Kind/name` -> YAML, rendered at plan time. " +
+					"`terraform plan` shows field-level changes here, including drift made outside Terraform. Secret values show as `(sensitive value)`."},
+			"phase": schema.StringAttribute{Computed: true,
+				MarkdownDescription: "Phase of the Volcano job when last read: `Pending`, `Running`, `Completing`, `Completed`, `Restarting`, `Failed`, … or `Missing`."},
+			"file_server_url": schema.StringAttribute{Computed: true, MarkdownDescription: "In-cluster URL of the file server, `http://<name>-fileserver.<namespace>.svc:<port>`."},
+			"donefile_url": schema.StringAttribute{Computed: true,
+				MarkdownDescription: "In-cluster URL of the donefile (`base.txt`) that the cube transfer watches; `patch.txt` sits beside it."},
+		},
+	}
+}
+
+// fieldPath turns a stack.FieldError path ("trainer.requests[\"cpu\"]", "policies[0].event")
+// into an attribute path.
+func fieldPath(p string) path.Path {
+	var out path.Path
+	first := true
+	for len(p) > 0 {
+		switch {
+		case p[0] == '.':
+			p = p[1:]
+		case p[0] == '[':
+			end := strings.IndexByte(p, ']')
+			if end < 0 {
+				return out
+			}
+			inner := p[1:end]
+			p = p[end+1:]
+			if strings.HasPrefix(inner, `"`) {
+				out = out.AtMapKey(strings.Trim(inner, `"`))
+			} else {
+				var i int
+				fmt.Sscanf(inner, "%d", &i)
+				out = out.AtListIndex(i)
+			}
+		default:
+			end := strings.IndexAny(p, ".[")
+			if end < 0 {
+				end = len(p)
+			}
+			name := p[:end]
+			p = p[end:]
+			if first {
+				out = path.Root(name)
+				first = false
+			} else {
+				out = out.AtName(name)
+			}
+		}
+	}
+	return out
+}
