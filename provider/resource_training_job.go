@@ -17,10 +17,10 @@ import (
 )
 
 var (
-	_ resource.ResourceWithConfigure        = (*trainingJobResource)(nil)
-	_ resource.ResourceWithImportState      = (*trainingJobResource)(nil)
-	_ resource.ResourceWithModifyPlan       = (*trainingJobResource)(nil)
-	_ resource.ResourceWithValidateConfig   = (*trainingJobResource)(nil)
+	_ resource.ResourceWithConfigure      = (*trainingJobResource)(nil)
+	_ resource.ResourceWithImportState    = (*trainingJobResource)(nil)
+	_ resource.ResourceWithModifyPlan     = (*trainingJobResource)(nil)
+	_ resource.ResourceWithValidateConfig = (*trainingJobResource)(nil)
 )
 
 // NewTrainingJobResource is the ctr_training_job resource.
@@ -122,6 +122,15 @@ func (r *trainingJobResource) ModifyPlan(ctx context.Context, req resource.Modif
 	plan.FileServerURL = types.StringValue(d.FileServerURL())
 	plan.DonefileURL = types.StringValue(d.DonefileURL())
 	plan.ID = types.StringValue(j.Namespace + "/" + j.Name)
+	if !req.State.Raw.IsNull() {
+		var state trainingJobModel
+		resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
+		if !state.Manifests.Equal(plan.Manifests) {
+			// Drift alone (no configuration change) still means an apply, after which the
+			// phase may differ: Terraform must not promise the old one.
+			plan.Phase = types.StringUnknown()
+		}
+	}
 	resp.Diagnostics.Append(resp.Plan.Set(ctx, &plan)...)
 
 	if !req.State.Raw.IsNull() && len(resp.RequiresReplace) > 0 {

@@ -117,17 +117,27 @@ func TestAccTrainingJob_Lifecycle(t *testing.T) {
 				ImportStateVerifyIgnore: []string{"timeouts"},
 			},
 			{
-				// Import again, keep the imported state, and plan: nothing to do.
-				ResourceName:       jobAddr,
-				ImportState:        true,
-				ImportStateId:      ns + "/" + name,
-				ImportStatePersist: true,
+				// Terraform forgets the job; the objects stay in the cluster.
+				Config: `
+removed {
+  from = ctr_training_job.test
+  lifecycle { destroy = false }
+}
+`,
 			},
 			{
-				Config: trainingJobConfig(ns, name, `
+				// Importing it back by namespace/name with the same configuration plans no change.
+				Config: fmt.Sprintf(`
+import {
+  to = ctr_training_job.test
+  id = %q
+}
+`, ns+"/"+name) + strings.Replace(trainingJobConfig(ns, name, `
   image         = "volcanosh/edlctr:v2"
   min_available = 1
   file_server   = { service_type = "NodePort", replicas = 2 }`),
+					// Timeouts are not part of what a cluster can tell an import.
+					`timeouts = { create = "3m", update = "3m", delete = "3m" }`, "", 1),
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 					plancheck.ExpectResourceAction(jobAddr, plancheck.ResourceActionNoop),
 				}},

@@ -453,6 +453,11 @@ func (j TrainingJob) task(name string, t *Task, role string) batchv1alpha1.TaskS
 	return batchv1alpha1.TaskSpec{
 		Name:     name,
 		Replicas: t.Replicas,
+		// Volcano's admission webhook fills these two on create. Setting them ourselves keeps
+		// server-side apply from removing them on the next apply, which the webhook would
+		// refuse as a change to the tasks of a submitted job.
+		MinAvailable: ptr.To(t.Replicas),
+		MaxRetry:     j.MaxRetry,
 		Policies: lifecycle(t.Policies),
 		Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: spec},
 	}

@@ -11,6 +11,7 @@ import (
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -78,6 +79,23 @@ func nodeResources() corev1.ResourceList {
 		corev1.ResourcePods:             resource.MustParse("110"),
 		corev1.ResourceEphemeralStorage: resource.MustParse("1Ti"),
 	}
+}
+
+// createStorageClass makes "standard" the default StorageClass, provisioned by the
+// controller-manager's host-path provisioner.
+func (c *client) createStorageClass(ctx context.Context) error {
+	immediate := storagev1.VolumeBindingImmediate
+	del := corev1.PersistentVolumeReclaimDelete
+	sc := &storagev1.StorageClass{
+		ObjectMeta:        metav1.ObjectMeta{Name: "standard", Annotations: map[string]string{"storageclass.kubernetes.io/is-default-class": "true"}},
+		Provisioner:       "kubernetes.io/host-path",
+		ReclaimPolicy:     &del,
+		VolumeBindingMode: &immediate,
+	}
+	if _, err := c.cs.StorageV1().StorageClasses().Create(ctx, sc, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("create StorageClass standard: %w", err)
+	}
+	return nil
 }
 
 // applyFiles server-side-applies every object of the given YAML files (CRDs here).
