@@ -122,6 +122,7 @@ func (r *trainingJobResource) ModifyPlan(ctx context.Context, req resource.Modif
 	plan.FileServerURL = types.StringValue(d.FileServerURL())
 	plan.DonefileURL = types.StringValue(d.DonefileURL())
 	plan.ID = types.StringValue(j.Namespace + "/" + j.Name)
+	var reasons []string
 	if !req.State.Raw.IsNull() {
 		var state trainingJobModel
 		resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
@@ -130,22 +131,19 @@ func (r *trainingJobResource) ModifyPlan(ctx context.Context, req resource.Modif
 			// phase may differ: Terraform must not promise the old one.
 			plan.Phase = types.StringUnknown()
 		}
+		reasons = replaceReasons(&state, &plan)
 	}
 	resp.Diagnostics.Append(resp.Plan.Set(ctx, &plan)...)
 
-	if !req.State.Raw.IsNull() && len(resp.RequiresReplace) > 0 {
-		var paths []string
-		for _, p := range resp.RequiresReplace {
-			paths = append(paths, p.String())
-		}
+	if len(reasons) > 0 {
 		keep := "The model-output volume is recreated empty"
 		if d.ModelOutput.ExistingClaim != "" {
 			keep = "The existing model-output claim " + d.ModelOutput.ExistingClaim + " is kept"
 		}
 		resp.Diagnostics.AddWarning("Training Job Will Be Replaced",
 			fmt.Sprintf("Changing %s replaces training job %s/%s: Volcano does not allow changing the tasks of a submitted job "+
-				"(only min_available can change in place). The running job and its pods are deleted and training starts "+
-				"again from the beginning. %s.", strings.Join(paths, ", "), j.Namespace, j.Name, keep))
+				"(only min_available changes in place). The running job and its pods are deleted and training starts "+
+				"again from the beginning. %s.", strings.Join(reasons, ", "), j.Namespace, j.Name, keep))
 	}
 }
 

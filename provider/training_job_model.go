@@ -2,6 +2,7 @@ package provider
 
 import (
 	"context"
+	"reflect"
 
 	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
 	"github.com/hashicorp/terraform-plugin-framework/attr"
@@ -258,4 +259,58 @@ func (m *trainingJobModel) fromJob(ctx context.Context, j stack.TrainingJob) dia
 			Replicas: num(int64(f.Replicas))}
 	}
 	return diags
+}
+
+// replaceReasons names the changed attributes that force replacement, mirroring the
+// RequiresReplace plan modifiers of the schema, for the plan's warning.
+func replaceReasons(state, plan *trainingJobModel) []string {
+	var out []string
+	diff := func(name string, a, b attr.Value) {
+		if !a.Equal(b) {
+			out = append(out, name)
+		}
+	}
+	diff("name", state.Name, plan.Name)
+	diff("namespace", state.Namespace, plan.Namespace)
+	diff("mode", state.Mode, plan.Mode)
+	diff("image", state.Image, plan.Image)
+	diff("image_pull_policy", state.ImagePullPolicy, plan.ImagePullPolicy)
+	diff("command", state.Command, plan.Command)
+	diff("entry", state.Entry, plan.Entry)
+	diff("env", state.Env, plan.Env)
+	diff("port", state.Port, plan.Port)
+	diff("queue", state.Queue, plan.Queue)
+	diff("scheduler_name", state.SchedulerName, plan.SchedulerName)
+	diff("max_retry", state.MaxRetry, plan.MaxRetry)
+	if state.SlotConfig.IsNull() != plan.SlotConfig.IsNull() {
+		out = append(out, "slot_config (added or removed)")
+	}
+	for _, t := range []struct {
+		name string
+		a, b *taskModel
+	}{{"pserver", state.PServer, plan.PServer}, {"trainer", state.Trainer, plan.Trainer}, {"worker", state.Worker, plan.Worker}} {
+		if !reflect.DeepEqual(t.a, t.b) {
+			out = append(out, t.name)
+		}
+	}
+	if !reflect.DeepEqual(state.Policies, plan.Policies) {
+		out = append(out, "policies")
+	}
+	a, b := state.Dataset, plan.Dataset
+	if (a == nil) != (b == nil) {
+		out = append(out, "dataset")
+	} else if a != nil {
+		diff("dataset.hdfs_address", a.HDFSAddress, b.HDFSAddress)
+		diff("dataset.path", a.Path, b.Path)
+		diff("dataset.start_hour", a.StartHour, b.StartHour)
+		diff("dataset.end_hour", a.EndHour, b.EndHour)
+		diff("dataset.sparse_dim", a.SparseDim, b.SparseDim)
+	}
+	if mo, mn := state.ModelOutput, plan.ModelOutput; mo != nil && mn != nil {
+		diff("model_output.storage_class", mo.StorageClass, mn.StorageClass)
+		diff("model_output.access_mode", mo.AccessMode, mn.AccessMode)
+		diff("model_output.existing_claim", mo.ExistingClaim, mn.ExistingClaim)
+		diff("model_output.mount_path", mo.MountPath, mn.MountPath)
+	}
+	return out
 }

@@ -458,8 +458,8 @@ func (j TrainingJob) task(name string, t *Task, role string) batchv1alpha1.TaskS
 		// refuse as a change to the tasks of a submitted job.
 		MinAvailable: ptr.To(t.Replicas),
 		MaxRetry:     j.MaxRetry,
-		Policies: lifecycle(t.Policies),
-		Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: spec},
+		Policies:     lifecycle(t.Policies),
+		Template:     corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: spec},
 	}
 }
 

@@ -1,0 +1,3 @@
+# A training job is imported by NAMESPACE/NAME. Its settings are read back from the
+# Volcano job's ctr.elasticctr.io/settings annotation, so the next plan is empty.
+terraform import ctr_training_job.ctr default/ctr-demo

@@ -1,0 +1,59 @@
+# ElasticCTR's training job: 2 parameter servers and 2 trainers gang-scheduled by Volcano,
+# reading Criteo-style samples from HDFS, writing the model (and the cube input) to a volume
+# that a file server publishes for the cube transfer.
+resource "ctr_training_job" "ctr" {
+  name      = "ctr-demo"
+  namespace = "default"
+
+  image = "volcanosh/edlctr:v1"
+  entry = "cd /workspace/ctr && python train.py --is_local 0 --cloud_train 1"
+
+  pserver = {
+    replicas = 2
+    requests = { cpu = "1", memory = "1Gi" }
+    limits   = { cpu = "4", memory = "8Gi" }
+  }
+  trainer = {
+    replicas = 2
+    requests = { cpu = "1", memory = "1Gi" }
+    limits   = { cpu = "4", memory = "8Gi" }
+  }
+
+  dataset = {
+    hdfs_address = "hdfs://namenode.example:9000"
+    hdfs_ugi     = var.hdfs_ugi
+    path         = "/train_data"
+    start_hour   = "20200401/00"
+    end_hour     = "20200401/03"
+    sparse_dim   = 1000001
+  }
+
+  model_output = {
+    size = "10Gi"
+  }
+
+  file_server = {
+    port         = 8080
+    service_type = "ClusterIP"
+  }
+
+  timeouts = {
+    create = "20m"
+  }
+}
+
+variable "hdfs_ugi" {
+  description = "HDFS user and password, \"user,password\"."
+  type        = string
+  sensitive   = true
+  default     = "root,changeme"
+}
+
+output "donefile_url" {
+  description = "What the cube transfer watches."
+  value       = ctr_training_job.ctr.donefile_url
+}
+
+output "phase" {
+  value = ctr_training_job.ctr.phase
+}
