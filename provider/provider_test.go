@@ -29,6 +29,14 @@ var providerFactories = map[string]func() (tfprotov6.ProviderServer, error){
 // skip there would hide a broken setup.
 func requireCluster(t *testing.T) *kubeClients {
 	t.Helper()
+	return requireClusterTB(t)
+}
+
+// requireClusterB is requireCluster for benchmarks.
+func requireClusterB(b *testing.B) *kubeClients { return requireClusterTB(b) }
+
+func requireClusterTB(t testing.TB) *kubeClients {
+	t.Helper()
 	if os.Getenv("TF_ACC") == "" {
 		t.Skip("acceptance test: set TF_ACC=1 and KUBECONFIG (make testacc does both)")
 	}
@@ -49,7 +57,11 @@ type kubeClients struct {
 }
 
 // namespace creates a fresh namespace for one test and deletes it afterwards.
-func (k *kubeClients) namespace(t *testing.T) string {
+func (k *kubeClients) namespace(t *testing.T) string { return k.namespaceTB(t) }
+
+func (k *kubeClients) namespaceB(b *testing.B) string { return k.namespaceTB(b) }
+
+func (k *kubeClients) namespaceTB(t testing.TB) string {
 	t.Helper()
 	name := "acc-" + acctest.RandString(8)
 	_, err := k.cs.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
