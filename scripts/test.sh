@@ -22,6 +22,14 @@ say "finding a Terraform CLI"
 eval "$(scripts/ensure-terraform.sh)"
 echo "    $TF_ACC_TERRAFORM_PATH"
 
+say "checking examples are formatted and docs/ is generated from the current schemas"
+"$TF_ACC_TERRAFORM_PATH" fmt -check -recursive examples
+scripts/generate-docs.sh >/dev/null
+if [ -n "$(git status --porcelain -- docs)" ]; then
+  git status --porcelain -- docs; git diff --stat -- docs
+  echo "docs/ is stale: run make generate and commit the result"; exit 1
+fi
+
 say "building the local control plane (cached after the first run)"
 mkdir -p bin
 go build -o bin/testenv ./internal/testenv/cmd/testenv

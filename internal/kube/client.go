@@ -143,8 +143,9 @@ func (c *Client) Get(ctx context.Context, u *unstructured.Unstructured) (*unstru
 	return live, nil
 }
 
-// Owned lists the objects of the given kinds in namespace that carry the owner label.
-// Kinds the cluster does not serve are skipped.
+// Owned lists the objects of the given kinds in namespace that carry the owner label, in the
+// order of kinds (callers pass them in apply order), by name within a kind. Kinds the
+// cluster does not serve are skipped.
 func (c *Client) Owned(ctx context.Context, namespace, owner string, kinds []schema.GroupVersionKind) ([]*unstructured.Unstructured, error) {
 	var out []*unstructured.Unstructured
 	sel := stack.OwnerLabel + "=" + owner
@@ -163,6 +164,7 @@ func (c *Client) Owned(ctx context.Context, namespace, owner string, kinds []sch
 			}
 			return nil, fmt.Errorf("list %s owned by %s in %s: %w", gvk.Kind, owner, namespace, err)
 		}
+		sort.Slice(list.Items, func(i, j int) bool { return list.Items[i].GetName() < list.Items[j].GetName() })
 		for i := range list.Items {
 			item := list.Items[i]
 			item.SetAPIVersion(gvk.GroupVersion().String())
@@ -170,7 +172,6 @@ func (c *Client) Owned(ctx context.Context, namespace, owner string, kinds []sch
 			out = append(out, &item)
 		}
 	}
-	sort.Slice(out, func(i, j int) bool { return stack.Key(out[i]) < stack.Key(out[j]) })
 	return out, nil
 }
 

@@ -1,6 +1,7 @@
 package stack
 
 import (
+	"encoding/json"
 	"flag"
 	"os"
 	"path/filepath"
@@ -188,4 +189,33 @@ func unstructuredString(obj map[string]any, fields ...string) (string, bool, err
 	}
 	s, ok := cur.(string)
 	return s, ok, nil
+}
+
+// FuzzTrainingJobFromSettings: the settings annotation is read from the cluster, where anyone
+// with edit rights can change it. Decoding it and rendering must never panic: bad settings
+// are refused with an error.
+func FuzzTrainingJobFromSettings(f *testing.F) {
+	for _, j := range []TrainingJob{
+		{Name: "a", Namespace: "b"},
+		{Name: "fleet", Namespace: "ctr", Mode: ModeCollective, Worker: &Task{Replicas: 2, GPUs: 1, Requests: map[string]string{"cpu": "1"}}},
+		{Name: "x", Namespace: "y", PServer: &Task{Limits: map[string]string{"memory": "1Gi"}}, ModelOutput: &ModelOutput{Size: "1Gi"}},
+	} {
+		b, _ := json.Marshal(j)
+		f.Add(string(b))
+	}
+	f.Add(`{"name":"a","namespace":"b","pserver":{"requests":{"cpu":"not-a-quantity"}}}`)
+	f.Add(`{"name":"a","namespace":"b","model_output":{"size":"1Qi"}}`)
+	f.Fuzz(func(t *testing.T, s string) {
+		j, err := TrainingJobFromSettings(s)
+		if err != nil {
+			return
+		}
+		set, err := RenderTrainingJob(j)
+		if err != nil {
+			return
+		}
+		if _, err := set.Manifests(); err != nil {
+			t.Fatalf("rendered set has no manifests: %v", err)
+		}
+	})
 }

@@ -1,0 +1,131 @@
+package kube
+
+import (
+	"context"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/elasticctr/terraform-provider-ctr/internal/stack"
+)
+
+// liveClient connects to the local control plane that `make test` starts; these tests
+// need a real API server (server-side apply, watches, garbage collection).
+func liveClient(t *testing.T) (*Client, kubernetes.Interface, string, *[]string) {
+	t.Helper()
+	if os.Getenv("TF_ACC") == "" || os.Getenv("KUBECONFIG") == "" {
+		t.Skip("needs the local control plane: make test starts it (TF_ACC=1, KUBECONFIG)")
+	}
+	cfg, err := Connection{ConfigPath: os.Getenv("KUBECONFIG")}.RESTConfig()
+	require.NoError(t, err)
+	c, err := NewClient(cfg)
+	require.NoError(t, err)
+	var mu sync.Mutex
+	var lines []string
+	c.Log = func(s string) { mu.Lock(); lines = append(lines, s); mu.Unlock(); t.Log(s) }
+	cs := kubernetes.NewForConfigOrDie(cfg)
+	ns := "kube-" + strings.ToLower(strings.ReplaceAll(t.Name(), "_", "-"))
+	if len(ns) > 50 {
+		ns = ns[:50]
+	}
+	_, err = cs.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = cs.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{}) })
+	return c, cs, ns, &lines
+}
+
+func configMap(ns, name, owner, value string) stack.Object {
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "v1", "kind": "ConfigMap",
+		"metadata": map[string]any{"name": name, "namespace": ns, "labels": map[string]any{stack.OwnerLabel: owner}},
+		"data":     map[string]any{"k": value},
+	}}
+	return stack.Object{Key: stack.Key(u), Object: u}
+}
+
+var cmKind = []schema.GroupVersionKind{{Version: "v1", Kind: "ConfigMap"}}
+
+func TestClient_ApplyReportsWhatItDid(t *testing.T) {
+	c, _, ns, lines := liveClient(t)
+	ctx := context.Background()
+	set := stack.Set{configMap(ns, "a", "o", "1"), configMap(ns, "b", "o", "1")}
+	ops, err := c.Apply(ctx, set)
+	require.NoError(t, err)
+	assert.Equal(t, Created, ops[set[0].Key])
+	ops, err = c.Apply(ctx, set)
+	require.NoError(t, err)
+	assert.Equal(t, Unchanged, ops[set[0].Key])
+	set[1] = configMap(ns, "b", "o", "2")
+	ops, err = c.Apply(ctx, set)
+	require.NoError(t, err)
+	assert.Equal(t, Unchanged, ops[set[0].Key])
+	assert.Equal(t, Configured, ops[set[1].Key])
+	assert.Contains(t, *lines, "ConfigMap "+ns+"/b configured")
+}
+
+func TestClient_PruneAndDeleteAll(t *testing.T) {
+	c, cs, ns, _ := liveClient(t)
+	ctx := context.Background()
+	_, err := c.Apply(ctx, stack.Set{configMap(ns, "keep", "o", "1"), configMap(ns, "stale", "o", "1"), configMap(ns, "other", "someone-else", "1")})
+	require.NoError(t, err)
+	pruned, err := c.Prune(ctx, ns, "o", cmKind, stack.Set{configMap(ns, "keep", "o", "1")})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"v1/ConfigMap/stale"}, pruned)
+	require.NoError(t, c.DeleteAll(ctx, ns, "o", cmKind, nil, time.Second))
+	left, err := cs.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{LabelSelector: stack.OwnerLabel})
+	require.NoError(t, err)
+	require.Len(t, left.Items, 1, "only the object of another owner is left")
+	assert.Equal(t, "other", left.Items[0].Name)
+}
+
+func TestClient_ErrorsNameTheObjectAndReason(t *testing.T) {
+	c, _, ns, _ := liveClient(t)
+	bad := configMap(ns, "Not_A_Valid_Name", "o", "1")
+	_, err := c.Apply(context.Background(), stack.Set{bad})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "apply ConfigMap "+ns+"/Not_A_Valid_Name: Invalid")
+	assert.Contains(t, err.Error(), "the API server rejected the object")
+}
+
+func TestClient_WaitForDeploymentWithProgress(t *testing.T) {
+	c, _, ns, lines := liveClient(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	set, err := stack.RenderTrainingJob(stack.TrainingJob{Name: "w", Namespace: ns})
+	require.NoError(t, err)
+	dep := set.Find("apps/v1/Deployment/w-fileserver")
+	require.NotNil(t, dep)
+	// Wait first, create after: the watch must see the object appear.
+	go func() {
+		time.Sleep(500 * time.Millisecond)
+		_, _ = c.Apply(context.Background(), set)
+	}()
+	live, err := c.WaitFor(ctx, dep, DeploymentAvailable, time.Second)
+	require.NoError(t, err)
+	avail, _, _ := unstructured.NestedInt64(live.Object, "status", "availableReplicas")
+	assert.Equal(t, int64(1), avail)
+	assert.Contains(t, strings.Join(*lines, "\n"), "Deployment "+ns+"/w-fileserver: 1/1 replicas available")
+	owner := stack.Owner(stack.TrainingJobType, "w")
+	require.NoError(t, c.DeleteAll(context.Background(), ns, owner, stack.TrainingJobKinds, stack.ControllerKinds, time.Second))
+}
+
+func TestClient_WaitTimesOutWithLastState(t *testing.T) {
+	c, _, ns, _ := liveClient(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	_, err := c.WaitFor(ctx, configMap(ns, "never", "o", "1").Object, func(*unstructured.Unstructured) (bool, string, error) {
+		return false, "", nil
+	}, time.Second)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "ConfigMap "+ns+"/never did not become ready in time")
+}
