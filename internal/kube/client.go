@@ -24,6 +24,9 @@ import (
 	"github.com/elasticctr/terraform-provider-ctr/internal/stack"
 )
 
+// errNotServed marks a kind the cluster does not serve (its CRD is not installed).
+var errNotServed = errors.New("kind not served")
+
 // FieldManager is the one server-side apply field manager of the provider.
 const FieldManager = "terraform-provider-ctr"
 
@@ -81,7 +84,7 @@ func (c *Client) resource(gvk schema.GroupVersionKind, namespace string) (dynami
 	}
 	if err != nil {
 		if meta.IsNoMatchError(err) {
-			return nil, fmt.Errorf("the cluster does not serve %s (is its CRD installed? Volcano Jobs need Volcano, see ctr_cluster): %w", gvk.String(), err)
+			return nil, fmt.Errorf("the cluster does not serve %s (is its CRD installed? Volcano Jobs need Volcano, see ctr_cluster): %w: %w", gvk.String(), errNotServed, err)
 		}
 		return nil, fmt.Errorf("discover %s: %w", gvk.String(), err)
 	}
@@ -151,10 +154,10 @@ func (c *Client) Owned(ctx context.Context, namespace, owner string, kinds []sch
 	sel := stack.OwnerLabel + "=" + owner
 	for _, gvk := range kinds {
 		ri, err := c.resource(gvk, namespace)
+		if errors.Is(err, errNotServed) {
+			continue
+		}
 		if err != nil {
-			if meta.IsNoMatchError(errors.Unwrap(err)) || strings.Contains(err.Error(), "does not serve") {
-				continue
-			}
 			return nil, err
 		}
 		list, err := ri.List(ctx, metav1.ListOptions{LabelSelector: sel})
@@ -203,6 +206,9 @@ func (c *Client) Prune(ctx context.Context, namespace, owner string, kinds []sch
 
 func (c *Client) deleteOne(ctx context.Context, u *unstructured.Unstructured) error {
 	ri, err := c.resource(u.GroupVersionKind(), u.GetNamespace())
+	if errors.Is(err, errNotServed) {
+		return nil // its CRD is gone, and the object with it
+	}
 	if err != nil {
 		return err
 	}

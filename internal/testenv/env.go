@@ -30,6 +30,11 @@ import (
 type Env struct {
 	Dir   string
 	Ports Ports
+	// VolcanoManifest is the environment's own copy of a Volcano release manifest (namespace,
+	// the CRDs, and the three component Deployments, which kwok runs as simulated pods), for
+	// tests of installing Volcano: file://<path>. The real Volcano of the environment is the
+	// processes it started.
+	VolcanoManifest string
 }
 
 // Ports are picked free on 127.0.0.1 at start, so environments never collide with each
@@ -182,6 +187,10 @@ func Up(ctx context.Context, dir string, bin *Binaries, log io.Writer) (*Env, er
 		return nil, err
 	}
 	if err := c.applyWebhooks(ctx, "https://"+loop(e.Ports.VCWebhook), p.path("ca.crt")); err != nil {
+		return nil, err
+	}
+	e.VolcanoManifest = filepath.Join(dir, "volcano-manifest.yaml")
+	if err := writeVolcanoManifest(e.VolcanoManifest, bin.VolcanoCRDs); err != nil {
 		return nil, err
 	}
 	step(log, "starting Volcano webhook, scheduler and controller-manager")

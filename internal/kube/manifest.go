@@ -1,0 +1,202 @@
+package kube
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"sort"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+
+	"github.com/elasticctr/terraform-provider-ctr/internal/stack"
+)
+
+// MaxManifestSize bounds a downloaded release manifest (Volcano's is ~1.5 MB).
+const MaxManifestSize = 32 << 20
+
+// FetchManifest reads a multi-document YAML manifest from an http(s):// or file:// URL (or a
+// plain path), for example Volcano's release manifest or a mirror of it.
+func FetchManifest(ctx context.Context, rawURL string) ([]byte, error) {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return nil, fmt.Errorf("manifest URL %q: %w", rawURL, err)
+	}
+	switch u.Scheme {
+	case "http", "https":
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, rawURL, nil)
+		if err != nil {
+			return nil, err
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return nil, fmt.Errorf("download manifest %s: %w", rawURL, err)
+		}
+		defer resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return nil, fmt.Errorf("download manifest %s: HTTP %d", rawURL, resp.StatusCode)
+		}
+		data, err := io.ReadAll(io.LimitReader(resp.Body, MaxManifestSize+1))
+		if err != nil {
+			return nil, fmt.Errorf("download manifest %s: %w", rawURL, err)
+		}
+		if len(data) > MaxManifestSize {
+			return nil, fmt.Errorf("manifest %s is larger than %d bytes", rawURL, MaxManifestSize)
+		}
+		return data, nil
+	case "file", "":
+		p := u.Path
+		if u.Scheme == "" {
+			p = rawURL
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return nil, fmt.Errorf("read manifest: %w", err)
+		}
+		return data, nil
+	default:
+		return nil, fmt.Errorf("manifest URL %q: use http://, https:// or file://", rawURL)
+	}
+}
+
+// kindOrder installs what others depend on first: namespaces and CRDs, then accounts and
+// RBAC, then configuration, then workloads, and admission webhooks last (a webhook that
+// points at a Service which is not up yet would block everything after it).
+var kindOrder = map[string]int{
+	"Namespace": 0, "CustomResourceDefinition": 1, "PriorityClass": 2,
+	"ServiceAccount": 3, "ClusterRole": 4, "ClusterRoleBinding": 5, "Role": 4, "RoleBinding": 5,
+	"Secret": 6, "ConfigMap": 6, "Service": 7, "Deployment": 8, "StatefulSet": 8, "DaemonSet": 8, "Job": 9,
+	"MutatingWebhookConfiguration": 10, "ValidatingWebhookConfiguration": 10,
+}
+
+// ParseManifest decodes a multi-document manifest into an object set in install order, every
+// object labelled with the owner so that it can be found again. Keys include the namespace.
+func ParseManifest(data []byte, labels map[string]string) (stack.Set, error) {
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+	var set stack.Set
+	for i := 0; ; i++ {
+		var obj map[string]any
+		if err := dec.Decode(&obj); err != nil {
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			return nil, fmt.Errorf("manifest document %d: %w", i+1, err)
+		}
+		if len(obj) == 0 {
+			continue
+		}
+		u := &unstructured.Unstructured{Object: obj}
+		if u.GetKind() == "" || u.GetAPIVersion() == "" || u.GetName() == "" {
+			return nil, fmt.Errorf("manifest document %d has no apiVersion, kind or name", i+1)
+		}
+		l := u.GetLabels()
+		if l == nil {
+			l = map[string]string{}
+		}
+		for k, v := range labels {
+			l[k] = v
+		}
+		u.SetLabels(l)
+		set = append(set, stack.Object{Key: ManifestKey(u), Object: u})
+	}
+	if len(set) == 0 {
+		return nil, errors.New("the manifest has no objects")
+	}
+	sort.SliceStable(set, func(i, j int) bool {
+		return order(set[i].Object.GetKind()) < order(set[j].Object.GetKind())
+	})
+	return set, nil
+}
+
+func order(kind string) int {
+	if o, ok := kindOrder[kind]; ok {
+		return o
+	}
+	return 9
+}
+
+// ManifestKey is "apiVersion/Kind/namespace/name" ("apiVersion/Kind/name" when cluster-scoped).
+func ManifestKey(u *unstructured.Unstructured) string {
+	if u.GetNamespace() == "" {
+		return stack.Key(u)
+	}
+	return u.GetAPIVersion() + "/" + u.GetKind() + "/" + u.GetNamespace() + "/" + u.GetName()
+}
+
+// WaitInstalled waits until every CRD of the set is Established and every Deployment is
+// available.
+func (c *Client) WaitInstalled(ctx context.Context, set stack.Set, interval time.Duration) error {
+	for _, o := range set {
+		var cond Condition
+		switch o.Object.GetKind() {
+		case "CustomResourceDefinition":
+			cond = CRDEstablished
+		case "Deployment":
+			cond = DeploymentAvailable
+		default:
+			continue
+		}
+		if _, err := c.WaitFor(ctx, o.Object, cond, interval); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// DeleteSet deletes the objects of a set in reverse install order and waits until all are gone.
+func (c *Client) DeleteSet(ctx context.Context, set stack.Set, interval time.Duration) error {
+	for i := len(set) - 1; i >= 0; i-- {
+		if err := c.deleteOne(ctx, set[i].Object); err != nil {
+			return err
+		}
+	}
+	last := time.Now()
+	for {
+		var left []string
+		for _, o := range set {
+			live, err := c.Get(ctx, o.Object)
+			if err != nil && !isGone(err) {
+				return err
+			}
+			if live != nil {
+				left = append(left, Describe(o.Object))
+			}
+		}
+		if len(left) == 0 {
+			c.logf("all %d objects deleted", len(set))
+			return nil
+		}
+		if time.Since(last) >= interval {
+			c.logf("waiting for %d objects to go, e.g. %s", len(left), left[0])
+			last = time.Now()
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("timed out waiting for deletion of %d objects (e.g. %s): %w", len(left), left[0], ctx.Err())
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
+// isGone: a kind whose CRD was deleted before its objects cannot be served any more.
+func isGone(err error) bool {
+	return err != nil && (errors.Is(err, errNotServed))
+}
+
+// CRDEstablished is met when a CustomResourceDefinition is Established.
+func CRDEstablished(u *unstructured.Unstructured) (bool, string, error) {
+	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	for _, c := range conds {
+		m, _ := c.(map[string]any)
+		if m["type"] == "Established" && m["status"] == "True" {
+			return true, "established", nil
+		}
+	}
+	return false, "not established yet", nil
+}

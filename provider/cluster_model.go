@@ -1,0 +1,200 @@
+package provider
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"strings"
+
+	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
+	"github.com/hashicorp/terraform-plugin-framework/attr"
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/elasticctr/terraform-provider-ctr/internal/cce"
+)
+
+type clusterModel struct {
+	ID             types.String   `tfsdk:"id"`
+	CCE            *cceModel      `tfsdk:"cce"`
+	Kubernetes     types.Object   `tfsdk:"kubernetes"`
+	Volcano        *volcanoModel  `tfsdk:"volcano"`
+	Timeouts       timeouts.Value `tfsdk:"timeouts"`
+	ClusterID      types.String   `tfsdk:"cluster_id"`
+	Phase          types.String   `tfsdk:"phase"`
+	Kubeconfig     types.String   `tfsdk:"kubeconfig"`
+	VolcanoObjects types.List     `tfsdk:"volcano_objects"`
+}
+
+type cceModel struct {
+	Name              types.String     `tfsdk:"name"`
+	Description       types.String     `tfsdk:"description"`
+	K8sVersion        types.String     `tfsdk:"k8s_version"`
+	Runtime           types.String     `tfsdk:"runtime"`
+	RuntimeVersion    types.String     `tfsdk:"runtime_version"`
+	VPCID             types.String     `tfsdk:"vpc_id"`
+	NetworkMode       types.String     `tfsdk:"network_mode"`
+	PodCIDR           types.String     `tfsdk:"pod_cidr"`
+	ServiceCIDR       types.String     `tfsdk:"service_cidr"`
+	Master            *masterModel     `tfsdk:"master"`
+	WorkerPool        *workerPoolModel `tfsdk:"worker_pool"`
+	KubeconfigType    types.String     `tfsdk:"kubeconfig_type"`
+	DeleteResource    types.Bool       `tfsdk:"delete_resource"`
+	DeleteCDSSnapshot types.Bool       `tfsdk:"delete_cds_snapshot"`
+}
+
+type masterModel struct {
+	Type          types.String `tfsdk:"type"`
+	Flavor        types.String `tfsdk:"flavor"`
+	Zone          types.String `tfsdk:"zone"`
+	SubnetID      types.String `tfsdk:"subnet_id"`
+	ExposedPublic types.Bool   `tfsdk:"exposed_public"`
+}
+
+type workerPoolModel struct {
+	ID              types.String `tfsdk:"id"`
+	Name            types.String `tfsdk:"name"`
+	Replicas        types.Int64  `tfsdk:"replicas"`
+	MachineSpec     types.String `tfsdk:"machine_spec"`
+	InstanceType    types.String `tfsdk:"instance_type"`
+	SubnetID        types.String `tfsdk:"subnet_id"`
+	SecurityGroupID types.String `tfsdk:"security_group_id"`
+	Zone            types.String `tfsdk:"zone"`
+	RootDiskSize    types.Int64  `tfsdk:"root_disk_size"`
+	ImageID         types.String `tfsdk:"image_id"`
+	Labels          types.Map    `tfsdk:"labels"`
+	Taints          []taintModel `tfsdk:"taints"`
+	AdminPassword   types.String `tfsdk:"admin_password"`
+	SSHKeyID        types.String `tfsdk:"ssh_key_id"`
+}
+
+type taintModel struct {
+	Key    types.String `tfsdk:"key"`
+	Value  types.String `tfsdk:"value"`
+	Effect types.String `tfsdk:"effect"`
+}
+
+type volcanoModel struct {
+	Version       types.String `tfsdk:"version"`
+	ManifestURL   types.String `tfsdk:"manifest_url"`
+	KeepOnDestroy types.Bool   `tfsdk:"keep_on_destroy"`
+}
+
+// volcanoSettings are the effective Volcano settings (defaults when the block is absent).
+func (m *clusterModel) volcanoSettings() (version, url string, keep bool) {
+	version = DefaultVolcanoVersion
+	if m.Volcano != nil {
+		if v := m.Volcano.Version.ValueString(); v != "" {
+			version = v
+		}
+		url = m.Volcano.ManifestURL.ValueString()
+		keep = m.Volcano.KeepOnDestroy.ValueBool()
+	}
+	if url == "" {
+		url = volcanoManifestURL(version)
+	}
+	return version, url, keep
+}
+
+func (m *cceModel) clusterSpec() cce.ClusterSpec {
+	s := cce.ClusterSpec{
+		Name: m.Name.ValueString(), Description: m.Description.ValueString(), K8sVersion: m.K8sVersion.ValueString(),
+		Runtime: m.Runtime.ValueString(), RuntimeVersion: m.RuntimeVersion.ValueString(), VPCID: m.VPCID.ValueString(),
+		NetworkMode: m.NetworkMode.ValueString(), PodCIDR: m.PodCIDR.ValueString(), ServiceCIDR: m.ServiceCIDR.ValueString(),
+		MasterType: "managedPro", MasterFlavor: "l50",
+	}
+	if ms := m.Master; ms != nil {
+		s.MasterType, s.MasterFlavor = ms.Type.ValueString(), ms.Flavor.ValueString()
+		s.MasterZone, s.MasterSubnetID, s.ExposedPublic = ms.Zone.ValueString(), ms.SubnetID.ValueString(), ms.ExposedPublic.ValueBool()
+	}
+	return s
+}
+
+// workerPool converts the pool; the password comes from configuration (write-only).
+func (w *workerPoolModel) workerPool(ctx context.Context, password types.String) (cce.WorkerPool, diag.Diagnostics) {
+	p := cce.WorkerPool{
+		Name: w.Name.ValueString(), Replicas: int(w.Replicas.ValueInt64()), MachineSpec: w.MachineSpec.ValueString(),
+		InstanceType: w.InstanceType.ValueString(), SubnetID: w.SubnetID.ValueString(), SecurityGroupID: w.SecurityGroupID.ValueString(),
+		Zone: w.Zone.ValueString(), RootDiskSize: int(w.RootDiskSize.ValueInt64()), ImageID: w.ImageID.ValueString(),
+		AdminPassword: password.ValueString(), SSHKeyID: w.SSHKeyID.ValueString(),
+	}
+	var diags diag.Diagnostics
+	if !w.Labels.IsNull() && !w.Labels.IsUnknown() {
+		diags.Append(w.Labels.ElementsAs(ctx, &p.Labels, false)...)
+	}
+	for _, t := range w.Taints {
+		p.Taints = append(p.Taints, cce.Taint{Key: t.Key.ValueString(), Value: t.Value.ValueString(), Effect: t.Effect.ValueString()})
+	}
+	return p, diags
+}
+
+// connectionFromKubeconfig turns a kubeconfig into the `kubernetes` connection object that
+// workload resources take: host, CA and the current context's credentials.
+func connectionFromKubeconfig(kubeconfig string) (types.Object, error) {
+	cfg, err := clientcmd.Load([]byte(kubeconfig))
+	if err != nil {
+		return types.ObjectNull(connectionAttrTypes), fmt.Errorf("parse kubeconfig: %w", err)
+	}
+	ctxName := cfg.CurrentContext
+	kctx, ok := cfg.Contexts[ctxName]
+	if !ok {
+		return types.ObjectNull(connectionAttrTypes), fmt.Errorf("kubeconfig has no current context %q", ctxName)
+	}
+	cluster, ok := cfg.Clusters[kctx.Cluster]
+	if !ok {
+		return types.ObjectNull(connectionAttrTypes), fmt.Errorf("kubeconfig context %q names no cluster", ctxName)
+	}
+	user := cfg.AuthInfos[kctx.AuthInfo]
+	str := func(s string) attr.Value {
+		if s == "" {
+			return types.StringNull()
+		}
+		return types.StringValue(s)
+	}
+	vals := map[string]attr.Value{
+		"config_path": types.StringNull(), "config_context": types.StringNull(),
+		"host":                   types.StringValue(cluster.Server),
+		"cluster_ca_certificate": str(string(cluster.CertificateAuthorityData)),
+		"insecure":               types.BoolValue(cluster.InsecureSkipTLSVerify),
+		"token":                  types.StringNull(), "client_certificate": types.StringNull(), "client_key": types.StringNull(),
+	}
+	if user != nil {
+		vals["token"] = str(user.Token)
+		vals["client_certificate"] = str(string(user.ClientCertificateData))
+		vals["client_key"] = str(string(user.ClientKeyData))
+	}
+	obj, d := types.ObjectValue(connectionAttrTypes, vals)
+	if d.HasError() {
+		return types.ObjectNull(connectionAttrTypes), fmt.Errorf("build connection: %v", d)
+	}
+	return obj, nil
+}
+
+// objectFromKey turns a manifest key ("apps/v1/Deployment/ns/name", "v1/Namespace/name")
+// back into a reference for reading or deleting the object.
+func objectFromKey(key string) *unstructured.Unstructured {
+	parts := strings.Split(key, "/")
+	var apiVersion string
+	if len(parts) > 0 && coreVersionRE.MatchString(parts[0]) {
+		apiVersion, parts = parts[0], parts[1:]
+	} else if len(parts) > 1 {
+		apiVersion, parts = parts[0]+"/"+parts[1], parts[2:]
+	}
+	u := &unstructured.Unstructured{}
+	switch len(parts) {
+	case 2:
+		u.SetName(parts[1])
+	case 3:
+		u.SetNamespace(parts[1])
+		u.SetName(parts[2])
+	default:
+		return nil
+	}
+	u.SetAPIVersion(apiVersion)
+	u.SetKind(parts[0])
+	return u
+}
+
+var coreVersionRE = regexp.MustCompile(`^v\d+((alpha|beta)\d+)?$`)

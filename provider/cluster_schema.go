@@ -1,0 +1,125 @@
+package provider
+
+import (
+	"context"
+
+	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
+	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
+	"github.com/hashicorp/terraform-plugin-framework-validators/objectvalidator"
+	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
+	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/booldefault"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/int64default"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/objectplanmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringdefault"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+)
+
+// DefaultVolcanoVersion is the Volcano release installed when none is given.
+const DefaultVolcanoVersion = "v1.14.1"
+
+// volcanoManifestURL is where a Volcano release's all-in-one manifest lives.
+func volcanoManifestURL(version string) string {
+	return "https://raw.githubusercontent.com/volcano-sh/volcano/" + version + "/installer/volcano-development.yaml"
+}
+
+const cceReplace = "Changing it creates a new CCE cluster."
+
+func clusterSchema(ctx context.Context) schema.Schema {
+	str := func(desc string, required bool) schema.StringAttribute {
+		return schema.StringAttribute{Required: required, Optional: !required, MarkdownDescription: desc + " " + cceReplace,
+			PlanModifiers: []planmodifier.String{stringplanmodifier.RequiresReplace()}}
+	}
+	return schema.Schema{
+		MarkdownDescription: "The cluster the stack runs on, with Volcano installed and ready. Either `cce`: create a Baidu Cloud CCE " +
+			"cluster with a worker pool, or `kubernetes`: adopt an existing cluster on any cloud and only manage Volcano on it. " +
+			"Its `kubernetes` attribute is a connection that workload resources take directly, so one `terraform apply` builds " +
+			"the cluster and everything on it.",
+		Attributes: map[string]schema.Attribute{
+			"id": schema.StringAttribute{Computed: true, MarkdownDescription: "The CCE cluster ID, or `existing/<API server host>` for an adopted cluster.",
+				PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown()}},
+			"cce": schema.SingleNestedAttribute{
+				Optional: true,
+				MarkdownDescription: "Create a CCE cluster. Versions, runtimes, network modes and flavors are not checked against a list " +
+					"of ours: CCE judges them at apply time and its message is shown.",
+				Validators: []validator.Object{objectvalidator.ExactlyOneOf(path.MatchRoot("cce"), path.MatchRoot("kubernetes"))},
+				Attributes: map[string]schema.Attribute{
+					"name":            str("Cluster name.", true),
+					"description":     str("Cluster description.", false),
+					"k8s_version":     str("Kubernetes version, e.g. `1.34.2`.", true),
+					"runtime":         schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString("containerd"), MarkdownDescription: "Container runtime. Defaults to `containerd`. " + cceReplace, PlanModifiers: []planmodifier.String{stringplanmodifier.RequiresReplace()}},
+					"runtime_version": str("Runtime version; CCE's default when unset.", false),
+					"vpc_id":          str("VPC of the cluster, `vpc-...`.", true),
+					"network_mode":    str("Container network mode, e.g. `vpc-eni` or `vpc-route-auto-detect`; CCE's default when unset.", false),
+					"pod_cidr":        str("Pod CIDR (route modes).", false),
+					"service_cidr":    str("ClusterIP Service CIDR.", false),
+					"master": schema.SingleNestedAttribute{Optional: true, MarkdownDescription: "Managed master. " + cceReplace,
+						PlanModifiers: []planmodifier.Object{objectplanmodifier.RequiresReplace()},
+						Attributes: map[string]schema.Attribute{
+							"type":           schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString("managedPro"), MarkdownDescription: "Master type. Defaults to `managedPro`."},
+							"flavor":         schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString("l50"), MarkdownDescription: "Managed master flavor (cluster size class), e.g. `l50`. Defaults to `l50`."},
+							"zone":           schema.StringAttribute{Optional: true, MarkdownDescription: "Zone of the master's subnet, e.g. `zoneA`."},
+							"subnet_id":      schema.StringAttribute{Optional: true, MarkdownDescription: "Subnet of the API server's load balancer."},
+							"exposed_public": schema.BoolAttribute{Optional: true, Computed: true, Default: booldefault.StaticBool(false), MarkdownDescription: "Give the API server a public address. Defaults to `false`."},
+						}},
+					"worker_pool": schema.SingleNestedAttribute{Required: true,
+						MarkdownDescription: "The worker instance group. `replicas` changes in place; every other setting creates a new cluster.",
+						Attributes: map[string]schema.Attribute{
+							"id":       schema.StringAttribute{Computed: true, MarkdownDescription: "Instance group ID.", PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown()}},
+							"name":     schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString("workers"), MarkdownDescription: "Instance group name. Defaults to `workers`.", PlanModifiers: []planmodifier.String{stringplanmodifier.RequiresReplace()}},
+							"replicas": schema.Int64Attribute{Required: true, MarkdownDescription: "Number of worker machines. Changes in place; drift (scaling in the console) shows in the plan.", Validators: []validator.Int64{int64validator.AtLeast(0)}},
+							"machine_spec": schema.StringAttribute{Required: true, MarkdownDescription: "BCC machine spec, e.g. `bcc.g5.c8m32`.",
+								PlanModifiers: []planmodifier.String{stringplanmodifier.RequiresReplace()}, Validators: []validator.String{stringvalidator.LengthAtLeast(1)}},
+							"instance_type":     str("BCC instance type, e.g. `N5`.", false),
+							"subnet_id":         str("Subnet of the workers, `sbn-...`.", true),
+							"security_group_id": str("Security group of the workers.", false),
+							"zone":              str("Availability zone, e.g. `zoneA`.", false),
+							"root_disk_size":    schema.Int64Attribute{Optional: true, Computed: true, Default: int64default.StaticInt64(100), MarkdownDescription: "Root disk size in GB. Defaults to `100`.", Validators: []validator.Int64{int64validator.AtLeast(20)}},
+							"image_id":          str("OS image ID; CCE's default when unset.", false),
+							"labels":            schema.MapAttribute{Optional: true, ElementType: types.StringType, MarkdownDescription: "Kubernetes labels of the nodes."},
+							"taints": schema.ListNestedAttribute{Optional: true, MarkdownDescription: "Kubernetes taints of the nodes.",
+								NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
+									"key":    schema.StringAttribute{Required: true, MarkdownDescription: "Taint key."},
+									"value":  schema.StringAttribute{Optional: true, MarkdownDescription: "Taint value."},
+									"effect": schema.StringAttribute{Required: true, MarkdownDescription: "`NoSchedule`, `PreferNoSchedule` or `NoExecute`.", Validators: []validator.String{stringvalidator.OneOf("NoSchedule", "PreferNoSchedule", "NoExecute")}},
+								}}},
+							"admin_password": schema.StringAttribute{Optional: true, Sensitive: true, WriteOnly: true,
+								MarkdownDescription: "Root password of the machines. Write-only: sent to CCE at creation, never stored in state or shown in plans."},
+							"ssh_key_id": str("SSH key pair ID for the machines.", false),
+						}},
+					"kubeconfig_type":     schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString("vpc"), MarkdownDescription: "Which kubeconfig to export: `vpc` (API server's VPC address; Terraform must run in the VPC) or `public` (needs `master.exposed_public`). Defaults to `vpc`."},
+					"delete_resource":     schema.BoolAttribute{Optional: true, Computed: true, Default: booldefault.StaticBool(true), MarkdownDescription: "On destroy, release the worker machines too. Defaults to `true`."},
+					"delete_cds_snapshot": schema.BoolAttribute{Optional: true, Computed: true, Default: booldefault.StaticBool(true), MarkdownDescription: "On destroy, delete the machines' disk snapshots. Defaults to `true`."},
+				},
+			},
+			"kubernetes": schema.SingleNestedAttribute{
+				Optional: true, Computed: true,
+				MarkdownDescription: "The connection to the cluster. Set it to adopt an existing cluster (any cloud); with `cce` it is " +
+					"computed from the new cluster's kubeconfig. Pass it to workload resources: `kubernetes = ctr_cluster.this.kubernetes`.",
+				PlanModifiers: []planmodifier.Object{objectplanmodifier.UseStateForUnknown()},
+				Attributes:    connectionResourceAttribute().Attributes,
+			},
+			"volcano": schema.SingleNestedAttribute{Optional: true,
+				MarkdownDescription: "The Volcano release to install (or upgrade) from its all-in-one manifest. Defaults to " + DefaultVolcanoVersion + ".",
+				Attributes: map[string]schema.Attribute{
+					"version": schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString(DefaultVolcanoVersion),
+						MarkdownDescription: "Volcano release, e.g. `" + DefaultVolcanoVersion + "`. Changing it upgrades in place."},
+					"manifest_url": schema.StringAttribute{Optional: true,
+						MarkdownDescription: "Where to fetch the manifest (`https://`, `http://` or `file://`), for mirrors and air-gapped sites. Defaults to the release's `installer/volcano-development.yaml` on GitHub."},
+					"keep_on_destroy": schema.BoolAttribute{Optional: true, Computed: true, Default: booldefault.StaticBool(false),
+						MarkdownDescription: "Leave Volcano installed when this resource is destroyed. Defaults to `false`."},
+				}},
+			"timeouts": timeouts.Attributes(ctx, timeouts.Opts{Create: true, Update: true, Delete: true,
+				CreateDescription: "How long to wait for the cluster, its workers and Volcano. Defaults to `60m`."}),
+			"cluster_id":  schema.StringAttribute{Computed: true, MarkdownDescription: "CCE cluster ID (empty for an adopted cluster).", PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown()}},
+			"phase":       schema.StringAttribute{Computed: true, MarkdownDescription: "CCE cluster phase when last read (`running`, …); `adopted` for an existing cluster."},
+			"kubeconfig":  schema.StringAttribute{Computed: true, Sensitive: true, MarkdownDescription: "Kubeconfig of the CCE cluster (empty for an adopted cluster).", PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown()}},
+			"volcano_objects": schema.ListAttribute{Computed: true, ElementType: types.StringType,
+				MarkdownDescription: "The objects of the installed Volcano manifest (`apiVersion/Kind/[namespace/]name`); what destroy removes."},
+		},
+	}
+}

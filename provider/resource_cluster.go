@@ -1,0 +1,416 @@
+package provider
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"time"
+
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/resource"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+	"github.com/hashicorp/terraform-plugin-log/tflog"
+
+	"github.com/elasticctr/terraform-provider-ctr/internal/cce"
+	"github.com/elasticctr/terraform-provider-ctr/internal/kube"
+	"github.com/elasticctr/terraform-provider-ctr/internal/stack"
+)
+
+var (
+	_ resource.ResourceWithConfigure   = (*clusterResource)(nil)
+	_ resource.ResourceWithImportState = (*clusterResource)(nil)
+)
+
+// NewClusterResource is the ctr_cluster resource.
+func NewClusterResource() resource.Resource { return &clusterResource{} }
+
+type clusterResource struct {
+	data *providerData
+}
+
+// volcanoOwner labels every object of the Volcano manifest this provider installed.
+const volcanoOwner = "ctr_cluster.volcano"
+
+// cceInterval is how often CCE is polled: it has no watch API.
+const cceInterval = 5 * time.Second
+
+func (r *clusterResource) Metadata(_ context.Context, req resource.MetadataRequest, resp *resource.MetadataResponse) {
+	resp.TypeName = req.ProviderTypeName + "_cluster"
+}
+
+func (r *clusterResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
+	resp.Schema = clusterSchema(ctx)
+}
+
+func (r *clusterResource) Configure(_ context.Context, req resource.ConfigureRequest, resp *resource.ConfigureResponse) {
+	if data, ok := req.ProviderData.(*providerData); ok {
+		r.data = data
+	}
+}
+
+func (r *clusterResource) cce(diags *diag.Diagnostics) *cce.Client {
+	b := baiduCredentials{}
+	if r.data != nil {
+		b = r.data.baidu
+	}
+	endpoint := b.CCEEndpoint
+	if endpoint == "" {
+		endpoint = cce.EndpointFor(b.Region)
+	}
+	c, err := cce.New(cce.Config{AccessKey: b.AccessKey, SecretKey: b.SecretKey, SessionToken: b.SessionToken, Endpoint: endpoint})
+	if err != nil {
+		diags.AddError("CCE Configuration Error", err.Error())
+		return nil
+	}
+	return c
+}
+
+func progress(ctx context.Context) func(string) { return func(s string) { tflog.Info(ctx, s) } }
+
+func (r *clusterResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
+	var plan clusterModel
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	timeout, d := plan.Timeouts.Create(ctx, 60*time.Minute)
+	resp.Diagnostics.Append(d...)
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+
+	if plan.CCE == nil {
+		r.adopt(ctx, &plan, &resp.State, &resp.Diagnostics)
+		return
+	}
+	c := r.cce(&resp.Diagnostics)
+	if c == nil {
+		return
+	}
+	var password types.String
+	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root("cce").AtName("worker_pool").AtName("admin_password"), &password)...)
+	id, err := c.CreateCluster(ctx, plan.CCE.clusterSpec())
+	if err != nil {
+		resp.Diagnostics.AddAttributeError(path.Root("cce"), "Create Cluster Error", err.Error())
+		return
+	}
+	// Saved at once: whatever happens next, Terraform knows the cluster and can delete it.
+	plan.ID, plan.ClusterID, plan.Phase = types.StringValue(id), types.StringValue(id), types.StringValue("pending")
+	plan.Kubeconfig, plan.Kubernetes = types.StringNull(), types.ObjectNull(connectionAttrTypes)
+	plan.VolcanoObjects = types.ListNull(types.StringType)
+	plan.CCE.WorkerPool.ID = types.StringNull()
+	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
+	tflog.Info(ctx, "CCE cluster "+id+" requested; waiting until it runs")
+
+	cl, err := c.WaitRunning(ctx, id, cceInterval, progress(ctx))
+	if err != nil {
+		resp.Diagnostics.AddError("Create Cluster Error", err.Error())
+		return
+	}
+	plan.Phase = types.StringValue(cl.Phase)
+	pool, diags := plan.CCE.WorkerPool.workerPool(ctx, password)
+	resp.Diagnostics.Append(diags...)
+	poolID, err := c.CreateWorkerPool(ctx, id, pool)
+	if err != nil {
+		resp.Diagnostics.AddAttributeError(path.Root("cce").AtName("worker_pool"), "Create Worker Pool Error", err.Error())
+		resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
+		return
+	}
+	plan.CCE.WorkerPool.ID = types.StringValue(poolID)
+	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
+	if _, err := c.WaitPoolReady(ctx, id, poolID, cceInterval, progress(ctx)); err != nil {
+		resp.Diagnostics.AddError("Create Worker Pool Error", err.Error())
+		return
+	}
+	if !r.connect(ctx, c, &plan, &resp.Diagnostics) {
+		resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
+		return
+	}
+	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
+	r.installVolcano(ctx, &plan, nil, &resp.Diagnostics)
+	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
+}
+
+// connect reads the kubeconfig of a running CCE cluster into kubeconfig and kubernetes.
+func (r *clusterResource) connect(ctx context.Context, c *cce.Client, m *clusterModel, diags *diag.Diagnostics) bool {
+	kc, err := c.Kubeconfig(ctx, m.ClusterID.ValueString(), m.CCE.KubeconfigType.ValueString())
+	if err != nil {
+		diags.AddError("Read Kubeconfig Error", err.Error())
+		return false
+	}
+	conn, err := connectionFromKubeconfig(kc)
+	if err != nil {
+		diags.AddError("Read Kubeconfig Error", fmt.Sprintf("CCE cluster %s: %s", m.ClusterID.ValueString(), err))
+		return false
+	}
+	m.Kubeconfig, m.Kubernetes = types.StringValue(kc), conn
+	return true
+}
+
+// adopt manages only Volcano on an existing cluster.
+func (r *clusterResource) adopt(ctx context.Context, plan *clusterModel, state stateLike, diags *diag.Diagnostics) {
+	conn, d := connection(ctx, plan.Kubernetes, nil)
+	diags.Append(d...)
+	cfg, err := conn.RESTConfig()
+	if err != nil {
+		diags.AddAttributeError(path.Root("kubernetes"), "Invalid Cluster Connection", err.Error())
+		return
+	}
+	host := cfg.Host
+	if u, err := url.Parse(cfg.Host); err == nil && u.Host != "" {
+		host = u.Host
+	}
+	plan.ID, plan.ClusterID = types.StringValue("existing/"+host), types.StringValue("")
+	plan.Phase, plan.Kubeconfig = types.StringValue("adopted"), types.StringValue("")
+	plan.VolcanoObjects = types.ListNull(types.StringType)
+	r.installVolcano(ctx, plan, nil, diags)
+	diags.Append(state.Set(ctx, plan)...)
+}
+
+// installVolcano applies the Volcano manifest, removes objects of a previous install that the
+// new one no longer has (an upgrade), and waits until CRDs are established and components
+// available.
+func (r *clusterResource) installVolcano(ctx context.Context, m *clusterModel, previous []string, diags *diag.Diagnostics) {
+	version, manifestURL, _ := m.volcanoSettings()
+	c, d := kubeClient(ctx, m.Kubernetes, nil)
+	diags.Append(d...)
+	if diags.HasError() {
+		return
+	}
+	tflog.Info(ctx, "installing Volcano "+version+" from "+manifestURL)
+	data, err := kube.FetchManifest(ctx, manifestURL)
+	if err != nil {
+		diags.AddAttributeError(path.Root("volcano"), "Install Volcano Error", err.Error())
+		return
+	}
+	set, err := kube.ParseManifest(data, map[string]string{stack.LabelManagedBy: stack.ManagedBy, stack.OwnerLabel: volcanoOwner})
+	if err != nil {
+		diags.AddAttributeError(path.Root("volcano"), "Install Volcano Error", fmt.Sprintf("manifest %s: %s", manifestURL, err))
+		return
+	}
+	if _, err := c.Apply(ctx, set); err != nil {
+		diags.AddError("Install Volcano Error", err.Error())
+		return
+	}
+	keep := map[string]bool{}
+	var keys []string
+	for _, o := range set {
+		keep[o.Key] = true
+		keys = append(keys, o.Key)
+	}
+	var stale stack.Set
+	for _, k := range previous {
+		if !keep[k] {
+			if u := objectFromKey(k); u != nil {
+				stale = append(stale, stack.Object{Key: k, Object: u})
+			}
+		}
+	}
+	if len(stale) > 0 {
+		if err := c.DeleteSet(ctx, stale, progressInterval); err != nil {
+			diags.AddError("Upgrade Volcano Error", "Could not remove objects the new release no longer has: "+err.Error())
+			return
+		}
+	}
+	if err := c.WaitInstalled(ctx, set, progressInterval); err != nil {
+		diags.AddError("Install Volcano Error", "Volcano did not become ready: "+err.Error())
+		return
+	}
+	lv, d := types.ListValueFrom(ctx, types.StringType, keys)
+	diags.Append(d...)
+	m.VolcanoObjects = lv
+	tflog.Info(ctx, fmt.Sprintf("Volcano %s ready (%d objects)", version, len(keys)))
+}
+
+func (r *clusterResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
+	var st clusterModel
+	resp.Diagnostics.Append(req.State.Get(ctx, &st)...)
+	if resp.Diagnostics.HasError() || st.ClusterID.ValueString() == "" {
+		return // adopted cluster: nothing of its own to read
+	}
+	c := r.cce(&resp.Diagnostics)
+	if c == nil {
+		return
+	}
+	id := st.ClusterID.ValueString()
+	cl, err := c.GetCluster(ctx, id)
+	if cce.IsNotFound(err) {
+		tflog.Warn(ctx, "CCE cluster "+id+" no longer exists; removing it from state")
+		resp.State.RemoveResource(ctx)
+		return
+	}
+	if err != nil {
+		resp.Diagnostics.AddError("Read Cluster Error", err.Error())
+		return
+	}
+	st.Phase = types.StringValue(cl.Phase)
+	if st.CCE == nil {
+		// Just imported by ID: CCE tells what it knows of the cluster.
+		r.importCCE(ctx, c, cl, &st, &resp.Diagnostics)
+	}
+	if st.CCE != nil && st.CCE.WorkerPool != nil && st.CCE.WorkerPool.ID.ValueString() != "" {
+		p, err := c.GetWorkerPool(ctx, id, st.CCE.WorkerPool.ID.ValueString())
+		switch {
+		case cce.IsNotFound(err):
+			st.CCE.WorkerPool.Replicas = types.Int64Value(0)
+		case err != nil:
+			resp.Diagnostics.AddError("Read Cluster Error", err.Error())
+			return
+		default:
+			// Drift: someone scaled the pool in the console.
+			st.CCE.WorkerPool.Replicas = types.Int64Value(int64(p.Replicas))
+		}
+	}
+	resp.Diagnostics.Append(resp.State.Set(ctx, &st)...)
+}
+
+func (r *clusterResource) importCCE(ctx context.Context, c *cce.Client, cl *cce.Cluster, st *clusterModel, diags *diag.Diagnostics) {
+	spec, pools, err := c.Describe(ctx, cl.ID)
+	if err != nil {
+		diags.AddError("Import Cluster Error", err.Error())
+		return
+	}
+	str := func(s string) types.String {
+		if s == "" {
+			return types.StringNull()
+		}
+		return types.StringValue(s)
+	}
+	st.CCE = &cceModel{
+		Name: types.StringValue(spec.Name), Description: str(spec.Description), K8sVersion: types.StringValue(spec.K8sVersion),
+		Runtime: str(spec.Runtime), RuntimeVersion: str(spec.RuntimeVersion), VPCID: types.StringValue(spec.VPCID),
+		NetworkMode: str(spec.NetworkMode), PodCIDR: str(spec.PodCIDR), ServiceCIDR: str(spec.ServiceCIDR),
+		KubeconfigType: types.StringValue("vpc"), DeleteResource: types.BoolValue(true), DeleteCDSSnapshot: types.BoolValue(true),
+		Master: &masterModel{Type: str(spec.MasterType), Flavor: str(spec.MasterFlavor), Zone: str(spec.MasterZone),
+			SubnetID: str(spec.MasterSubnetID), ExposedPublic: types.BoolValue(spec.ExposedPublic)},
+	}
+	if len(pools) > 0 {
+		p := pools[0]
+		st.CCE.WorkerPool = &workerPoolModel{ID: types.StringValue(p.ID), Name: types.StringValue(p.Name), Replicas: types.Int64Value(int64(p.Replicas)),
+			MachineSpec: str(p.MachineSpec), InstanceType: str(p.InstanceType), SubnetID: str(p.SubnetID), SecurityGroupID: str(p.SecurityGroupID),
+			Zone: str(p.Zone), RootDiskSize: types.Int64Value(int64(p.RootDiskSize)), ImageID: str(p.ImageID), SSHKeyID: str(p.SSHKeyID),
+			Labels: types.MapNull(types.StringType), AdminPassword: types.StringNull()}
+		if len(p.Labels) > 0 {
+			lv, d := types.MapValueFrom(ctx, types.StringType, p.Labels)
+			diags.Append(d...)
+			st.CCE.WorkerPool.Labels = lv
+		}
+		for _, t := range p.Taints {
+			st.CCE.WorkerPool.Taints = append(st.CCE.WorkerPool.Taints, taintModel{Key: types.StringValue(t.Key), Value: str(t.Value), Effect: types.StringValue(t.Effect)})
+		}
+	}
+	if cl.Phase == "running" {
+		r.connect(ctx, c, st, diags)
+	}
+}
+
+func (r *clusterResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
+	var plan, state clusterModel
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	timeout, d := plan.Timeouts.Update(ctx, 60*time.Minute)
+	resp.Diagnostics.Append(d...)
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+
+	// Values that only the last apply or read know.
+	plan.ID, plan.ClusterID, plan.Kubeconfig, plan.Phase = state.ID, state.ClusterID, state.Kubeconfig, state.Phase
+	if plan.CCE != nil && state.CCE != nil {
+		plan.Kubernetes = state.Kubernetes
+		plan.CCE.WorkerPool.ID = state.CCE.WorkerPool.ID
+		want, have := plan.CCE.WorkerPool.Replicas.ValueInt64(), state.CCE.WorkerPool.Replicas.ValueInt64()
+		if want != have {
+			c := r.cce(&resp.Diagnostics)
+			if c == nil {
+				return
+			}
+			id, pool := state.ClusterID.ValueString(), state.CCE.WorkerPool.ID.ValueString()
+			tflog.Info(ctx, fmt.Sprintf("scaling worker pool %s from %d to %d", pool, have, want))
+			if err := c.ScaleWorkerPool(ctx, id, pool, int(want)); err != nil {
+				resp.Diagnostics.AddAttributeError(path.Root("cce").AtName("worker_pool").AtName("replicas"), "Scale Worker Pool Error", err.Error())
+				return
+			}
+			if _, err := c.WaitPoolReady(ctx, id, pool, cceInterval, progress(ctx)); err != nil {
+				resp.Diagnostics.AddError("Scale Worker Pool Error", err.Error())
+				return
+			}
+		}
+	}
+	var previous []string
+	if !state.VolcanoObjects.IsNull() {
+		resp.Diagnostics.Append(state.VolcanoObjects.ElementsAs(ctx, &previous, false)...)
+	}
+	plan.VolcanoObjects = state.VolcanoObjects
+	ov, ou, _ := state.volcanoSettings()
+	nv, nu, _ := plan.volcanoSettings()
+	if ov != nv || ou != nu || state.VolcanoObjects.IsNull() {
+		r.installVolcano(ctx, &plan, previous, &resp.Diagnostics)
+	}
+	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
+}
+
+func (r *clusterResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
+	var st clusterModel
+	resp.Diagnostics.Append(req.State.Get(ctx, &st)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	timeout, d := st.Timeouts.Delete(ctx, 60*time.Minute)
+	resp.Diagnostics.Append(d...)
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+
+	if st.ClusterID.ValueString() == "" {
+		// Adopted: the cluster stays; Volcano goes unless asked to stay.
+		if _, _, keep := st.volcanoSettings(); !keep {
+			r.uninstallVolcano(ctx, &st, &resp.Diagnostics)
+		}
+		return
+	}
+	// A CCE cluster takes Volcano with it.
+	c := r.cce(&resp.Diagnostics)
+	if c == nil {
+		return
+	}
+	o := cce.DeleteOptions{DeleteResource: true, DeleteCDSSnapshot: true}
+	if st.CCE != nil {
+		o = cce.DeleteOptions{DeleteResource: st.CCE.DeleteResource.ValueBool(), DeleteCDSSnapshot: st.CCE.DeleteCDSSnapshot.ValueBool()}
+	}
+	if err := c.DeleteCluster(ctx, st.ClusterID.ValueString(), o, cceInterval, progress(ctx)); err != nil {
+		resp.Diagnostics.AddError("Delete Cluster Error", err.Error())
+	}
+}
+
+func (r *clusterResource) uninstallVolcano(ctx context.Context, st *clusterModel, diags *diag.Diagnostics) {
+	var keys []string
+	if !st.VolcanoObjects.IsNull() {
+		diags.Append(st.VolcanoObjects.ElementsAs(ctx, &keys, false)...)
+	}
+	c, d := kubeClient(ctx, st.Kubernetes, nil)
+	diags.Append(d...)
+	if diags.HasError() {
+		return
+	}
+	var set stack.Set
+	for _, k := range keys {
+		if u := objectFromKey(k); u != nil {
+			set = append(set, stack.Object{Key: k, Object: u})
+		}
+	}
+	tflog.Info(ctx, fmt.Sprintf("uninstalling Volcano (%d objects)", len(set)))
+	if err := c.DeleteSet(ctx, set, progressInterval); err != nil {
+		diags.AddError("Uninstall Volcano Error", err.Error())
+	}
+}
+
+func (r *clusterResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
+	if req.ID == "" {
+		resp.Diagnostics.AddError("Invalid Import ID", "Expected a CCE cluster ID, e.g. cce-abcd1234.")
+		return
+	}
+	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("id"), req.ID)...)
+	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("cluster_id"), req.ID)...)
+}
