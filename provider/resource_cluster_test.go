@@ -1,19 +1,27 @@
 package provider
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
+	"github.com/hashicorp/terraform-plugin-testing/plancheck"
 	"github.com/hashicorp/terraform-plugin-testing/statecheck"
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/elasticctr/terraform-provider-ctr/internal/kube"
 	"github.com/elasticctr/terraform-provider-ctr/internal/testenv"
@@ -100,4 +108,126 @@ func countDocs(t *testing.T, fileURL string) int {
 func parseForTest(data []byte) (int, error) {
 	set, err := kube.ParseManifest(data, nil)
 	return len(set), err
+}
+
+// dedicatedEnv starts a control plane of the test's own (from the cached binaries), for tests
+// that break what other tests rely on, such as deleting Volcano's CRDs.
+func dedicatedEnv(t *testing.T) string {
+	t.Helper()
+	requireCluster(t)
+	cache, err := testenv.CacheDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	root, err := filepath.Abs("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	bin, err := (&testenv.Builder{RepoRoot: root, Cache: cache, Log: io.Discard}).Build(ctx)
+	if err != nil {
+		t.Fatalf("build the control plane: %v", err)
+	}
+	dir := t.TempDir()
+	env, err := testenv.Up(ctx, dir, bin, io.Discard)
+	if err != nil {
+		t.Fatalf("start a dedicated control plane: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := testenv.Down(dir, io.Discard); err != nil {
+			t.Errorf("stop the dedicated control plane: %v", err)
+		}
+	})
+	return env.Kubeconfig()
+}
+
+// TestAccCluster_AdoptUninstallAndUpgrade: Volcano is installed, upgraded to a manifest that
+// drops a component (its objects are removed), and uninstalled on destroy.
+func TestAccCluster_AdoptUninstallAndUpgrade(t *testing.T) {
+	kubeconfig := dedicatedEnv(t)
+	env, err := testenv.Load(filepath.Dir(kubeconfig))
+	if err != nil {
+		t.Fatal(err)
+	}
+	full, err := os.ReadFile(env.VolcanoManifest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// "v2" of the manifest: the admission Deployment is gone.
+	idx := bytes.Index(full, []byte("---\napiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: volcano-admission"))
+	if idx < 0 {
+		t.Fatal("the manifest has no admission Deployment to drop")
+	}
+	v2 := filepath.Join(t.TempDir(), "volcano-v2.yaml")
+	if err := os.WriteFile(v2, full[:idx], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg := func(url string) string {
+		return fmt.Sprintf(`
+resource "ctr_cluster" "this" {
+  kubernetes = { config_path = %q }
+  volcano    = { version = "test", manifest_url = %q }
+}
+`, kubeconfig, url)
+	}
+	k := clientsFor(t, kubeconfig)
+	deployment := func(name string) (bool, error) {
+		_, err := k.cs.AppsV1().Deployments("volcano-system").Get(context.Background(), name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return false, nil
+		}
+		return err == nil, err
+	}
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: providerFactories,
+		CheckDestroy: func(*terraform.State) error {
+			crd := schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+			list, err := k.dyn.Resource(crd).List(context.Background(), metav1.ListOptions{LabelSelector: "ctr.elasticctr.io/owner=" + volcanoOwner})
+			if err != nil {
+				return err
+			}
+			if len(list.Items) > 0 {
+				return fmt.Errorf("destroy left %d Volcano CRDs", len(list.Items))
+			}
+			if ok, err := deployment("volcano-scheduler"); ok || err != nil {
+				return fmt.Errorf("destroy left volcano-scheduler (err %v)", err)
+			}
+			return nil
+		},
+		Steps: []resource.TestStep{
+			{
+				Config: cfg("file://" + env.VolcanoManifest),
+				Check: func(*terraform.State) error {
+					if ok, err := deployment("volcano-admission"); !ok {
+						return fmt.Errorf("volcano-admission not installed (err %v)", err)
+					}
+					return nil
+				},
+			},
+			{
+				Config: strings.Replace(cfg("file://"+v2), `version = "test"`, `version = "test2"`, 1),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction("ctr_cluster.this", plancheck.ResourceActionUpdate),
+				}},
+				Check: func(*terraform.State) error {
+					if ok, err := deployment("volcano-admission"); ok || err != nil {
+						return fmt.Errorf("the upgrade did not remove volcano-admission (err %v)", err)
+					}
+					if ok, err := deployment("volcano-scheduler"); !ok {
+						return fmt.Errorf("the upgrade lost volcano-scheduler (err %v)", err)
+					}
+					return nil
+				},
+			},
+		},
+	})
+}
+
+func clientsFor(t *testing.T, kubeconfig string) *kubeClients {
+	t.Helper()
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &kubeClients{cs: kubernetes.NewForConfigOrDie(cfg), dyn: dynamic.NewForConfigOrDie(cfg)}
 }
