@@ -1,0 +1,234 @@
+package cceemu
+
+import "time"
+
+// group is the emulator's state for one instance group. Guarded by Server.mu.
+type group struct {
+	id, name  string
+	seq       int
+	spec      map[string]any // as posted, secrets stripped
+	replicas  int            // desired
+	ready     int            // readyReplicas
+	since     time.Time      // when the node now coming up started; meaningful while ready < replicas
+	createdAt time.Time
+}
+
+// addGroup creates a group in c from a validated spec. Callers hold Server.mu or own c exclusively.
+func (c *cluster) addGroup(spec map[string]any, now time.Time) *group {
+	spec = deepCopy(spec).(map[string]any)
+	stripSecrets(spec)
+	replicas, _, _ := integer(spec, "replicas")
+	c.groupSeq++
+	g := &group{id: newID("cce-ig-"), name: str(spec, "instanceGroupName"), seq: c.groupSeq,
+		spec: spec, replicas: replicas, since: now, createdAt: now}
+	c.groups[g.id] = g
+	return g
+}
+
+// startAt makes nodes start coming up no earlier than t (the moment the cluster runs).
+func (g *group) startAt(t time.Time) {
+	if g.since.Before(t) {
+		g.since = t
+	}
+}
+
+// advance makes one more node ready per delay until ready reaches replicas. Scaling down is immediate.
+func (g *group) advance(now time.Time, delay time.Duration) {
+	for g.ready < g.replicas && now.Sub(g.since) >= delay {
+		g.ready++
+		g.since = g.since.Add(delay)
+	}
+	g.ready = min(g.ready, g.replicas)
+}
+
+// setReplicas changes the desired size. A group that was idle starts its next node now, not at the time
+// it last finished, so that a scale-up is never instantly "ready".
+func (g *group) setReplicas(n int, now time.Time) {
+	if g.ready >= g.replicas {
+		g.since = now
+	}
+	g.replicas = n
+	g.ready = min(g.ready, n)
+}
+
+// view is the group as GetInstanceGroupResponse.InstanceGroup.
+func (g *group) view(clusterID string) map[string]any {
+	spec := deepCopy(g.spec).(map[string]any)
+	spec["cceInstanceGroupID"] = g.id
+	spec["clusterID"] = clusterID
+	spec["replicas"] = g.replicas
+	if str(spec, "clusterRole") == "" {
+		spec["clusterRole"] = "node"
+	}
+	return map[string]any{
+		"spec":      spec,
+		"status":    map[string]any{"readyReplicas": g.ready, "pause": map[string]any{"paused": false, "reason": ""}},
+		"createdAt": g.createdAt.UTC().Format(time.RFC3339),
+	}
+}
+
+// validateGroupSpec checks an InstanceGroupSpec body (POST .../instancegroup, or a create's nodeGroups[]).
+func validateGroupSpec(m map[string]any) *apiError {
+	if str(m, "instanceGroupName") == "" {
+		return invalidParam("instanceGroupName is required")
+	}
+	if role := str(m, "clusterRole"); role != "" && role != "node" {
+		return invalidParam("clusterRole %q is not supported for an instance group; use node", role)
+	}
+	if n, _, err := integer(m, "replicas"); err != nil || n < 0 {
+		return invalidParam("replicas must be a non-negative integer")
+	}
+	templates := []map[string]any{}
+	if t, ok := m["instanceTemplate"].(map[string]any); ok && len(t) > 0 {
+		templates = append(templates, t)
+	}
+	if ts, ok := m["instanceTemplates"].([]any); ok {
+		for _, t := range ts {
+			if tm, ok := t.(map[string]any); ok {
+				templates = append(templates, tm)
+			}
+		}
+	}
+	if len(templates) == 0 {
+		return invalidParam("instanceTemplate is required")
+	}
+	for i, t := range templates {
+		if !hasMachine(t) {
+			return invalidParam("instanceTemplate[%d]: instanceResource.machineSpec (or cpu and mem) is required", i)
+		}
+	}
+	return nil
+}
+
+// hasMachine reports whether a template says what machine to buy. Guess: the service wants machineSpec, or
+// the older instanceType with cpu and mem.
+func hasMachine(t map[string]any) bool {
+	if str(t, "instanceResource.machineSpec") != "" {
+		return true
+	}
+	cpu, _, _ := integer(t, "instanceResource.cpu")
+	mem, _, _ := integer(t, "instanceResource.mem")
+	return cpu > 0 && mem > 0
+}
+
+// groupCluster looks up the cluster of a group route and refuses clusters that cannot take changes.
+func (s *Server) groupCluster(c *call, changing bool) (*cluster, *apiError) {
+	cl, e := s.lookupCluster(c.r.PathValue("id"), s.now())
+	if e != nil {
+		return nil, e
+	}
+	if changing && (cl.phase == phaseDeleting || cl.phase == phaseCreateFailed) {
+		return nil, invalidParam("cluster %s is %s", cl.id, cl.phase) // Guess: code
+	}
+	return cl, nil
+}
+
+// createGroup serves POST /cluster/{id}/instancegroup.
+func (s *Server) createGroup(c *call) (map[string]any, *apiError) {
+	var spec map[string]any
+	if e := decodeInto(c.body, &spec); e != nil {
+		return nil, e
+	}
+	if e := validateGroupSpec(spec); e != nil {
+		return nil, e
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cl, e := s.groupCluster(c, true)
+	if e != nil {
+		return nil, e
+	}
+	if cid := str(spec, "clusterID"); cid != "" && cid != cl.id {
+		return nil, invalidParam("clusterID %q in the body does not match the path's %q", cid, cl.id)
+	}
+	g := cl.addGroup(spec, s.now())
+	return map[string]any{"instanceGroupID": g.id}, nil
+}
+
+// getGroup serves GET /cluster/{id}/instancegroup/{gid}.
+func (s *Server) getGroup(c *call) (map[string]any, *apiError) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cl, e := s.groupCluster(c, false)
+	if e != nil {
+		return nil, e
+	}
+	g, ok := cl.groups[c.r.PathValue("gid")]
+	if !ok {
+		return nil, groupNotFound(c.r.PathValue("gid"))
+	}
+	return map[string]any{"instanceGroup": g.view(cl.id)}, nil
+}
+
+// listGroups serves GET /cluster/{id}/instancegroups.
+func (s *Server) listGroups(c *call) (map[string]any, *apiError) {
+	no, size, e := page(c.r, false)
+	if e != nil {
+		return nil, e
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cl, e := s.groupCluster(c, false)
+	if e != nil {
+		return nil, e
+	}
+	all := cl.sortedGroups()
+	list := []any{}
+	for _, g := range paginate(all, no, size) {
+		list = append(list, g.view(cl.id))
+	}
+	return map[string]any{"page": map[string]any{"pageNo": no, "pageSize": size, "totalCount": len(all), "list": list}}, nil
+}
+
+// replicasBody is UpdateInstanceGroupReplicasRequest.
+type replicasBody struct {
+	Replicas       *int           `json:"replicas"`
+	InstanceIDs    []string       `json:"instanceIDs"`
+	DeleteInstance bool           `json:"deleteInstance"`
+	DeleteOption   map[string]any `json:"deleteOption"`
+}
+
+// updateReplicas serves PUT /cluster/{id}/instancegroup/{gid}/replicas.
+func (s *Server) updateReplicas(c *call) (map[string]any, *apiError) {
+	var b replicasBody
+	if e := decodeInto(c.body, &b); e != nil {
+		return nil, e
+	}
+	if b.Replicas == nil || *b.Replicas < 0 {
+		return nil, invalidParam("replicas must be a non-negative integer")
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cl, e := s.groupCluster(c, true)
+	if e != nil {
+		return nil, e
+	}
+	g, ok := cl.groups[c.r.PathValue("gid")]
+	if !ok {
+		return nil, groupNotFound(c.r.PathValue("gid"))
+	}
+	g.setReplicas(*b.Replicas, s.now())
+	return map[string]any{}, nil
+}
+
+// deleteGroup serves DELETE /cluster/{id}/instancegroup/{gid}. The group disappears at once.
+// Guess: the service deletes asynchronously; the baiducloud provider does not wait, so neither need we.
+func (s *Server) deleteGroup(c *call) (map[string]any, *apiError) {
+	for _, p := range []string{"deleteInstances", "releaseAllResources"} {
+		if e := queryBool(c.r, p); e != nil {
+			return nil, e
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cl, e := s.groupCluster(c, false)
+	if e != nil {
+		return nil, e
+	}
+	gid := c.r.PathValue("gid")
+	if _, ok := cl.groups[gid]; !ok {
+		return nil, groupNotFound(gid)
+	}
+	delete(cl.groups, gid)
+	return map[string]any{}, nil
+}
