@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"net/url"
+	"reflect"
 	"time"
 
+	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
@@ -20,6 +22,7 @@ import (
 var (
 	_ resource.ResourceWithConfigure   = (*clusterResource)(nil)
 	_ resource.ResourceWithImportState = (*clusterResource)(nil)
+	_ resource.ResourceWithModifyPlan  = (*clusterResource)(nil)
 )
 
 // NewClusterResource is the ctr_cluster resource.
@@ -32,8 +35,9 @@ type clusterResource struct {
 // volcanoOwner labels every object of the Volcano manifest this provider installed.
 const volcanoOwner = "ctr_cluster.volcano"
 
-// cceInterval is how often CCE is polled: it has no watch API.
-const cceInterval = 5 * time.Second
+// cceInterval is how often CCE is polled: it has no watch API. Tests against the emulator,
+// whose phases take milliseconds, shorten it.
+var cceInterval = 5 * time.Second
 
 func (r *clusterResource) Metadata(_ context.Context, req resource.MetadataRequest, resp *resource.MetadataResponse) {
 	resp.TypeName = req.ProviderTypeName + "_cluster"
@@ -64,6 +68,47 @@ func (r *clusterResource) cce(diags *diag.Diagnostics) *cce.Client {
 		return nil
 	}
 	return c
+}
+
+// ModifyPlan keeps a plan empty when only the write-only admin password is in the
+// configuration: the framework compares the proposed state (which still carries write-only
+// values) with the prior state (which never does), sees a change, and marks every computed
+// attribute unknown. Here the comparison is made without it, and the prior values stay.
+func (r *clusterResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
+	if req.Plan.Raw.IsNull() || req.State.Raw.IsNull() {
+		return
+	}
+	var plan, state clusterModel
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
+	if resp.Diagnostics.HasError() || !sameSettings(&plan, &state) {
+		return
+	}
+	state.Timeouts = plan.Timeouts
+	resp.Diagnostics.Append(resp.Plan.Set(ctx, &state)...)
+}
+
+// sameSettings compares what configuration controls, leaving out computed values (unknown in
+// a plan) and the write-only password.
+func sameSettings(plan, state *clusterModel) bool {
+	norm := func(m *clusterModel) clusterModel {
+		c := *m
+		c.ID, c.ClusterID, c.Phase, c.Kubeconfig = types.StringNull(), types.StringNull(), types.StringNull(), types.StringNull()
+		c.VolcanoObjects = types.ListNull(types.StringType)
+		c.Timeouts = timeouts.Value{}
+		if c.CCE != nil {
+			cc := *c.CCE
+			if cc.WorkerPool != nil {
+				wp := *cc.WorkerPool
+				wp.ID, wp.AdminPassword = types.StringNull(), types.StringNull()
+				cc.WorkerPool = &wp
+			}
+			c.CCE = &cc
+			c.Kubernetes = types.ObjectNull(connectionAttrTypes) // computed from the cluster
+		}
+		return c
+	}
+	return reflect.DeepEqual(norm(plan), norm(state))
 }
 
 func progress(ctx context.Context) func(string) { return func(s string) { tflog.Info(ctx, s) } }
@@ -281,8 +326,11 @@ func (r *clusterResource) importCCE(ctx context.Context, c *cce.Client, cl *cce.
 		Runtime: str(spec.Runtime), RuntimeVersion: str(spec.RuntimeVersion), VPCID: types.StringValue(spec.VPCID),
 		NetworkMode: str(spec.NetworkMode), PodCIDR: str(spec.PodCIDR), ServiceCIDR: str(spec.ServiceCIDR),
 		KubeconfigType: types.StringValue("vpc"), DeleteResource: types.BoolValue(true), DeleteCDSSnapshot: types.BoolValue(true),
-		Master: &masterModel{Type: str(spec.MasterType), Flavor: str(spec.MasterFlavor), Zone: str(spec.MasterZone),
-			SubnetID: str(spec.MasterSubnetID), ExposedPublic: types.BoolValue(spec.ExposedPublic)},
+	}
+	// A master with the defaults is what a configuration without a master block creates.
+	if !(spec.MasterType == "managedPro" && spec.MasterFlavor == "l50" && spec.MasterZone == "" && spec.MasterSubnetID == "" && !spec.ExposedPublic) {
+		st.CCE.Master = &masterModel{Type: str(spec.MasterType), Flavor: str(spec.MasterFlavor), Zone: str(spec.MasterZone),
+			SubnetID: str(spec.MasterSubnetID), ExposedPublic: types.BoolValue(spec.ExposedPublic)}
 	}
 	if len(pools) > 0 {
 		p := pools[0]

@@ -111,7 +111,8 @@ func mapError(what string, err error) error {
 		}
 		hint := ""
 		switch {
-		case se.StatusCode == 401 || se.StatusCode == 403:
+		case se.StatusCode == 401 || se.StatusCode == 403 || strings.Contains(se.Code, "Signature") ||
+			strings.Contains(se.Code, "AccessKey") || strings.Contains(se.Code, "SecurityToken") || strings.Contains(se.Code, "AccessDenied"):
 			hint = " (check the access key, secret key and STS token, and that the key may use CCE)"
 		case se.StatusCode == 429 || strings.Contains(se.Code, "Throttl"):
 			hint = " (CCE is throttling requests; retry later)"

@@ -1,0 +1,295 @@
+package provider
+
+import (
+	"fmt"
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
+	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
+	"github.com/hashicorp/terraform-plugin-testing/plancheck"
+	"github.com/hashicorp/terraform-plugin-testing/statecheck"
+	"github.com/hashicorp/terraform-plugin-testing/terraform"
+	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
+
+	"github.com/elasticctr/terraform-provider-ctr/internal/cceemu"
+)
+
+const (
+	testAK = "AKTESTCTR0001"
+	testSK = "sk-test-secret-0001"
+	// adminPassword must reach CCE once and appear nowhere else.
+	adminPassword = "Adm1n-Pa55-never-logged"
+)
+
+// emulator starts a CCE emulator whose running clusters hand out the local control plane's
+// kubeconfig, so a "CCE cluster" gets Volcano and workloads for real.
+func emulator(t *testing.T) (*cceemu.Server, string) {
+	t.Helper()
+	requireCluster(t)
+	kc, err := os.ReadFile(os.Getenv("KUBECONFIG"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	emu := cceemu.New(cceemu.Options{Credentials: map[string]string{testAK: testSK}, Kubeconfig: string(kc), PhaseDelay: 50 * time.Millisecond})
+	endpoint, err := emu.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(emu.Close)
+	old := cceInterval
+	cceInterval = 100 * time.Millisecond
+	t.Cleanup(func() { cceInterval = old })
+	return emu, endpoint
+}
+
+func cceConfig(endpoint, secret, manifest, extra string, replicas int) string {
+	return fmt.Sprintf(`
+provider "ctr" {
+  access_key   = %[1]q
+  secret_key   = %[2]q
+  cce_endpoint = %[3]q
+}
+
+resource "ctr_cluster" "this" {
+  cce = {
+    name        = "ctr-test"
+    k8s_version = "1.34.2"
+    vpc_id      = "vpc-test"
+    worker_pool = {
+      replicas       = %[5]d
+      machine_spec   = "bcc.g5.c8m32"
+      subnet_id      = "sbn-test"
+      admin_password = %[6]q
+    }
+  }
+  volcano  = { manifest_url = %[4]q }
+  timeouts = { create = "2m", delete = "2m" }
+}
+%[7]s`, testAK, secret, endpoint, manifest, replicas, adminPassword, extra)
+}
+
+func clusterGone(emu *cceemu.Server) resource.TestCheckFunc {
+	return func(*terraform.State) error {
+		for _, c := range emu.Clusters() {
+			if c.Phase != "deleted" {
+				return fmt.Errorf("destroy left CCE cluster %s in phase %s", c.ID, c.Phase)
+			}
+		}
+		return nil
+	}
+}
+
+// TestAccCluster_CCE_Lifecycle: create -> running with workers and Volcano, scale workers in
+// place, repair drift of the worker count, import by cluster ID, destroy.
+func TestAccCluster_CCE_Lifecycle(t *testing.T) {
+	emu, endpoint := emulator(t)
+	manifest := volcanoManifest(t)
+	var clusterID, poolID string
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: providerFactories,
+		CheckDestroy:             clusterGone(emu),
+		Steps: []resource.TestStep{
+			{
+				Config: cceConfig(endpoint, testSK, manifest, "", 2),
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue("ctr_cluster.this", tfjsonpath.New("phase"), knownvalue.StringExact("running")),
+					statecheck.ExpectKnownValue("ctr_cluster.this", tfjsonpath.New("cluster_id"), knownvalue.StringRegexp(regexp.MustCompile(`^cce-`))),
+					statecheck.ExpectKnownValue("ctr_cluster.this", tfjsonpath.New("kubernetes").AtMapKey("host"), knownvalue.StringRegexp(regexp.MustCompile(`^https://127\.0\.0\.1:`))),
+					statecheck.ExpectKnownValue("ctr_cluster.this", tfjsonpath.New("cce").AtMapKey("worker_pool").AtMapKey("admin_password"), knownvalue.Null()),
+				},
+				Check: func(s *terraform.State) error {
+					rs := s.RootModule().Resources["ctr_cluster.this"].Primary
+					clusterID, poolID = rs.Attributes["cluster_id"], rs.Attributes["cce.worker_pool.id"]
+					groups := emu.InstanceGroups(clusterID)
+					if len(groups) != 1 || groups[0].Replicas != 2 || groups[0].ReadyReplicas != 2 {
+						return fmt.Errorf("worker pools in CCE: %+v, want one with 2/2 ready", groups)
+					}
+					// The password went to CCE in the create request and nowhere else.
+					sent := 0
+					for _, r := range emu.Requests("", "") {
+						if strings.Contains(r.Body, adminPassword) {
+							if r.Method != "POST" || !strings.HasSuffix(r.Path, "/instancegroup") {
+								return fmt.Errorf("the admin password was sent in %s %s", r.Method, r.Path)
+							}
+							sent++
+						}
+					}
+					if sent != 1 {
+						return fmt.Errorf("the admin password was sent %d times, want once", sent)
+					}
+					for k, v := range rs.Attributes {
+						if strings.Contains(v, adminPassword) {
+							return fmt.Errorf("state attribute %s holds the admin password", k)
+						}
+					}
+					return nil
+				},
+			},
+			{
+				Config: cceConfig(endpoint, testSK, manifest, "", 3),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction("ctr_cluster.this", plancheck.ResourceActionUpdate),
+				}},
+				Check: func(*terraform.State) error {
+					if g := emu.InstanceGroups(clusterID); g[0].Replicas != 3 || g[0].ReadyReplicas != 3 {
+						return fmt.Errorf("worker pool not scaled to 3: %+v", g[0])
+					}
+					return nil
+				},
+			},
+			{
+				PreConfig: func() {
+					// Someone scales the pool down in the console.
+					if err := emu.SetReplicasOutOfBand(clusterID, poolID, 1); err != nil {
+						t.Fatal(err)
+					}
+				},
+				Config: cceConfig(endpoint, testSK, manifest, "", 3),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction("ctr_cluster.this", plancheck.ResourceActionUpdate),
+					plancheck.ExpectKnownValue("ctr_cluster.this", tfjsonpath.New("cce").AtMapKey("worker_pool").AtMapKey("replicas"), knownvalue.Int64Exact(3)),
+				}},
+				Check: func(*terraform.State) error {
+					if g := emu.InstanceGroups(clusterID); g[0].Replicas != 3 {
+						return fmt.Errorf("drift not repaired: %+v", g[0])
+					}
+					return nil
+				},
+			},
+			{
+				ResourceName:      "ctr_cluster.this",
+				ImportState:       true,
+				ImportStateIdFunc: func(*terraform.State) (string, error) { return clusterID, nil },
+				ImportStateVerify: true,
+				// Volcano is ours to install, not the cluster's to tell; timeouts are configuration.
+				ImportStateVerifyIgnore: []string{"volcano", "volcano_objects", "timeouts"},
+			},
+		},
+	})
+}
+
+// TestAccCluster_CCE_CreateFailedShowsReason: CCE's own reason for create_failed reaches
+// the user, and the failed cluster is still in state so destroy removes it.
+func TestAccCluster_CCE_CreateFailedShowsReason(t *testing.T) {
+	emu, endpoint := emulator(t)
+	emu.FailNextCreate("CreateClusterBLB", "BLB.QuotaExceeded", "BLB quota exceeded in region bj", "raise the BLB quota or delete unused BLBs")
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: providerFactories,
+		CheckDestroy:             clusterGone(emu),
+		Steps: []resource.TestStep{{
+			Config:      cceConfig(endpoint, testSK, volcanoManifest(t), "", 1),
+			ExpectError: regexp.MustCompile(`(?s)create_failed.*CreateClusterBLB.*BLB\.QuotaExceeded.*BLB\s+quota\s+exceeded.*raise\s+the\s+BLB\s+quota`),
+		}},
+	})
+}
+
+// TestAccCluster_CCE_SignatureRejected: a wrong secret key fails with the service's code.
+func TestAccCluster_CCE_SignatureRejected(t *testing.T) {
+	_, endpoint := emulator(t)
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: providerFactories,
+		Steps: []resource.TestStep{{
+			Config:      cceConfig(endpoint, "wrong-secret", volcanoManifest(t), "", 1),
+			ExpectError: regexp.MustCompile(`(?s)SignatureDoesNotMatch.*check\s+the\s+access\s+key`),
+		}},
+	})
+}
+
+// TestAccCluster_CCE_Faults: server errors are retried (the SDK's bounded retries), throttling
+// that outlasts them is reported as such, and versions are judged by CCE, not by us.
+func TestAccCluster_CCE_Faults(t *testing.T) {
+	emu, endpoint := emulator(t)
+	manifest := volcanoManifest(t)
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: providerFactories,
+		CheckDestroy:             clusterGone(emu),
+		Steps: []resource.TestStep{
+			{
+				// The SDK does not retry 429.
+				PreConfig:   func() { emu.FailRequests("POST", "/api/cce/service/v2/cluster", 429, "Throttling", 1) },
+				Config:      cceConfig(endpoint, testSK, manifest, "", 1),
+				ExpectError: regexp.MustCompile(`(?s)Throttling.*throttling\s+requests`),
+			},
+			{
+				Config: strings.Replace(cceConfig(endpoint, testSK, manifest, "", 1), `"1.34.2"`, `"1.99.0"`, 1),
+				// CCE's own message, not an echo of the configuration.
+				ExpectError: regexp.MustCompile(`CCE refused the request:\s+[A-Za-z.]+:\s+cluster\.k8sVersion\s+"1\.99\.0"\s+is\s+not\s+supported`),
+			},
+			{
+				// Fewer 500s than the SDK's retries: the apply goes through.
+				PreConfig: func() { emu.FailRequests("GET", "/api/cce/service/v2/cluster/", 500, "InternalError", 2) },
+				Config:    cceConfig(endpoint, testSK, manifest, "", 1),
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue("ctr_cluster.this", tfjsonpath.New("phase"), knownvalue.StringExact("running")),
+				},
+			},
+		},
+	})
+}
+
+// TestAccCluster_CCE_FullStackOneApply: one apply builds the CCE cluster, Volcano and a
+// training job that takes the cluster's connection, unknown at plan time; the second plan is
+// empty (checked by the framework after every step).
+func TestAccCluster_CCE_FullStackOneApply(t *testing.T) {
+	emu, endpoint := emulator(t)
+	k := requireCluster(t)
+	ns, name := k.namespace(t), jobName()
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: providerFactories,
+		CheckDestroy:             clusterGone(emu),
+		Steps: []resource.TestStep{{
+			Config: cceConfig(endpoint, testSK, volcanoManifest(t), fmt.Sprintf(`
+resource "ctr_training_job" "test" {
+  kubernetes = ctr_cluster.this.kubernetes
+  name       = %q
+  namespace  = %q
+  pserver    = { replicas = 1 }
+  trainer    = { replicas = 1 }
+}
+`, name, ns), 1),
+			ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+				plancheck.ExpectUnknownValue("ctr_cluster.this", tfjsonpath.New("kubernetes")),
+				plancheck.ExpectResourceAction(jobAddr, plancheck.ResourceActionCreate),
+			}},
+			ConfigStateChecks: []statecheck.StateCheck{
+				statecheck.ExpectKnownValue(jobAddr, tfjsonpath.New("phase"), knownvalue.StringExact("Running")),
+			},
+		}},
+	})
+}
+
+// TestAccCluster_CCE_DeletedBehindOurBack: a cluster deleted in the console is planned for
+// creation again.
+func TestAccCluster_CCE_DeletedBehindOurBack(t *testing.T) {
+	emu, endpoint := emulator(t)
+	manifest := volcanoManifest(t)
+	var clusterID string
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: providerFactories,
+		CheckDestroy:             clusterGone(emu),
+		Steps: []resource.TestStep{
+			{
+				Config: cceConfig(endpoint, testSK, manifest, "", 1),
+				Check: func(s *terraform.State) error {
+					clusterID = s.RootModule().Resources["ctr_cluster.this"].Primary.Attributes["cluster_id"]
+					return nil
+				},
+			},
+			{
+				PreConfig: func() {
+					if err := emu.DeleteClusterOutOfBand(clusterID); err != nil {
+						t.Fatal(err)
+					}
+				},
+				Config: cceConfig(endpoint, testSK, manifest, "", 1),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction("ctr_cluster.this", plancheck.ResourceActionCreate),
+				}},
+			},
+		},
+	})
+}
