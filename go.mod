@@ -3,8 +3,13 @@ module github.com/elasticctr/terraform-provider-ctr
 go 1.26.0
 
 require (
+	github.com/colinmarc/sequencefile v1.0.0 // indirect
+	github.com/dsnet/compress v0.0.1 // indirect
+	github.com/golang/snappy v0.0.4 // indirect
 	github.com/hashicorp/terraform-plugin-framework v1.19.0 // indirect
 	github.com/hashicorp/terraform-plugin-testing v1.16.0 // indirect
+	github.com/klauspost/compress v1.18.0 // indirect
+	github.com/prometheus/client_golang v1.22.0 // indirect
 	github.com/stretchr/testify v1.12.1 // indirect
 	k8s.io/api v0.37.2 // indirect
 	k8s.io/apimachinery v0.37.2 // indirect
