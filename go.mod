@@ -11,6 +11,7 @@ require (
 	github.com/klauspost/compress v1.18.0 // indirect
 	github.com/prometheus/client_golang v1.22.0 // indirect
 	github.com/stretchr/testify v1.12.1 // indirect
+	google.golang.org/protobuf v1.36.12-0.20260120151049-f2248ac996af // indirect
 	k8s.io/api v0.37.2 // indirect
 	k8s.io/apimachinery v0.37.2 // indirect
 	k8s.io/client-go v0.37.2 // indirect
