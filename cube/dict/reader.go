@@ -135,8 +135,11 @@ func (d *Dict) ValueSize(key uint64) (int, bool) {
 	return len(v), ok
 }
 
-// lookup returns a slice into the mapping; callers must not retain it past
-// Close.
+// Lookup returns key's value without copying: the slice aliases the read-only
+// mapping and must not be used after Close (the server holds a reference on
+// the dictionary while it encodes a response).
+func (d *Dict) Lookup(key uint64) ([]byte, bool) { return d.lookup(key) }
+
 func (d *Dict) lookup(key uint64) ([]byte, bool) {
 	slots := d.slots
 	idx := d.index

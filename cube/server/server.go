@@ -1,0 +1,373 @@
+// Package server serves one shard of a cube dictionary over baidu_std RPC and
+// HTTP on one port, compatible with Paddle Serving's cube-server.
+package server
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/elasticctr/terraform-provider-ctr/cube/proto"
+)
+
+// Options configure a Server. Zero values take the documented defaults.
+type Options struct {
+	// DataDir holds published versions (see package layout). Required.
+	DataDir string
+	// Shard is the shard index this server serves.
+	Shard int
+	// MaxFrameSize bounds a baidu_std frame body in bytes. If 0, it
+	// defaults to 64 MiB (brpc's max_body_size default).
+	MaxFrameSize int
+	// MaxKeys bounds the keys of one seek request. If 0, it defaults to
+	// 100,000 (Paddle Serving sends about 1,000).
+	MaxKeys int
+	// MaxConns bounds concurrent client connections; more are closed at
+	// accept. If 0, it defaults to 10,000.
+	MaxConns int
+	// MaxValueSize, if > 0, answers values larger than it as misses, as
+	// Paddle's cube does with its fixed 1,024-byte buffer. 0 means no limit.
+	MaxValueSize int
+	// Log defaults to slog.Default().
+	Log *slog.Logger
+}
+
+func (o *Options) defaults() {
+	if o.MaxFrameSize <= 0 {
+		o.MaxFrameSize = 64 << 20
+	}
+	if o.MaxKeys <= 0 {
+		o.MaxKeys = 100_000
+	}
+	if o.MaxConns <= 0 {
+		o.MaxConns = 10_000
+	}
+	if o.Log == nil {
+		o.Log = slog.Default()
+	}
+}
+
+// Server serves one shard.
+type Server struct {
+	opts  Options
+	store store
+	m     *metrics
+	log   *slog.Logger
+
+	httpSrv *http.Server
+	httpLn  *chanListener
+
+	mu     sync.Mutex
+	ln     net.Listener
+	conns  map[net.Conn]struct{}
+	closed bool
+}
+
+// New creates a server and loads the newest complete version of its shard.
+// A missing or unloadable dictionary is logged and served as empty (all
+// misses), as Paddle's cube-server does; Load errors are returned too so
+// callers may choose to stop.
+func New(opts Options) (*Server, error) {
+	opts.defaults()
+	s := &Server{
+		opts:  opts,
+		store: store{dataDir: opts.DataDir, shard: opts.Shard},
+		m:     newMetrics(opts.Shard),
+		log:   opts.Log.With("shard", opts.Shard),
+		conns: map[net.Conn]struct{}{},
+	}
+	s.store.onChange = s.dictChanged
+	name, err := s.store.loadNewest()
+	if name != "" {
+		s.log.Info("dictionary loaded", "version", name, "data", opts.DataDir)
+	} else {
+		s.log.Warn("no dictionary loaded; serving every key as a miss", "data", opts.DataDir)
+	}
+	if err != nil {
+		s.log.Error("dictionary load problem", "err", err)
+	}
+	s.httpLn = newChanListener()
+	s.httpSrv = &http.Server{Handler: s.httpHandler(), ReadHeaderTimeout: 10 * time.Second}
+	return s, err
+}
+
+// dictChanged refreshes the dictionary gauges; store.mu is held.
+func (s *Server) dictChanged() {
+	s.m.swapCount.Inc()
+	s.m.info.Reset()
+	var mapped int64
+	if v := s.store.cur.Load(); v != nil {
+		s.m.info.WithLabelValues("current", v.name).Set(1)
+		s.m.dictKeys.Set(float64(v.d.Len()))
+		mapped += v.d.Size()
+	} else {
+		s.m.dictKeys.Set(0)
+	}
+	if bg := s.store.bg.Load(); bg != nil {
+		s.m.info.WithLabelValues("background", bg.name).Set(1)
+		mapped += bg.d.Size()
+	}
+	s.m.mapped.Set(float64(mapped))
+}
+
+// Serve accepts connections on ln until Close. Each connection is sniffed:
+// "PRPC" starts baidu_std, anything else is handed to the HTTP server.
+func (s *Server) Serve(ln net.Listener) error {
+	s.mu.Lock()
+	s.ln = ln
+	s.mu.Unlock()
+	go s.httpSrv.Serve(s.httpLn)
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			s.mu.Lock()
+			closed := s.closed
+			s.mu.Unlock()
+			if closed {
+				return nil
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				time.Sleep(10 * time.Millisecond)
+				continue
+			}
+			return err
+		}
+		if !s.track(c) {
+			s.m.rejectedConns.Inc()
+			c.Close()
+			continue
+		}
+		go s.handleConn(c)
+	}
+}
+
+func (s *Server) track(c net.Conn) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed || len(s.conns) >= s.opts.MaxConns {
+		return false
+	}
+	s.conns[c] = struct{}{}
+	s.m.conns.Inc()
+	return true
+}
+
+func (s *Server) untrack(c net.Conn) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.conns[c]; ok {
+		delete(s.conns, c)
+		s.m.conns.Dec()
+	}
+}
+
+// Close stops accepting, closes every connection and unmaps the dictionaries
+// once in-flight requests finish.
+func (s *Server) Close() error {
+	s.mu.Lock()
+	s.closed = true
+	ln := s.ln
+	conns := s.conns
+	s.conns = map[net.Conn]struct{}{}
+	s.mu.Unlock()
+	if ln != nil {
+		ln.Close()
+	}
+	s.httpSrv.Close()
+	for c := range conns {
+		c.Close()
+	}
+	s.store.close()
+	return nil
+}
+
+func (s *Server) handleConn(c net.Conn) {
+	br := bufio.NewReaderSize(c, 64<<10)
+	head, err := br.Peek(4)
+	if err != nil {
+		s.untrack(c)
+		c.Close()
+		return
+	}
+	if string(head) == proto.Magic {
+		defer s.untrack(c)
+		defer c.Close()
+		s.serveRPC(c, br)
+		return
+	}
+	// HTTP: the http.Server owns the connection from here; untrack on Close.
+	s.httpLn.push(&sniffedConn{Conn: c, r: br, onClose: func() { s.untrack(c) }})
+}
+
+// serveRPC answers frames in order until the peer closes or sends a frame it
+// cannot parse; such a frame closes this connection only. Responses are
+// flushed when no further request is already buffered, so pipelined requests
+// share a write.
+func (s *Server) serveRPC(c net.Conn, br *bufio.Reader) {
+	bw := bufio.NewWriterSize(c, 64<<10)
+	var (
+		f    proto.Frame
+		buf  []byte
+		keys = make([]uint64, 0, 1024)
+		out  = make([]byte, 0, 64<<10)
+		err  error
+	)
+	for {
+		buf, err = proto.ReadFrame(br, buf, s.opts.MaxFrameSize, &f)
+		if err != nil {
+			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
+				s.m.badFrames.Inc()
+				s.log.Debug("closing baidu_std connection", "remote", c.RemoteAddr().String(), "err", err)
+			}
+			return
+		}
+		out, keys = s.handleRPC(out[:0], &f, keys)
+		if _, err := bw.Write(out); err != nil {
+			return
+		}
+		if br.Buffered() == 0 {
+			if err := bw.Flush(); err != nil {
+				return
+			}
+		}
+		if cap(out) > 8<<20 { // do not keep one huge response's buffer forever
+			out = make([]byte, 0, 64<<10)
+		}
+	}
+}
+
+func (s *Server) handleRPC(out []byte, f *proto.Frame, keys []uint64) ([]byte, []uint64) {
+	resp := proto.RpcMeta{HasResponse: true, CorrelationID: f.Meta.CorrelationID}
+	fail := func(code int32, format string, args ...any) ([]byte, []uint64) {
+		s.m.rpcErr.Inc()
+		resp.ErrorCode = code
+		resp.ErrorText = fmt.Appendf(nil, format, args...)
+		return proto.AppendFrame(out, &resp, nil), keys
+	}
+	if !f.Meta.HasRequest {
+		return fail(proto.EREQUEST, "baidu_std: frame carries no request meta")
+	}
+	svc := string(f.Meta.Service) // no allocation: compared, not kept
+	if svc != proto.DictServiceFull && svc != proto.DictServiceShort {
+		return fail(proto.ENOSERVICE, "fail to find service=%s", f.Meta.Service)
+	}
+	if string(f.Meta.Method) != proto.SeekMethod {
+		return fail(proto.ENOMETHOD, "fail to find method=%s in service=%s", f.Meta.Method, f.Meta.Service)
+	}
+	if f.Meta.CompressType != 0 {
+		return fail(proto.EREQUEST, "compress_type %d is not supported", f.Meta.CompressType)
+	}
+	start := time.Now()
+	keys, versionRequired, tooMany, err := proto.DecodeDictRequest(f.Payload, keys[:0], s.opts.MaxKeys)
+	if err != nil {
+		return fail(proto.EREQUEST, "fail to parse rec.mcube.DictRequest: %v", err)
+	}
+	if tooMany {
+		return fail(proto.ELIMIT, "more than %d keys in one request (--max-keys)", s.opts.MaxKeys)
+	}
+	out, fstart, metaSize := proto.BeginFrame(out, &resp)
+	out = s.seek(out, keys, versionRequired)
+	out = proto.FinishFrame(out, fstart, metaSize)
+	s.m.rpcOK.Inc()
+	s.m.latency.Observe(time.Since(start).Seconds())
+	return out, keys
+}
+
+// seek appends the DictResponse for keys to out.
+func (s *Server) seek(out []byte, keys []uint64, versionRequired bool) []byte {
+	v := s.store.acquire()
+	misses := 0
+	if v == nil {
+		for range keys {
+			out = proto.AppendDictMiss(out)
+		}
+		misses = len(keys)
+	} else {
+		maxv := s.opts.MaxValueSize
+		for _, k := range keys {
+			val, ok := v.d.Lookup(k)
+			if ok && maxv > 0 && len(val) > maxv {
+				s.m.longValues.Inc()
+				ok = false
+			}
+			if !ok {
+				misses++
+				out = proto.AppendDictMiss(out)
+				continue
+			}
+			out = proto.AppendDictValue(out, 0, val)
+		}
+	}
+	if versionRequired {
+		name := ""
+		if v != nil {
+			name = v.name
+		}
+		out = proto.AppendDictVersion(out, name)
+	}
+	if v != nil {
+		v.release()
+	}
+	s.m.keys.Add(float64(len(keys)))
+	if misses > 0 {
+		s.m.misses.Add(float64(misses))
+	}
+	return out
+}
+
+// sniffedConn replays the bytes read while sniffing.
+type sniffedConn struct {
+	net.Conn
+	r       *bufio.Reader
+	once    sync.Once
+	onClose func()
+}
+
+func (c *sniffedConn) Read(p []byte) (int, error) { return c.r.Read(p) }
+
+func (c *sniffedConn) Close() error {
+	c.once.Do(c.onClose)
+	return c.Conn.Close()
+}
+
+// chanListener is a net.Listener fed by the sniffing accept loop.
+type chanListener struct {
+	ch     chan net.Conn
+	done   chan struct{}
+	closed sync.Once
+}
+
+func newChanListener() *chanListener {
+	return &chanListener{ch: make(chan net.Conn), done: make(chan struct{})}
+}
+
+func (l *chanListener) push(c net.Conn) {
+	select {
+	case l.ch <- c:
+	case <-l.done:
+		c.Close()
+	}
+}
+
+func (l *chanListener) Accept() (net.Conn, error) {
+	select {
+	case c := <-l.ch:
+		return c, nil
+	case <-l.done:
+		return nil, net.ErrClosed
+	}
+}
+
+func (l *chanListener) Close() error {
+	l.closed.Do(func() { close(l.done) })
+	return nil
+}
+
+func (l *chanListener) Addr() net.Addr { return &net.TCPAddr{} }
