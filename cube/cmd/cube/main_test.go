@@ -507,3 +507,22 @@ func TestHelp(t *testing.T) {
 		t.Errorf("cube version: %q", out)
 	}
 }
+
+// TestBenchSmoke runs a tiny benchmark end to end: both servers start, serve
+// correct values and are stopped, and the two ratio lines come last.
+func TestBenchSmoke(t *testing.T) {
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		t.Skip("redis-server not installed (make deps)")
+	}
+	out := cube(t, "bench", "--against", "redis", "--keys", "20000", "--value-size", "40", "--batch", "100", "--duration", "500ms", "--conns", "2")
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) < 2 || !strings.HasPrefix(lines[len(lines)-2], "ratio keys_per_s=") || !strings.HasPrefix(lines[len(lines)-1], "ratio cpu_per_mkey=") {
+		t.Fatalf("bench output does not end with the ratio lines:\n%s", out)
+	}
+	for _, want := range []string{"requests/s", "keys/s", "p50 latency", "p99 latency", "server CPU s/Mkey", "in-process dictionary lookups"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("bench output lacks %q", want)
+		}
+	}
+	t.Log("\n" + out)
+}
