@@ -107,7 +107,7 @@ func Build(opts Options) (*layout.Manifest, error) {
 		}
 	}()
 	for i := range writers {
-		if writers[i], err = dict.NewWriter(tmp); err != nil {
+		if writers[i], err = dict.NewWriter(filepath.Join(tmp, layout.ShardFile(i))); err != nil {
 			return nil, err
 		}
 	}
@@ -228,7 +228,7 @@ func readInput(opts Options, m *layout.Manifest, writers []*dict.Writer) error {
 
 func finishShard(dir string, m *layout.Manifest, i int, w *dict.Writer) (layout.ShardManifest, error) {
 	path := filepath.Join(dir, layout.ShardFile(i))
-	st, err := w.Finish(path)
+	st, err := w.Finish()
 	if err != nil {
 		return layout.ShardManifest{}, err
 	}

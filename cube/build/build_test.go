@@ -106,6 +106,10 @@ func TestBaseThenDelta(t *testing.T) {
 		t.Fatalf("manifest %+v", m)
 	}
 	checkShards(t, out, m.Version, 4, want)
+	ents, _ := os.ReadDir(filepath.Join(out, m.Version))
+	if len(ents) != 1+2*4 { // manifest + per shard .cube and .json; no spill files left
+		t.Fatalf("version dir holds %d entries", len(ents))
+	}
 
 	// Patch: overwrite every 10th key, add new keys.
 	patch := map[uint64][]byte{}

@@ -7,11 +7,17 @@ The file format, version 1. All integers are little-endian.
 
 	+---------------------------+ 0
 	| header (96 bytes)         |
-	+---------------------------+ 96 = index offset
-	| index: slots × 16 bytes   |
-	+---------------------------+ values offset = 96 + 16*slots
+	+---------------------------+ 96 = values offset
 	| values: records           |
-	+---------------------------+ values offset + values size = file size
+	+---------------------------+ values offset + values size
+	| zero padding to 8 bytes   |
+	+---------------------------+ index offset (multiple of 8)
+	| index: slots × 16 bytes   |
+	+---------------------------+ index offset + 16*slots = file size
+
+Values come first so that the writer can stream them straight into the
+final file while the input is read; the index, whose size is known only at
+the end, is appended after them.
 
 Header:
 
@@ -21,8 +27,8 @@ Header:
 	 12    4 header size (96)
 	 16    8 entry count (distinct keys)
 	 24    8 slot count (> entry count, so every probe sequence ends)
-	 32    8 index offset (96)
-	 40    8 values offset
+	 32    8 index offset
+	 40    8 values offset (96)
 	 48    8 values size in bytes
 	 56    8 largest value size in bytes
 	 64    4 CRC-32C (Castagnoli) of the index section
@@ -41,7 +47,7 @@ The home slot of a key is hi64(fmix64(key) * slots) (Lemire's fast range
 reduction of MurmurHash3's 64-bit finalizer), so keys that share a residue
 modulo the shard count still spread evenly.
 
-Values: one record per distinct key, in slot order:
+Values: records, each referenced by exactly one slot, in any order:
 
 	uvarint length, then length bytes
 
@@ -146,10 +152,11 @@ func (h *header) unmarshal(b []byte, fileSize uint64) error {
 	h.indexCRC = binary.LittleEndian.Uint32(b[64:])
 	h.valuesCRC = binary.LittleEndian.Uint32(b[68:])
 	switch {
-	case h.indexOffset != headerSize,
+	case h.valuesOffset != headerSize,
 		h.slots == 0 || h.count >= h.slots || h.slots > (1<<40),
-		h.valuesOffset != headerSize+slotSize*h.slots,
-		h.valuesSize > fileSize || h.valuesOffset+h.valuesSize != fileSize:
+		h.valuesSize > fileSize,
+		h.indexOffset != indexOffset(h.valuesSize),
+		h.indexOffset+slotSize*h.slots != fileSize:
 		return ErrTruncated
 	}
 	return nil
@@ -169,6 +176,11 @@ func fmix64(k uint64) uint64 {
 func homeSlot(key, slots uint64) uint64 {
 	hi, _ := bits.Mul64(fmix64(key), slots)
 	return hi
+}
+
+// indexOffset is where the index starts after valuesSize bytes of values.
+func indexOffset(valuesSize uint64) uint64 {
+	return (headerSize + valuesSize + 7) &^ 7
 }
 
 // slotsFor returns the slot count for n entries at the writer's load factor.

@@ -8,6 +8,7 @@ import (
 	"hash/crc32"
 	"io"
 	"os"
+	"path/filepath"
 	"syscall"
 )
 
@@ -25,34 +26,45 @@ type Stats struct {
 // Writer builds a dictionary from a stream of (key, value) pairs with upsert
 // semantics: a key added twice keeps its last value.
 //
-// Memory does not grow with the input: values are spilled to a temporary
-// file and (key, offset) pairs to another; only Finish holds the index, which
-// is the size of the final index section.
+// Memory does not grow with the input: values are streamed into the final
+// file as they arrive and (key, offset) pairs into a spill file next to it;
+// only Finish holds the index, which is the size of the final index section.
 type Writer struct {
-	vals, pairs       *os.File
-	valsBuf, pairsBuf *bufio.Writer
-	valsOff           uint64
-	added             uint64
-	maxValue          int
-	scratch           [binary.MaxVarintLen64]byte
+	path     string
+	f        *os.File // the dictionary; values start at headerSize
+	fbuf     *bufio.Writer
+	pairs    *os.File
+	pairsBuf *bufio.Writer
+	valsOff  uint64
+	valsCRC  uint32
+	added    uint64
+	maxValue int
+	scratch  [binary.MaxVarintLen64]byte
 }
 
-// NewWriter creates a writer whose spill files live in tmpDir.
-func NewWriter(tmpDir string) (*Writer, error) {
-	vals, err := os.CreateTemp(tmpDir, "values-*.spill")
+// NewWriter creates (or truncates) the dictionary file at path; a spill file
+// is created next to it and removed by Finish or Abort.
+func NewWriter(path string) (*Writer, error) {
+	f, err := os.Create(path)
 	if err != nil {
-		return nil, fmt.Errorf("create value spill: %w", err)
+		return nil, fmt.Errorf("create dictionary %q: %w", path, err)
 	}
-	pairs, err := os.CreateTemp(tmpDir, "pairs-*.spill")
+	pairs, err := os.CreateTemp(filepath.Dir(path), ".pairs-*.spill")
 	if err != nil {
-		removeFile(vals)
-		return nil, fmt.Errorf("create pair spill: %w", err)
+		removeFile(f)
+		return nil, fmt.Errorf("create key spill: %w", err)
 	}
-	return &Writer{
-		vals: vals, pairs: pairs,
-		valsBuf:  bufio.NewWriterSize(vals, 1<<20),
+	w := &Writer{
+		path: path, f: f, pairs: pairs,
+		fbuf:     bufio.NewWriterSize(f, 1<<20),
 		pairsBuf: bufio.NewWriterSize(pairs, 1<<18),
-	}, nil
+	}
+	var hdr [headerSize]byte // placeholder, rewritten by Finish
+	if _, err := w.fbuf.Write(hdr[:]); err != nil {
+		w.Abort()
+		return nil, fmt.Errorf("write dictionary %q: %w", path, err)
+	}
+	return w, nil
 }
 
 func removeFile(f *os.File) {
@@ -63,12 +75,12 @@ func removeFile(f *os.File) {
 // Add appends a key and its value; the value is copied.
 func (w *Writer) Add(key uint64, value []byte) error {
 	n := binary.PutUvarint(w.scratch[:], uint64(len(value)))
-	if _, err := w.valsBuf.Write(w.scratch[:n]); err != nil {
-		return fmt.Errorf("spill value: %w", err)
+	w.fbuf.Write(w.scratch[:n])
+	if _, err := w.fbuf.Write(value); err != nil {
+		return fmt.Errorf("write dictionary %q: %w", w.path, err)
 	}
-	if _, err := w.valsBuf.Write(value); err != nil {
-		return fmt.Errorf("spill value: %w", err)
-	}
+	w.valsCRC = crc32.Update(w.valsCRC, castagnoli, w.scratch[:n])
+	w.valsCRC = crc32.Update(w.valsCRC, castagnoli, value)
 	var p [16]byte
 	binary.LittleEndian.PutUint64(p[:], key)
 	binary.LittleEndian.PutUint64(p[8:], w.valsOff)
@@ -84,21 +96,24 @@ func (w *Writer) Add(key uint64, value []byte) error {
 // Added returns the number of Add calls so far.
 func (w *Writer) Added() uint64 { return w.added }
 
-// Abort removes the spill files.
+// Abort removes the dictionary and spill files.
 func (w *Writer) Abort() {
-	if w.vals != nil {
-		removeFile(w.vals)
+	if w.f != nil {
+		removeFile(w.f)
+		w.f = nil
+	}
+	if w.pairs != nil {
 		removeFile(w.pairs)
-		w.vals, w.pairs = nil, nil
+		w.pairs = nil
 	}
 }
 
-// Finish writes the dictionary to path (created or truncated, then synced)
-// and removes the spill files. Publishing it atomically is the caller's job.
-func (w *Writer) Finish(path string) (Stats, error) {
-	defer w.Abort()
-	if err := w.valsBuf.Flush(); err != nil {
-		return Stats{}, fmt.Errorf("spill value: %w", err)
+// Finish completes and syncs the dictionary file. Publishing it atomically
+// is the caller's job.
+func (w *Writer) Finish() (Stats, error) {
+	defer w.Abort() // after success only the spill is left to remove
+	if err := w.fbuf.Flush(); err != nil {
+		return Stats{}, fmt.Errorf("write dictionary %q: %w", w.path, err)
 	}
 	if err := w.pairsBuf.Flush(); err != nil {
 		return Stats{}, fmt.Errorf("spill key: %w", err)
@@ -107,21 +122,33 @@ func (w *Writer) Finish(path string) (Stats, error) {
 	if err != nil {
 		return Stats{}, err
 	}
-	var spill []byte
-	if w.valsOff > 0 {
-		spill, err = syscall.Mmap(int(w.vals.Fd()), 0, int(w.valsOff), syscall.PROT_READ, syscall.MAP_SHARED)
-		if err != nil {
-			return Stats{}, fmt.Errorf("map value spill: %w", err)
+	f, valsSize, valsCRC := w.f, w.valsOff, w.valsCRC
+	if count != w.added {
+		// Overwritten keys left dead values behind: write a compacted copy.
+		if f, valsSize, valsCRC, err = w.compact(index); err != nil {
+			return Stats{}, err
 		}
-		defer syscall.Munmap(spill)
 	}
-	st, err := writeFile(path, index, count, spill, w.maxValue)
+	st, err := finishFile(f, index, count, valsSize, valsCRC, w.maxValue)
+	if err != nil {
+		return Stats{}, fmt.Errorf("write dictionary %q: %w", w.path, err)
+	}
+	if f != w.f {
+		_ = w.f.Close() // replaced by the rename below, not removed
+		w.f = nil
+		if err := os.Rename(f.Name(), w.path); err != nil {
+			_ = os.Remove(f.Name())
+			return Stats{}, fmt.Errorf("write dictionary %q: %w", w.path, err)
+		}
+	} else {
+		w.f = nil // keep the finished file
+	}
 	st.Added = w.added
-	return st, err
+	return st, nil
 }
 
-// buildIndex reads the pair spill into an open-addressing table. The
-// table's refs still point into the value spill; writeFile rewrites them.
+// buildIndex reads the pair spill into an open-addressing table whose refs
+// point into the values written so far.
 func (w *Writer) buildIndex() ([]byte, uint64, error) {
 	slots := slotsFor(w.added)
 	index := make([]byte, slots*slotSize)
@@ -178,74 +205,90 @@ func insert(index []byte, slots, key, ref uint64) bool {
 	}
 }
 
-// writeFile lays out header, index and values. Values are copied from the
-// spill in slot order, which drops overwritten ones, and refs are rewritten
-// to point into the new values section.
-func writeFile(path string, index []byte, count uint64, spill []byte, maxValue int) (Stats, error) {
-	slots := uint64(len(index)) / slotSize
-	h := header{
-		version:      FormatCurrent,
-		count:        count,
-		slots:        slots,
-		indexOffset:  headerSize,
-		valuesOffset: headerSize + uint64(len(index)),
-		maxValue:     uint64(maxValue),
-	}
-	f, err := os.Create(path)
+// compact copies the live values, in slot order, into a new file next to
+// the dictionary and rewrites the refs in index to match.
+func (w *Writer) compact(index []byte) (*os.File, uint64, uint32, error) {
+	src, err := syscall.Mmap(int(w.f.Fd()), 0, int(headerSize+w.valsOff), syscall.PROT_READ, syscall.MAP_SHARED)
 	if err != nil {
-		return Stats{}, fmt.Errorf("create dictionary %q: %w", path, err)
+		return nil, 0, 0, fmt.Errorf("map dictionary %q: %w", w.path, err)
 	}
-	fail := func(err error) (Stats, error) {
-		_ = f.Close()
-		_ = os.Remove(path)
-		return Stats{}, fmt.Errorf("write dictionary %q: %w", path, err)
+	defer syscall.Munmap(src)
+	vals := src[headerSize:]
+	f, err := os.CreateTemp(filepath.Dir(w.path), ".compact-*.cube")
+	if err != nil {
+		return nil, 0, 0, err
 	}
-	bw := bufio.NewWriterSize(io.NewOffsetWriter(f, int64(h.valuesOffset)), 1<<20)
-	crc := crc32.New(castagnoli)
-	mw := io.MultiWriter(bw, crc)
+	fail := func(err error) (*os.File, uint64, uint32, error) {
+		removeFile(f)
+		return nil, 0, 0, fmt.Errorf("compact dictionary %q: %w", w.path, err)
+	}
+	bw := bufio.NewWriterSize(f, 1<<20)
+	var hdr [headerSize]byte
+	bw.Write(hdr[:])
+	var crc uint32
 	var off uint64
-	for i := uint64(0); i < slots; i++ {
+	for i := uint64(0); i < uint64(len(index))/slotSize; i++ {
 		s := index[i*slotSize:]
 		ref := binary.LittleEndian.Uint64(s[8:])
 		if ref == 0 {
 			continue
 		}
-		src := ref - 1
-		l, n := binary.Uvarint(spill[src:])
-		rec := spill[src : src+uint64(n)+l]
-		if _, err := mw.Write(rec); err != nil {
+		l, n := binary.Uvarint(vals[ref-1:])
+		rec := vals[ref-1 : ref-1+uint64(n)+l]
+		if _, err := bw.Write(rec); err != nil {
 			return fail(err)
 		}
+		crc = crc32.Update(crc, castagnoli, rec)
 		binary.LittleEndian.PutUint64(s[8:], off+1)
 		off += uint64(len(rec))
 	}
 	if err := bw.Flush(); err != nil {
 		return fail(err)
 	}
-	h.valuesSize = off
-	h.valuesCRC = crc.Sum32()
-	h.indexCRC = crc32.Checksum(index, castagnoli)
-	if _, err := f.WriteAt(index, headerSize); err != nil {
-		return fail(err)
+	return f, off, crc, nil
+}
+
+// finishFile appends padding and the index after valsSize bytes of values,
+// writes the header, syncs and closes f.
+func finishFile(f *os.File, index []byte, count, valsSize uint64, valsCRC uint32, maxValue int) (Stats, error) {
+	h := header{
+		version:      FormatCurrent,
+		count:        count,
+		slots:        uint64(len(index)) / slotSize,
+		indexOffset:  indexOffset(valsSize),
+		valuesOffset: headerSize,
+		valuesSize:   valsSize,
+		maxValue:     uint64(maxValue),
+		valuesCRC:    valsCRC,
+		indexCRC:     crc32.Checksum(index, castagnoli),
+	}
+	var pad [8]byte
+	if _, err := f.WriteAt(pad[:h.indexOffset-headerSize-valsSize], int64(headerSize+valsSize)); err != nil {
+		return Stats{}, err
+	}
+	if _, err := f.WriteAt(index, int64(h.indexOffset)); err != nil {
+		return Stats{}, err
 	}
 	var hb [headerSize]byte
 	h.marshal(hb[:])
 	if _, err := f.WriteAt(hb[:], 0); err != nil {
-		return fail(err)
+		return Stats{}, err
+	}
+	if err := f.Truncate(int64(h.indexOffset) + int64(len(index))); err != nil {
+		return Stats{}, err
 	}
 	if err := f.Sync(); err != nil {
-		return fail(err)
+		return Stats{}, err
 	}
 	if err := f.Close(); err != nil {
-		_ = os.Remove(path)
-		return Stats{}, fmt.Errorf("write dictionary %q: %w", path, err)
+		return Stats{}, err
 	}
 	return Stats{
 		Count:      count,
-		Slots:      slots,
+		Slots:      h.slots,
 		IndexSize:  int64(len(index)),
-		ValuesSize: int64(off),
-		FileSize:   int64(h.valuesOffset + off),
+		ValuesSize: int64(valsSize),
+		FileSize:   int64(h.indexOffset) + int64(len(index)),
 		MaxValue:   maxValue,
 	}, nil
 }

@@ -1,0 +1,111 @@
+package server
+
+import (
+	"encoding/binary"
+	"net"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/elasticctr/terraform-provider-ctr/cube/build"
+	"github.com/elasticctr/terraform-provider-ctr/cube/proto"
+	"github.com/elasticctr/terraform-provider-ctr/cube/seqfile"
+)
+
+// serve builds one shard of n keys with 40-byte values and serves it on a
+// loopback port.
+func serve(tb testing.TB, n int) (*Server, string) {
+	tb.Helper()
+	dir := tb.TempDir()
+	in := filepath.Join(dir, "in")
+	os.MkdirAll(in, 0o755)
+	f, _ := os.Create(filepath.Join(in, "part-0"))
+	w, _ := seqfile.NewWriter(f, [16]byte{1})
+	v := make([]byte, 40)
+	for k := 0; k < n; k++ {
+		binary.LittleEndian.PutUint64(v, uint64(k))
+		w.Append(uint64(k), v)
+	}
+	w.Close()
+	f.Close()
+	if _, err := build.Build(build.Options{Input: in, Output: filepath.Join(dir, "data"), Shards: 1, Dict: "d"}); err != nil {
+		tb.Fatal(err)
+	}
+	srv, err := New(Options{DataDir: filepath.Join(dir, "data")})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	go srv.Serve(ln)
+	tb.Cleanup(func() { srv.Close() })
+	return srv, ln.Addr().String()
+}
+
+// rawSeek sends one request frame and reads the response frame.
+func rawSeek(tb testing.TB, c net.Conn, keys []uint64, corr int64, out, in []byte) ([]byte, []byte, []proto.Value) {
+	meta := proto.RpcMeta{HasRequest: true, Service: []byte(proto.DictServiceFull), Method: []byte("seek"), CorrelationID: corr}
+	out, start, ms := proto.BeginFrame(out[:0], &meta)
+	out = proto.AppendDictRequest(out, keys, false)
+	out = proto.FinishFrame(out, start, ms)
+	if _, err := c.Write(out); err != nil {
+		tb.Fatal(err)
+	}
+	var f proto.Frame
+	var err error
+	if in, err = proto.ReadFrame(c, in, 1<<30, &f); err != nil {
+		tb.Fatal(err)
+	}
+	if f.Meta.CorrelationID != corr {
+		tb.Fatalf("correlation_id %d, want %d", f.Meta.CorrelationID, corr)
+	}
+	vals, _, err := proto.DecodeDictResponse(f.Payload, nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return out, in, vals
+}
+
+func TestSeekValues(t *testing.T) {
+	_, addr := serve(t, 1000)
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_, _, vals := rawSeek(t, c, []uint64{3, 5000, 999}, 42, nil, nil)
+	if len(vals) != 3 || binary.LittleEndian.Uint64(vals[0].Value) != 3 || vals[1].Status != proto.StatusMiss ||
+		len(vals[1].Value) != 0 || binary.LittleEndian.Uint64(vals[2].Value) != 999 {
+		t.Fatalf("values %+v", vals)
+	}
+}
+
+// BenchmarkRPCSeek1000 measures one connection doing 1,000-key seeks over
+// loopback against an in-process server; compare keys/s with the
+// dictionary's BenchmarkGet.
+func BenchmarkRPCSeek1000(b *testing.B) {
+	const n = 1_000_000
+	_, addr := serve(b, n)
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	keys := make([]uint64, 1000)
+	var out, in []byte
+	x := uint64(1)
+	b.ReportAllocs()
+	b.ResetTimer()
+	start := time.Now()
+	for i := 0; b.Loop(); i++ {
+		for j := range keys {
+			x = x*6364136223846793005 + 1442695040888963407
+			keys[j] = (x >> 20) % n
+		}
+		out, in, _ = rawSeek(b, c, keys, int64(i+1), out, in)
+	}
+	b.ReportMetric(float64(b.N*len(keys))/time.Since(start).Seconds(), "keys/s")
+}
