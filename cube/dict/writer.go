@@ -81,10 +81,11 @@ func (w *Writer) Add(key uint64, value []byte) error {
 	}
 	w.valsCRC = crc32.Update(w.valsCRC, castagnoli, w.scratch[:n])
 	w.valsCRC = crc32.Update(w.valsCRC, castagnoli, value)
-	var p [16]byte
-	binary.LittleEndian.PutUint64(p[:], key)
-	binary.LittleEndian.PutUint64(p[8:], w.valsOff)
-	if _, err := w.pairsBuf.Write(p[:]); err != nil {
+	// AvailableBuffer avoids a heap-allocated scratch array per call.
+	p := w.pairsBuf.AvailableBuffer()
+	p = binary.LittleEndian.AppendUint64(p, key)
+	p = binary.LittleEndian.AppendUint64(p, w.valsOff)
+	if _, err := w.pairsBuf.Write(p); err != nil {
 		return fmt.Errorf("spill key: %w", err)
 	}
 	w.valsOff += uint64(n + len(value))

@@ -51,11 +51,11 @@ func (sw *Writer) Append(key uint64, value []byte) error {
 		sw.w.Write(sw.sync[:])
 		sw.sinceSync = 0
 	}
-	var h [16]byte
-	binary.BigEndian.PutUint32(h[0:], uint32(8+len(value)))
-	binary.BigEndian.PutUint32(h[4:], 8)
-	binary.LittleEndian.PutUint64(h[8:], key)
-	sw.w.Write(h[:])
+	h := sw.w.AvailableBuffer()
+	h = binary.BigEndian.AppendUint32(h, uint32(8+len(value)))
+	h = binary.BigEndian.AppendUint32(h, 8)
+	h = binary.LittleEndian.AppendUint64(h, key)
+	sw.w.Write(h)
 	_, sw.err = sw.w.Write(value)
 	sw.sinceSync += 8 + 8 + len(value)
 	return sw.err
