@@ -291,18 +291,21 @@ func (s *Server) seek(out []byte, keys []uint64, versionRequired bool) []byte {
 		misses = len(keys)
 	} else {
 		maxv := s.opts.MaxValueSize
-		for _, k := range keys {
-			val, ok := v.d.Lookup(k)
+		long := 0
+		v.d.LookupBatch(keys, func(_ int, val []byte, ok bool) {
 			if ok && maxv > 0 && len(val) > maxv {
-				s.m.longValues.Inc()
+				long++
 				ok = false
 			}
 			if !ok {
 				misses++
 				out = proto.AppendDictMiss(out)
-				continue
+				return
 			}
 			out = proto.AppendDictValue(out, 0, val)
+		})
+		if long > 0 {
+			s.m.longValues.Add(float64(long))
 		}
 	}
 	if versionRequired {
