@@ -47,6 +47,8 @@ type Options struct {
 	CubeBinary string
 	// RedisServer is the redis-server executable; if empty, looked up in PATH.
 	RedisServer string
+	// ServerArgs are extra flags for "cube server" (e.g. --cpuprofile).
+	ServerArgs []string
 	// WorkDir holds the generated data; if empty, a temporary directory that
 	// is removed afterwards.
 	WorkDir string
@@ -477,8 +479,9 @@ func (p *proc) stop() {
 }
 
 func startCube(ctx context.Context, o Options, data string) (*proc, error) {
-	cmd := exec.CommandContext(ctx, o.CubeBinary, "server", "--data", data, "--shard", "0",
-		"--listen", "127.0.0.1:0", "--max-keys", strconv.Itoa(max(o.Batch, 100000)), "--log-level", "info")
+	args := append([]string{"server", "--data", data, "--shard", "0",
+		"--listen", "127.0.0.1:0", "--max-keys", strconv.Itoa(max(o.Batch, 100000)), "--log-level", "info"}, o.ServerArgs...)
+	cmd := exec.CommandContext(ctx, o.CubeBinary, args...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		return nil, err

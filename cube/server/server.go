@@ -229,12 +229,19 @@ func (s *Server) serveRPC(c net.Conn, br *bufio.Reader) {
 			return
 		}
 		out, keys = s.handleRPC(out[:0], &f, keys)
-		if _, err := bw.Write(out); err != nil {
-			return
-		}
-		if br.Buffered() == 0 {
-			if err := bw.Flush(); err != nil {
+		if br.Buffered() == 0 && bw.Buffered() == 0 {
+			// Nothing else queued: write the response without copying it.
+			if _, err := c.Write(out); err != nil {
 				return
+			}
+		} else {
+			if _, err := bw.Write(out); err != nil {
+				return
+			}
+			if br.Buffered() == 0 {
+				if err := bw.Flush(); err != nil {
+					return
+				}
 			}
 		}
 		if cap(out) > 8<<20 { // do not keep one huge response's buffer forever

@@ -21,8 +21,12 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&o.Conns, "conns", 8, "client connections `C`, one goroutine each")
 	fs.StringVar(&o.RedisServer, "redis-server", "", "redis-server `path` (default: from PATH)")
 	fs.StringVar(&o.WorkDir, "work-dir", "", "keep generated data in this `directory` (default: a removed temp dir)")
+	serverProfile := fs.String("server-cpuprofile", "", "pass --cpuprofile `file` to the cube server under test")
 	if err := parse(fs, args); err != nil {
 		return err
+	}
+	if *serverProfile != "" {
+		o.ServerArgs = append(o.ServerArgs, "--cpuprofile", *serverProfile)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
