@@ -108,7 +108,7 @@ func (r *redisConn) mget(keys []uint64, fn func(i int, v []byte)) error {
 	if l[0] != '*' {
 		return fmt.Errorf("redis: MGET replied %q", l)
 	}
-	n, err := strconv.Atoi(string(l[1:]))
+	n, err := atoi(l[1:])
 	if err != nil || n != len(keys) {
 		return fmt.Errorf("redis: MGET replied %d values for %d keys", n, len(keys))
 	}
@@ -120,7 +120,7 @@ func (r *redisConn) mget(keys []uint64, fn func(i int, v []byte)) error {
 		if l[0] != '$' {
 			return fmt.Errorf("redis: bad bulk header %q", l)
 		}
-		sz, err := strconv.Atoi(string(l[1:]))
+		sz, err := atoi(l[1:])
 		if err != nil {
 			return err
 		}
@@ -140,4 +140,26 @@ func (r *redisConn) mget(keys []uint64, fn func(i int, v []byte)) error {
 		r.br.Discard(len(b))
 	}
 	return nil
+}
+
+// atoi parses a RESP length without allocating.
+func atoi(b []byte) (int, error) {
+	neg := len(b) > 0 && b[0] == '-'
+	if neg {
+		b = b[1:]
+	}
+	if len(b) == 0 || len(b) > 18 {
+		return 0, errors.New("redis: bad length")
+	}
+	n := 0
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return 0, errors.New("redis: bad length")
+		}
+		n = n*10 + int(c-'0')
+	}
+	if neg {
+		n = -n
+	}
+	return n, nil
 }

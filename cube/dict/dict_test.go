@@ -241,6 +241,10 @@ func TestOverhead(t *testing.T) {
 }
 
 func openBench(t testing.TB, n, valueSize int) *Dict {
+	return openBenchOpts(t, n, valueSize, Options{})
+}
+
+func openBenchOpts(t testing.TB, n, valueSize int, opts Options) *Dict {
 	t.Helper()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "b.cube")
@@ -258,7 +262,7 @@ func openBench(t testing.TB, n, valueSize int) *Dict {
 	if _, err := w.Finish(); err != nil {
 		t.Fatal(err)
 	}
-	d, err := Open(path, Options{})
+	d, err := Open(path, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -269,8 +273,13 @@ func openBench(t testing.TB, n, valueSize int) *Dict {
 // BenchmarkGet measures lookups in a 1M x 40 B dictionary; compare with
 // BenchmarkGoMap, the obvious in-heap competitor.
 func BenchmarkGet(b *testing.B) {
+	b.Run("mmap", func(b *testing.B) { benchGet(b, Options{}) })
+	b.Run("inmemory", func(b *testing.B) { benchGet(b, Options{InMemory: true}) })
+}
+
+func benchGet(b *testing.B, opts Options) {
 	const n = 1_000_000
-	d := openBench(b, n, 40)
+	d := openBenchOpts(b, n, 40, opts)
 	b.ReportAllocs()
 	b.SetBytes(40)
 	b.ResetTimer()
@@ -287,8 +296,13 @@ func BenchmarkGet(b *testing.B) {
 // BenchmarkLookupBatch is BenchmarkGet through LookupBatch, 1,000 keys per
 // call, as the server uses it.
 func BenchmarkLookupBatch(b *testing.B) {
+	b.Run("mmap", func(b *testing.B) { benchLookupBatch(b, Options{}) })
+	b.Run("inmemory", func(b *testing.B) { benchLookupBatch(b, Options{InMemory: true}) })
+}
+
+func benchLookupBatch(b *testing.B, opts Options) {
 	const n = 1_000_000
-	d := openBench(b, n, 40)
+	d := openBenchOpts(b, n, 40, opts)
 	b.ReportAllocs()
 	b.SetBytes(40 * 1000)
 	b.ResetTimer()

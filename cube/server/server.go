@@ -34,6 +34,11 @@ type Options struct {
 	// MaxValueSize, if > 0, answers values larger than it as misses, as
 	// Paddle's cube does with its fixed 1,024-byte buffer. 0 means no limit.
 	MaxValueSize int
+	// MapFiles serves dictionaries straight from a read-only file mapping
+	// instead of copying them into huge-page-backed memory (dict.Options
+	// InMemory). Mapping starts faster and shares the page cache; the copy
+	// looks keys up faster (far fewer TLB misses). Default false: copy.
+	MapFiles bool
 	// Log defaults to slog.Default().
 	Log *slog.Logger
 }
@@ -77,7 +82,7 @@ func New(opts Options) (*Server, error) {
 	opts.defaults()
 	s := &Server{
 		opts:  opts,
-		store: store{dataDir: opts.DataDir, shard: opts.Shard},
+		store: store{dataDir: opts.DataDir, shard: opts.Shard, inMemory: !opts.MapFiles},
 		m:     newMetrics(opts.Shard),
 		log:   opts.Log.With("shard", opts.Shard),
 		conns: map[net.Conn]struct{}{},

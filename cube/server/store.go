@@ -37,8 +37,9 @@ func (v *version) release() {
 // store holds the current and the background dictionary, as Paddle's cube
 // server does (bg_load_*, bg_switch, bg_unload, enable).
 type store struct {
-	dataDir string
-	shard   int
+	dataDir  string
+	shard    int
+	inMemory bool
 
 	cur atomic.Pointer[version]
 
@@ -89,7 +90,7 @@ func (s *store) open(name string) (*version, error) {
 		return nil, fmt.Errorf("bad version %q", name)
 	}
 	path := filepath.Join(s.dataDir, name, layout.ShardFile(s.shard))
-	d, err := dict.Open(path, dict.Options{})
+	d, err := dict.Open(path, dict.Options{InMemory: s.inMemory})
 	if err != nil {
 		return nil, err
 	}
