@@ -200,31 +200,41 @@ func (d *Dict) lookup(key uint64) ([]byte, bool) {
 }
 
 // batchGroup is how many lookups LookupBatch keeps in flight.
-const batchGroup = 16
+const batchGroup = 32
 
 // LookupBatch looks up keys in order and calls fn with each key's index,
 // value (aliasing the mapping, as in Lookup) and presence.
 //
 // It is Lookup for many keys at once, arranged for memory-level
 // parallelism: a lookup in a large dictionary is two dependent cache misses
-// (index slot, then value record). Resolving the slots of a group of keys
-// first and reading their values afterwards issues the misses of different
-// keys back to back, so the CPU overlaps them instead of waiting for each.
+// (index slot, then value record). For a group of keys it first prefetches
+// every home slot, then probes (now from cache) and prefetches every value
+// record, and only then copies values out, so the misses of different keys
+// overlap instead of being paid one after another.
 func (d *Dict) LookupBatch(keys []uint64, fn func(i int, value []byte, ok bool)) {
-	var refs [batchGroup]uint64
+	var (
+		slots [batchGroup]uint64
+		refs  [batchGroup]uint64
+	)
+	n := d.slots
+	idx, vals := d.index, d.values
 	for base := 0; base < len(keys); base += batchGroup {
 		group := keys[base:min(base+batchGroup, len(keys))]
 		for j, k := range group {
-			refs[j] = d.ref(k)
+			s := homeSlot(k, n)
+			slots[j] = s
+			prefetch(&idx[s*slotSize])
 		}
-		// Touch every value record before decoding any: independent loads.
-		var touch byte
-		for j := range group {
-			if r := refs[j]; r != 0 && r-1 < uint64(len(d.values)) {
-				touch += d.values[r-1]
+		for j, k := range group {
+			r := d.probe(k, slots[j])
+			refs[j] = r
+			if r != 0 && r-1 < uint64(len(vals)) {
+				prefetch(&vals[r-1])
+				if r+63 < uint64(len(vals)) {
+					prefetch(&vals[r+63]) // a record may straddle two lines
+				}
 			}
 		}
-		_ = touch
 		for j := range group {
 			if refs[j] == 0 {
 				fn(base+j, nil, false)
@@ -236,11 +246,10 @@ func (d *Dict) LookupBatch(keys []uint64, fn func(i int, value []byte, ok bool))
 	}
 }
 
-// ref returns key's slot ref (0 if absent).
-func (d *Dict) ref(key uint64) uint64 {
+// probe walks the index from slot i and returns key's ref (0 if absent).
+func (d *Dict) probe(key, i uint64) uint64 {
 	slots := d.slots
 	idx := d.index
-	i := homeSlot(key, slots)
 	for {
 		s := idx[i*slotSize : i*slotSize+slotSize]
 		ref := binary.LittleEndian.Uint64(s[8:])
@@ -252,6 +261,9 @@ func (d *Dict) ref(key uint64) uint64 {
 		}
 	}
 }
+
+// ref returns key's slot ref (0 if absent).
+func (d *Dict) ref(key uint64) uint64 { return d.probe(key, homeSlot(key, d.slots)) }
 
 func (d *Dict) record(off uint64) ([]byte, bool) {
 	vals := d.values
