@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -178,5 +180,60 @@ func BenchmarkBuild(b *testing.B) {
 		if _, err := Build(Options{Input: in, Output: filepath.Join(dir, "out"), Shards: 2, Dict: "d", Version: fmt.Sprint(i + 1)}); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// TestBigBuildMemory builds 10M keys x 40 B and checks that the builder's
+// peak heap stays within twice the largest shard's index. It takes a while
+// and ~1.5 GB of disk, so it runs only with CUBE_BIG_BUILD=1; the figures
+// it logs are the ones quoted in cube/README.md.
+func TestBigBuildMemory(t *testing.T) {
+	if os.Getenv("CUBE_BIG_BUILD") == "" {
+		t.Skip("set CUBE_BIG_BUILD=1 to build 10M keys")
+	}
+	const n = 10_000_000
+	dir := t.TempDir()
+	in := filepath.Join(dir, "in")
+	os.MkdirAll(in, 0o755)
+	for p := 0; p < 4; p++ {
+		f, _ := os.Create(filepath.Join(in, fmt.Sprintf("part-%05d", p)))
+		w, _ := seqfile.NewWriter(f, [16]byte{byte(p)})
+		v := make([]byte, 40)
+		for k := uint64(p); k < n; k += 4 {
+			binary.LittleEndian.PutUint64(v, k)
+			w.Append(k, v)
+		}
+		w.Close()
+		f.Close()
+	}
+	runtime.GC()
+	var peak atomic.Uint64
+	stop := make(chan struct{})
+	go func() {
+		var ms runtime.MemStats
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(20 * time.Millisecond):
+			}
+			runtime.ReadMemStats(&ms)
+			if ms.HeapInuse > peak.Load() {
+				peak.Store(ms.HeapInuse)
+			}
+		}
+	}()
+	start := time.Now()
+	m, err := Build(Options{Input: in, Output: filepath.Join(dir, "out"), Shards: 1, Dict: "big"})
+	close(stop)
+	if err != nil {
+		t.Fatal(err)
+	}
+	el := time.Since(start)
+	index := m.Shards[0].IndexSize
+	t.Logf("10M keys: input %d B in %.2fs = %.0f MB/s; index %d B; peak heap in use %d B (%.2fx index)",
+		m.InputBytes, el.Seconds(), float64(m.InputBytes)/1e6/el.Seconds(), index, peak.Load(), float64(peak.Load())/float64(index))
+	if peak.Load() > uint64(2*index) {
+		t.Fatalf("peak heap %d B exceeds twice the index (%d B)", peak.Load(), index)
 	}
 }

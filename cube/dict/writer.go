@@ -157,17 +157,34 @@ func (w *Writer) buildIndex() ([]byte, uint64, error) {
 		return nil, 0, fmt.Errorf("rewind key spill: %w", err)
 	}
 	r := bufio.NewReaderSize(w.pairs, 1<<18)
-	var p [16]byte
-	var count uint64
+	var (
+		chunk [batchGroup * 16]byte
+		homes [batchGroup]uint64
+		count uint64
+	)
 	for {
-		if _, err := io.ReadFull(r, p[:]); err != nil {
-			if errors.Is(err, io.EOF) {
-				break
-			}
+		// Inserts are random writes into a table far larger than the
+		// caches: prefetch a chunk's home slots before inserting any.
+		n, err := io.ReadFull(r, chunk[:])
+		if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
 			return nil, 0, fmt.Errorf("read key spill: %w", err)
 		}
-		if insert(index, slots, binary.LittleEndian.Uint64(p[:]), binary.LittleEndian.Uint64(p[8:])+1) {
-			count++
+		if n%16 != 0 {
+			return nil, 0, fmt.Errorf("read key spill: %d stray bytes", n%16)
+		}
+		pairs := chunk[:n]
+		for j := 0; j < n/16; j++ {
+			homes[j] = homeSlot(binary.LittleEndian.Uint64(pairs[j*16:]), slots)
+			prefetch(&index[homes[j]*slotSize])
+		}
+		for j := 0; j < n/16; j++ {
+			p := pairs[j*16:]
+			if insertAt(index, slots, binary.LittleEndian.Uint64(p), binary.LittleEndian.Uint64(p[8:])+1, homes[j]) {
+				count++
+			}
+		}
+		if n < len(chunk) {
+			break
 		}
 	}
 	// Many overwritten keys (a delta on top of a base) leave the table
@@ -187,7 +204,11 @@ func (w *Writer) buildIndex() ([]byte, uint64, error) {
 
 // insert upserts key -> ref and reports whether the key is new.
 func insert(index []byte, slots, key, ref uint64) bool {
-	i := homeSlot(key, slots)
+	return insertAt(index, slots, key, ref, homeSlot(key, slots))
+}
+
+// insertAt is insert with the home slot i already computed.
+func insertAt(index []byte, slots, key, ref, i uint64) bool {
 	for {
 		s := index[i*slotSize : i*slotSize+slotSize]
 		old := binary.LittleEndian.Uint64(s[8:])
