@@ -1,10 +1,12 @@
 package server
 
 import (
+	"crypto/subtle"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -103,6 +105,13 @@ func (s *Server) httpSeek(w http.ResponseWriter, r *http.Request) {
 // unparsable body or a missing cmd. Successful non-status commands answer
 // "null" (the serialized empty document of the original).
 func (s *Server) httpControl(w http.ResponseWriter, r *http.Request) {
+	if tok := s.opts.ControlToken; tok != "" {
+		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(tok)) != 1 {
+			httpError(w, http.StatusUnauthorized, "control commands need \"Authorization: Bearer <token>\"")
+			return
+		}
+	}
 	var req ControlRequest
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 1<<20))
 	if err == nil {

@@ -39,6 +39,10 @@ type Options struct {
 	// InMemory). Mapping starts faster and shares the page cache; the copy
 	// looks keys up faster (far fewer TLB misses). Default false: copy.
 	MapFiles bool
+	// ControlToken, if set, is required as "Authorization: Bearer <token>"
+	// on POST /ControlService/cmd (401 otherwise). Paddle's cube-agent sends
+	// no token, so leave it empty where that agent drives the server.
+	ControlToken string
 	// Log defaults to slog.Default().
 	Log *slog.Logger
 }

@@ -15,6 +15,7 @@ import (
 	"os/signal"
 	"runtime/pprof"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -151,6 +152,7 @@ func runServer(args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&o.MaxConns, "max-conns", 10_000, "most concurrent client connections")
 	fs.IntVar(&o.MaxValueSize, "max-value-size", 0, "answer values larger than this many `bytes` as misses (1024 = Paddle's cube; 0 = no limit)")
 	fs.BoolVar(&o.MapFiles, "map-files", false, "look keys up in a read-only mapping of the dictionary file instead of a huge-page copy in memory")
+	tokenFile := fs.String("control-token-file", "", "require \"Authorization: Bearer <token>\" on /ControlService/cmd, the token read from this `file` (default: no auth, as Paddle's agent expects)")
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn, error")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile to this `file` until the server stops (for benchmarking)")
 	if err := parse(fs, args); err != nil {
@@ -171,6 +173,15 @@ func runServer(args []string, stdout, stderr io.Writer) error {
 	}
 	if o.DataDir == "" {
 		return errors.New("--data is required")
+	}
+	if *tokenFile != "" {
+		b, err := os.ReadFile(*tokenFile)
+		if err != nil {
+			return err
+		}
+		if o.ControlToken = strings.TrimSpace(string(b)); o.ControlToken == "" {
+			return fmt.Errorf("control token file %q is empty", *tokenFile)
+		}
 	}
 	o.Log = logger(stderr, *logLevel)
 	srv, _ := server.New(o) // load problems are logged; an empty shard still serves

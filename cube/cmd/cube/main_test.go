@@ -526,3 +526,63 @@ func TestBenchSmoke(t *testing.T) {
 	}
 	t.Log("\n" + out)
 }
+
+// TestMaxConns checks that connections beyond --max-conns are closed at
+// accept while the admitted ones keep working.
+func TestMaxConns(t *testing.T) {
+	dir := t.TempDir()
+	data := filepath.Join(dir, "data")
+	writePaddle(t, filepath.Join(dir, "in"), 1, []uint64{1}, func(k uint64) []byte { return val(k, 1, 16) })
+	cube(t, "build", "--input", filepath.Join(dir, "in"), "--output", data, "--shards", "1", "--dict", "d")
+	addr := startServer(t, data, 0, "--max-conns", "2")
+	var conns []*client.Conn
+	for i := 0; i < 2; i++ {
+		c, err := client.Dial(addr, time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		if _, _, err := c.Seek([]uint64{1}, false, time.Now().Add(2*time.Second)); err != nil {
+			t.Fatalf("admitted connection %d: %v", i, err)
+		}
+		conns = append(conns, c)
+	}
+	extra, err := client.Dial(addr, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer extra.Close()
+	if _, _, err := extra.Seek([]uint64{1}, false, time.Now().Add(2*time.Second)); err == nil {
+		t.Fatal("third connection served with --max-conns 2")
+	}
+	if _, _, err := conns[0].Seek([]uint64{1}, false, time.Now().Add(2*time.Second)); err != nil {
+		t.Fatalf("admitted connection after rejection: %v", err)
+	}
+}
+
+func TestControlToken(t *testing.T) {
+	dir := t.TempDir()
+	data := filepath.Join(dir, "data")
+	writePaddle(t, filepath.Join(dir, "in"), 1, []uint64{1}, func(k uint64) []byte { return val(k, 1, 16) })
+	cube(t, "build", "--input", filepath.Join(dir, "in"), "--output", data, "--shards", "1", "--dict", "d")
+	tok := filepath.Join(dir, "token")
+	os.WriteFile(tok, []byte("s3cret\n"), 0o600)
+	addr := startServer(t, data, 0, "--control-token-file", tok)
+	if code, _, _ := control(addr, `{"cmd":"status"}`); code != http.StatusUnauthorized {
+		t.Fatalf("no token: %d, want 401", code)
+	}
+	req, _ := http.NewRequest("POST", "http://"+addr+"/ControlService/cmd", strings.NewReader(`{"cmd":"status"}`))
+	req.Header.Set("Authorization", "Bearer s3cret")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("with token: %d", resp.StatusCode)
+	}
+	// Seeks need no token.
+	if hr := httpSeek(t, addr, []uint64{1}); len(hr.Values) != 1 || hr.Values[0].Status != 0 {
+		t.Fatalf("seek: %+v", hr)
+	}
+}
