@@ -109,3 +109,83 @@ func BenchmarkRPCSeek1000(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.N*len(keys))/time.Since(start).Seconds(), "keys/s")
 }
+
+// TestSwapRace hammers seek while another goroutine loads, switches and
+// unloads versions as fast as it can. A dictionary unmapped under a request
+// would crash the test; run it with -race too.
+func TestSwapRace(t *testing.T) {
+	srv, _ := serve(t, 3000)
+	dataDir := srv.opts.DataDir
+	for _, v := range []string{"2000000000", "2000000001"} {
+		in := filepath.Join(t.TempDir(), "in")
+		os.MkdirAll(in, 0o755)
+		f, _ := os.Create(filepath.Join(in, "part-0"))
+		w, _ := seqfile.NewWriter(f, [16]byte{2})
+		val := make([]byte, 40)
+		for k := 0; k < 3000; k++ {
+			binary.LittleEndian.PutUint64(val, uint64(k))
+			val[39] = v[9]
+			w.Append(uint64(k), val)
+		}
+		w.Close()
+		f.Close()
+		if _, err := build.Build(build.Options{Input: in, Output: dataDir, Shards: 1, Dict: "d", Version: v}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stop := make(chan struct{})
+	done := make(chan error, 4)
+	for g := 0; g < 3; g++ {
+		go func() {
+			keys := []uint64{1, 2, 2999, 5000}
+			var out []byte
+			for {
+				select {
+				case <-stop:
+					done <- nil
+					return
+				default:
+				}
+				out = srv.seek(out[:0], keys, true)
+				vals, _, err := proto.DecodeDictResponse(out, nil)
+				if err != nil || len(vals) != 4 || vals[3].Status != proto.StatusMiss {
+					done <- err
+					return
+				}
+				for i := 0; i < 3; i++ {
+					if binary.LittleEndian.Uint64(vals[i].Value) != keys[i] || vals[i].Value[39] != vals[0].Value[39] {
+						t.Errorf("inconsistent response %x", vals)
+						done <- nil
+						return
+					}
+				}
+			}
+		}()
+	}
+	go func() {
+		for i := 0; i < 200; i++ {
+			srv.store.mu.Lock()
+			v := []string{"/2000000000", "/2000000001"}[i%2]
+			if err := srv.store.bgLoad(v); err != nil {
+				srv.store.mu.Unlock()
+				done <- err
+				return
+			}
+			srv.store.bgSwitch()
+			if i%3 == 0 {
+				srv.store.bgUnload()
+			}
+			srv.store.mu.Unlock()
+		}
+		done <- nil
+	}()
+	if err := <-done; err != nil { // the swapper finishes first
+		t.Fatal(err)
+	}
+	close(stop)
+	for g := 0; g < 3; g++ {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+}
