@@ -130,8 +130,10 @@ func DecodeDictResponse(b []byte, vals []Value) (out []Value, version string, er
 		b = b[n:]
 		switch {
 		case num == 1 && typ == protowire.BytesType:
-			v, n := protowire.ConsumeBytes(b)
-			if n < 0 {
+			var v []byte
+			if len(b) > 0 && b[0] < 0x80 && int(b[0]) < len(b) { // one-byte length
+				v, n = b[1:1+int(b[0])], 1+int(b[0])
+			} else if v, n = protowire.ConsumeBytes(b); n < 0 {
 				return out, "", ErrMalformed
 			}
 			dv, err := decodeDictValue(v)
@@ -159,6 +161,21 @@ func DecodeDictResponse(b []byte, vals []Value) (out []Value, version string, er
 }
 
 func decodeDictValue(b []byte) (Value, error) {
+	// Fast path for the canonical encoding every cube server writes:
+	// status (tag 0x08), then value (tag 0x12) ending the message.
+	if len(b) >= 4 && b[0] == 1<<3|byte(protowire.VarintType) {
+		st, n := protowire.ConsumeVarint(b[1:])
+		if n > 0 && 1+n < len(b) && b[1+n] == 2<<3|byte(protowire.BytesType) {
+			rest := b[2+n:]
+			if l, m := protowire.ConsumeVarint(rest); m > 0 && l == uint64(len(rest)-m) {
+				return Value{Status: uint32(st), Value: rest[m:]}, nil
+			}
+		}
+	}
+	return decodeDictValueSlow(b)
+}
+
+func decodeDictValueSlow(b []byte) (Value, error) {
 	var v Value
 	var hasStatus, hasValue bool
 	for len(b) > 0 {

@@ -200,6 +200,7 @@ func FuzzReadFrame(f *testing.F) {
 func FuzzDecodeDict(f *testing.F) {
 	f.Add(AppendDictRequest(nil, []uint64{1, 2, ^uint64(0)}, true))
 	f.Add(AppendDictVersion(AppendDictMiss(AppendDictValue(nil, 0, []byte("x"))), "v"))
+	f.Add(AppendDictValue(nil, 7, []byte("abc"))[2:]) // a bare DictValue
 	f.Fuzz(func(t *testing.T, data []byte) {
 		keys, vr, _, err := DecodeDictRequest(data, nil, 1000)
 		if err == nil && len(keys) <= 1000 {
@@ -210,6 +211,12 @@ func FuzzDecodeDict(f *testing.F) {
 			}
 		}
 		_, _, _ = DecodeDictResponse(data, nil)
+		if fast, err := decodeDictValue(data); err == nil {
+			slow, err := decodeDictValueSlow(data)
+			if err != nil || slow.Status != fast.Status || !bytes.Equal(slow.Value, fast.Value) {
+				t.Fatalf("fast path %+v, slow path %+v (%v)", fast, slow, err)
+			}
+		}
 		var m RpcMeta
 		if m.Unmarshal(data) == nil {
 			var m2 RpcMeta

@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"syscall"
 
 	"github.com/elasticctr/terraform-provider-ctr/cube/bench"
@@ -22,8 +23,22 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&o.RedisServer, "redis-server", "", "redis-server `path` (default: from PATH)")
 	fs.StringVar(&o.WorkDir, "work-dir", "", "keep generated data in this `directory` (default: a removed temp dir)")
 	serverProfile := fs.String("server-cpuprofile", "", "pass --cpuprofile `file` to the cube server under test")
+	cpuProfile := fs.String("cpuprofile", "", "write the load generator's CPU profile to this `file`")
 	if err := parse(fs, args); err != nil {
 		return err
+	}
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			return err
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer func() {
+			pprof.StopCPUProfile()
+			f.Close()
+		}()
 	}
 	if *serverProfile != "" {
 		o.ServerArgs = append(o.ServerArgs, "--cpuprofile", *serverProfile)
