@@ -90,6 +90,11 @@ func AppendDictRequest(b []byte, keys []uint64, versionRequired bool) []byte {
 // AppendDictValue appends one DictResponse.values entry (field 1) holding
 // status and value, both always present.
 func AppendDictValue(b []byte, status uint32, value []byte) []byte {
+	if status == 0 && len(value) < 124 { // the common case: all lengths fit one byte
+		b = append(b, 1<<3|byte(protowire.BytesType), byte(len(value)+4),
+			1<<3|byte(protowire.VarintType), 0, 2<<3|byte(protowire.BytesType), byte(len(value)))
+		return append(b, value...)
+	}
 	inner := 1 + protowire.SizeVarint(uint64(status)) + 1 + protowire.SizeBytes(len(value))
 	b = append(b, 1<<3|byte(protowire.BytesType))
 	b = protowire.AppendVarint(b, uint64(inner))

@@ -226,3 +226,23 @@ func FuzzDecodeDict(f *testing.F) {
 		}
 	})
 }
+
+func TestAppendDictValueForms(t *testing.T) {
+	// The one-byte fast path and the general path must agree with the
+	// protobuf runtime for every length around the boundary.
+	fd := cubeFile(t)
+	for _, n := range []int{0, 1, 123, 124, 127, 128, 300} {
+		for _, st := range []uint32{0, 1, StatusMiss} {
+			v := bytes.Repeat([]byte{'x'}, n)
+			b := AppendDictValue(nil, st, v)
+			msg := dynamicpb.NewMessage(fd.Messages().ByName("DictResponse"))
+			if err := gproto.Unmarshal(b, msg); err != nil {
+				t.Fatalf("len %d status %d: %v", n, st, err)
+			}
+			got, _, err := DecodeDictResponse(b, nil)
+			if err != nil || len(got) != 1 || got[0].Status != st || !bytes.Equal(got[0].Value, v) {
+				t.Fatalf("len %d status %d: %+v %v", n, st, got, err)
+			}
+		}
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 
@@ -308,6 +309,11 @@ func (s *Server) seek(out []byte, keys []uint64, versionRequired bool) []byte {
 	} else {
 		maxv := s.opts.MaxValueSize
 		long := 0
+		// Reserve the whole response up front (values up to 16 KiB) so the
+		// appends below never reallocate.
+		if mv := v.d.MaxValueSize(); mv <= 16<<10 {
+			out = slices.Grow(out, len(keys)*(mv+12))
+		}
 		v.d.LookupBatch(keys, func(_ int, val []byte, ok bool) {
 			if ok && maxv > 0 && len(val) > maxv {
 				long++
