@@ -209,8 +209,9 @@ func report(w io.Writer, o Options, c, r Result, inproc float64) {
 	fmt.Fprintf(tw, "errors\t%d\t%d\t\n", c.Errors+c.Mismatches, r.Errors+r.Mismatches)
 	tw.Flush()
 	fmt.Fprintln(w)
-	fmt.Fprintf(w, "in-process dictionary lookups: %.0f keys/s (%d goroutines, LookupBatch of %d keys, values copied)\n", inproc, runtime.GOMAXPROCS(0), o.Batch)
-	fmt.Fprintf(w, "cube RPC keys/s = %.1f%% of the in-process rate\n", 100*c.KeysPerSec()/inproc)
+	fmt.Fprintf(w, "in-process dictionary lookups: %.0f keys/s (best of 3 x 1s, %d goroutines, LookupBatch of %d keys, values copied)\n", inproc, runtime.GOMAXPROCS(0), o.Batch)
+	fmt.Fprintf(w, "cube RPC keys/s = %.1f%% of the in-process rate (client and server share the same %d CPUs)\n", 100*c.KeysPerSec()/inproc, runtime.NumCPU())
+	fmt.Fprintf(w, "cube server keys per CPU-second = %.0f (in-process: %.0f per CPU-second)\n", 1e6/c.CPUPerMKey(), inproc/float64(runtime.GOMAXPROCS(0)))
 	fmt.Fprintf(w, "ratio keys_per_s=%.2f\n", c.KeysPerSec()/r.KeysPerSec())
 	fmt.Fprintf(w, "ratio cpu_per_mkey=%.3f\n", c.CPUPerMKey()/r.CPUPerMKey())
 }
@@ -254,23 +255,32 @@ func prepare(work, data string, o Options) (string, error) {
 
 // inProcessRate measures batched lookups (LookupBatch, copying every value,
 // as the server does) on the dictionary loaded as the server loads it, with
-// GOMAXPROCS goroutines for about two seconds: the ceiling any RPC path can
-// reach.
+// GOMAXPROCS goroutines: the ceiling any RPC path can reach. It reports the
+// best of three one-second rounds, so neighbours' noise lowers the RPC
+// share rather than flattering it.
 func inProcessRate(path string, o Options) (float64, error) {
 	d, err := dict.Open(path, dict.Options{InMemory: true})
 	if err != nil {
 		return 0, err
 	}
 	defer d.Close()
+	best := 0.0
+	for round := 0; round < 3; round++ {
+		best = max(best, lookupRound(d, o, uint64(round)))
+	}
+	return best, nil
+}
+
+func lookupRound(d *dict.Dict, o Options, round uint64) float64 {
 	var total atomic.Int64
 	var wg sync.WaitGroup
-	deadline := time.Now().Add(2 * time.Second)
+	deadline := time.Now().Add(time.Second)
 	start := time.Now()
 	for g := 0; g < runtime.GOMAXPROCS(0); g++ {
 		wg.Add(1)
 		go func(seed uint64) {
 			defer wg.Done()
-			rng := rand.New(rand.NewPCG(seed, 1))
+			rng := rand.New(rand.NewPCG(seed, round))
 			keys := make([]uint64, o.Batch)
 			buf := make([]byte, 0, o.Batch*(o.ValueSize+8))
 			n := int64(0)
@@ -286,7 +296,7 @@ func inProcessRate(path string, o Options) (float64, error) {
 		}(uint64(g))
 	}
 	wg.Wait()
-	return float64(total.Load()) / time.Since(start).Seconds(), nil
+	return float64(total.Load()) / time.Since(start).Seconds()
 }
 
 // worker issues one request of keys and checks the values; it returns the
