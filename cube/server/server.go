@@ -271,8 +271,8 @@ func (s *Server) handleRPC(out []byte, f *proto.Frame, keys []uint64) ([]byte, [
 	if !f.Meta.HasRequest {
 		return fail(proto.EREQUEST, "baidu_std: frame carries no request meta")
 	}
-	svc := string(f.Meta.Service) // no allocation: compared, not kept
-	if svc != proto.DictServiceFull && svc != proto.DictServiceShort {
+	// string(b) == "..." compiles to a comparison, without allocating.
+	if svc := f.Meta.Service; string(svc) != proto.DictServiceFull && string(svc) != proto.DictServiceShort {
 		return fail(proto.ENOSERVICE, "fail to find service=%s", f.Meta.Service)
 	}
 	if string(f.Meta.Method) != proto.SeekMethod {
