@@ -246,3 +246,102 @@ func TestAppendDictValueForms(t *testing.T) {
 		}
 	}
 }
+
+// rpcMetaFile is brpc's baidu_rpc_meta.proto (the fields we use plus two we
+// skip) as a descriptor, to check RpcMeta against the protobuf runtime.
+func rpcMetaFile(t testing.TB) protoreflect.FileDescriptor {
+	t.Helper()
+	s := gproto.String
+	opt := descriptorpb.FieldDescriptorProto_LABEL_OPTIONAL.Enum()
+	req := descriptorpb.FieldDescriptorProto_LABEL_REQUIRED.Enum()
+	f := func(name string, num int32, l *descriptorpb.FieldDescriptorProto_Label, typ descriptorpb.FieldDescriptorProto_Type, msg string) *descriptorpb.FieldDescriptorProto {
+		fd := &descriptorpb.FieldDescriptorProto{Name: s(name), Number: gproto.Int32(num), Label: l, Type: typ.Enum()}
+		if msg != "" {
+			fd.TypeName = s(msg)
+		}
+		return fd
+	}
+	const (
+		str   = descriptorpb.FieldDescriptorProto_TYPE_STRING
+		i32   = descriptorpb.FieldDescriptorProto_TYPE_INT32
+		i64   = descriptorpb.FieldDescriptorProto_TYPE_INT64
+		bytes = descriptorpb.FieldDescriptorProto_TYPE_BYTES
+		msg   = descriptorpb.FieldDescriptorProto_TYPE_MESSAGE
+	)
+	fdp := &descriptorpb.FileDescriptorProto{
+		Name: s("baidu_rpc_meta.proto"), Package: s("brpc.policy"), Syntax: s("proto2"),
+		MessageType: []*descriptorpb.DescriptorProto{
+			{Name: s("RpcMeta"), Field: []*descriptorpb.FieldDescriptorProto{
+				f("request", 1, opt, msg, ".brpc.policy.RpcRequestMeta"),
+				f("response", 2, opt, msg, ".brpc.policy.RpcResponseMeta"),
+				f("compress_type", 3, opt, i32, ""),
+				f("correlation_id", 4, opt, i64, ""),
+				f("attachment_size", 5, opt, i32, ""),
+				f("authentication_data", 7, opt, bytes, ""),
+			}},
+			{Name: s("RpcRequestMeta"), Field: []*descriptorpb.FieldDescriptorProto{
+				f("service_name", 1, req, str, ""),
+				f("method_name", 2, req, str, ""),
+				f("log_id", 3, opt, i64, ""),
+				f("request_id", 7, opt, str, ""),
+				f("timeout_ms", 8, opt, i32, ""),
+			}},
+			{Name: s("RpcResponseMeta"), Field: []*descriptorpb.FieldDescriptorProto{
+				f("error_code", 1, opt, i32, ""),
+				f("error_text", 2, opt, str, ""),
+			}},
+		},
+	}
+	fd, err := protodesc.NewFile(fdp, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fd
+}
+
+func TestRpcMetaMatchesProtobuf(t *testing.T) {
+	fd := rpcMetaFile(t)
+	md := fd.Messages().ByName("RpcMeta")
+	rq := fd.Messages().ByName("RpcRequestMeta")
+	// What a brpc C++ client sends, with fields we skip.
+	m := dynamicpb.NewMessage(md)
+	r := dynamicpb.NewMessage(rq)
+	r.Set(rq.Fields().ByName("service_name"), protoreflect.ValueOfString(DictServiceFull))
+	r.Set(rq.Fields().ByName("method_name"), protoreflect.ValueOfString(SeekMethod))
+	r.Set(rq.Fields().ByName("log_id"), protoreflect.ValueOfInt64(9))
+	r.Set(rq.Fields().ByName("request_id"), protoreflect.ValueOfString("abc"))
+	r.Set(rq.Fields().ByName("timeout_ms"), protoreflect.ValueOfInt32(200))
+	m.Set(md.Fields().ByName("request"), protoreflect.ValueOfMessage(r))
+	m.Set(md.Fields().ByName("correlation_id"), protoreflect.ValueOfInt64(1<<40))
+	m.Set(md.Fields().ByName("attachment_size"), protoreflect.ValueOfInt32(3))
+	m.Set(md.Fields().ByName("authentication_data"), protoreflect.ValueOfBytes([]byte("token")))
+	b, err := gproto.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got RpcMeta
+	if err := got.Unmarshal(b); err != nil {
+		t.Fatal(err)
+	}
+	if !got.HasRequest || string(got.Service) != DictServiceFull || string(got.Method) != SeekMethod ||
+		got.LogID != 9 || got.CorrelationID != 1<<40 || got.AttachmentSize != 3 {
+		t.Fatalf("decoded %+v", got)
+	}
+	// What our server answers must parse, with the error and the id.
+	resp := RpcMeta{HasResponse: true, ErrorCode: ENOSERVICE, ErrorText: []byte("no such service"), CorrelationID: -5}
+	back := dynamicpb.NewMessage(md)
+	if err := gproto.Unmarshal(resp.Append(nil), back); err != nil {
+		t.Fatal(err)
+	}
+	rs := fd.Messages().ByName("RpcResponseMeta").Fields()
+	rm := back.Get(md.Fields().ByName("response")).Message()
+	if back.Get(md.Fields().ByName("correlation_id")).Int() != -5 || rm.Get(rs.ByName("error_code")).Int() != ENOSERVICE ||
+		rm.Get(rs.ByName("error_text")).String() != "no such service" {
+		t.Fatalf("runtime read %v", back)
+	}
+	// Our request meta carries both required fields.
+	req := RpcMeta{HasRequest: true, Service: []byte(DictServiceShort), Method: []byte(SeekMethod), CorrelationID: 1}
+	if err := gproto.Unmarshal(req.Append(nil), dynamicpb.NewMessage(md)); err != nil {
+		t.Fatalf("request meta: %v", err)
+	}
+}
