@@ -5,11 +5,14 @@ package main
 import (
 	"context"
 	"encoding/base64"
+	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"os"
 	"os/signal"
@@ -205,6 +208,7 @@ func runSeek(args []string, stdout, stderr io.Writer) error {
 	dict := fs.String("dict", "", "dict_name in --conf (default: the first entry)")
 	addr := fs.String("addr", "", "ask the one server at `HOST:PORT` (all keys)")
 	timeout := fs.Duration("timeout", 3*time.Second, "overall timeout")
+	format := fs.String("format", "base64", "value format: base64, hex, or float32 (little-endian floats, as Paddle's embeddings)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -222,6 +226,11 @@ func runSeek(args []string, stdout, stderr io.Writer) error {
 	}
 	if len(keys) == 0 {
 		fmt.Fprintln(stderr, "no keys given")
+		return errUsage
+	}
+	render, ok := valueFormats[*format]
+	if !ok {
+		fmt.Fprintf(stderr, "--format %q: want base64, hex or float32\n", *format)
 		return errUsage
 	}
 	dc := client.DictConf{DictName: "direct", Shard: 1, Type: "ipport_list", Timeout: int(timeout.Milliseconds()), Nodes: []client.Node{{IPPortList: *addr}}}
@@ -257,8 +266,23 @@ func runSeek(args []string, stdout, stderr io.Writer) error {
 		case r.Status == proto.StatusMiss:
 			fmt.Fprintf(stdout, "%d\tMISS\n", keys[i])
 		default:
-			fmt.Fprintf(stdout, "%d\t%s\n", keys[i], base64.StdEncoding.EncodeToString(r.Value))
+			fmt.Fprintf(stdout, "%d\t%s\n", keys[i], render(r.Value))
 		}
 	}
 	return err
+}
+
+var valueFormats = map[string]func([]byte) string{
+	"base64": base64.StdEncoding.EncodeToString,
+	"hex":    hex.EncodeToString,
+	"float32": func(b []byte) string {
+		if len(b)%4 != 0 {
+			return "(" + strconv.Itoa(len(b)) + " bytes, not float32s) " + hex.EncodeToString(b)
+		}
+		parts := make([]string, len(b)/4)
+		for i := range parts {
+			parts[i] = strconv.FormatFloat(float64(math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))), 'g', -1, 32)
+		}
+		return strings.Join(parts, " ")
+	},
 }

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -275,6 +276,10 @@ func TestEndToEnd(t *testing.T) {
 	out = cube(t, "seek", "--addr", addrs[0], "0")
 	if !strings.Contains(out, "0\tAAAAAAAAAAA") {
 		t.Fatalf("seek --addr output:\n%s", out)
+	}
+	out = cube(t, "seek", "--addr", addrs[1], "--format", "hex", "7919")
+	if !strings.Contains(out, "7919\t"+hex.EncodeToString(hadoopVal(7919))) {
+		t.Fatalf("seek --format hex output:\n%s", out)
 	}
 	// Health and metrics.
 	resp, err := http.Get("http://" + addrs[0] + "/metrics")
@@ -584,5 +589,17 @@ func TestControlToken(t *testing.T) {
 	// Seeks need no token.
 	if hr := httpSeek(t, addr, []uint64{1}); len(hr.Values) != 1 || hr.Values[0].Status != 0 {
 		t.Fatalf("seek: %+v", hr)
+	}
+}
+
+func TestFloat32Format(t *testing.T) {
+	b := make([]byte, 8)
+	binary.LittleEndian.PutUint32(b, 0x3f000000)     // 0.5
+	binary.LittleEndian.PutUint32(b[4:], 0xbf800000) // -1
+	if got := valueFormats["float32"](b); got != "0.5 -1" {
+		t.Fatalf("float32 format: %q", got)
+	}
+	if got := valueFormats["float32"](b[:3]); !strings.Contains(got, "not float32s") {
+		t.Fatalf("odd length: %q", got)
 	}
 }
