@@ -22,7 +22,7 @@ type DictConf struct {
 	Dup           int    `json:"dup"`            // replicas; informational, as in cube-api
 	Timeout       int    `json:"timeout"`        // ms per attempt; 0 means 1,000
 	Retry         int    `json:"retry"`          // extra attempts on other replicas
-	BackupRequest int    `json:"backup_request"` // ms; parsed, not implemented
+	BackupRequest int    `json:"backup_request"` // ms; if > 0, ask a second replica when the first is this slow
 	Type          string `json:"type"`           // ipport, ipport_list, ipport_parallel
 	LoadBalancer  string `json:"load_balancer"`  // parsed; replicas are used round-robin
 	Nodes         []Node `json:"nodes"`
@@ -152,6 +152,7 @@ type Client struct {
 	conf    DictConf
 	shards  [][]string
 	timeout time.Duration
+	backup  time.Duration
 	pools   map[string]*pool
 	rr      atomic.Uint64
 }
@@ -166,6 +167,7 @@ func New(conf DictConf) (*Client, error) {
 	if c.timeout <= 0 {
 		c.timeout = time.Second
 	}
+	c.backup = time.Duration(conf.BackupRequest) * time.Millisecond
 	for _, rs := range shards {
 		for _, a := range rs {
 			if c.pools[a] == nil {
@@ -248,17 +250,63 @@ func (c *Client) seekShard(ctx context.Context, shard int, keys []uint64) ([]pro
 	replicas := c.shards[shard]
 	first := int(c.rr.Add(1))
 	var errs []error
-	for attempt := 0; attempt <= c.conf.Retry || attempt < 1; attempt++ {
+	for attempt := 0; attempt <= max(c.conf.Retry, 0); attempt++ {
 		if err := ctx.Err(); err != nil {
 			errs = append(errs, err)
 			break
 		}
 		addr := replicas[(first+attempt)%len(replicas)]
-		vals, ver, err := c.try(ctx, addr, keys)
+		var (
+			vals []proto.Value
+			ver  string
+			err  error
+		)
+		if c.backup > 0 && len(replicas) > 1 {
+			vals, ver, err = c.tryWithBackup(ctx, addr, replicas[(first+attempt+1)%len(replicas)], keys)
+		} else {
+			vals, ver, err = c.try(ctx, addr, keys)
+		}
 		if err == nil {
 			return vals, ver, nil
 		}
 		errs = append(errs, fmt.Errorf("%s: %w", addr, err))
+	}
+	return nil, "", errors.Join(errs...)
+}
+
+// tryWithBackup asks primary and, if it has not answered within the backup
+// delay, also backup; the first success wins (brpc's backup_request_ms).
+// The loser finishes on its own (bounded by the timeout) and its result is
+// dropped into the buffered channel.
+func (c *Client) tryWithBackup(ctx context.Context, primary, backup string, keys []uint64) ([]proto.Value, string, error) {
+	type result struct {
+		vals []proto.Value
+		ver  string
+		err  error
+	}
+	ch := make(chan result, 2)
+	ask := func(addr string) {
+		v, s, err := c.try(ctx, addr, keys)
+		ch <- result{v, s, err}
+	}
+	go ask(primary)
+	timer := time.NewTimer(c.backup)
+	defer timer.Stop()
+	pending := 1
+	select {
+	case r := <-ch:
+		return r.vals, r.ver, r.err
+	case <-timer.C:
+		go ask(backup)
+		pending++
+	}
+	var errs []error
+	for ; pending > 0; pending-- {
+		r := <-ch
+		if r.err == nil {
+			return r.vals, r.ver, nil
+		}
+		errs = append(errs, r.err)
 	}
 	return nil, "", errors.Join(errs...)
 }

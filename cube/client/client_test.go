@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/elasticctr/terraform-provider-ctr/cube/build"
 	"github.com/elasticctr/terraform-provider-ctr/cube/proto"
@@ -140,5 +141,42 @@ func TestSeekFanOutAndRetry(t *testing.T) {
 	}
 	if !slices.Equal(failed, []uint64{5, 99, 1}) {
 		t.Fatalf("failed keys %v, want the odd ones", failed)
+	}
+}
+
+// TestBackupRequest puts a replica that accepts but never answers next to a
+// live one: with backup_request every seek returns long before the timeout.
+func TestBackupRequest(t *testing.T) {
+	live := startShard(t, 1, 0, 10)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			defer c.Close() // hold it open, say nothing
+		}
+	}()
+	conf := DictConf{DictName: "d", Shard: 1, Timeout: 3000, Retry: 0, BackupRequest: 30, Type: "ipport_list",
+		Nodes: []Node{{IPPortList: "list://" + ln.Addr().String() + "," + live}}}
+	c, err := New(conf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for round := 0; round < 4; round++ {
+		start := time.Now()
+		res, _, err := c.Seek(context.Background(), []uint64{3})
+		if err != nil || !res[0].Found() || string(res[0].Value) != "3" {
+			t.Fatalf("round %d: %v %+v", round, err, res)
+		}
+		if el := time.Since(start); el > time.Second {
+			t.Fatalf("round %d took %s: the backup request was not sent", round, el)
+		}
 	}
 }
