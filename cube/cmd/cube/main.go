@@ -42,10 +42,7 @@ func commands() []command {
 		{"server", "serve one shard over baidu_std and HTTP on one port", runServer},
 		{"seek", "look keys up through cube.conf or one server", runSeek},
 		{"bench", "benchmark a cube server against Redis MGET", runBench},
-		{"version", "print the version", func(_ []string, out, _ io.Writer) error {
-			fmt.Fprintf(out, "cube %s\n", version)
-			return nil
-		}},
+		{"version", "print the version", runVersion},
 	}
 }
 
@@ -98,8 +95,13 @@ func flags(name, synopsis string, stdout, stderr io.Writer) *flag.FlagSet {
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
 		fs.SetOutput(stdout)
-		fmt.Fprintf(stdout, "Usage: cube %s %s\n\nFlags:\n", name, synopsis)
-		fs.PrintDefaults()
+		fmt.Fprintf(stdout, "Usage: cube %s %s\n", name, synopsis)
+		n := 0
+		fs.VisitAll(func(*flag.Flag) { n++ })
+		if n > 0 {
+			fmt.Fprintf(stdout, "\nFlags:\n")
+			fs.PrintDefaults()
+		}
 		fs.SetOutput(stderr)
 	}
 	return fs
@@ -119,6 +121,15 @@ func logger(w io.Writer, level string) *slog.Logger {
 	var l slog.Level
 	_ = l.UnmarshalText([]byte(level))
 	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: l}))
+}
+
+func runVersion(args []string, stdout, stderr io.Writer) error {
+	fs := flags("version", "", stdout, stderr)
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "cube %s\n", version)
+	return nil
 }
 
 func runBuild(args []string, stdout, stderr io.Writer) error {

@@ -501,12 +501,18 @@ func TestMalformedFrameClosesOnlyItsConnection(t *testing.T) {
 func TestHelp(t *testing.T) {
 	for _, c := range []string{"build", "server", "seek", "bench", "version"} {
 		out := cube(t, c, "--help")
-		if c != "version" && !strings.Contains(out, "Usage: cube "+c) {
+		if !strings.Contains(out, "Usage: cube "+c) {
 			t.Errorf("cube %s --help:\n%s", c, out)
 		}
 	}
 	if out := cube(t, "help"); !strings.Contains(out, "Commands:") {
 		t.Errorf("cube help:\n%s", out)
+	}
+	if out := cube(t, "help", "build"); !strings.Contains(out, "--shards N") {
+		t.Errorf("cube help build:\n%s", out)
+	}
+	if err := exec.Command(cubeBin, "build", "--no-such-flag").Run(); err == nil {
+		t.Error("unknown flag accepted")
 	}
 	if out := cube(t, "version"); !strings.HasPrefix(out, "cube ") {
 		t.Errorf("cube version: %q", out)
