@@ -4,6 +4,7 @@ package server
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -73,9 +74,11 @@ type Server struct {
 	httpSrv *http.Server
 	httpLn  *chanListener
 
+	handlers sync.WaitGroup // connection handlers (HTTP ones return after handing off)
+
 	mu     sync.Mutex
 	ln     net.Listener
-	conns  map[net.Conn]struct{}
+	conns  map[net.Conn]bool // true once handed to the HTTP server
 	closed bool
 }
 
@@ -90,7 +93,7 @@ func New(opts Options) (*Server, error) {
 		store: store{dataDir: opts.DataDir, shard: opts.Shard, inMemory: !opts.MapFiles},
 		m:     newMetrics(opts.Shard),
 		log:   opts.Log.With("shard", opts.Shard),
-		conns: map[net.Conn]struct{}{},
+		conns: map[net.Conn]bool{},
 	}
 	s.store.onChange = s.dictChanged
 	name, err := s.store.loadNewest()
@@ -154,7 +157,11 @@ func (s *Server) Serve(ln net.Listener) error {
 			c.Close()
 			continue
 		}
-		go s.handleConn(c)
+		s.handlers.Add(1)
+		go func() {
+			defer s.handlers.Done()
+			s.handleConn(c)
+		}()
 	}
 }
 
@@ -164,7 +171,7 @@ func (s *Server) track(c net.Conn) bool {
 	if s.closed || len(s.conns) >= s.opts.MaxConns {
 		return false
 	}
-	s.conns[c] = struct{}{}
+	s.conns[c] = false
 	s.m.conns.Inc()
 	return true
 }
@@ -181,21 +188,50 @@ func (s *Server) untrack(c net.Conn) {
 // Close stops accepting, closes every connection and unmaps the dictionaries
 // once in-flight requests finish.
 func (s *Server) Close() error {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	return s.Shutdown(ctx)
+}
+
+// Shutdown stops accepting, lets every connection finish the request it is
+// serving (baidu_std connections see a read deadline, HTTP ones are drained
+// by http.Server.Shutdown), and closes what is left when ctx ends. The
+// dictionaries are released last.
+func (s *Server) Shutdown(ctx context.Context) error {
 	s.mu.Lock()
 	s.closed = true
 	ln := s.ln
-	conns := s.conns
-	s.conns = map[net.Conn]struct{}{}
+	var rpcConns []net.Conn
+	for c, isHTTP := range s.conns {
+		if !isHTTP {
+			rpcConns = append(rpcConns, c)
+		}
+	}
 	s.mu.Unlock()
 	if ln != nil {
 		ln.Close()
 	}
-	s.httpSrv.Close()
-	for c := range conns {
-		c.Close()
+	// A read deadline in the past makes each baidu_std loop stop at its next
+	// ReadFrame, after the response in progress has been written.
+	for _, c := range rpcConns {
+		_ = c.SetReadDeadline(time.Now())
+	}
+	err := s.httpSrv.Shutdown(ctx)
+	done := make(chan struct{})
+	go func() { s.handlers.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		s.mu.Lock()
+		for c := range s.conns {
+			c.Close()
+		}
+		s.mu.Unlock()
+		s.httpSrv.Close()
+		<-done
 	}
 	s.store.close()
-	return nil
+	return err
 }
 
 func (s *Server) handleConn(c net.Conn) {
@@ -213,6 +249,11 @@ func (s *Server) handleConn(c net.Conn) {
 		return
 	}
 	// HTTP: the http.Server owns the connection from here; untrack on Close.
+	s.mu.Lock()
+	if _, ok := s.conns[c]; ok {
+		s.conns[c] = true
+	}
+	s.mu.Unlock()
 	s.httpLn.push(&sniffedConn{Conn: c, r: br, onClose: func() { s.untrack(c) }})
 }
 

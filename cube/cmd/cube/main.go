@@ -206,11 +206,20 @@ func runServer(args []string, stdout, stderr io.Writer) error {
 	o.Log.Info("listening", "addr", ln.Addr().String(), "shard", o.Shard, "version", version)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	go func() {
-		<-ctx.Done()
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
 		srv.Close()
-	}()
-	return srv.Serve(ln)
+		return err
+	case <-ctx.Done():
+	}
+	o.Log.Info("shutting down: finishing requests in flight (at most 10s)")
+	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	err = srv.Shutdown(sctx)
+	<-errc
+	return err
 }
 
 func runSeek(args []string, stdout, stderr io.Writer) error {
