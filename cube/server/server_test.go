@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"encoding/binary"
 	"net"
 	"os"
@@ -187,5 +188,42 @@ func TestSwapRace(t *testing.T) {
 		if err := <-done; err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// TestShutdownFinishesPipelinedRequests sends 20 pipelined requests, starts
+// a graceful shutdown after the first answer and expects all 20 answers
+// before the connection closes.
+func TestShutdownFinishesPipelinedRequests(t *testing.T) {
+	srv, addr := serve(t, 100)
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	var frames []byte
+	for i := 1; i <= 20; i++ {
+		meta := proto.RpcMeta{HasRequest: true, Service: []byte(proto.DictServiceShort), Method: []byte("seek"), CorrelationID: int64(i)}
+		frames = proto.AppendFrame(frames, &meta, proto.AppendDictRequest(nil, []uint64{uint64(i)}, false))
+	}
+	if _, err := c.Write(frames); err != nil {
+		t.Fatal(err)
+	}
+	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	var f proto.Frame
+	var buf []byte
+	for i := 1; i <= 20; i++ {
+		if buf, err = proto.ReadFrame(c, buf, 1<<20, &f); err != nil {
+			t.Fatalf("response %d: %v", i, err)
+		}
+		if f.Meta.CorrelationID != int64(i) {
+			t.Fatalf("response %d has correlation_id %d", i, f.Meta.CorrelationID)
+		}
+		if i == 1 {
+			go srv.Shutdown(context.Background())
+		}
+	}
+	if _, err := proto.ReadFrame(c, buf, 1<<20, &f); err == nil {
+		t.Fatal("connection still open after shutdown")
 	}
 }
