@@ -99,7 +99,8 @@ type Reader struct {
 
 	// compressed path
 	lib     *sequencefile.Reader
-	counter *countingReader
+	counter *countingReader // bytes pulled from the file into libBuf
+	libBuf  *bufio.Reader   // what the library reads from
 
 	layout layout
 	rec    int64 // records read
@@ -136,7 +137,7 @@ func NewReader(r io.Reader, name string, opts Options) (*Reader, error) {
 		if err := rd.lib.ReadHeader(); err != nil {
 			return nil, rd.errf(rd.off, err, "compressed header")
 		}
-		rd.br = nil
+		rd.libBuf, rd.br = rd.br, nil
 	}
 	switch rd.Header.KeyClass {
 	case BytesWritable, LongWritable, Text:
@@ -371,11 +372,18 @@ func (rd *Reader) Next() (uint64, []byte, error) {
 func (rd *Reader) nextCompressed() (uint64, []byte, error) {
 	if !rd.lib.Scan() {
 		if err := rd.lib.Err(); err != nil {
-			return 0, nil, rd.errf(rd.counter.n, err, "reading compressed data (offset is where reading stopped)")
+			return 0, nil, rd.errf(rd.libOffset(), err, "reading compressed data (offset is where reading stopped)")
 		}
 		return 0, nil, io.EOF
 	}
-	return rd.decode(rd.counter.n, rd.lib.Key(), rd.lib.Value())
+	return rd.decode(rd.libOffset(), rd.lib.Key(), rd.lib.Value())
+}
+
+// libOffset is the file position the library has consumed: what was pulled
+// from the file minus what still sits unread in the buffer. For a block
+// compressed file that is the end of the current block.
+func (rd *Reader) libOffset() int64 {
+	return rd.counter.n - int64(rd.libBuf.Buffered())
 }
 
 // decode turns serialized writables into a uint64 key and value bytes.
@@ -461,7 +469,7 @@ func (rd *Reader) Records() int64 { return rd.rec }
 // Offset returns the number of bytes consumed (exact for uncompressed files).
 func (rd *Reader) Offset() int64 {
 	if rd.lib != nil {
-		return rd.counter.n
+		return rd.libOffset()
 	}
 	return rd.off
 }

@@ -309,3 +309,17 @@ func FuzzReader(f *testing.F) {
 		}
 	})
 }
+
+func TestCompressedErrorOffset(t *testing.T) {
+	data := hadoopBytes(t, LongWritable, sequencefile.BlockCompression, sequencefile.GzipCompression, sample(700), false)
+	cut := len(data) - 100
+	_, err := readAll(t, data[:cut], Options{})
+	var se *Error
+	if !errors.As(err, &se) {
+		t.Fatalf("err = %v", err)
+	}
+	if se.Offset <= 0 || se.Offset > int64(cut) {
+		t.Fatalf("offset %d outside the %d-byte file", se.Offset, cut)
+	}
+	t.Log(err)
+}
