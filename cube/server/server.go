@@ -64,6 +64,9 @@ func (o *Options) defaults() {
 	}
 }
 
+// sniffTimeout bounds the wait for a new connection's first four bytes.
+const sniffTimeout = 30 * time.Second
+
 // Server serves one shard.
 type Server struct {
 	opts  Options
@@ -236,7 +239,11 @@ func (s *Server) Shutdown(ctx context.Context) error {
 
 func (s *Server) handleConn(c net.Conn) {
 	br := bufio.NewReaderSize(c, 64<<10)
+	// A peer that connects and stays silent must not hold a connection
+	// slot forever; after sniffing, the protocols manage their own time.
+	_ = c.SetReadDeadline(time.Now().Add(sniffTimeout))
 	head, err := br.Peek(4)
+	_ = c.SetReadDeadline(time.Time{})
 	if err != nil {
 		s.untrack(c)
 		c.Close()
