@@ -2,6 +2,7 @@ package seqfile
 
 import (
 	"bytes"
+	"compress/zlib"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -322,4 +323,43 @@ func TestCompressedErrorOffset(t *testing.T) {
 		t.Fatalf("offset %d outside the %d-byte file", se.Offset, cut)
 	}
 	t.Log(err)
+}
+
+// TestRecordCompressedZlib hand-builds a record-compressed file with
+// Hadoop's DefaultCodec (zlib), which the library's writer cannot produce.
+func TestRecordCompressedZlib(t *testing.T) {
+	var b bytes.Buffer
+	b.WriteString("SEQ\x06")
+	for _, cls := range []string{LongWritable, BytesWritable} {
+		b.WriteByte(byte(len(cls)))
+		b.WriteString(cls)
+	}
+	b.Write([]byte{1, 0}) // record-compressed
+	codec := "org.apache.hadoop.io.compress.DefaultCodec"
+	b.WriteByte(byte(len(codec)))
+	b.WriteString(codec)
+	b.Write([]byte{0, 0, 0, 0})
+	sync := []byte("0123456789abcdef")
+	b.Write(sync)
+	want := sample(50)
+	for i, r := range want {
+		if i == 25 {
+			b.Write([]byte{0xff, 0xff, 0xff, 0xff})
+			b.Write(sync)
+		}
+		var z bytes.Buffer
+		zw := zlib.NewWriter(&z)
+		binary.Write(zw, binary.BigEndian, int32(len(r.v))) // BytesWritable serialization
+		zw.Write(r.v)
+		zw.Close()
+		binary.Write(&b, binary.BigEndian, int32(8+z.Len()))
+		binary.Write(&b, binary.BigEndian, int32(8))
+		binary.Write(&b, binary.BigEndian, r.k)
+		b.Write(z.Bytes())
+	}
+	got, err := readAll(t, b.Bytes(), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	check(t, got, want)
 }
