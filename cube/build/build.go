@@ -106,8 +106,10 @@ func Build(opts Options) (*layout.Manifest, error) {
 			}
 		}
 	}()
+	// Buffers: 1 MiB per shard, but at most ~80 MiB in all.
+	bufSize := min(1<<20, (64<<20)/opts.Shards)
 	for i := range writers {
-		if writers[i], err = dict.NewWriter(filepath.Join(tmp, layout.ShardFile(i))); err != nil {
+		if writers[i], err = dict.NewWriterSize(filepath.Join(tmp, layout.ShardFile(i)), bufSize); err != nil {
 			return nil, err
 		}
 	}

@@ -43,8 +43,13 @@ type Writer struct {
 }
 
 // NewWriter creates (or truncates) the dictionary file at path; a spill file
-// is created next to it and removed by Finish or Abort.
-func NewWriter(path string) (*Writer, error) {
+// is created next to it and removed by Finish or Abort. It buffers 1 MiB.
+func NewWriter(path string) (*Writer, error) { return NewWriterSize(path, 1<<20) }
+
+// NewWriterSize is NewWriter with a write buffer of bufSize bytes (at least
+// 4 KiB); builders with many shards use it to bound their buffers.
+func NewWriterSize(path string, bufSize int) (*Writer, error) {
+	bufSize = max(bufSize, 4<<10)
 	f, err := os.Create(path)
 	if err != nil {
 		return nil, fmt.Errorf("create dictionary %q: %w", path, err)
@@ -56,8 +61,8 @@ func NewWriter(path string) (*Writer, error) {
 	}
 	w := &Writer{
 		path: path, f: f, pairs: pairs,
-		fbuf:     bufio.NewWriterSize(f, 1<<20),
-		pairsBuf: bufio.NewWriterSize(pairs, 1<<18),
+		fbuf:     bufio.NewWriterSize(f, bufSize),
+		pairsBuf: bufio.NewWriterSize(pairs, max(bufSize/4, 4<<10)),
 	}
 	var hdr [headerSize]byte // placeholder, rewritten by Finish
 	if _, err := w.fbuf.Write(hdr[:]); err != nil {
