@@ -151,4 +151,3 @@ func startRedis(ctx context.Context, o Options, work string) (*proc, error) {
 	p.stop()
 	return nil, errors.New("redis-server did not answer PING within 20s")
 }
-
