@@ -40,6 +40,9 @@ type Options struct {
 	CubeBinary string
 	// RedisServer is the redis-server executable; if empty, looked up in PATH.
 	RedisServer string
+	// InMemory runs the server with --in-memory, and measures the in-process
+	// rate on a dictionary loaded the same way.
+	InMemory bool
 	// ServerArgs are extra flags for "cube server" (e.g. --cpuprofile).
 	ServerArgs []string
 	// WorkDir holds the generated data; if empty, a temporary directory that
@@ -252,7 +255,7 @@ func prepare(work, data string, o Options) (string, error) {
 // best of three one-second rounds, so neighbours' noise lowers the RPC
 // share rather than flattering it.
 func inProcessRate(path string, o Options) (float64, error) {
-	d, err := dict.Open(path, dict.Options{InMemory: true})
+	d, err := dict.Open(path, dict.Options{InMemory: o.InMemory})
 	if err != nil {
 		return 0, err
 	}

@@ -82,8 +82,12 @@ func (p *proc) stop() {
 }
 
 func startCube(ctx context.Context, o Options, data string) (*proc, error) {
-	args := append([]string{"server", "--data", data, "--shard", "0",
-		"--listen", "127.0.0.1:0", "--max-keys", strconv.Itoa(max(o.Batch, 100000)), "--log-level", "info"}, o.ServerArgs...)
+	args := []string{"server", "--data", data, "--shard", "0",
+		"--listen", "127.0.0.1:0", "--max-keys", strconv.Itoa(max(o.Batch, 100000)), "--log-level", "info"}
+	if o.InMemory {
+		args = append(args, "--in-memory")
+	}
+	args = append(args, o.ServerArgs...)
 	cmd := exec.CommandContext(ctx, o.CubeBinary, args...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {

@@ -36,11 +36,12 @@ type Options struct {
 	// MaxValueSize, if > 0, answers values larger than it as misses, as
 	// Paddle's cube does with its fixed 1,024-byte buffer. 0 means no limit.
 	MaxValueSize int
-	// MapFiles serves dictionaries straight from a read-only file mapping
-	// instead of copying them into huge-page-backed memory (dict.Options
-	// InMemory). Mapping starts faster and shares the page cache; the copy
-	// looks keys up faster (far fewer TLB misses). Default false: copy.
-	MapFiles bool
+	// InMemory copies each dictionary into anonymous memory advised to use
+	// huge pages (dict.Options.InMemory) instead of serving it from a
+	// read-only file mapping. Default false: on the development machine the
+	// mapping was faster (the page cache uses large folios there) and it
+	// costs no memory beyond the page cache.
+	InMemory bool
 	// ControlToken, if set, is required as "Authorization: Bearer <token>"
 	// on POST /ControlService/cmd (401 otherwise). Paddle's cube-agent sends
 	// no token, so leave it empty where that agent drives the server.
@@ -93,7 +94,7 @@ func New(opts Options) (*Server, error) {
 	opts.defaults()
 	s := &Server{
 		opts:  opts,
-		store: store{dataDir: opts.DataDir, shard: opts.Shard, inMemory: !opts.MapFiles},
+		store: store{dataDir: opts.DataDir, shard: opts.Shard, inMemory: opts.InMemory},
 		m:     newMetrics(opts.Shard),
 		log:   opts.Log.With("shard", opts.Shard),
 		conns: map[net.Conn]bool{},

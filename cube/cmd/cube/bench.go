@@ -22,6 +22,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&o.Conns, "conns", 8, "client connections `C`, one goroutine each")
 	fs.StringVar(&o.RedisServer, "redis-server", "", "redis-server `path` (default: from PATH)")
 	fs.StringVar(&o.WorkDir, "work-dir", "", "keep generated data in this `directory` (default: a removed temp dir)")
+	fs.BoolVar(&o.InMemory, "server-in-memory", false, "run the cube server with --in-memory (huge-page copy instead of the file mapping)")
 	serverProfile := fs.String("server-cpuprofile", "", "pass --cpuprofile `file` to the cube server under test")
 	cpuProfile := fs.String("cpuprofile", "", "write the load generator's CPU profile to this `file`")
 	if err := parse(fs, args); err != nil {

@@ -165,7 +165,7 @@ func runServer(args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&o.MaxKeys, "max-keys", 100_000, "most keys in one seek request")
 	fs.IntVar(&o.MaxConns, "max-conns", 10_000, "most concurrent client connections")
 	fs.IntVar(&o.MaxValueSize, "max-value-size", 0, "answer values larger than this many `bytes` as misses (1024 = Paddle's cube; 0 = no limit)")
-	fs.BoolVar(&o.MapFiles, "map-files", false, "look keys up in a read-only mapping of the dictionary file instead of a huge-page copy in memory")
+	fs.BoolVar(&o.InMemory, "in-memory", false, "copy dictionaries into huge-page-backed memory instead of serving them from a read-only file mapping")
 	tokenFile := fs.String("control-token-file", "", "require \"Authorization: Bearer <token>\" on /ControlService/cmd, the token read from this `file` (default: no auth, as Paddle's agent expects)")
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn, error")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile to this `file` until the server stops (for benchmarking)")
