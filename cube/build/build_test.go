@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -231,8 +232,11 @@ func TestBigBuildMemory(t *testing.T) {
 	}
 	el := time.Since(start)
 	index := m.Shards[0].IndexSize
-	t.Logf("10M keys: input %d B in %.2fs = %.0f MB/s; index %d B; peak heap in use %d B (%.2fx index)",
-		m.InputBytes, el.Seconds(), float64(m.InputBytes)/1e6/el.Seconds(), index, peak.Load(), float64(peak.Load())/float64(index))
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	t.Logf("10M keys: input %d B in %.2fs = %.0f MB/s; index %d B; peak heap in use %d B (%.2fx index); max RSS of the test process %d KiB (%.2fx index)",
+		m.InputBytes, el.Seconds(), float64(m.InputBytes)/1e6/el.Seconds(), index, peak.Load(), float64(peak.Load())/float64(index),
+		ru.Maxrss, float64(ru.Maxrss*1024)/float64(index))
 	if peak.Load() > uint64(2*index) {
 		t.Fatalf("peak heap %d B exceeds twice the index (%d B)", peak.Load(), index)
 	}
