@@ -200,7 +200,8 @@ func TestEndToEnd(t *testing.T) {
 	for k := uint64(0); k < 3000; k++ {
 		keys = append(keys, k*7919)
 	}
-	hkeys := []uint64{1 << 40, 1<<40 + 1, 5, 7919} // Hadoop patch: two new keys, two overwrites
+	// Hadoop patch: three new keys (one above 2^63, beyond float64 precision in JSON), two overwrites.
+	hkeys := []uint64{1 << 40, 1<<40 + 1, 18446744073709551557, 5, 7919}
 	paddleVal := func(k uint64) []byte { return val(k, 1, 8+int(k%50)) }
 	hadoopVal := func(k uint64) []byte { return val(k, 2, 40) }
 	writePaddle(t, filepath.Join(dir, "paddle"), 3, keys, paddleVal)
@@ -218,7 +219,7 @@ func TestEndToEnd(t *testing.T) {
 	for _, k := range hkeys {
 		want[k] = hadoopVal(k)
 	}
-	all := append(append([]uint64{}, keys...), 1<<40, 1<<40+1, 3, 1<<62) // 3 and 1<<62 are misses
+	all := append(append([]uint64{}, keys...), 1<<40, 1<<40+1, 18446744073709551557, 3, 1<<62, 18446744073709551556) // the last three are misses
 	addrs := []string{startServer(t, data, 0), startServer(t, data, 1)}
 
 	conf := filepath.Join(dir, "cube.conf")
