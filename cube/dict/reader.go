@@ -262,9 +262,6 @@ func (d *Dict) probe(key, i uint64) uint64 {
 	}
 }
 
-// ref returns key's slot ref (0 if absent).
-func (d *Dict) ref(key uint64) uint64 { return d.probe(key, homeSlot(key, d.slots)) }
-
 func (d *Dict) record(off uint64) ([]byte, bool) {
 	vals := d.values
 	if off >= uint64(len(vals)) {
