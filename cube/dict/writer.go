@@ -80,7 +80,7 @@ func removeFile(f *os.File) {
 // Add appends a key and its value; the value is copied.
 func (w *Writer) Add(key uint64, value []byte) error {
 	n := binary.PutUvarint(w.scratch[:], uint64(len(value)))
-	w.fbuf.Write(w.scratch[:n])
+	_, _ = w.fbuf.Write(w.scratch[:n]) // bufio errors are sticky: the next Write reports them
 	if _, err := w.fbuf.Write(value); err != nil {
 		return fmt.Errorf("write dictionary %q: %w", w.path, err)
 	}
@@ -239,7 +239,7 @@ func (w *Writer) compact(index []byte) (*os.File, uint64, uint32, error) {
 	if err != nil {
 		return nil, 0, 0, fmt.Errorf("map dictionary %q: %w", w.path, err)
 	}
-	defer syscall.Munmap(src)
+	defer func() { _ = syscall.Munmap(src) }()
 	vals := src[headerSize:]
 	f, err := os.CreateTemp(filepath.Dir(w.path), ".compact-*.cube")
 	if err != nil {
@@ -251,7 +251,7 @@ func (w *Writer) compact(index []byte) (*os.File, uint64, uint32, error) {
 	}
 	bw := bufio.NewWriterSize(f, 1<<20)
 	var hdr [headerSize]byte
-	bw.Write(hdr[:])
+	_, _ = bw.Write(hdr[:]) // sticky; reported by Flush below
 	var crc uint32
 	var off uint64
 	for i := uint64(0); i < uint64(len(index))/slotSize; i++ {

@@ -186,7 +186,7 @@ func (rd *Reader) readFull(n int) ([]byte, error) {
 			}
 			return nil, err
 		}
-		rd.br.Discard(n)
+		_, _ = rd.br.Discard(n) // cannot fail: Peek just returned n bytes
 		rd.off += int64(n)
 		return b, nil
 	}

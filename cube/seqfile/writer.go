@@ -47,15 +47,16 @@ func (sw *Writer) Append(key uint64, value []byte) error {
 	if sw.sinceSync >= SyncInterval {
 		var m [4]byte
 		binary.BigEndian.PutUint32(m[:], 0xffffffff)
-		sw.w.Write(m[:])
-		sw.w.Write(sw.sync[:])
+		// bufio errors are sticky: the value Write below reports them.
+		_, _ = sw.w.Write(m[:])
+		_, _ = sw.w.Write(sw.sync[:])
 		sw.sinceSync = 0
 	}
 	h := sw.w.AvailableBuffer()
 	h = binary.BigEndian.AppendUint32(h, uint32(8+len(value)))
 	h = binary.BigEndian.AppendUint32(h, 8)
 	h = binary.LittleEndian.AppendUint64(h, key)
-	sw.w.Write(h)
+	_, _ = sw.w.Write(h)
 	_, sw.err = sw.w.Write(value)
 	sw.sinceSync += 8 + 8 + len(value)
 	return sw.err

@@ -139,7 +139,11 @@ func (s *Server) Serve(ln net.Listener) error {
 	s.mu.Lock()
 	s.ln = ln
 	s.mu.Unlock()
-	go s.httpSrv.Serve(s.httpLn)
+	go func() {
+		if err := s.httpSrv.Serve(s.httpLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			s.log.Error("http server stopped", "err", err)
+		}
+	}()
 	for {
 		c, err := ln.Accept()
 		if err != nil {
