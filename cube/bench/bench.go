@@ -139,7 +139,7 @@ func Run(ctx context.Context, o Options, w io.Writer) error {
 		if work, err = os.MkdirTemp("", "cube-bench-"); err != nil {
 			return err
 		}
-		defer os.RemoveAll(work)
+		defer func() { _ = os.RemoveAll(work) }()
 	}
 	fmt.Fprintf(w, "cube bench: %d keys x %d B values, batch %d, %d connections, %s per system, GOMAXPROCS %d\n",
 		o.Keys, o.ValueSize, o.Batch, o.Conns, o.Duration, runtime.GOMAXPROCS(0))
@@ -203,7 +203,7 @@ func report(w io.Writer, o Options, c, r Result, inproc float64) {
 	fmt.Fprintf(tw, "server CPU s\t%.2f\t%.2f\t\n", c.CPUSeconds, r.CPUSeconds)
 	fmt.Fprintf(tw, "server CPU s/Mkey\t%.4f\t%.4f\t\n", c.CPUPerMKey(), r.CPUPerMKey())
 	fmt.Fprintf(tw, "errors\t%d\t%d\t\n", c.Errors+c.Mismatches, r.Errors+r.Mismatches)
-	tw.Flush()
+	_ = tw.Flush()
 	fmt.Fprintln(w)
 	fmt.Fprintf(w, "in-process dictionary lookups: %.0f keys/s (best of 3 x 1s, %d goroutines, LookupBatch of %d keys, values copied)\n", inproc, runtime.GOMAXPROCS(0), o.Batch)
 	fmt.Fprintf(w, "cube RPC keys/s = %.1f%% of the in-process rate (client and server share the same %d CPUs)\n", 100*c.KeysPerSec()/inproc, runtime.NumCPU())

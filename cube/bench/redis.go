@@ -27,20 +27,23 @@ func dialRedis(addr string) (*redisConn, error) {
 
 func (r *redisConn) Close() error { return r.c.Close() }
 
+// The write helpers ignore errors: bufio.Writer errors are sticky, and the
+// Flush that ends every command reports them.
+
 func (r *redisConn) writeArrayHeader(n int) {
-	r.bw.WriteByte('*')
+	_ = r.bw.WriteByte('*')
 	r.num = strconv.AppendInt(r.num[:0], int64(n), 10)
-	r.bw.Write(r.num)
-	r.bw.WriteString("\r\n")
+	_, _ = r.bw.Write(r.num)
+	_, _ = r.bw.WriteString("\r\n")
 }
 
 func (r *redisConn) writeBulk(b []byte) {
-	r.bw.WriteByte('$')
+	_ = r.bw.WriteByte('$')
 	r.num = strconv.AppendInt(r.num[:0], int64(len(b)), 10)
-	r.bw.Write(r.num)
-	r.bw.WriteString("\r\n")
-	r.bw.Write(b)
-	r.bw.WriteString("\r\n")
+	_, _ = r.bw.Write(r.num)
+	_, _ = r.bw.WriteString("\r\n")
+	_, _ = r.bw.Write(b)
+	_, _ = r.bw.WriteString("\r\n")
 }
 
 // redisKey is the Redis key of cube key k: its decimal string.
@@ -137,7 +140,7 @@ func (r *redisConn) mget(keys []uint64, fn func(i int, v []byte)) error {
 			b = buf
 		}
 		fn(i, b[:sz])
-		r.br.Discard(len(b))
+		_, _ = r.br.Discard(len(b))
 	}
 	return nil
 }
