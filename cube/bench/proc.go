@@ -1,0 +1,157 @@
+package bench
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// clockTicks is the kernel's USER_HZ, read from the auxiliary vector
+// (AT_CLKTCK) since sysconf needs cgo; 100 on every mainstream Linux.
+var clockTicks = func() float64 {
+	b, err := os.ReadFile("/proc/self/auxv")
+	if err == nil {
+		for i := 0; i+16 <= len(b); i += 16 {
+			if binary.LittleEndian.Uint64(b[i:]) == 17 { // AT_CLKTCK
+				if v := binary.LittleEndian.Uint64(b[i+8:]); v > 0 {
+					return float64(v)
+				}
+			}
+		}
+	}
+	return 100
+}()
+
+// processCPU returns utime+stime of pid in seconds, from /proc/<pid>/stat.
+func processCPU(pid int) (float64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	// Fields after the parenthesised command name, which may contain spaces.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0, errors.New("malformed /proc stat")
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 13 {
+		return 0, errors.New("short /proc stat")
+	}
+	ut, err1 := strconv.ParseFloat(f[11], 64) // field 14 utime
+	st, err2 := strconv.ParseFloat(f[12], 64) // field 15 stime
+	if err1 != nil || err2 != nil {
+		return 0, errors.New("bad /proc stat times")
+	}
+	return (ut + st) / clockTicks, nil
+}
+
+// proc is a server process started by the benchmark, stopped by its PID.
+type proc struct {
+	cmd  *exec.Cmd
+	addr string
+	once sync.Once
+}
+
+func (p *proc) pid() int { return p.cmd.Process.Pid }
+
+func (p *proc) stop() {
+	p.once.Do(func() {
+		_ = p.cmd.Process.Signal(syscall.SIGTERM)
+		done := make(chan struct{})
+		go func() { _ = p.cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			_ = p.cmd.Process.Kill()
+			<-done
+		}
+	})
+}
+
+func startCube(ctx context.Context, o Options, data string) (*proc, error) {
+	args := []string{"server", "--data", data, "--shard", "0",
+		"--listen", "127.0.0.1:0", "--max-keys", strconv.Itoa(max(o.Batch, 100000)), "--log-level", "info"}
+	if o.InMemory {
+		args = append(args, "--in-memory")
+	}
+	args = append(args, o.ServerArgs...)
+	cmd := exec.CommandContext(ctx, o.CubeBinary, args...)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start cube server %q: %w", o.CubeBinary, err)
+	}
+	p := &proc{cmd: cmd}
+	addrCh := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			var rec struct{ Msg, Addr string }
+			if json.Unmarshal(sc.Bytes(), &rec) == nil && rec.Msg == "listening" {
+				select {
+				case addrCh <- rec.Addr:
+				default:
+				}
+			}
+		}
+	}()
+	select {
+	case p.addr = <-addrCh:
+		return p, nil
+	case <-time.After(30 * time.Second):
+		p.stop()
+		return nil, errors.New("cube server did not start within 30s")
+	}
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+func startRedis(ctx context.Context, o Options, work string) (*proc, error) {
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.CommandContext(ctx, o.RedisServer,
+		"--bind", "127.0.0.1", "--port", strconv.Itoa(port), "--protected-mode", "yes",
+		"--save", "", "--appendonly", "no", "--daemonize", "no", "--dir", work,
+		"--logfile", filepath.Join(work, "redis.log"))
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start %s: %w", o.RedisServer, err)
+	}
+	p := &proc{cmd: cmd, addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port))}
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		c, err := dialRedis(p.addr)
+		if err != nil {
+			continue
+		}
+		err = c.ping()
+		c.Close()
+		if err == nil {
+			return p, nil
+		}
+	}
+	p.stop()
+	return nil, errors.New("redis-server did not answer PING within 20s")
+}

@@ -1,0 +1,376 @@
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/elasticctr/terraform-provider-ctr/cube/proto"
+)
+
+// DictConf is one entry of Paddle Serving's cube.conf (a JSON array).
+type DictConf struct {
+	DictName      string `json:"dict_name"`
+	Shard         int    `json:"shard"`
+	Dup           int    `json:"dup"`            // replicas; informational, as in cube-api
+	Timeout       int    `json:"timeout"`        // ms per attempt; 0 means 1,000
+	Retry         int    `json:"retry"`          // extra attempts on other replicas
+	BackupRequest int    `json:"backup_request"` // ms; if > 0, ask a second replica when the first is this slow
+	Type          string `json:"type"`           // ipport, ipport_list, ipport_parallel
+	LoadBalancer  string `json:"load_balancer"`  // parsed; replicas are used round-robin
+	Nodes         []Node `json:"nodes"`
+}
+
+// Node is one entry of DictConf.Nodes.
+type Node struct {
+	IP         string  `json:"ip"`
+	Port       flexInt `json:"port"`
+	IPPortList string  `json:"ipport_list"`
+}
+
+// flexInt accepts 8027 or "8027".
+type flexInt int
+
+func (f *flexInt) UnmarshalJSON(b []byte) error {
+	s := strings.Trim(string(b), `"`)
+	if s == "" || s == "null" {
+		return nil
+	}
+	n, err := strconv.Atoi(s)
+	*f = flexInt(n)
+	return err
+}
+
+// ParseConf parses a cube.conf document.
+func ParseConf(b []byte) ([]DictConf, error) {
+	var confs []DictConf
+	if err := json.Unmarshal(b, &confs); err != nil {
+		return nil, fmt.Errorf("parse cube.conf: %w", err)
+	}
+	for i := range confs {
+		if _, err := confs[i].Replicas(); err != nil {
+			return nil, err
+		}
+	}
+	return confs, nil
+}
+
+// LoadConf reads and parses a cube.conf file.
+func LoadConf(path string) ([]DictConf, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read cube.conf %q: %w", path, err)
+	}
+	confs, err := ParseConf(b)
+	if err != nil {
+		return nil, fmt.Errorf("%q: %w", path, err)
+	}
+	return confs, nil
+}
+
+// Replicas returns the host:port addresses of every shard, shard by shard.
+func (d *DictConf) Replicas() ([][]string, error) {
+	if d.Shard < 1 {
+		return nil, fmt.Errorf("cube.conf dict %q: shard must be >= 1", d.DictName)
+	}
+	node := func(n Node) ([]string, error) {
+		if n.IPPortList != "" {
+			list := strings.TrimPrefix(n.IPPortList, "list://")
+			var out []string
+			for _, a := range strings.Split(list, ",") {
+				a = strings.TrimSpace(a)
+				if f := strings.Fields(a); len(f) > 0 { // "ip:port tag"
+					out = append(out, f[0])
+				}
+			}
+			if len(out) == 0 {
+				return nil, fmt.Errorf("cube.conf dict %q: empty ipport_list", d.DictName)
+			}
+			return out, nil
+		}
+		if n.IP == "" || n.Port == 0 {
+			return nil, fmt.Errorf("cube.conf dict %q: node needs ip and port or ipport_list", d.DictName)
+		}
+		return []string{fmt.Sprintf("%s:%d", n.IP, n.Port)}, nil
+	}
+	shards := make([][]string, d.Shard)
+	switch d.Type {
+	case "ipport", "ipport_list":
+		if len(d.Nodes) < d.Shard {
+			return nil, fmt.Errorf("cube.conf dict %q: %d nodes for %d shards", d.DictName, len(d.Nodes), d.Shard)
+		}
+		for i := range shards {
+			r, err := node(d.Nodes[i])
+			if err != nil {
+				return nil, err
+			}
+			shards[i] = r
+		}
+	case "ipport_parallel":
+		if len(d.Nodes) == 0 {
+			return nil, fmt.Errorf("cube.conf dict %q: no nodes", d.DictName)
+		}
+		r, err := node(d.Nodes[0])
+		if err != nil {
+			return nil, err
+		}
+		for i := range shards {
+			shards[i] = r
+		}
+	default:
+		return nil, fmt.Errorf("cube.conf dict %q: type %q: want ipport, ipport_list or ipport_parallel", d.DictName, d.Type)
+	}
+	return shards, nil
+}
+
+// Result is the outcome for one key.
+type Result struct {
+	Status uint32 // 0 found, proto.StatusMiss missing
+	Value  []byte
+	Failed bool // the key's shard could not be reached (cube-api's E_SEEK_FAILED)
+}
+
+// Found reports whether the key exists.
+func (r Result) Found() bool { return !r.Failed && r.Status == 0 }
+
+// Errors returned by Client.Seek alongside partial results.
+var (
+	ErrSomeShardsFailed = errors.New("cube: some shards failed")
+	ErrAllShardsFailed  = errors.New("cube: all shards failed")
+)
+
+// Client seeks keys across the shards of one dictionary. Safe for
+// concurrent use.
+type Client struct {
+	conf    DictConf
+	shards  [][]string
+	timeout time.Duration
+	backup  time.Duration
+	pools   map[string]*pool
+	rr      atomic.Uint64
+}
+
+// New creates a client for one dictionary of a cube.conf.
+func New(conf DictConf) (*Client, error) {
+	shards, err := conf.Replicas()
+	if err != nil {
+		return nil, err
+	}
+	c := &Client{conf: conf, shards: shards, timeout: time.Duration(conf.Timeout) * time.Millisecond, pools: map[string]*pool{}}
+	if c.timeout <= 0 {
+		c.timeout = time.Second
+	}
+	c.backup = time.Duration(conf.BackupRequest) * time.Millisecond
+	for _, rs := range shards {
+		for _, a := range rs {
+			if c.pools[a] == nil {
+				c.pools[a] = &pool{addr: a, idle: make(chan *Conn, 64)}
+			}
+		}
+	}
+	return c, nil
+}
+
+// Close closes idle connections.
+func (c *Client) Close() {
+	for _, p := range c.pools {
+		p.close()
+	}
+}
+
+// Seek looks keys up: keys are split by key % shard, every shard is asked in
+// parallel, and results come back in request order. A failed shard is
+// retried on its other replicas (conf.Retry extra attempts); if it still
+// fails its keys are marked Failed and the error says so. The version is the
+// greatest version string any shard reported, as in cube-api.
+func (c *Client) Seek(ctx context.Context, keys []uint64) ([]Result, string, error) {
+	n := uint64(len(c.shards))
+	perShard := make([][]uint64, n)
+	pos := make([][]int, n)
+	for i, k := range keys {
+		s := k % n
+		perShard[s] = append(perShard[s], k)
+		pos[s] = append(pos[s], i)
+	}
+	results := make([]Result, len(keys))
+	var (
+		wg       sync.WaitGroup
+		mu       sync.Mutex
+		failed   int
+		asked    int
+		version  string
+		firstErr error
+	)
+	for s := range perShard {
+		if len(perShard[s]) == 0 {
+			continue
+		}
+		asked++
+		wg.Add(1)
+		go func(s int) {
+			defer wg.Done()
+			vals, ver, err := c.seekShard(ctx, s, perShard[s])
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				failed++
+				if firstErr == nil {
+					firstErr = fmt.Errorf("shard %d: %w", s, err)
+				}
+				for _, p := range pos[s] {
+					results[p] = Result{Status: proto.StatusMiss, Failed: true}
+				}
+				return
+			}
+			version = max(version, ver)
+			for j, p := range pos[s] {
+				results[p] = Result{Status: vals[j].Status, Value: vals[j].Value}
+			}
+		}(s)
+	}
+	wg.Wait()
+	switch {
+	case failed == 0:
+		return results, version, nil
+	case failed == asked:
+		return results, version, fmt.Errorf("%w: %w", ErrAllShardsFailed, firstErr)
+	}
+	return results, version, fmt.Errorf("%w: %w", ErrSomeShardsFailed, firstErr)
+}
+
+// seekShard asks one shard, moving to the next replica after a failure.
+func (c *Client) seekShard(ctx context.Context, shard int, keys []uint64) ([]proto.Value, string, error) {
+	replicas := c.shards[shard]
+	first := int(c.rr.Add(1))
+	var errs []error
+	for attempt := 0; attempt <= max(c.conf.Retry, 0); attempt++ {
+		if err := ctx.Err(); err != nil {
+			errs = append(errs, err)
+			break
+		}
+		addr := replicas[(first+attempt)%len(replicas)]
+		var (
+			vals []proto.Value
+			ver  string
+			err  error
+		)
+		if c.backup > 0 && len(replicas) > 1 {
+			vals, ver, err = c.tryWithBackup(ctx, addr, replicas[(first+attempt+1)%len(replicas)], keys)
+		} else {
+			vals, ver, err = c.try(ctx, addr, keys)
+		}
+		if err == nil {
+			return vals, ver, nil
+		}
+		errs = append(errs, fmt.Errorf("%s: %w", addr, err))
+	}
+	return nil, "", errors.Join(errs...)
+}
+
+// tryWithBackup asks primary and, if it has not answered within the backup
+// delay, also backup; the first success wins (brpc's backup_request_ms).
+// The loser finishes on its own (bounded by the timeout) and its result is
+// dropped into the buffered channel.
+func (c *Client) tryWithBackup(ctx context.Context, primary, backup string, keys []uint64) ([]proto.Value, string, error) {
+	type result struct {
+		vals []proto.Value
+		ver  string
+		err  error
+	}
+	ch := make(chan result, 2)
+	ask := func(addr string) {
+		v, s, err := c.try(ctx, addr, keys)
+		ch <- result{v, s, err}
+	}
+	go ask(primary)
+	timer := time.NewTimer(c.backup)
+	defer timer.Stop()
+	pending := 1
+	select {
+	case r := <-ch:
+		return r.vals, r.ver, r.err
+	case <-timer.C:
+		go ask(backup)
+		pending++
+	}
+	var errs []error
+	for ; pending > 0; pending-- {
+		r := <-ch
+		if r.err == nil {
+			return r.vals, r.ver, nil
+		}
+		errs = append(errs, r.err)
+	}
+	return nil, "", errors.Join(errs...)
+}
+
+func (c *Client) try(ctx context.Context, addr string, keys []uint64) ([]proto.Value, string, error) {
+	p := c.pools[addr]
+	conn, err := p.get(c.timeout)
+	if err != nil {
+		return nil, "", err
+	}
+	deadline := time.Now().Add(c.timeout)
+	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
+		deadline = d
+	}
+	vals, ver, err := conn.Seek(keys, true, deadline)
+	if err != nil {
+		conn.Close()
+		return nil, "", err
+	}
+	// Values alias the connection buffer: copy before returning it.
+	out := make([]proto.Value, len(vals))
+	size := 0
+	for _, v := range vals {
+		size += len(v.Value)
+	}
+	arena := make([]byte, 0, size)
+	for i, v := range vals {
+		start := len(arena)
+		arena = append(arena, v.Value...)
+		out[i] = proto.Value{Status: v.Status, Value: arena[start:len(arena):len(arena)]}
+	}
+	p.put(conn)
+	return out, ver, nil
+}
+
+type pool struct {
+	addr string
+	idle chan *Conn
+}
+
+func (p *pool) get(timeout time.Duration) (*Conn, error) {
+	select {
+	case c := <-p.idle:
+		return c, nil
+	default:
+		return Dial(p.addr, timeout)
+	}
+}
+
+func (p *pool) put(c *Conn) {
+	select {
+	case p.idle <- c:
+	default:
+		c.Close()
+	}
+}
+
+func (p *pool) close() {
+	for {
+		select {
+		case c := <-p.idle:
+			c.Close()
+		default:
+			return
+		}
+	}
+}

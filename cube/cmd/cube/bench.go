@@ -1,0 +1,50 @@
+package main
+
+import (
+	"context"
+	"io"
+	"os"
+	"os/signal"
+	"runtime/pprof"
+	"syscall"
+
+	"github.com/elasticctr/terraform-provider-ctr/cube/bench"
+)
+
+func runBench(args []string, stdout, stderr io.Writer) error {
+	fs := flags("bench", "--against redis --keys N --value-size B --batch K --duration D", stdout, stderr)
+	var o bench.Options
+	fs.StringVar(&o.Against, "against", "redis", "competitor: `redis` (Debian's redis-server, started on 127.0.0.1)")
+	fs.IntVar(&o.Keys, "keys", 1_000_000, "distinct keys `N` loaded into both")
+	fs.IntVar(&o.ValueSize, "value-size", 40, "value size in `bytes` (>= 8)")
+	fs.IntVar(&o.Batch, "batch", 1000, "keys per request `K` (cube seek / Redis MGET)")
+	fs.DurationVar(&o.Duration, "duration", 10e9, "measuring time `D` per system (after a warm-up of D/10, at most 2s)")
+	fs.IntVar(&o.Conns, "conns", 8, "client connections `C`, one goroutine each")
+	fs.StringVar(&o.RedisServer, "redis-server", "", "redis-server `path` (default: from PATH)")
+	fs.StringVar(&o.WorkDir, "work-dir", "", "keep generated data in this `directory` (default: a removed temp dir)")
+	fs.BoolVar(&o.InMemory, "server-in-memory", false, "run the cube server with --in-memory (huge-page copy instead of the file mapping)")
+	serverProfile := fs.String("server-cpuprofile", "", "pass --cpuprofile `file` to the cube server under test")
+	cpuProfile := fs.String("cpuprofile", "", "write the load generator's CPU profile to this `file`")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			return err
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer func() {
+			pprof.StopCPUProfile()
+			f.Close()
+		}()
+	}
+	if *serverProfile != "" {
+		o.ServerArgs = append(o.ServerArgs, "--cpuprofile", *serverProfile)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return bench.Run(ctx, o, stdout)
+}

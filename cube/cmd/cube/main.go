@@ -1,0 +1,308 @@
+// Command cube builds, serves and queries cube dictionaries, Paddle
+// Serving's sparse-parameter store. Run "cube help" for the subcommands.
+package main
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"net"
+	"os"
+	"os/signal"
+	"runtime/pprof"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/elasticctr/terraform-provider-ctr/cube/build"
+	"github.com/elasticctr/terraform-provider-ctr/cube/client"
+	"github.com/elasticctr/terraform-provider-ctr/cube/proto"
+	"github.com/elasticctr/terraform-provider-ctr/cube/server"
+)
+
+// version is set by the release build (-ldflags "-X main.version=...").
+var version = "dev"
+
+type command struct {
+	name, summary string
+	run           func(args []string, stdout, stderr io.Writer) error
+}
+
+func commands() []command {
+	return []command{
+		{"build", "turn SequenceFiles into shard dictionaries and publish a version", runBuild},
+		{"server", "serve one shard over baidu_std and HTTP on one port", runServer},
+		{"seek", "look keys up through cube.conf or one server", runSeek},
+		{"bench", "benchmark a cube server against Redis MGET", runBench},
+		{"version", "print the version", runVersion},
+	}
+}
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" || args[0] == "-help" {
+		if len(args) > 1 {
+			return run([]string{args[1], "--help"}, stdout, stderr)
+		}
+		usage(stdout)
+		if len(args) == 0 {
+			return 2
+		}
+		return 0
+	}
+	for _, c := range commands() {
+		if c.name == args[0] {
+			err := c.run(args[1:], stdout, stderr)
+			switch {
+			case err == nil || errors.Is(err, flag.ErrHelp):
+				return 0
+			case errors.Is(err, errUsage):
+				return 2
+			}
+			fmt.Fprintf(stderr, "cube %s: %v\n", c.name, err)
+			return 1
+		}
+	}
+	fmt.Fprintf(stderr, "cube: unknown command %q\n\n", args[0])
+	usage(stderr)
+	return 2
+}
+
+var errUsage = errors.New("usage")
+
+func usage(w io.Writer) {
+	fmt.Fprintf(w, "Usage: cube <command> [flags]\n\nCommands:\n")
+	for _, c := range commands() {
+		fmt.Fprintf(w, "  %-8s %s\n", c.name, c.summary)
+	}
+	fmt.Fprintf(w, "  %-8s %s\n\nRun \"cube <command> --help\" for a command's flags.\n", "help", "show this help, or a command's with \"cube help <command>\"")
+}
+
+// flags makes a FlagSet whose errors and help go to stderr/stdout.
+func flags(name, synopsis string, stdout, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet("cube "+name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fs.SetOutput(stdout)
+		fmt.Fprintf(stdout, "Usage: cube %s %s\n", name, synopsis)
+		n := 0
+		fs.VisitAll(func(*flag.Flag) { n++ })
+		if n > 0 {
+			fmt.Fprintf(stdout, "\nFlags:\n")
+			fs.PrintDefaults()
+		}
+		fs.SetOutput(stderr)
+	}
+	return fs
+}
+
+func parse(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return errUsage
+	}
+	return nil
+}
+
+func logger(w io.Writer, level string) *slog.Logger {
+	var l slog.Level
+	_ = l.UnmarshalText([]byte(level))
+	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: l}))
+}
+
+func runVersion(args []string, stdout, stderr io.Writer) error {
+	fs := flags("version", "", stdout, stderr)
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "cube %s\n", version)
+	return nil
+}
+
+func runBuild(args []string, stdout, stderr io.Writer) error {
+	fs := flags("build", "--input DIR --output DIR --shards N --dict NAME [--base VERSION]", stdout, stderr)
+	var o build.Options
+	fs.StringVar(&o.Input, "input", "", "SequenceFile `file or directory` (part files, read recursively; names starting with . or _ are skipped)")
+	fs.StringVar(&o.Output, "output", "", "`directory` of published versions; the new one appears there as <version>/ by rename")
+	fs.IntVar(&o.Shards, "shards", 0, "number of shards `N`; a key goes to shard key % N")
+	fs.StringVar(&o.Dict, "dict", "", "dictionary `name` (cube.conf dict_name)")
+	fs.StringVar(&o.Base, "base", "", "make a delta: the base `VERSION` under --output that this input patches (upsert)")
+	fs.StringVar(&o.Version, "version", "", "version name (default <unix seconds>, or <depend>_<unix seconds> for a delta)")
+	fs.BoolVar(&o.Seq.KeyBigEndian, "key-big-endian", false, "decode 12-byte BytesWritable keys as big-endian (Java order) instead of little-endian")
+	logLevel := fs.String("log-level", "info", "log level: debug, info, warn, error")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	o.Log = logger(stderr, *logLevel)
+	m, err := build.Build(o)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "%s\n", m.Version)
+	return nil
+}
+
+func runServer(args []string, stdout, stderr io.Writer) error {
+	fs := flags("server", "--data DIR --shard I --listen HOST:PORT", stdout, stderr)
+	var o server.Options
+	fs.StringVar(&o.DataDir, "data", "", "`directory` of published versions; the newest complete one holding the shard is served")
+	fs.IntVar(&o.Shard, "shard", 0, "shard index `I` to serve")
+	listen := fs.String("listen", "127.0.0.1:8027", "`HOST:PORT` for baidu_std and HTTP")
+	fs.IntVar(&o.MaxFrameSize, "max-frame-size", 64<<20, "largest baidu_std frame body in `bytes`")
+	fs.IntVar(&o.MaxKeys, "max-keys", 100_000, "most keys in one seek request")
+	fs.IntVar(&o.MaxConns, "max-conns", 10_000, "most concurrent client connections")
+	fs.IntVar(&o.MaxValueSize, "max-value-size", 0, "answer values larger than this many `bytes` as misses (1024 = Paddle's cube; 0 = no limit)")
+	fs.BoolVar(&o.InMemory, "in-memory", false, "copy dictionaries into huge-page-backed memory instead of serving them from a read-only file mapping")
+	tokenFile := fs.String("control-token-file", "", "require \"Authorization: Bearer <token>\" on /ControlService/cmd, the token read from this `file` (default: no auth, as Paddle's agent expects)")
+	logLevel := fs.String("log-level", "info", "log level: debug, info, warn, error")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile to this `file` until the server stops (for benchmarking)")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			return err
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer func() {
+			pprof.StopCPUProfile()
+			f.Close()
+		}()
+	}
+	if o.DataDir == "" {
+		return errors.New("--data is required")
+	}
+	if *tokenFile != "" {
+		b, err := os.ReadFile(*tokenFile)
+		if err != nil {
+			return err
+		}
+		if o.ControlToken = strings.TrimSpace(string(b)); o.ControlToken == "" {
+			return fmt.Errorf("control token file %q is empty", *tokenFile)
+		}
+	}
+	o.Log = logger(stderr, *logLevel)
+	srv, _ := server.New(o) // load problems are logged; an empty shard still serves
+	ln, err := net.Listen("tcp", *listen)
+	if err != nil {
+		return err
+	}
+	o.Log.Info("listening", "addr", ln.Addr().String(), "shard", o.Shard, "version", version)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		srv.Close()
+		return err
+	case <-ctx.Done():
+	}
+	o.Log.Info("shutting down: finishing requests in flight (at most 10s)")
+	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	err = srv.Shutdown(sctx)
+	<-errc
+	return err
+}
+
+func runSeek(args []string, stdout, stderr io.Writer) error {
+	fs := flags("seek", "(--conf cube.conf [--dict NAME] | --addr HOST:PORT) KEY...", stdout, stderr)
+	conf := fs.String("conf", "", "Paddle Serving `cube.conf` to route keys by key % shard")
+	dict := fs.String("dict", "", "dict_name in --conf (default: the first entry)")
+	addr := fs.String("addr", "", "ask the one server at `HOST:PORT` (all keys)")
+	timeout := fs.Duration("timeout", 3*time.Second, "overall timeout")
+	format := fs.String("format", "base64", "value format: base64, hex, or float32 (little-endian floats, as Paddle's embeddings)")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if (*conf == "") == (*addr == "") {
+		fmt.Fprintln(stderr, "exactly one of --conf and --addr is required")
+		return errUsage
+	}
+	var keys []uint64
+	for _, a := range fs.Args() {
+		k, err := strconv.ParseUint(a, 10, 64)
+		if err != nil {
+			return fmt.Errorf("key %q: not a uint64", a)
+		}
+		keys = append(keys, k)
+	}
+	if len(keys) == 0 {
+		fmt.Fprintln(stderr, "no keys given")
+		return errUsage
+	}
+	render, ok := valueFormats[*format]
+	if !ok {
+		fmt.Fprintf(stderr, "--format %q: want base64, hex or float32\n", *format)
+		return errUsage
+	}
+	dc := client.DictConf{DictName: "direct", Shard: 1, Type: "ipport_list", Timeout: int(timeout.Milliseconds()), Nodes: []client.Node{{IPPortList: *addr}}}
+	if *conf != "" {
+		confs, err := client.LoadConf(*conf)
+		if err != nil {
+			return err
+		}
+		found := false
+		for _, c := range confs {
+			if *dict == "" || c.DictName == *dict {
+				dc, found = c, true
+				break
+			}
+		}
+		if !found {
+			return fmt.Errorf("dict %q not in %s", *dict, *conf)
+		}
+	}
+	cl, err := client.New(dc)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
+	defer cancel()
+	res, ver, err := cl.Seek(ctx, keys)
+	fmt.Fprintf(stdout, "# version %s\n", ver)
+	for i, r := range res {
+		switch {
+		case r.Failed:
+			fmt.Fprintf(stdout, "%d\tFAILED\n", keys[i])
+		case r.Status == proto.StatusMiss:
+			fmt.Fprintf(stdout, "%d\tMISS\n", keys[i])
+		default:
+			fmt.Fprintf(stdout, "%d\t%s\n", keys[i], render(r.Value))
+		}
+	}
+	return err
+}
+
+var valueFormats = map[string]func([]byte) string{
+	"base64": base64.StdEncoding.EncodeToString,
+	"hex":    hex.EncodeToString,
+	"float32": func(b []byte) string {
+		if len(b)%4 != 0 {
+			return "(" + strconv.Itoa(len(b)) + " bytes, not float32s) " + hex.EncodeToString(b)
+		}
+		parts := make([]string, len(b)/4)
+		for i := range parts {
+			parts[i] = strconv.FormatFloat(float64(math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))), 'g', -1, 32)
+		}
+		return strings.Join(parts, " ")
+	},
+}

@@ -1,0 +1,612 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/colinmarc/sequencefile"
+
+	"github.com/elasticctr/terraform-provider-ctr/cube/client"
+	"github.com/elasticctr/terraform-provider-ctr/cube/layout"
+	"github.com/elasticctr/terraform-provider-ctr/cube/proto"
+	"github.com/elasticctr/terraform-provider-ctr/cube/seqfile"
+	"github.com/elasticctr/terraform-provider-ctr/cube/server"
+)
+
+var cubeBin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "cube-bin-")
+	if err != nil {
+		panic(err)
+	}
+	cubeBin = filepath.Join(dir, "cube")
+	out, err := exec.Command("go", "build", "-o", cubeBin, ".").CombinedOutput()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "building cube: %v\n%s", err, out)
+		os.RemoveAll(dir)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+func cube(t *testing.T, args ...string) string {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	cmd := exec.Command(cubeBin, args...)
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("cube %s: %v\nstdout: %s\nstderr: %s", strings.Join(args, " "), err, stdout.String(), stderr.String())
+	}
+	return stdout.String()
+}
+
+// startServer runs "cube server" on a kernel-chosen loopback port and stops
+// it by PID when the test ends.
+func startServer(t *testing.T, data string, shard int, extra ...string) string {
+	t.Helper()
+	args := append([]string{"server", "--data", data, "--shard", fmt.Sprint(shard), "--listen", "127.0.0.1:0"}, extra...)
+	cmd := exec.Command(cubeBin, args...)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(os.Interrupt)
+		done := make(chan struct{})
+		go func() { cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+		}
+	})
+	addrCh := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		sent := false
+		for sc.Scan() {
+			var rec struct{ Msg, Addr string }
+			if json.Unmarshal(sc.Bytes(), &rec) == nil && rec.Msg == "listening" && !sent {
+				addrCh <- rec.Addr
+				sent = true
+			}
+			if testing.Verbose() {
+				t.Logf("server %d: %s", shard, sc.Text())
+			}
+		}
+	}()
+	select {
+	case a := <-addrCh:
+		return a
+	case <-time.After(20 * time.Second):
+		t.Fatal("server did not start")
+	}
+	return ""
+}
+
+func val(k uint64, gen byte, size int) []byte {
+	v := make([]byte, size)
+	binary.LittleEndian.PutUint64(v, k)
+	for i := 8; i < size; i++ {
+		v[i] = gen
+	}
+	return v
+}
+
+func writePaddle(t *testing.T, dir string, parts int, keys []uint64, value func(uint64) []byte) {
+	t.Helper()
+	os.MkdirAll(dir, 0o755)
+	for p := 0; p < parts; p++ {
+		f, err := os.Create(filepath.Join(dir, fmt.Sprintf("part-%05d", p)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		w, _ := seqfile.NewWriter(f, [16]byte{0xc0, byte(p)})
+		for i := p; i < len(keys); i += parts {
+			if err := w.Append(keys[i], value(keys[i])); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+	}
+}
+
+func writeHadoop(t *testing.T, dir string, keys []uint64, value func(uint64) []byte) {
+	t.Helper()
+	os.MkdirAll(dir, 0o755)
+	f, err := os.Create(filepath.Join(dir, "part-r-00000"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	w, err := sequencefile.NewWriter(&sequencefile.WriterConfig{
+		Writer: f, KeyClass: sequencefile.LongWritableClassName, ValueClass: sequencefile.BytesWritableClassName,
+		Compression: sequencefile.BlockCompression, CompressionCodec: sequencefile.GzipCompression,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range keys {
+		if err := w.Append(int64(k), value(k)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func httpSeek(t *testing.T, addr string, keys []uint64) server.SeekResponse {
+	t.Helper()
+	body, _ := json.Marshal(server.SeekRequest{Keys: keys, VersionRequired: true})
+	resp, err := http.Post("http://"+addr+"/DictService/seek", "application/json", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var out server.SeekResponse
+	if resp.StatusCode != 200 {
+		b, _ := io.ReadAll(resp.Body)
+		t.Fatalf("HTTP seek: %s: %s", resp.Status, b)
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func control(addr string, body string) (int, string, error) {
+	resp, err := http.Post("http://"+addr+"/ControlService/cmd", "application/json", strings.NewReader(body))
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, strings.TrimSpace(string(b)), nil
+}
+
+// TestEndToEnd builds from Paddle-layout and Hadoop-layout input, serves two
+// shards as processes and compares every value over baidu_std, HTTP and the
+// seek command.
+func TestEndToEnd(t *testing.T) {
+	dir := t.TempDir()
+	var keys []uint64
+	for k := uint64(0); k < 3000; k++ {
+		keys = append(keys, k*7919)
+	}
+	// Hadoop patch: three new keys (one above 2^63, beyond float64 precision in JSON), two overwrites.
+	hkeys := []uint64{1 << 40, 1<<40 + 1, 18446744073709551557, 5, 7919}
+	paddleVal := func(k uint64) []byte { return val(k, 1, 8+int(k%50)) }
+	hadoopVal := func(k uint64) []byte { return val(k, 2, 40) }
+	writePaddle(t, filepath.Join(dir, "paddle"), 3, keys, paddleVal)
+	writeHadoop(t, filepath.Join(dir, "hadoop"), hkeys, hadoopVal)
+	data := filepath.Join(dir, "data")
+	base := strings.TrimSpace(cube(t, "build", "--input", filepath.Join(dir, "paddle"), "--output", data, "--shards", "2", "--dict", "test_dict"))
+	delta := strings.TrimSpace(cube(t, "build", "--input", filepath.Join(dir, "hadoop"), "--output", data, "--shards", "2", "--dict", "test_dict", "--base", base))
+	if !strings.HasPrefix(delta, base+"_") {
+		t.Fatalf("delta version %q does not depend on %q", delta, base)
+	}
+	want := map[uint64][]byte{}
+	for _, k := range keys {
+		want[k] = paddleVal(k)
+	}
+	for _, k := range hkeys {
+		want[k] = hadoopVal(k)
+	}
+	all := append(append([]uint64{}, keys...), 1<<40, 1<<40+1, 18446744073709551557, 3, 1<<62, 18446744073709551556) // the last three are misses
+	addrs := []string{startServer(t, data, 0), startServer(t, data, 1)}
+
+	conf := filepath.Join(dir, "cube.conf")
+	os.WriteFile(conf, fmt.Appendf(nil, `[{"dict_name":"test_dict","shard":2,"dup":1,"timeout":2000,"retry":1,"backup_request":0,"type":"ipport_list",
+	  "nodes":[{"ipport_list":"list://%s"},{"ipport_list":"list://%s"}]}]`, addrs[0], addrs[1]), 0o644)
+	confs, err := client.LoadConf(conf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl, err := client.New(confs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	res, ver, err := cl.Seek(context.Background(), all)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ver != delta {
+		t.Errorf("version %q, want %q", ver, delta)
+	}
+	for i, k := range all {
+		w, ok := want[k]
+		if res[i].Found() != ok || !bytes.Equal(res[i].Value, w) {
+			t.Fatalf("baidu_std key %d: found=%v value=%x, want found=%v %x", k, res[i].Found(), res[i].Value, ok, w)
+		}
+		if !ok && res[i].Status != proto.StatusMiss {
+			t.Fatalf("miss status %d", res[i].Status)
+		}
+	}
+	// HTTP, shard by shard.
+	for s, addr := range addrs {
+		var sk []uint64
+		for _, k := range all {
+			if k%2 == uint64(s) {
+				sk = append(sk, k)
+			}
+		}
+		hr := httpSeek(t, addr, sk)
+		if hr.Version == nil || *hr.Version != delta || len(hr.Values) != len(sk) {
+			t.Fatalf("HTTP shard %d: version %v, %d values", s, hr.Version, len(hr.Values))
+		}
+		for i, k := range sk {
+			w, ok := want[k]
+			if (hr.Values[i].Status == 0) != ok || !bytes.Equal(hr.Values[i].Value, w) {
+				t.Fatalf("HTTP key %d: status %d value %x, want %x", k, hr.Values[i].Status, hr.Values[i].Value, w)
+			}
+		}
+	}
+	// The CLI, through cube.conf and directly.
+	out := cube(t, "seek", "--conf", conf, "5", "3", fmt.Sprint(1<<40+1))
+	if !strings.Contains(out, "# version "+delta) || !strings.Contains(out, "3\tMISS") || strings.Count(out, "\n") != 4 {
+		t.Fatalf("seek output:\n%s", out)
+	}
+	out = cube(t, "seek", "--addr", addrs[0], "0")
+	if !strings.Contains(out, "0\tAAAAAAAAAAA") {
+		t.Fatalf("seek --addr output:\n%s", out)
+	}
+	out = cube(t, "seek", "--addr", addrs[1], "--format", "hex", "7919")
+	if !strings.Contains(out, "7919\t"+hex.EncodeToString(hadoopVal(7919))) {
+		t.Fatalf("seek --format hex output:\n%s", out)
+	}
+	// Health and metrics.
+	resp, err := http.Get("http://" + addrs[0] + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mb, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, m := range []string{"cube_requests_total", "cube_keys_total", "cube_key_misses_total", "cube_request_duration_seconds_bucket", `cube_dict_info{shard="0",slot="current",version="` + delta + `"} 1`, "cube_dict_bytes_mapped"} {
+		if !bytes.Contains(mb, []byte(m)) {
+			t.Errorf("metrics lack %s", m)
+		}
+	}
+	if code, body, _ := control(addrs[0], `{"cmd":"status"}`); code != 200 || !strings.Contains(body, `"cur_version":"`+delta+`"`) {
+		t.Errorf("status: %d %s", code, body)
+	}
+}
+
+// TestSwapUnderLoad swaps versions while clients hammer the server over
+// baidu_std and HTTP: no request may fail, every response must come from one
+// version, and a corrupted version must be refused while the old one serves.
+func TestSwapUnderLoad(t *testing.T) {
+	dir := t.TempDir()
+	var keys []uint64
+	for k := uint64(0); k < 2000; k++ {
+		keys = append(keys, k)
+	}
+	data := filepath.Join(dir, "data")
+	build := func(gen byte, version string) {
+		in := filepath.Join(dir, "in", version)
+		writePaddle(t, in, 1, keys, func(k uint64) []byte { return val(k, gen, 40) })
+		cube(t, "build", "--input", in, "--output", data, "--shards", "1", "--dict", "d", "--version", version)
+	}
+	build(1, "100")
+	addr := startServer(t, data, 0)
+
+	var (
+		stop     atomic.Bool
+		requests atomic.Int64
+		wg       sync.WaitGroup
+		mu       sync.Mutex
+		failures []string
+		gensSeen = map[byte]bool{}
+	)
+	fail := func(f string, a ...any) {
+		mu.Lock()
+		failures = append(failures, fmt.Sprintf(f, a...))
+		mu.Unlock()
+	}
+	check := func(vals []proto.Value, batch []uint64) {
+		gen := byte(0)
+		for i, v := range vals {
+			if v.Status != 0 || len(v.Value) != 40 || binary.LittleEndian.Uint64(v.Value) != batch[i] {
+				fail("key %d: bad value %x status %d", batch[i], v.Value, v.Status)
+				return
+			}
+			if gen == 0 {
+				gen = v.Value[39]
+			} else if v.Value[39] != gen {
+				fail("one response mixes versions %d and %d", gen, v.Value[39])
+				return
+			}
+		}
+		mu.Lock()
+		gensSeen[gen] = true
+		mu.Unlock()
+	}
+	for w := 0; w < 4; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			c, err := client.Dial(addr, time.Second)
+			if err != nil {
+				fail("dial: %v", err)
+				return
+			}
+			defer c.Close()
+			if w%2 == 1 {
+				c.Service = proto.DictServiceShort
+			}
+			for i := 0; !stop.Load(); i++ {
+				batch := keys[(i*37)%1500 : (i*37)%1500+500]
+				vals, _, err := c.Seek(batch, false, time.Now().Add(5*time.Second))
+				if err != nil {
+					fail("seek: %v", err)
+					return
+				}
+				check(vals, batch)
+				requests.Add(1)
+			}
+		}(w)
+	}
+	wg.Add(1)
+	go func() { // HTTP load
+		defer wg.Done()
+		for !stop.Load() {
+			body, _ := json.Marshal(server.SeekRequest{Keys: keys[:100]})
+			resp, err := http.Post("http://"+addr+"/DictService/seek", "application/json", bytes.NewReader(body))
+			if err != nil {
+				fail("http: %v", err)
+				return
+			}
+			var sr server.SeekResponse
+			err = json.NewDecoder(resp.Body).Decode(&sr)
+			resp.Body.Close()
+			if err != nil || resp.StatusCode != 200 {
+				fail("http: %d %v", resp.StatusCode, err)
+				return
+			}
+			vals := make([]proto.Value, len(sr.Values))
+			for i, v := range sr.Values {
+				vals[i] = proto.Value{Status: v.Status, Value: v.Value}
+			}
+			check(vals, keys[:100])
+			requests.Add(1)
+		}
+	}()
+
+	time.Sleep(200 * time.Millisecond)
+	for round, v := range []string{"200", "300", "400"} {
+		build(byte(round+2), v)
+		cmd := `{"cmd":"reload_base","version_path":"/` + v + `"}`
+		if round == 1 {
+			// The agent's way: background load, then enable, then unload.
+			if code, body, err := control(addr, `{"cmd":"bg_load_base","version_path":"/`+v+`"}`); err != nil || code != 200 {
+				t.Fatalf("bg_load_base: %d %s %v", code, body, err)
+			}
+			cmd = `{"cmd":"enable","version":"` + v + `"}`
+		}
+		if code, body, err := control(addr, cmd); err != nil || code != 200 || body != "null" {
+			t.Fatalf("%s: %d %s %v", cmd, code, body, err)
+		}
+		control(addr, `{"cmd":"bg_unload"}`)
+		time.Sleep(150 * time.Millisecond)
+	}
+	// A corrupted version is refused by checksum; 400 keeps serving.
+	build(9, "500")
+	p := filepath.Join(data, "500", layout.ShardFile(0))
+	b, _ := os.ReadFile(p)
+	b[len(b)-3] ^= 0xff
+	os.WriteFile(p, b, 0o644)
+	code, body, _ := control(addr, `{"cmd":"reload_base","version_path":"/500"}`)
+	if code != 500 || !strings.Contains(body, "checksum") {
+		t.Fatalf("corrupted reload: %d %s", code, body)
+	}
+	time.Sleep(150 * time.Millisecond)
+	stop.Store(true)
+	wg.Wait()
+	if len(failures) > 0 {
+		t.Fatalf("%d failures, first: %s", len(failures), failures[0])
+	}
+	if code, body, _ := control(addr, `{"cmd":"status"}`); code != 200 || !strings.Contains(body, `"cur_version":"400"`) {
+		t.Fatalf("status after refused reload: %d %s", code, body)
+	}
+	for _, g := range []byte{1, 2, 3, 4} {
+		if !gensSeen[g] {
+			t.Errorf("no response saw version generation %d (seen %v)", g, gensSeen)
+		}
+	}
+	if gensSeen[9] {
+		t.Error("a response came from the corrupted version")
+	}
+	t.Logf("%d requests, zero failures", requests.Load())
+	// Bad control input.
+	if code, _, _ := control(addr, `{not json`); code != 400 {
+		t.Errorf("bad JSON: %d, want 400", code)
+	}
+	if code, _, _ := control(addr, `{"cmd":"enable","version":"nope"}`); code != 500 {
+		t.Errorf("enable unknown: %d, want 500", code)
+	}
+}
+
+// TestMalformedFrameClosesOnlyItsConnection sends garbage on one connection
+// and checks that another keeps working, and that limits are enforced.
+func TestMalformedFrameClosesOnlyItsConnection(t *testing.T) {
+	dir := t.TempDir()
+	data := filepath.Join(dir, "data")
+	writePaddle(t, filepath.Join(dir, "in"), 1, []uint64{1, 2, 3}, func(k uint64) []byte { return val(k, 1, 16) })
+	cube(t, "build", "--input", filepath.Join(dir, "in"), "--output", data, "--shards", "1", "--dict", "d")
+	addr := startServer(t, data, 0, "--max-keys", "10", "--max-frame-size", "4096")
+	good, err := client.Dial(addr, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer good.Close()
+	if _, _, err := good.Seek([]uint64{1}, false, time.Now().Add(time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	for _, garbage := range [][]byte{
+		[]byte("PRPC\xff\xff\xff\xff\x00\x00\x00\x00"),                           // over --max-frame-size
+		[]byte("PRPC\x00\x00\x00\x04\x00\x00\x00\x08garbage!"),                   // meta larger than body
+		append([]byte("PRPC\x00\x00\x00\x03\x00\x00\x00\x03"), 0xff, 0xff, 0xff), // bad protobuf
+	} {
+		bad, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		bad.Write(garbage)
+		bad.SetReadDeadline(time.Now().Add(3 * time.Second))
+		if n, err := bad.Read(make([]byte, 100)); err == nil {
+			t.Errorf("garbage %q: got %d bytes instead of a closed connection", garbage, n)
+		}
+		bad.Close()
+	}
+	vals, _, err := good.Seek([]uint64{1, 2, 99}, false, time.Now().Add(time.Second))
+	if err != nil || len(vals) != 3 || vals[2].Status != proto.StatusMiss {
+		t.Fatalf("good connection after garbage: %v %v", vals, err)
+	}
+	many := make([]uint64, 11)
+	if _, _, err := good.Seek(many, false, time.Now().Add(time.Second)); err == nil || !strings.Contains(err.Error(), "max-keys") {
+		t.Fatalf("11 keys with --max-keys 10: err = %v", err)
+	}
+	good.Service = "rec.mcube.Nope"
+	if _, _, err := good.Seek([]uint64{1}, false, time.Now().Add(time.Second)); err == nil || !strings.Contains(err.Error(), "1001") {
+		t.Fatalf("unknown service: err = %v", err)
+	}
+}
+
+func TestHelp(t *testing.T) {
+	for _, c := range []string{"build", "server", "seek", "bench", "version"} {
+		out := cube(t, c, "--help")
+		if !strings.Contains(out, "Usage: cube "+c) {
+			t.Errorf("cube %s --help:\n%s", c, out)
+		}
+	}
+	if out := cube(t, "help"); !strings.Contains(out, "Commands:") {
+		t.Errorf("cube help:\n%s", out)
+	}
+	if out := cube(t, "help", "build"); !strings.Contains(out, "--shards N") {
+		t.Errorf("cube help build:\n%s", out)
+	}
+	if err := exec.Command(cubeBin, "build", "--no-such-flag").Run(); err == nil {
+		t.Error("unknown flag accepted")
+	}
+	if out := cube(t, "version"); !strings.HasPrefix(out, "cube ") {
+		t.Errorf("cube version: %q", out)
+	}
+}
+
+// TestBenchSmoke runs a tiny benchmark end to end: both servers start, serve
+// correct values and are stopped, and the two ratio lines come last.
+func TestBenchSmoke(t *testing.T) {
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		t.Skip("redis-server not installed (make deps)")
+	}
+	out := cube(t, "bench", "--against", "redis", "--keys", "20000", "--value-size", "40", "--batch", "100", "--duration", "500ms", "--conns", "2")
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) < 2 || !strings.HasPrefix(lines[len(lines)-2], "ratio keys_per_s=") || !strings.HasPrefix(lines[len(lines)-1], "ratio cpu_per_mkey=") {
+		t.Fatalf("bench output does not end with the ratio lines:\n%s", out)
+	}
+	for _, want := range []string{"requests/s", "keys/s", "p50 latency", "p99 latency", "server CPU s/Mkey", "in-process dictionary lookups"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("bench output lacks %q", want)
+		}
+	}
+	t.Log("\n" + out)
+}
+
+// TestMaxConns checks that connections beyond --max-conns are closed at
+// accept while the admitted ones keep working.
+func TestMaxConns(t *testing.T) {
+	dir := t.TempDir()
+	data := filepath.Join(dir, "data")
+	writePaddle(t, filepath.Join(dir, "in"), 1, []uint64{1}, func(k uint64) []byte { return val(k, 1, 16) })
+	cube(t, "build", "--input", filepath.Join(dir, "in"), "--output", data, "--shards", "1", "--dict", "d")
+	addr := startServer(t, data, 0, "--max-conns", "2")
+	var conns []*client.Conn
+	for i := 0; i < 2; i++ {
+		c, err := client.Dial(addr, time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		if _, _, err := c.Seek([]uint64{1}, false, time.Now().Add(2*time.Second)); err != nil {
+			t.Fatalf("admitted connection %d: %v", i, err)
+		}
+		conns = append(conns, c)
+	}
+	extra, err := client.Dial(addr, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer extra.Close()
+	if _, _, err := extra.Seek([]uint64{1}, false, time.Now().Add(2*time.Second)); err == nil {
+		t.Fatal("third connection served with --max-conns 2")
+	}
+	if _, _, err := conns[0].Seek([]uint64{1}, false, time.Now().Add(2*time.Second)); err != nil {
+		t.Fatalf("admitted connection after rejection: %v", err)
+	}
+}
+
+func TestControlToken(t *testing.T) {
+	dir := t.TempDir()
+	data := filepath.Join(dir, "data")
+	writePaddle(t, filepath.Join(dir, "in"), 1, []uint64{1}, func(k uint64) []byte { return val(k, 1, 16) })
+	cube(t, "build", "--input", filepath.Join(dir, "in"), "--output", data, "--shards", "1", "--dict", "d")
+	tok := filepath.Join(dir, "token")
+	os.WriteFile(tok, []byte("s3cret\n"), 0o600)
+	addr := startServer(t, data, 0, "--control-token-file", tok)
+	if code, _, _ := control(addr, `{"cmd":"status"}`); code != http.StatusUnauthorized {
+		t.Fatalf("no token: %d, want 401", code)
+	}
+	req, _ := http.NewRequest("POST", "http://"+addr+"/ControlService/cmd", strings.NewReader(`{"cmd":"status"}`))
+	req.Header.Set("Authorization", "Bearer s3cret")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("with token: %d", resp.StatusCode)
+	}
+	// Seeks need no token.
+	if hr := httpSeek(t, addr, []uint64{1}); len(hr.Values) != 1 || hr.Values[0].Status != 0 {
+		t.Fatalf("seek: %+v", hr)
+	}
+}
+
+func TestFloat32Format(t *testing.T) {
+	b := make([]byte, 8)
+	binary.LittleEndian.PutUint32(b, 0x3f000000)     // 0.5
+	binary.LittleEndian.PutUint32(b[4:], 0xbf800000) // -1
+	if got := valueFormats["float32"](b); got != "0.5 -1" {
+		t.Fatalf("float32 format: %q", got)
+	}
+	if got := valueFormats["float32"](b[:3]); !strings.Contains(got, "not float32s") {
+		t.Fatalf("odd length: %q", got)
+	}
+}

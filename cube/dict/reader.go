@@ -1,0 +1,327 @@
+package dict
+
+import (
+	"encoding/binary"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"os"
+	"syscall"
+)
+
+// Options control Open. The zero value verifies everything.
+type Options struct {
+	// SkipVerify skips the section checksums and the structural pass over the
+	// index. The header is always validated. Only for files already verified
+	// by this process (e.g. right after writing them).
+	SkipVerify bool
+	// InMemory copies the file into anonymous memory backed by transparent
+	// huge pages (where the kernel allows MADV_HUGEPAGE) instead of mapping
+	// the file. Random lookups over a large file-backed mapping miss the TLB
+	// on almost every key; 2 MiB pages make those misses rare. The copy is
+	// made read-only after loading. Paddle's cube loads into memory too
+	// (--in_mem, its default).
+	InMemory bool
+}
+
+// Dict is an open, read-only dictionary. Get is safe for concurrent use;
+// Close must not race with Get (the server guards this with a refcount).
+type Dict struct {
+	path   string
+	data   []byte // the whole file, mapped PROT_READ
+	index  []byte
+	values []byte
+	slots  uint64
+	hdr    header
+}
+
+// Open maps the dictionary at path read-only and validates it.
+func Open(path string, opts Options) (*Dict, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("open dictionary %q: %w", path, err)
+	}
+	defer f.Close() // the mapping outlives the descriptor
+	st, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("open dictionary %q: %w", path, err)
+	}
+	size := st.Size()
+	if size < headerSize {
+		return nil, fmt.Errorf("open dictionary %q: %d bytes: %w", path, size, ErrTruncated)
+	}
+	if int64(int(size)) != size {
+		return nil, fmt.Errorf("open dictionary %q: too large to map", path)
+	}
+	var data []byte
+	if opts.InMemory {
+		data, err = loadAnon(f, int(size))
+	} else {
+		data, err = syscall.Mmap(int(f.Fd()), 0, int(size), syscall.PROT_READ, syscall.MAP_SHARED)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("map dictionary %q: %w", path, err)
+	}
+	d, err := newDict(path, data, opts)
+	if err != nil {
+		_ = syscall.Munmap(data)
+		return nil, fmt.Errorf("open dictionary %q: %w", path, err)
+	}
+	if !opts.InMemory {
+		// Lookups hit random pages; read-ahead would only evict useful ones.
+		_ = syscall.Madvise(data, syscall.MADV_RANDOM)
+	}
+	return d, nil
+}
+
+// hugePage is the transparent huge page size on x86-64 and arm64 (4 KiB
+// base pages).
+const hugePage = 2 << 20
+
+// loadAnon reads f into an anonymous mapping advised to use huge pages and
+// then write-protects it. The mapping is rounded up to whole huge pages;
+// the returned slice has the file's length (munmap rounds the same way).
+func loadAnon(f *os.File, size int) ([]byte, error) {
+	mapped := (size + hugePage - 1) &^ (hugePage - 1)
+	mem, err := syscall.Mmap(-1, 0, mapped, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_PRIVATE|syscall.MAP_ANON)
+	if err != nil {
+		return nil, err
+	}
+	_ = syscall.Madvise(mem, 14) // MADV_HUGEPAGE; ignored where THP is off
+	if _, err := io.ReadFull(f, mem[:size]); err != nil {
+		_ = syscall.Munmap(mem)
+		return nil, err
+	}
+	if err := syscall.Mprotect(mem, syscall.PROT_READ); err != nil {
+		_ = syscall.Munmap(mem)
+		return nil, err
+	}
+	return mem[:size], nil
+}
+
+// OpenBytes validates an in-memory dictionary image (used by tests and fuzzing).
+func OpenBytes(data []byte, opts Options) (*Dict, error) {
+	return newDict("", data, opts)
+}
+
+func newDict(path string, data []byte, opts Options) (*Dict, error) {
+	d := &Dict{path: path, data: data}
+	if err := d.hdr.unmarshal(data, uint64(len(data))); err != nil {
+		return nil, err
+	}
+	d.slots = d.hdr.slots
+	d.index = data[d.hdr.indexOffset:]
+	d.values = data[d.hdr.valuesOffset : d.hdr.valuesOffset+d.hdr.valuesSize]
+	if opts.SkipVerify {
+		return d, nil
+	}
+	if crc32.Checksum(d.index, castagnoli) != d.hdr.indexCRC {
+		return nil, fmt.Errorf("index section: %w", ErrChecksum)
+	}
+	if crc32.Checksum(d.values, castagnoli) != d.hdr.valuesCRC {
+		return nil, fmt.Errorf("values section: %w", ErrChecksum)
+	}
+	if err := d.checkIndex(); err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+// checkIndex makes sure every ref points at a whole record inside the values
+// section and that the entry count matches, so Get can never read out of
+// bounds nor probe forever.
+func (d *Dict) checkIndex() error {
+	var n uint64
+	for i := uint64(0); i < d.slots; i++ {
+		ref := binary.LittleEndian.Uint64(d.index[i*slotSize+8:])
+		if ref == 0 {
+			continue
+		}
+		n++
+		off := ref - 1
+		if off >= uint64(len(d.values)) {
+			return fmt.Errorf("slot %d: value offset %d beyond values section: %w", i, off, ErrTruncated)
+		}
+		l, w := binary.Uvarint(d.values[off:])
+		if w <= 0 || l > uint64(len(d.values))-off-uint64(w) {
+			return fmt.Errorf("slot %d: value record at %d overruns values section: %w", i, off, ErrTruncated)
+		}
+	}
+	if n != d.hdr.count {
+		return fmt.Errorf("index holds %d entries, header says %d: %w", n, d.hdr.count, ErrTruncated)
+	}
+	return nil
+}
+
+// Get appends the value of key to dst and reports whether the key exists.
+// It allocates only if dst lacks capacity.
+func (d *Dict) Get(dst []byte, key uint64) ([]byte, bool) {
+	v, ok := d.lookup(key)
+	if !ok {
+		return dst, false
+	}
+	return append(dst, v...), true
+}
+
+// Has reports whether key exists.
+func (d *Dict) Has(key uint64) bool {
+	_, ok := d.lookup(key)
+	return ok
+}
+
+// ValueSize returns the size of key's value without copying it.
+func (d *Dict) ValueSize(key uint64) (int, bool) {
+	v, ok := d.lookup(key)
+	return len(v), ok
+}
+
+// Lookup returns key's value without copying: the slice aliases the read-only
+// mapping and must not be used after Close (the server holds a reference on
+// the dictionary while it encodes a response).
+func (d *Dict) Lookup(key uint64) ([]byte, bool) { return d.lookup(key) }
+
+func (d *Dict) lookup(key uint64) ([]byte, bool) {
+	slots := d.slots
+	idx := d.index
+	i := homeSlot(key, slots)
+	for {
+		s := idx[i*slotSize : i*slotSize+slotSize]
+		ref := binary.LittleEndian.Uint64(s[8:])
+		if ref == 0 {
+			return nil, false
+		}
+		if binary.LittleEndian.Uint64(s) == key {
+			return d.record(ref - 1)
+		}
+		if i++; i == slots {
+			i = 0
+		}
+	}
+}
+
+// batchGroup is how many lookups LookupBatch keeps in flight.
+const batchGroup = 32
+
+// LookupBatch looks up keys in order and calls fn with each key's index,
+// value (aliasing the mapping, as in Lookup) and presence.
+//
+// It is Lookup for many keys at once, arranged for memory-level
+// parallelism: a lookup in a large dictionary is two dependent cache misses
+// (index slot, then value record). For a group of keys it first prefetches
+// every home slot, then probes (now from cache) and prefetches every value
+// record, and only then copies values out, so the misses of different keys
+// overlap instead of being paid one after another.
+func (d *Dict) LookupBatch(keys []uint64, fn func(i int, value []byte, ok bool)) {
+	var (
+		slots [batchGroup]uint64
+		refs  [batchGroup]uint64
+	)
+	n := d.slots
+	idx, vals := d.index, d.values
+	for base := 0; base < len(keys); base += batchGroup {
+		group := keys[base:min(base+batchGroup, len(keys))]
+		for j, k := range group {
+			s := homeSlot(k, n)
+			slots[j] = s
+			prefetch(&idx[s*slotSize])
+		}
+		for j, k := range group {
+			r := d.probe(k, slots[j])
+			refs[j] = r
+			if r != 0 && r-1 < uint64(len(vals)) {
+				prefetch(&vals[r-1])
+				if r+63 < uint64(len(vals)) {
+					prefetch(&vals[r+63]) // a record may straddle two lines
+				}
+			}
+		}
+		for j := range group {
+			if refs[j] == 0 {
+				fn(base+j, nil, false)
+				continue
+			}
+			v, ok := d.record(refs[j] - 1)
+			fn(base+j, v, ok)
+		}
+	}
+}
+
+// probe walks the index from slot i and returns key's ref (0 if absent).
+func (d *Dict) probe(key, i uint64) uint64 {
+	slots := d.slots
+	idx := d.index
+	for {
+		s := idx[i*slotSize : i*slotSize+slotSize]
+		ref := binary.LittleEndian.Uint64(s[8:])
+		if ref == 0 || binary.LittleEndian.Uint64(s) == key {
+			return ref
+		}
+		if i++; i == slots {
+			i = 0
+		}
+	}
+}
+
+func (d *Dict) record(off uint64) ([]byte, bool) {
+	vals := d.values
+	if off >= uint64(len(vals)) {
+		return nil, false
+	}
+	l, w := binary.Uvarint(vals[off:])
+	start := off + uint64(w)
+	if w <= 0 || l > uint64(len(vals))-start {
+		return nil, false
+	}
+	return vals[start : start+l], true
+}
+
+// Range calls fn for every entry in slot order until fn returns false. The
+// value slice is only valid during the call.
+func (d *Dict) Range(fn func(key uint64, value []byte) bool) {
+	for i := uint64(0); i < d.slots; i++ {
+		s := d.index[i*slotSize:]
+		ref := binary.LittleEndian.Uint64(s[8:])
+		if ref == 0 {
+			continue
+		}
+		v, ok := d.record(ref - 1)
+		if !ok {
+			continue
+		}
+		if !fn(binary.LittleEndian.Uint64(s), v) {
+			return
+		}
+	}
+}
+
+// Len returns the number of entries.
+func (d *Dict) Len() int { return int(d.hdr.count) }
+
+// Slots returns the number of index slots.
+func (d *Dict) Slots() uint64 { return d.slots }
+
+// Size returns the size of the file (and of the mapping) in bytes.
+func (d *Dict) Size() int64 { return int64(len(d.data)) }
+
+// ValuesSize returns the size of the values section in bytes.
+func (d *Dict) ValuesSize() int64 { return int64(d.hdr.valuesSize) }
+
+// MaxValueSize returns the largest value size in bytes.
+func (d *Dict) MaxValueSize() int { return int(d.hdr.maxValue) }
+
+// Path returns the file the dictionary was opened from ("" for OpenBytes).
+func (d *Dict) Path() string { return d.path }
+
+// Close unmaps the file. The Dict must not be used afterwards.
+func (d *Dict) Close() error {
+	if d.path == "" || d.data == nil {
+		d.data = nil
+		return nil
+	}
+	err := syscall.Munmap(d.data)
+	d.data, d.index, d.values = nil, nil, nil
+	if err != nil {
+		return fmt.Errorf("unmap dictionary %q: %w", d.path, err)
+	}
+	return nil
+}
