@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # `make bench`: benchmark figures (not timed tests). Starts and stops its own local control
-# plane for the provider benchmark. Cube engine benchmarks are added by the cube packages.
+# plane for the provider benchmark.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
 state="$root/.testenv/bench"
 say() { printf '\n==> %s\n' "$*"; }
+
+say "cube engine vs Redis MGET (1M keys x 40 B values, batch 1000, same client, same machine)"
+go run ./cube/cmd/cube bench --against redis --keys 1000000 --value-size 40 --batch 1000 --duration 10s
 
 say "rendering (plan-time cost of a training job's objects)"
 go test -run '^$' -bench . -benchmem ./internal/stack

@@ -18,6 +18,9 @@ if [ -n "$unformatted" ]; then
 fi
 go vet ./...
 
+say "installing test dependencies (redis-server for the cube benchmark test)"
+cube/scripts/install-redis.sh
+
 say "finding a Terraform CLI"
 eval "$(scripts/ensure-terraform.sh)"
 echo "    $TF_ACC_TERRAFORM_PATH"
@@ -48,3 +51,8 @@ export TF_CLI_CONFIG_FILE="$state/terraformrc" TF_ACC=1 TF_IN_AUTOMATION=1
 
 say "running tests: go test ${pkgs[*]}"
 go test -count=1 -timeout 45m "${pkgs[@]}"
+
+if [ "${pkgs[*]}" = "./..." ]; then
+  say "fuzzing every decoder of outside input briefly (${FUZZTIME:=10s} each)"
+  scripts/fuzz.sh "$FUZZTIME"
+fi
