@@ -48,7 +48,10 @@ func startEmu(t *testing.T, mutate ...func(*cceemu.Options)) (*cceemu.Server, st
 
 type testLog struct{ t *testing.T }
 
-func (l testLog) Write(p []byte) (int, error) { l.t.Log(strings.TrimSpace(string(p))); return len(p), nil }
+func (l testLog) Write(p []byte) (int, error) {
+	l.t.Log(strings.TrimSpace(string(p)))
+	return len(p), nil
+}
 
 func newClient(t *testing.T, ep, ak, sk string) *ccev2.Client {
 	t.Helper()
@@ -68,7 +71,7 @@ func clusterArgs(name, version string) *ccev2.CreateClusterArgs {
 			RuntimeType: types.RuntimeTypeContainerd,
 			VPCID:       "vpc-test",
 			MasterConfig: types.MasterConfig{
-				MasterType:                types.MasterTypeManagedPro,
+				MasterType:                 types.MasterTypeManagedPro,
 				ManagedClusterMasterOption: types.ManagedClusterMasterOption{MasterVPCSubnetZone: types.AvailableZoneA},
 			},
 			ContainerNetworkConfig: types.ContainerNetworkConfig{
