@@ -110,4 +110,3 @@ func hasMachine(t map[string]any) bool {
 	mem, _, _ := integer(t, "instanceResource.mem")
 	return cpu > 0 && mem > 0
 }
-
