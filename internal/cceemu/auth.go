@@ -167,7 +167,7 @@ type verifier struct {
 // a client can learn from the answer: shape, key, freshness, signature, then what the signature covers.
 func (v *verifier) verify(r *http.Request, body []byte) *apiError {
 	h := r.Header.Get("Authorization")
-	if h == "" {
+	if h == "" { // Guess: code and status for an unsigned request
 		return errorf(http.StatusForbidden, CodeAccessDenied, "the request carries no Authorization header")
 	}
 	a, err := parseAuthString(h)
@@ -197,6 +197,7 @@ func (v *verifier) verify(r *http.Request, body []byte) *apiError {
 
 // checkFreshness rejects a request signed too long ago or too far in the future, judged both by the
 // timestamp in the Authorization header and by x-bce-date (which the SDK sets and signs separately).
+// Guess: the service's window; the emulator allows expireSeconds (or MaxClockSkew) either way.
 func (v *verifier) checkFreshness(a authString, bceDate string) *apiError {
 	window := v.maxSkew
 	if window <= 0 {

@@ -2,7 +2,6 @@ package cceemu
 
 import (
 	"fmt"
-	"net/http"
 	"slices"
 	"strings"
 	"time"
@@ -171,65 +170,6 @@ func (s *Server) createCluster(c *call) (map[string]any, *apiError) {
 	return map[string]any{"clusterID": cl.id, "orderID": newID("order-")}, nil
 }
 
-// validateCluster checks a create body the way the service does, as far as is known. Enumerations that
-// change over time (versions, runtimes, network modes) come from Options, never from constants.
-func (s *Server) validateCluster(b *createClusterBody) *apiError {
-	if b.Cluster == nil {
-		return invalidParam("cluster is required")
-	}
-	name := str(b.Cluster, "clusterName")
-	if strings.TrimSpace(name) == "" {
-		return invalidParam("cluster.clusterName is required")
-	}
-	if len([]rune(name)) > 65 { // Guess: the console's limit
-		return invalidParam("cluster.clusterName %q is longer than 65 characters", name)
-	}
-	if e := oneOf("cluster.k8sVersion", str(b.Cluster, "k8sVersion"), s.opts.K8sVersions, true); e != nil {
-		return e
-	}
-	if e := oneOf("cluster.runtimeType", str(b.Cluster, "runtimeType"), s.opts.RuntimeTypes, false); e != nil {
-		return e
-	}
-	if e := oneOf("cluster.containerNetworkConfig.mode", str(b.Cluster, "containerNetworkConfig.mode"), s.opts.NetworkModes, false); e != nil {
-		return e
-	}
-	switch mt := str(b.Cluster, "masterConfig.masterType"); mt {
-	case "managed", "managedPro":
-		if len(b.Masters) > 0 {
-			return invalidParam("masters must be empty for masterType %s", mt)
-		}
-	case "custom":
-		if len(b.Masters) == 0 {
-			return invalidParam("masters are required for masterType custom")
-		}
-	case "":
-		return invalidParam("cluster.masterConfig.masterType is required")
-	default:
-		return invalidParam("cluster.masterConfig.masterType %q is not supported; use managed, managedPro or custom", mt)
-	}
-	for i, ng := range b.NodeGroups {
-		if e := validateGroupSpec(ng); e != nil {
-			e.Message = fmt.Sprintf("nodeGroups[%d]: %s", i, e.Message)
-			return e
-		}
-	}
-	return nil
-}
-
-// oneOf checks v against the supported values; the message names the value so that a user can act on it.
-func oneOf(field, v string, supported []string, required bool) *apiError {
-	if v == "" {
-		if required {
-			return invalidParam("%s is required", field)
-		}
-		return nil
-	}
-	if !slices.Contains(supported, v) {
-		return invalidParam("%s %q is not supported; supported: %s", field, v, strings.Join(supported, ", "))
-	}
-	return nil
-}
-
 // getCluster serves GET /cluster/{id}.
 func (s *Server) getCluster(c *call) (map[string]any, *apiError) {
 	s.mu.Lock()
@@ -342,48 +282,4 @@ func (s *Server) deleteCluster(c *call) (map[string]any, *apiError) {
 		cl.phase, cl.since, cl.updatedAt, cl.deleteQuery = phaseDeleting, now, now, c.r.URL.RawQuery
 	}
 	return map[string]any{}, nil
-}
-
-// kubeconfig serves GET /kubeconfig/{id}/{type}.
-func (s *Server) kubeconfig(c *call) (map[string]any, *apiError) {
-	typ := c.r.PathValue("type")
-	if typ != "vpc" && typ != "public" && typ != "internal" {
-		return nil, invalidParam("kubeConfigType %q is not vpc, public or internal", typ)
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	cl, e := s.lookupCluster(c.r.PathValue("id"), s.now())
-	if e != nil {
-		return nil, e
-	}
-	if cl.phase != phaseRunning {
-		return nil, errorf(http.StatusConflict, CodeClusterNotRunning, "cluster %s is %s, not running; its kubeconfig is not available", cl.id, cl.phase)
-	}
-	if typ == "public" && !cl.public {
-		return nil, invalidParam("cluster %s has no EIP (masterConfig.exposedPublic is false); use kubeConfigType vpc", cl.id)
-	}
-	kc := s.opts.Kubeconfig
-	if kc == "" {
-		kc = stubKubeconfig(cl.id)
-	}
-	return map[string]any{"kubeConfigType": typ, "kubeConfig": kc}, nil
-}
-
-// stubKubeconfig is returned when Options.Kubeconfig is empty: well-formed, pointing nowhere real.
-func stubKubeconfig(id string) string {
-	return fmt.Sprintf(`apiVersion: v1
-kind: Config
-clusters:
-- name: %[1]s
-  cluster:
-    server: https://192.168.0.10:6443
-    insecure-skip-tls-verify: true
-contexts:
-- name: %[1]s
-  context: {cluster: %[1]s, user: %[1]s-admin}
-current-context: %[1]s
-users:
-- name: %[1]s-admin
-  user: {token: cceemu-stub}
-`, id)
 }

@@ -67,50 +67,6 @@ func (g *group) view(clusterID string) map[string]any {
 	}
 }
 
-// validateGroupSpec checks an InstanceGroupSpec body (POST .../instancegroup, or a create's nodeGroups[]).
-func validateGroupSpec(m map[string]any) *apiError {
-	if str(m, "instanceGroupName") == "" {
-		return invalidParam("instanceGroupName is required")
-	}
-	if role := str(m, "clusterRole"); role != "" && role != "node" {
-		return invalidParam("clusterRole %q is not supported for an instance group; use node", role)
-	}
-	if n, _, err := integer(m, "replicas"); err != nil || n < 0 {
-		return invalidParam("replicas must be a non-negative integer")
-	}
-	templates := []map[string]any{}
-	if t, ok := m["instanceTemplate"].(map[string]any); ok && len(t) > 0 {
-		templates = append(templates, t)
-	}
-	if ts, ok := m["instanceTemplates"].([]any); ok {
-		for _, t := range ts {
-			if tm, ok := t.(map[string]any); ok {
-				templates = append(templates, tm)
-			}
-		}
-	}
-	if len(templates) == 0 {
-		return invalidParam("instanceTemplate is required")
-	}
-	for i, t := range templates {
-		if !hasMachine(t) {
-			return invalidParam("instanceTemplate[%d]: instanceResource.machineSpec (or cpu and mem) is required", i)
-		}
-	}
-	return nil
-}
-
-// hasMachine reports whether a template says what machine to buy. Guess: the service wants machineSpec, or
-// the older instanceType with cpu and mem.
-func hasMachine(t map[string]any) bool {
-	if str(t, "instanceResource.machineSpec") != "" {
-		return true
-	}
-	cpu, _, _ := integer(t, "instanceResource.cpu")
-	mem, _, _ := integer(t, "instanceResource.mem")
-	return cpu > 0 && mem > 0
-}
-
 // groupCluster looks up the cluster of a group route and refuses clusters that cannot take changes.
 func (s *Server) groupCluster(c *call, changing bool) (*cluster, *apiError) {
 	cl, e := s.lookupCluster(c.r.PathValue("id"), s.now())

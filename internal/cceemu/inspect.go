@@ -33,6 +33,15 @@ func (s *Server) Requests(method, pathPrefix string) []RecordedRequest {
 	return out
 }
 
+// LastRequest returns the most recent request matching method and pathPrefix, as Requests does.
+func (s *Server) LastRequest(method, pathPrefix string) (RecordedRequest, bool) {
+	reqs := s.Requests(method, pathPrefix)
+	if len(reqs) == 0 {
+		return RecordedRequest{}, false
+	}
+	return reqs[len(reqs)-1], true
+}
+
 // RouteCounts returns how many requests reached each route, keyed like RecordedRequest.Route.
 func (s *Server) RouteCounts() map[string]int {
 	s.mu.Lock()

@@ -145,6 +145,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if c.err == nil {
 		s.mux.ServeHTTP(discard{}, r.WithContext(context.WithValue(r.Context(), callKey{}, c)))
+		if c.result == nil && c.err == nil {
+			// The mux answered by itself (a redirect to a cleaned path); the service would not.
+			c.err = errorf(http.StatusNotFound, CodeInvalidURI, "the emulator does not serve %s %s", r.Method, r.URL.Path)
+		}
 	}
 	status := s.write(w, c)
 	s.record(r, c, status)
