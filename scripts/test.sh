@@ -53,6 +53,8 @@ say "running tests: go test ${pkgs[*]}"
 go test -count=1 -timeout 45m "${pkgs[@]}"
 
 if [ "${pkgs[*]}" = "./..." ]; then
+  say "stopping the local control plane before fuzzing (both cores for the fuzzer)"
+  bin/testenv down -dir "$state"
   say "fuzzing every decoder of outside input briefly (${FUZZTIME:=10s} each)"
   scripts/fuzz.sh "$FUZZTIME"
 fi
