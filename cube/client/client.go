@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"strconv"
 	"strings"
@@ -81,6 +82,11 @@ func (d *DictConf) Replicas() ([][]string, error) {
 		return nil, fmt.Errorf("cube.conf dict %q: shard must be >= 1", d.DictName)
 	}
 	node := func(n Node) ([]string, error) {
+		if strings.HasPrefix(n.IPPortList, "http://") {
+			// brpc's domain naming service: every IPv4 address of the host, one port, re-resolved
+			// by brpc every few seconds. Here it is resolved when the client is made.
+			return resolveDomain(strings.TrimPrefix(n.IPPortList, "http://"))
+		}
 		if n.IPPortList != "" {
 			list := strings.TrimPrefix(n.IPPortList, "list://")
 			var out []string
@@ -373,4 +379,33 @@ func (p *pool) close() {
 			return
 		}
 	}
+}
+
+// LookupHost resolves names of the http:// naming form; tests replace it.
+var LookupHost = net.DefaultResolver.LookupHost
+
+// resolveDomain turns "host:port[/path]" into the IPv4 addresses of host at port, as brpc's
+// DomainNamingService does (it ignores a path and IPv6 addresses).
+func resolveDomain(s string) ([]string, error) {
+	if i := strings.IndexByte(s, '/'); i >= 0 {
+		s = s[:i]
+	}
+	host, port, err := net.SplitHostPort(s)
+	if err != nil {
+		host, port = s, "80" // brpc's default for http://
+	}
+	addrs, err := LookupHost(context.Background(), host)
+	if err != nil {
+		return nil, fmt.Errorf("cube.conf: resolve %q: %w", host, err)
+	}
+	var out []string
+	for _, a := range addrs {
+		if ip := net.ParseIP(a); ip != nil && ip.To4() != nil {
+			out = append(out, net.JoinHostPort(a, port))
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("cube.conf: %q has no IPv4 address", host)
+	}
+	return out, nil
 }

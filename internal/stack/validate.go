@@ -59,13 +59,6 @@ func (j TrainingJob) Validate() FieldErrors {
 	bad := func(path, format string, args ...any) {
 		errs = append(errs, FieldError{Path: path, Detail: fmt.Sprintf(format, args...)})
 	}
-	dnsLabel := func(path, v string, max int) {
-		if msgs := validation.IsDNS1123Label(v); len(msgs) > 0 {
-			bad(path, "%q is not a valid name: use at most %d lowercase letters, digits and '-', starting and ending with a letter or digit", v, max)
-		} else if len(v) > max {
-			bad(path, "%q is %d characters long; at most %d are allowed so that derived pod names fit in 63", v, len(v), max)
-		}
-	}
 	oneOf := func(path, v string, allowed []string) {
 		if v == "" {
 			return
@@ -77,8 +70,8 @@ func (j TrainingJob) Validate() FieldErrors {
 		}
 		bad(path, "%q is not allowed; use one of %s", v, strings.Join(quoteAll(allowed), ", "))
 	}
-	dnsLabel("name", j.Name, MaxNameLength)
-	dnsLabel("namespace", j.Namespace, 63)
+	validateName(bad, "name", j.Name, MaxNameLength)
+	validateName(bad, "namespace", j.Namespace, 63)
 	if j.Stack != "" {
 		if msgs := validation.IsValidLabelValue(j.Stack); len(msgs) > 0 {
 			bad("stack", "%q is not a valid label value: %s", j.Stack, strings.Join(msgs, "; "))
@@ -187,6 +180,15 @@ func (j TrainingJob) Validate() FieldErrors {
 		}
 	}
 	return errs
+}
+
+// validateName checks a DNS-1123 label of at most max characters.
+func validateName(bad func(string, string, ...any), path, v string, max int) {
+	if msgs := validation.IsDNS1123Label(v); len(msgs) > 0 {
+		bad(path, "%q is not a valid name: use at most %d lowercase letters, digits and '-', starting and ending with a letter or digit", v, max)
+	} else if len(v) > max {
+		bad(path, "%q is %d characters long; at most %d are allowed so that derived pod names fit in 63", v, len(v), max)
+	}
 }
 
 func validateTask(bad func(string, string, ...any), name string, t *Task) {

@@ -1,0 +1,457 @@
+package stack
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+)
+
+// CubeType is the Terraform resource type of the sparse-parameter service.
+const CubeType = "ctr_cube"
+
+// CubeImageRepository is where this repository's cube image is published; the provider's
+// default image is this repository at the provider's own version.
+const CubeImageRepository = "ghcr.io/elasticctr/cube"
+
+// Defaults of a cube, applied by (*Cube).Defaulted.
+const (
+	DefaultCubeDict          = "test_dict"
+	DefaultCubeShards        = 2
+	DefaultCubeReplicas      = 2
+	DefaultCubePort          = 8027
+	DefaultTransferPort      = 8099
+	DefaultCubeMode          = "base"
+	DefaultCubeTimeoutMS     = 200
+	DefaultCubeRetry         = 3
+	DefaultTransferStorage   = "20Gi"
+	cubeTokenKey             = "token"
+	cubeTokenDir             = "/etc/cube"
+	componentCubeServer      = "cube-server"
+	componentCubeTransfer    = "cube-transfer"
+	componentCubeControl     = "cube-control"
+	labelShard               = "ctr.elasticctr.io/shard"
+	cubeUID                  = 65532
+	cubeDataDir              = "/data"
+	cubeWorkDir              = "/work"
+	placeholderTokenForPlans = "(generated at apply)"
+)
+
+// CubeModes are the transfer's modes: base versions only, or bases and their patches.
+var CubeModes = []string{"base", "base_delta"}
+
+// Cube is everything a `ctr_cube` says. Zero values mean "default".
+type Cube struct {
+	Name      string `json:"name"`
+	Namespace string `json:"namespace"`
+	Stack     string `json:"stack,omitempty"`
+	// Dict is the dictionary name Paddle Serving asks for (sparse_param_service_table_name).
+	Dict     string `json:"dict,omitempty"`
+	Shards   int32  `json:"shards,omitempty"`
+	Replicas int32  `json:"replicas,omitempty"`
+	// Image runs cube server and cube transfer; the provider fills its default.
+	Image           string `json:"image,omitempty"`
+	ImagePullPolicy string `json:"image_pull_policy,omitempty"`
+	// DonefileURL is the training job's base.txt that the transfer watches.
+	DonefileURL string `json:"donefile_url"`
+	Mode        string `json:"mode,omitempty"`
+	Port        int32  `json:"port,omitempty"`
+	// TransferPort serves the transfer's status API and its published shards.
+	TransferPort int32             `json:"transfer_port,omitempty"`
+	Requests     map[string]string `json:"requests,omitempty"`
+	Limits       map[string]string `json:"limits,omitempty"`
+	// Storage is per-replica dictionary storage: a PersistentVolumeClaim template when set,
+	// else an emptyDir (dictionaries come back from the transfer after a pod restart).
+	Storage         *CubeStorage      `json:"storage,omitempty"`
+	TransferStorage string            `json:"transfer_storage,omitempty"`
+	NodeSelector    map[string]string `json:"node_selector,omitempty"`
+	Tolerations     []Toleration      `json:"tolerations,omitempty"`
+	// cube.conf settings for Paddle Serving.
+	TimeoutMS       int32 `json:"timeout_ms,omitempty"`
+	Retry           int32 `json:"retry,omitempty"`
+	BackupRequestMS int32 `json:"backup_request_ms,omitempty"`
+	// Token is the shared control token; never in the settings annotation.
+	Token string `json:"-"`
+}
+
+// CubeStorage is a per-replica volume for dictionaries.
+type CubeStorage struct {
+	Size         string `json:"size,omitempty"`
+	StorageClass string `json:"storage_class,omitempty"`
+}
+
+// Toleration is a Kubernetes toleration.
+type Toleration struct {
+	Key      string `json:"key,omitempty"`
+	Operator string `json:"operator,omitempty"`
+	Value    string `json:"value,omitempty"`
+	Effect   string `json:"effect,omitempty"`
+}
+
+// Defaulted returns a copy with every default filled in.
+func (c Cube) Defaulted() Cube {
+	d := c
+	def := func(s *string, v string) {
+		if *s == "" {
+			*s = v
+		}
+	}
+	num := func(n *int32, v int32) {
+		if *n == 0 {
+			*n = v
+		}
+	}
+	def(&d.Stack, d.Name)
+	def(&d.Dict, DefaultCubeDict)
+	def(&d.Mode, DefaultCubeMode)
+	def(&d.ImagePullPolicy, string(corev1.PullIfNotPresent))
+	def(&d.TransferStorage, DefaultTransferStorage)
+	num(&d.Shards, DefaultCubeShards)
+	num(&d.Replicas, DefaultCubeReplicas)
+	num(&d.Port, DefaultCubePort)
+	num(&d.TransferPort, DefaultTransferPort)
+	num(&d.TimeoutMS, DefaultCubeTimeoutMS)
+	num(&d.Retry, DefaultCubeRetry)
+	if d.Token == "" {
+		d.Token = placeholderTokenForPlans
+	}
+	return d
+}
+
+func (c Cube) owner() string { return Owner(CubeType, c.Name) }
+func (c Cube) labels(component string) map[string]string {
+	return commonLabels(c.Stack, c.Name, c.owner(), component)
+}
+
+// ShardService is the headless Service of shard i: its DNS name resolves to the ready
+// replicas of the shard.
+func (c Cube) ShardService(i int32) string { return fmt.Sprintf("%s-shard-%d", c.Name, i) }
+
+// ReplicaAddr is the stable address of replica r of shard i (a StatefulSet pod).
+func (c Cube) ReplicaAddr(i, r int32) string {
+	return fmt.Sprintf("%s-%d.%s.%s.svc:%d", c.ShardService(i), r, c.ShardService(i), c.Namespace, c.Port)
+}
+
+// TransferURL is the in-cluster URL of the transfer (status API and published shards).
+func (c Cube) TransferURL() string {
+	return fmt.Sprintf("http://%s-transfer.%s.svc:%d", c.Name, c.Namespace, c.TransferPort)
+}
+
+// Endpoints are the shards' Service addresses, shard by shard (on a defaulted cube).
+func (c Cube) Endpoints() []string {
+	out := make([]string, c.Shards)
+	for i := range out {
+		out[i] = fmt.Sprintf("%s.%s.svc:%d", c.ShardService(int32(i)), c.Namespace, c.Port)
+	}
+	return out
+}
+
+// CubeConf is Paddle Serving's cube.conf for this cube (on a defaulted cube). Each shard is
+// named "http://<shard service>:<port>": brpc's domain naming service re-resolves that name
+// every few seconds and gets the addresses of the shard's ready replicas, so a cube pod that
+// restarts with a new IP is picked up. A "list://" of pod names would be resolved only once,
+// when Serving starts, and go stale.
+func (c Cube) CubeConf() string {
+	type node struct {
+		IPPortList string `json:"ipport_list"`
+	}
+	type dict struct {
+		DictName      string `json:"dict_name"`
+		Shard         int32  `json:"shard"`
+		Dup           int32  `json:"dup"`
+		Timeout       int32  `json:"timeout"`
+		Retry         int32  `json:"retry"`
+		BackupRequest int32  `json:"backup_request"`
+		Type          string `json:"type"`
+		LoadBalancer  string `json:"load_balancer"`
+		Nodes         []node `json:"nodes"`
+	}
+	d := dict{DictName: c.Dict, Shard: c.Shards, Dup: c.Replicas, Timeout: c.TimeoutMS, Retry: c.Retry,
+		BackupRequest: c.BackupRequestMS, Type: "ipport_list", LoadBalancer: "rr"}
+	for _, e := range c.Endpoints() {
+		d.Nodes = append(d.Nodes, node{IPPortList: "http://" + e})
+	}
+	b, _ := json.MarshalIndent([]dict{d}, "", "  ") // plain structs: cannot fail
+	return string(b) + "\n"
+}
+
+// RenderCube renders a cube's objects in apply order: the control token Secret, per shard a
+// headless Service and a StatefulSet, then the transfer's claim, Service and Deployment (its
+// primary object, carrying the settings annotation).
+func RenderCube(given Cube) (Set, error) {
+	if errs := given.Validate(); len(errs) > 0 {
+		return nil, errs
+	}
+	c := given.Defaulted()
+	settings, err := json.Marshal(given)
+	if err != nil {
+		return nil, err
+	}
+	var set Set
+	add := func(o Object) { set = append(set, o) }
+	add(toObject(&corev1.Secret{
+		TypeMeta:   typeMeta("v1", "Secret"),
+		ObjectMeta: meta(c.Name+"-control", c.Namespace, c.labels(componentCubeControl)),
+		Type:       corev1.SecretTypeOpaque,
+		Data:       map[string][]byte{cubeTokenKey: []byte(c.Token)},
+	}))
+	for i := int32(0); i < c.Shards; i++ {
+		add(toObject(c.shardService(i)))
+		add(toObject(c.shardStatefulSet(i)))
+	}
+	add(toObject(&corev1.PersistentVolumeClaim{
+		TypeMeta:   typeMeta("v1", "PersistentVolumeClaim"),
+		ObjectMeta: meta(c.Name+"-transfer", c.Namespace, c.labels(componentCubeTransfer)),
+		Spec: corev1.PersistentVolumeClaimSpec{
+			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse(c.TransferStorage)}},
+		},
+	}))
+	add(toObject(&corev1.Service{
+		TypeMeta:   typeMeta("v1", "Service"),
+		ObjectMeta: meta(c.Name+"-transfer", c.Namespace, c.labels(componentCubeTransfer)),
+		Spec: corev1.ServiceSpec{
+			Selector: map[string]string{LabelInstance: c.Name, LabelComponent: componentCubeTransfer},
+			Ports:    []corev1.ServicePort{{Name: "http", Port: c.TransferPort, TargetPort: intstr.FromString("http"), Protocol: corev1.ProtocolTCP}},
+		},
+	}))
+	tr := toObject(c.transferDeployment())
+	tr.Object.SetAnnotations(map[string]string{SettingsAnnotation: string(settings)})
+	add(tr)
+	return set, nil
+}
+
+func (c Cube) shardSelector(i int32) map[string]string {
+	return map[string]string{LabelInstance: c.Name, LabelComponent: componentCubeServer, labelShard: strconv.Itoa(int(i))}
+}
+
+func (c Cube) shardService(i int32) *corev1.Service {
+	l := c.labels(componentCubeServer)
+	l[labelShard] = strconv.Itoa(int(i))
+	return &corev1.Service{
+		TypeMeta:   typeMeta("v1", "Service"),
+		ObjectMeta: meta(c.ShardService(i), c.Namespace, l),
+		Spec: corev1.ServiceSpec{
+			// Headless: the name resolves to the ready replicas themselves (what brpc's domain
+			// naming service balances over), and gives each pod a stable DNS name.
+			ClusterIP: corev1.ClusterIPNone,
+			Selector:  c.shardSelector(i),
+			Ports:     []corev1.ServicePort{{Name: "cube", Port: c.Port, TargetPort: intstr.FromString("cube"), Protocol: corev1.ProtocolTCP}},
+		},
+	}
+}
+
+func (c Cube) podSecurity() (*corev1.PodSecurityContext, *corev1.SecurityContext) {
+	return &corev1.PodSecurityContext{RunAsNonRoot: ptr.To(true), RunAsUser: ptr.To[int64](cubeUID), RunAsGroup: ptr.To[int64](cubeUID), FSGroup: ptr.To[int64](cubeUID)},
+		&corev1.SecurityContext{AllowPrivilegeEscalation: ptr.To(false), ReadOnlyRootFilesystem: ptr.To(true),
+			Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}}}
+}
+
+func (c Cube) tokenVolume() (corev1.Volume, corev1.VolumeMount) {
+	return corev1.Volume{Name: "control-token", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: c.Name + "-control"}}},
+		corev1.VolumeMount{Name: "control-token", MountPath: cubeTokenDir, ReadOnly: true}
+}
+
+func (c Cube) shardStatefulSet(i int32) *appsv1.StatefulSet {
+	l := c.labels(componentCubeServer)
+	l[labelShard] = strconv.Itoa(int(i))
+	podSec, sec := c.podSecurity()
+	tokVol, tokMount := c.tokenVolume()
+	container := corev1.Container{
+		Name:            "cube",
+		Image:           c.Image,
+		ImagePullPolicy: corev1.PullPolicy(c.ImagePullPolicy),
+		Args: []string{"server", "--data", cubeDataDir, "--shard", strconv.Itoa(int(i)),
+			"--listen", "0.0.0.0:" + strconv.Itoa(int(c.Port)),
+			"--control-token-file", cubeTokenDir + "/" + cubeTokenKey,
+			"--agent", "--source-url", c.TransferURL() + "/files/"},
+		Ports: []corev1.ContainerPort{{Name: "cube", ContainerPort: c.Port, Protocol: corev1.ProtocolTCP}},
+		// Ready means "serving a version": brpc's naming then only returns replicas that answer.
+		ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/readyz", Port: intstr.FromString("cube")}},
+			PeriodSeconds: 2},
+		LivenessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/healthz", Port: intstr.FromString("cube")}},
+			PeriodSeconds: 10, FailureThreshold: 3},
+		Resources:       resources(&Task{Requests: c.Requests, Limits: c.Limits}, false),
+		SecurityContext: sec,
+		VolumeMounts:    []corev1.VolumeMount{{Name: "data", MountPath: cubeDataDir}, tokMount},
+	}
+	sts := &appsv1.StatefulSet{
+		TypeMeta:   typeMeta("apps/v1", "StatefulSet"),
+		ObjectMeta: meta(c.ShardService(i), c.Namespace, l),
+		Spec: appsv1.StatefulSetSpec{
+			ServiceName:         c.ShardService(i),
+			Replicas:            ptr.To(c.Replicas),
+			PodManagementPolicy: appsv1.ParallelPodManagement,
+			Selector:            &metav1.LabelSelector{MatchLabels: c.shardSelector(i)},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: l},
+				Spec: corev1.PodSpec{
+					SecurityContext:              podSec,
+					AutomountServiceAccountToken: ptr.To(false),
+					Containers:                   []corev1.Container{container},
+					Volumes:                      []corev1.Volume{tokVol},
+					NodeSelector:                 c.NodeSelector,
+					Tolerations:                  tolerations(c.Tolerations),
+				},
+			},
+		},
+	}
+	if c.Storage != nil {
+		pvc := corev1.PersistentVolumeClaim{
+			ObjectMeta: metav1.ObjectMeta{Name: "data"},
+			Spec: corev1.PersistentVolumeClaimSpec{
+				AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+				Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse(orDefault(c.Storage.Size, "10Gi"))}},
+			},
+		}
+		if c.Storage.StorageClass != "" {
+			pvc.Spec.StorageClassName = ptr.To(c.Storage.StorageClass)
+		}
+		sts.Spec.VolumeClaimTemplates = []corev1.PersistentVolumeClaim{pvc}
+	} else {
+		sts.Spec.Template.Spec.Volumes = append(sts.Spec.Template.Spec.Volumes,
+			corev1.Volume{Name: "data", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
+	}
+	return sts
+}
+
+func (c Cube) transferDeployment() *appsv1.Deployment {
+	l := c.labels(componentCubeTransfer)
+	podSec, sec := c.podSecurity()
+	tokVol, tokMount := c.tokenVolume()
+	args := []string{"transfer", "--donefile", c.DonefileURL, "--dict", c.Dict, "--shards", strconv.Itoa(int(c.Shards))}
+	for i := int32(0); i < c.Shards; i++ {
+		var addrs []string
+		for r := int32(0); r < c.Replicas; r++ {
+			addrs = append(addrs, c.ReplicaAddr(i, r))
+		}
+		args = append(args, "--shard-replicas", fmt.Sprintf("%d=%s", i, strings.Join(addrs, ",")))
+	}
+	args = append(args, "--work", cubeWorkDir, "--listen", "0.0.0.0:"+strconv.Itoa(int(c.TransferPort)),
+		"--control-token-file", cubeTokenDir+"/"+cubeTokenKey, "--public-url", c.TransferURL(), "--mode", c.Mode)
+	return &appsv1.Deployment{
+		TypeMeta:   typeMeta("apps/v1", "Deployment"),
+		ObjectMeta: meta(c.Name+"-transfer", c.Namespace, l),
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To[int32](1),
+			// One transfer at a time: two would race on the rollout and its state.
+			Strategy: appsv1.DeploymentStrategy{Type: appsv1.RecreateDeploymentStrategyType},
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{LabelInstance: c.Name, LabelComponent: componentCubeTransfer}},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: l},
+				Spec: corev1.PodSpec{
+					SecurityContext:              podSec,
+					AutomountServiceAccountToken: ptr.To(false),
+					Containers: []corev1.Container{{
+						Name: "transfer", Image: c.Image, ImagePullPolicy: corev1.PullPolicy(c.ImagePullPolicy), Args: args,
+						Ports:           []corev1.ContainerPort{{Name: "http", ContainerPort: c.TransferPort, Protocol: corev1.ProtocolTCP}},
+						ReadinessProbe:  &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/healthz", Port: intstr.FromString("http")}}},
+						SecurityContext: sec,
+						VolumeMounts:    []corev1.VolumeMount{{Name: "work", MountPath: cubeWorkDir}, tokMount},
+					}},
+					Volumes: []corev1.Volume{tokVol, {Name: "work", VolumeSource: corev1.VolumeSource{
+						PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: c.Name + "-transfer"}}}},
+					NodeSelector: c.NodeSelector,
+					Tolerations:  tolerations(c.Tolerations),
+				},
+			},
+		},
+	}
+}
+
+func tolerations(ts []Toleration) []corev1.Toleration {
+	var out []corev1.Toleration
+	for _, t := range ts {
+		out = append(out, corev1.Toleration{Key: t.Key, Operator: corev1.TolerationOperator(t.Operator), Value: t.Value, Effect: corev1.TaintEffect(t.Effect)})
+	}
+	return out
+}
+
+func orDefault(s, d string) string {
+	if s == "" {
+		return d
+	}
+	return s
+}
+
+// CubeKinds are the kinds a cube renders: what it prunes and deletes.
+var CubeKinds = []schema.GroupVersionKind{
+	{Version: "v1", Kind: "Secret"},
+	{Version: "v1", Kind: "Service"},
+	{Group: "apps", Version: "v1", Kind: "StatefulSet"},
+	{Version: "v1", Kind: "PersistentVolumeClaim"},
+	{Group: "apps", Version: "v1", Kind: "Deployment"},
+}
+
+// CubeTransferKey is the manifests key of a cube's transfer Deployment (its primary object).
+func CubeTransferKey(name string) string { return "apps/v1/Deployment/" + name + "-transfer" }
+
+// CubeFromSettings decodes the settings annotation of a cube's transfer Deployment.
+func CubeFromSettings(s string) (Cube, error) {
+	var c Cube
+	if err := json.Unmarshal([]byte(s), &c); err != nil {
+		return c, fmt.Errorf("decode settings: %w", err)
+	}
+	if c.Name == "" || c.Namespace == "" {
+		return c, fmt.Errorf("settings name no cube (name and namespace missing)")
+	}
+	return c, nil
+}
+
+// Validate checks the cube as given and returns every problem found.
+func (c Cube) Validate() FieldErrors {
+	var errs FieldErrors
+	bad := func(path, format string, args ...any) {
+		errs = append(errs, FieldError{Path: path, Detail: fmt.Sprintf(format, args...)})
+	}
+	validateName(bad, "name", c.Name, MaxNameLength)
+	validateName(bad, "namespace", c.Namespace, 63)
+	if c.Shards < 0 || c.Shards > 256 {
+		bad("shards", "%d is out of range; use 1-256", c.Shards)
+	}
+	if c.Replicas < 0 || c.Replicas > 32 {
+		bad("replicas", "%d is out of range; use 1-32", c.Replicas)
+	}
+	if c.DonefileURL == "" {
+		bad("donefile_url", "is required: the training job's donefile_url")
+	} else if !strings.HasPrefix(c.DonefileURL, "http://") && !strings.HasPrefix(c.DonefileURL, "https://") {
+		bad("donefile_url", "%q must be an http:// or https:// URL of base.txt", c.DonefileURL)
+	}
+	if c.Mode != "" && !contains(CubeModes, c.Mode) {
+		bad("mode", "%q is not allowed; use one of %s", c.Mode, strings.Join(quoteAll(CubeModes), ", "))
+	}
+	for _, p := range []struct {
+		path string
+		v    int32
+	}{{"port", c.Port}, {"transfer_port", c.TransferPort}} {
+		if p.v < 0 || p.v > 65535 {
+			bad(p.path, "%d is not a TCP port; use 1-65535", p.v)
+		}
+	}
+	if c.Port != 0 && c.Port == c.TransferPort {
+		bad("transfer_port", "must differ from port")
+	}
+	validateTask(bad, "resources", &Task{Requests: c.Requests, Limits: c.Limits})
+	if c.Storage != nil && c.Storage.Size != "" {
+		if q, err := resource.ParseQuantity(c.Storage.Size); err != nil || q.Sign() <= 0 {
+			bad("storage.size", "%q is not a positive storage quantity, e.g. 10Gi", c.Storage.Size)
+		}
+	}
+	if c.TransferStorage != "" {
+		if q, err := resource.ParseQuantity(c.TransferStorage); err != nil || q.Sign() <= 0 {
+			bad("transfer_storage", "%q is not a positive storage quantity, e.g. 20Gi", c.TransferStorage)
+		}
+	}
+	if c.TimeoutMS < 0 || c.Retry < 0 || c.BackupRequestMS < 0 {
+		bad("timeout_ms", "timeout_ms, retry and backup_request_ms must not be negative")
+	}
+	return errs
+}

@@ -1,0 +1,99 @@
+package stack
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+const testDonefile = "http://ctr-fileserver.default.svc:8080/output/ctr_cube/donefile/base.txt"
+
+func renderCubeYAML(t *testing.T, c Cube) string {
+	t.Helper()
+	set, err := RenderCube(c)
+	require.NoError(t, err)
+	m, err := set.Manifests()
+	require.NoError(t, err)
+	out := ""
+	for _, o := range set {
+		out += "# " + o.Key + "\n" + m[o.Key] + "---\n"
+	}
+	return out
+}
+
+func TestRenderCube_Golden(t *testing.T) {
+	golden(t, "cube_minimal.yaml", renderCubeYAML(t, Cube{Name: "cube", Namespace: "default", DonefileURL: testDonefile, Token: "t0k3n"}))
+	golden(t, "cube_full.yaml", renderCubeYAML(t, Cube{Name: "ctr-cube", Namespace: "ads", Stack: "elastic-ctr", Dict: "ctr_dict",
+		Shards: 3, Replicas: 1, Image: "ghcr.io/elasticctr/cube:v1.2.3", DonefileURL: testDonefile, Mode: "base_delta",
+		Requests: map[string]string{"cpu": "2", "memory": "8Gi"}, Storage: &CubeStorage{Size: "50Gi", StorageClass: "ssd"},
+		NodeSelector: map[string]string{"pool": "cube"}, Tolerations: []Toleration{{Key: "dedicated", Operator: "Equal", Value: "cube", Effect: "NoSchedule"}},
+		TimeoutMS: 100, Retry: 1, BackupRequestMS: 20, Token: "t0k3n"}))
+}
+
+func TestCube_CubeConf(t *testing.T) {
+	c := Cube{Name: "cube", Namespace: "ads", Shards: 3, Dict: "d", DonefileURL: testDonefile}.Defaulted()
+	var conf []map[string]any
+	require.NoError(t, json.Unmarshal([]byte(c.CubeConf()), &conf))
+	require.Len(t, conf, 1)
+	assert.Equal(t, "d", conf[0]["dict_name"])
+	assert.EqualValues(t, 3, conf[0]["shard"])
+	assert.EqualValues(t, 2, conf[0]["dup"])
+	assert.Equal(t, "ipport_list", conf[0]["type"])
+	nodes := conf[0]["nodes"].([]any)
+	require.Len(t, nodes, 3)
+	for i, n := range nodes {
+		assert.Equal(t, "http://"+c.Endpoints()[i], n.(map[string]any)["ipport_list"], "shard %d in order", i)
+	}
+	assert.Equal(t, "cube-shard-2.ads.svc:8027", c.Endpoints()[2])
+}
+
+func TestRenderCube_TokenNeverInPlanOrSettings(t *testing.T) {
+	set, err := RenderCube(Cube{Name: "c", Namespace: "n", DonefileURL: testDonefile, Token: "s3cr3t-token"})
+	require.NoError(t, err)
+	m, err := set.Manifests()
+	require.NoError(t, err)
+	for k, y := range m {
+		assert.NotContains(t, y, "s3cr3t-token", k)
+		assert.NotContains(t, y, "czNjcjN0LXRva2Vu", k)
+	}
+	// The plan renders before a token exists; the YAML is the same as with the real token.
+	planned, err := RenderCube(Cube{Name: "c", Namespace: "n", DonefileURL: testDonefile})
+	require.NoError(t, err)
+	pm, err := planned.Manifests()
+	require.NoError(t, err)
+	assert.Equal(t, m, pm)
+}
+
+func TestRenderCube_ReshardAddsShardObjects(t *testing.T) {
+	two, err := RenderCube(Cube{Name: "c", Namespace: "n", DonefileURL: testDonefile, Shards: 2})
+	require.NoError(t, err)
+	three, err := RenderCube(Cube{Name: "c", Namespace: "n", DonefileURL: testDonefile, Shards: 3})
+	require.NoError(t, err)
+	assert.Len(t, three, len(two)+2)
+	assert.NotNil(t, three.Find("apps/v1/StatefulSet/c-shard-2"))
+	assert.NotNil(t, three.Find("v1/Service/c-shard-2"))
+	assert.Nil(t, two.Find("apps/v1/StatefulSet/c-shard-2"))
+}
+
+func TestCube_Validate(t *testing.T) {
+	ok := Cube{Name: "c", Namespace: "n", DonefileURL: testDonefile}
+	require.Empty(t, ok.Validate())
+	for path, mut := range map[string]func(*Cube){
+		"name":                         func(c *Cube) { c.Name = "Bad" },
+		"shards":                       func(c *Cube) { c.Shards = 1000 },
+		"replicas":                     func(c *Cube) { c.Replicas = -1 },
+		"donefile_url":                 func(c *Cube) { c.DonefileURL = "ftp://x/base.txt" },
+		"mode":                         func(c *Cube) { c.Mode = "delta_only" },
+		"transfer_port":                func(c *Cube) { c.Port, c.TransferPort = 9000, 9000 },
+		`resources.requests["memory"]`: func(c *Cube) { c.Requests = map[string]string{"memory": "lots"} },
+		"storage.size":                 func(c *Cube) { c.Storage = &CubeStorage{Size: "0"} },
+	} {
+		c := ok
+		mut(&c)
+		errs := c.Validate()
+		require.NotEmpty(t, errs, path)
+		assert.Equal(t, path, errs[0].Path)
+	}
+}
