@@ -119,6 +119,7 @@ func (p *ctrProvider) Configure(ctx context.Context, req provider.ConfigureReque
 func (p *ctrProvider) Resources(context.Context) []func() resource.Resource {
 	return []func() resource.Resource{
 		NewClusterResource,
+		NewCubeResource,
 		NewTrainingJobResource,
 	}
 }

@@ -76,9 +76,12 @@ func (k *kubeClients) namespaceTB(t testing.TB) string {
 
 // owned counts every object (rendered kinds, pods, pod groups) that carries the owner label.
 func (k *kubeClients) owned(ctx context.Context, namespace, owner string) (int, []string, error) {
+	return k.ownedOf(ctx, namespace, owner, append(append([]schema.GroupVersionKind{}, stack.TrainingJobKinds...), stack.ControllerKinds...))
+}
+
+func (k *kubeClients) ownedOf(ctx context.Context, namespace, owner string, kinds []schema.GroupVersionKind) (int, []string, error) {
 	n := 0
 	var names []string
-	kinds := append(append([]schema.GroupVersionKind{}, stack.TrainingJobKinds...), stack.ControllerKinds...)
 	for _, gvk := range kinds {
 		gvr := gvrOf(gvk)
 		list, err := k.dyn.Resource(gvr).Namespace(namespace).List(ctx, metav1.ListOptions{LabelSelector: stack.OwnerLabel + "=" + owner})
@@ -97,7 +100,7 @@ func gvrOf(gvk schema.GroupVersionKind) schema.GroupVersionResource {
 	plural := map[string]string{
 		"ServiceAccount": "serviceaccounts", "Role": "roles", "RoleBinding": "rolebindings", "Secret": "secrets",
 		"ConfigMap": "configmaps", "PersistentVolumeClaim": "persistentvolumeclaims", "Deployment": "deployments",
-		"Service": "services", "Job": "jobs", "Pod": "pods", "ReplicaSet": "replicasets", "PodGroup": "podgroups",
+		"Service": "services", "Job": "jobs", "StatefulSet": "statefulsets", "Pod": "pods", "ReplicaSet": "replicasets", "PodGroup": "podgroups",
 	}[gvk.Kind]
 	return gvk.GroupVersion().WithResource(plural)
 }

@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
 	"k8s.io/utils/ptr"
@@ -33,6 +34,7 @@ const FieldManager = "terraform-provider-ctr"
 // Client applies, reads, prunes and deletes rendered object sets.
 type Client struct {
 	dyn    dynamic.Interface
+	cs     kubernetes.Interface
 	mapper meta.ResettableRESTMapper
 	// Log receives one line per action ("Deployment ns/name created"); nil discards.
 	Log func(msg string)
@@ -48,7 +50,11 @@ func NewClient(cfg *rest.Config) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Client{dyn: dyn, mapper: restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc))}, nil
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &Client{dyn: dyn, cs: cs, mapper: restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc))}, nil
 }
 
 func (c *Client) logf(format string, args ...any) {
@@ -285,4 +291,14 @@ func apiError(verb string, u *unstructured.Unstructured, err error) error {
 		return fmt.Errorf("%s %s: %s: %w%s", verb, Describe(u), reason, err, hint)
 	}
 	return fmt.Errorf("%s %s: %w%s", verb, Describe(u), err, hint)
+}
+
+// ServiceProxyGet GETs path from a Service port through the API server's service proxy, so
+// that Terraform needs no network route into the cluster.
+func (c *Client) ServiceProxyGet(ctx context.Context, namespace, service, port, path string) ([]byte, error) {
+	b, err := c.cs.CoreV1().Services(namespace).ProxyGet("http", service, port, path, nil).DoRaw(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("GET %s from Service %s/%s:%s: %w", path, namespace, service, port, err)
+	}
+	return b, nil
 }

@@ -139,3 +139,20 @@ func VolcanoJobRunning(u *unstructured.Unstructured) (bool, string, error) {
 	}
 	return false, state, nil
 }
+
+// StatefulSetRolledOut is met when every pod of the StatefulSet's current generation exists
+// at the current revision. It does not wait for readiness: cube pods turn Ready only when
+// they serve a model, which may come long after the apply.
+func StatefulSetRolledOut(u *unstructured.Unstructured) (bool, string, error) {
+	gen := u.GetGeneration()
+	observed, _, _ := unstructured.NestedInt64(u.Object, "status", "observedGeneration")
+	want, found, _ := unstructured.NestedInt64(u.Object, "spec", "replicas")
+	if !found {
+		want = 1
+	}
+	have, _, _ := unstructured.NestedInt64(u.Object, "status", "replicas")
+	updated, _, _ := unstructured.NestedInt64(u.Object, "status", "updatedReplicas")
+	ready, _, _ := unstructured.NestedInt64(u.Object, "status", "readyReplicas")
+	state := fmt.Sprintf("%d/%d pods at the current revision, %d serving", updated, want, ready)
+	return observed >= gen && have == want && updated == want, state, nil
+}

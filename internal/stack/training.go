@@ -601,11 +601,14 @@ func DatasetSecretRef(namespace, name string) *unstructured.Unstructured {
 }
 
 // DatasetUGI returns the UGI stored in the dataset Secret ("" when there is none).
-func DatasetUGI(secret *unstructured.Unstructured) string {
+func DatasetUGI(secret *unstructured.Unstructured) string { return SecretValue(secret, "HDFS_UGI") }
+
+// SecretValue returns the decoded value of key in a Secret ("" when absent).
+func SecretValue(secret *unstructured.Unstructured, key string) string {
 	if secret == nil {
 		return ""
 	}
-	v, _, _ := unstructured.NestedString(secret.Object, "data", "HDFS_UGI")
+	v, _, _ := unstructured.NestedString(secret.Object, "data", key)
 	b, err := base64.StdEncoding.DecodeString(v)
 	if err != nil {
 		return ""

@@ -1,0 +1,510 @@
+package provider
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
+	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
+	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/resource"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/int64default"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/objectplanmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringdefault"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+	"github.com/hashicorp/terraform-plugin-log/tflog"
+
+	"github.com/elasticctr/terraform-provider-ctr/internal/kube"
+	"github.com/elasticctr/terraform-provider-ctr/internal/stack"
+)
+
+var (
+	_ resource.ResourceWithConfigure      = (*cubeResource)(nil)
+	_ resource.ResourceWithImportState    = (*cubeResource)(nil)
+	_ resource.ResourceWithModifyPlan     = (*cubeResource)(nil)
+	_ resource.ResourceWithValidateConfig = (*cubeResource)(nil)
+)
+
+// NewCubeResource is the ctr_cube resource.
+func NewCubeResource() resource.Resource { return &cubeResource{} }
+
+type cubeResource struct{ data *providerData }
+
+type cubeModel struct {
+	ID              types.String      `tfsdk:"id"`
+	Name            types.String      `tfsdk:"name"`
+	Namespace       types.String      `tfsdk:"namespace"`
+	Stack           types.String      `tfsdk:"stack"`
+	Dict            types.String      `tfsdk:"dict"`
+	Shards          types.Int64       `tfsdk:"shards"`
+	Replicas        types.Int64       `tfsdk:"replicas"`
+	Image           types.String      `tfsdk:"image"`
+	DonefileURL     types.String      `tfsdk:"donefile_url"`
+	Mode            types.String      `tfsdk:"mode"`
+	Port            types.Int64       `tfsdk:"port"`
+	TransferPort    types.Int64       `tfsdk:"transfer_port"`
+	Resources       *resourcesModel   `tfsdk:"resources"`
+	Storage         *cubeStorageModel `tfsdk:"storage"`
+	TransferStorage types.String      `tfsdk:"transfer_storage"`
+	NodeSelector    types.Map         `tfsdk:"node_selector"`
+	Tolerations     []tolerationModel `tfsdk:"tolerations"`
+	TimeoutMS       types.Int64       `tfsdk:"timeout_ms"`
+	Retry           types.Int64       `tfsdk:"retry"`
+	BackupRequestMS types.Int64       `tfsdk:"backup_request_ms"`
+	ControlToken    types.String      `tfsdk:"control_token"`
+	Kubernetes      types.Object      `tfsdk:"kubernetes"`
+	Timeouts        timeouts.Value    `tfsdk:"timeouts"`
+	Manifests       types.Map         `tfsdk:"manifests"`
+	CubeConf        types.String      `tfsdk:"cube_conf"`
+	Endpoints       types.List        `tfsdk:"endpoints"`
+	TransferURL     types.String      `tfsdk:"transfer_url"`
+	ServedVersion   types.String      `tfsdk:"served_version"`
+}
+
+type resourcesModel struct {
+	Requests types.Map `tfsdk:"requests"`
+	Limits   types.Map `tfsdk:"limits"`
+}
+
+type cubeStorageModel struct {
+	Size         types.String `tfsdk:"size"`
+	StorageClass types.String `tfsdk:"storage_class"`
+}
+
+type tolerationModel struct {
+	Key      types.String `tfsdk:"key"`
+	Operator types.String `tfsdk:"operator"`
+	Value    types.String `tfsdk:"value"`
+	Effect   types.String `tfsdk:"effect"`
+}
+
+func (r *cubeResource) Metadata(_ context.Context, req resource.MetadataRequest, resp *resource.MetadataResponse) {
+	resp.TypeName = req.ProviderTypeName + "_cube"
+}
+
+func (r *cubeResource) Configure(_ context.Context, req resource.ConfigureRequest, resp *resource.ConfigureResponse) {
+	if data, ok := req.ProviderData.(*providerData); ok {
+		r.data = data
+	}
+}
+
+// defaultCubeImage is this repository's cube image at the provider's own version.
+func (r *cubeResource) defaultCubeImage() string {
+	v := "latest"
+	if r.data != nil && r.data.version != "" && r.data.version != "dev" && r.data.version != "test" {
+		v = r.data.version
+	}
+	return stack.CubeImageRepository + ":" + v
+}
+
+func (r *cubeResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
+	num := func(desc string, def int64, min, max int64) schema.Int64Attribute {
+		return schema.Int64Attribute{Optional: true, Computed: true, Default: int64default.StaticInt64(def),
+			MarkdownDescription: fmt.Sprintf("%s Defaults to `%d`.", desc, def), Validators: []validator.Int64{int64validator.Between(min, max)}}
+	}
+	resp.Schema = schema.Schema{
+		MarkdownDescription: "The cube sparse-parameter service: `shards` × `replicas` cube servers (one StatefulSet and one headless " +
+			"Service per shard, so that shard i has a stable name), the transfer that watches the training job's donefile and rolls new " +
+			"model versions out to every replica, and the shared control token. Exports the `cube_conf` Paddle Serving reads.",
+		Attributes: map[string]schema.Attribute{
+			"id": schema.StringAttribute{Computed: true, MarkdownDescription: "`namespace/name`.", PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown()}},
+			"name": schema.StringAttribute{Required: true, PlanModifiers: replaceStr(),
+				MarkdownDescription: fmt.Sprintf("Name prefix of every object. At most %d lowercase letters, digits and `-`.", stack.MaxNameLength),
+				Validators: []validator.String{stringvalidator.LengthBetween(1, stack.MaxNameLength),
+					stringvalidator.RegexMatches(dnsLabelRE, "must be lowercase letters, digits and '-', starting and ending with a letter or digit")}},
+			"namespace": schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString("default"), PlanModifiers: replaceStr(),
+				MarkdownDescription: "Namespace of every object. Defaults to `default`."},
+			"stack": schema.StringAttribute{Optional: true, MarkdownDescription: "The `app.kubernetes.io/part-of` label. Defaults to `name`."},
+			"dict": schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString(stack.DefaultCubeDict),
+				MarkdownDescription: "Dictionary name, Paddle Serving's `sparse_param_service_table_name`. Defaults to `" + stack.DefaultCubeDict + "`."},
+			"shards": num("Number of shards; key k lives on shard `k % shards`, as Paddle's client routes it. Changing it re-shards: "+
+				"new shards' objects are created, removed ones deleted, and the transfer restarts and rebuilds every shard from the last model.", stack.DefaultCubeShards, 1, 256),
+			"replicas": num("Cube servers per shard.", stack.DefaultCubeReplicas, 1, 32),
+			"image": schema.StringAttribute{Optional: true, Computed: true,
+				MarkdownDescription: "Image with the `cube` binary, for servers and transfer. Defaults to `" + stack.CubeImageRepository + ":<provider version>`, built from this repository.",
+				PlanModifiers:       []planmodifier.String{stringplanmodifier.UseStateForUnknown()}},
+			"donefile_url": schema.StringAttribute{Required: true,
+				MarkdownDescription: "URL of the donefile (`base.txt`) the transfer watches: `ctr_training_job.<name>.donefile_url`."},
+			"mode": schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString(stack.DefaultCubeMode),
+				MarkdownDescription: "`base`: roll out base versions only; `base_delta`: also the patches in `patch.txt`. Defaults to `base`.",
+				Validators:          []validator.String{stringvalidator.OneOf(stack.CubeModes...)}},
+			"port":          num("Port of the cube servers (baidu_std and HTTP).", stack.DefaultCubePort, 1, 65535),
+			"transfer_port": num("Port of the transfer (status API, published shards).", stack.DefaultTransferPort, 1, 65535),
+			"resources": schema.SingleNestedAttribute{Optional: true, MarkdownDescription: "Requests and limits of each cube server.",
+				Attributes: map[string]schema.Attribute{
+					"requests": schema.MapAttribute{Optional: true, ElementType: types.StringType, MarkdownDescription: "e.g. `{ cpu = \"2\", memory = \"8Gi\" }`."},
+					"limits":   schema.MapAttribute{Optional: true, ElementType: types.StringType, MarkdownDescription: "e.g. `{ memory = \"16Gi\" }`."},
+				}},
+			"storage": schema.SingleNestedAttribute{Optional: true,
+				MarkdownDescription: "Per-replica dictionary storage as a PersistentVolumeClaim. Unset: an emptyDir (a restarted pod gets its dictionary back from the transfer). Changing it replaces the cube.",
+				PlanModifiers:       []planmodifier.Object{objectplanmodifier.RequiresReplace()},
+				Attributes: map[string]schema.Attribute{
+					"size":          schema.StringAttribute{Optional: true, MarkdownDescription: "Claim size. Defaults to `10Gi`."},
+					"storage_class": schema.StringAttribute{Optional: true, MarkdownDescription: "StorageClass; the cluster default when unset."},
+				}},
+			"transfer_storage": schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString(stack.DefaultTransferStorage),
+				MarkdownDescription: "Size of the transfer's volume (downloads, built shards, state). Defaults to `" + stack.DefaultTransferStorage + "`."},
+			"node_selector": schema.MapAttribute{Optional: true, ElementType: types.StringType, MarkdownDescription: "Node selector of every cube pod."},
+			"tolerations": schema.ListNestedAttribute{Optional: true, MarkdownDescription: "Tolerations of every cube pod.",
+				NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
+					"key": schema.StringAttribute{Optional: true}, "operator": schema.StringAttribute{Optional: true},
+					"value": schema.StringAttribute{Optional: true}, "effect": schema.StringAttribute{Optional: true},
+				}}},
+			"timeout_ms":        num("cube.conf `timeout`: Paddle Serving's per-request timeout in milliseconds.", stack.DefaultCubeTimeoutMS, 1, 600000),
+			"retry":             num("cube.conf `retry`: Paddle Serving's retries on another replica.", stack.DefaultCubeRetry, 0, 10),
+			"backup_request_ms": num("cube.conf `backup_request`: send a backup request after this many milliseconds; 0 disables it.", 0, 0, 600000),
+			"control_token": schema.StringAttribute{Optional: true, Computed: true, Sensitive: true,
+				MarkdownDescription: "Shared token of the control endpoints (agent, transfer, ControlService), stored in a Secret. Generated when unset.",
+				PlanModifiers:       []planmodifier.String{stringplanmodifier.UseStateForUnknown()}},
+			"kubernetes": connectionResourceAttribute(),
+			"timeouts":   timeouts.Attributes(ctx, timeouts.Opts{Create: true, Update: true, Delete: true}),
+			"manifests": schema.MapAttribute{Computed: true, ElementType: types.StringType,
+				MarkdownDescription: "Every Kubernetes object this resource owns, `apiVersion/Kind/name` -> YAML, rendered at plan time."},
+			"cube_conf": schema.StringAttribute{Computed: true,
+				MarkdownDescription: "Paddle Serving's `cube.conf` (JSON) for this cube: one `http://<shard service>:<port>` per shard, which brpc re-resolves to the shard's ready replicas."},
+			"endpoints":    schema.ListAttribute{Computed: true, ElementType: types.StringType, MarkdownDescription: "Address of each shard's Service, shard by shard."},
+			"transfer_url": schema.StringAttribute{Computed: true, MarkdownDescription: "In-cluster URL of the transfer's status API."},
+			"served_version": schema.StringAttribute{Computed: true,
+				MarkdownDescription: "Model version every shard serves, read from the transfer at refresh (empty until the first model, or when the transfer cannot be reached)."},
+		},
+	}
+}
+
+func (m *cubeModel) known() bool {
+	for _, v := range []interface{ IsUnknown() bool }{m.Name, m.Namespace, m.Stack, m.Dict, m.Shards, m.Replicas, m.Image, m.DonefileURL, m.Mode,
+		m.Port, m.TransferPort, m.TransferStorage, m.NodeSelector, m.TimeoutMS, m.Retry, m.BackupRequestMS} {
+		if v.IsUnknown() {
+			return false
+		}
+	}
+	return true
+}
+
+func (m *cubeModel) cube(ctx context.Context) (stack.Cube, diag.Diagnostics) {
+	var diags diag.Diagnostics
+	c := stack.Cube{Name: m.Name.ValueString(), Namespace: m.Namespace.ValueString(), Stack: m.Stack.ValueString(), Dict: m.Dict.ValueString(),
+		Shards: int32(m.Shards.ValueInt64()), Replicas: int32(m.Replicas.ValueInt64()), Image: m.Image.ValueString(),
+		DonefileURL: m.DonefileURL.ValueString(), Mode: m.Mode.ValueString(), Port: int32(m.Port.ValueInt64()),
+		TransferPort: int32(m.TransferPort.ValueInt64()), TransferStorage: m.TransferStorage.ValueString(),
+		TimeoutMS: int32(m.TimeoutMS.ValueInt64()), Retry: int32(m.Retry.ValueInt64()), BackupRequestMS: int32(m.BackupRequestMS.ValueInt64()),
+		Token: m.ControlToken.ValueString()}
+	if r := m.Resources; r != nil {
+		if !r.Requests.IsNull() && !r.Requests.IsUnknown() {
+			diags.Append(r.Requests.ElementsAs(ctx, &c.Requests, false)...)
+		}
+		if !r.Limits.IsNull() && !r.Limits.IsUnknown() {
+			diags.Append(r.Limits.ElementsAs(ctx, &c.Limits, false)...)
+		}
+	}
+	if s := m.Storage; s != nil {
+		c.Storage = &stack.CubeStorage{Size: s.Size.ValueString(), StorageClass: s.StorageClass.ValueString()}
+	}
+	if !m.NodeSelector.IsNull() && !m.NodeSelector.IsUnknown() {
+		diags.Append(m.NodeSelector.ElementsAs(ctx, &c.NodeSelector, false)...)
+	}
+	for _, t := range m.Tolerations {
+		c.Tolerations = append(c.Tolerations, stack.Toleration{Key: t.Key.ValueString(), Operator: t.Operator.ValueString(), Value: t.Value.ValueString(), Effect: t.Effect.ValueString()})
+	}
+	return c, diags
+}
+
+// computed fills what the rendering determines.
+func (m *cubeModel) computed(ctx context.Context, c stack.Cube, set stack.Set, diags *diag.Diagnostics) {
+	d := c.Defaulted()
+	m.ID = types.StringValue(c.Namespace + "/" + c.Name)
+	m.CubeConf = types.StringValue(d.CubeConf())
+	ep, dd := types.ListValueFrom(ctx, types.StringType, d.Endpoints())
+	diags.Append(dd...)
+	m.Endpoints = ep
+	m.TransferURL = types.StringValue(d.TransferURL())
+	if set != nil {
+		m.Manifests = manifestsValue(ctx, set, diags)
+	}
+}
+
+func (r *cubeResource) ValidateConfig(ctx context.Context, req resource.ValidateConfigRequest, resp *resource.ValidateConfigResponse) {
+	var m cubeModel
+	resp.Diagnostics.Append(req.Config.Get(ctx, &m)...)
+	if resp.Diagnostics.HasError() || !m.known() {
+		return
+	}
+	c, d := m.cube(ctx)
+	resp.Diagnostics.Append(d...)
+	if c.Namespace == "" {
+		c.Namespace = "default"
+	}
+	for _, e := range c.Validate() {
+		resp.Diagnostics.AddAttributeError(fieldPath(e.Path), "Invalid Cube Setting", "Attribute "+e.Path+": "+e.Detail)
+	}
+}
+
+func (r *cubeResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
+	if req.Plan.Raw.IsNull() {
+		return
+	}
+	var plan cubeModel
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	if plan.Image.IsUnknown() && req.State.Raw.IsNull() {
+		plan.Image = types.StringValue(r.defaultCubeImage())
+	}
+	if !plan.known() {
+		plan.Manifests, plan.CubeConf = types.MapUnknown(types.StringType), types.StringUnknown()
+		resp.Diagnostics.Append(resp.Plan.Set(ctx, &plan)...)
+		return
+	}
+	c, d := plan.cube(ctx)
+	resp.Diagnostics.Append(d...)
+	set, err := stack.RenderCube(c)
+	if err != nil {
+		resp.Diagnostics.AddError("Invalid Cube", err.Error())
+		return
+	}
+	plan.computed(ctx, c, set, &resp.Diagnostics)
+	if !req.State.Raw.IsNull() {
+		var state cubeModel
+		resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
+		if !state.Manifests.Equal(plan.Manifests) {
+			plan.ServedVersion = types.StringUnknown()
+		}
+		if o, n := state.Shards.ValueInt64(), plan.Shards.ValueInt64(); o != n {
+			resp.Diagnostics.AddWarning("Cube Will Be Re-sharded",
+				fmt.Sprintf("Changing shards from %d to %d re-shards cube %s/%s: keys move between shards (shard = key %% shards). "+
+					"The transfer restarts and rebuilds every shard from the last model; cube.conf changes, so ctr_serving pods roll. "+
+					"Until the new layout serves, Paddle Serving may miss keys.", o, n, c.Namespace, c.Name))
+		}
+	}
+	resp.Diagnostics.Append(resp.Plan.Set(ctx, &plan)...)
+}
+
+func (r *cubeResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
+	var plan cubeModel
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	if plan.ControlToken.IsUnknown() || plan.ControlToken.IsNull() {
+		b := make([]byte, 24)
+		if _, err := rand.Read(b); err != nil {
+			resp.Diagnostics.AddError("Create Cube Error", "generate the control token: "+err.Error())
+			return
+		}
+		plan.ControlToken = types.StringValue(hex.EncodeToString(b))
+	}
+	timeout, d := plan.Timeouts.Create(ctx, 20*time.Minute)
+	resp.Diagnostics.Append(d...)
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	r.apply(ctx, &plan, &resp.State, &resp.Diagnostics)
+}
+
+func (r *cubeResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
+	var plan cubeModel
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	timeout, d := plan.Timeouts.Update(ctx, 20*time.Minute)
+	resp.Diagnostics.Append(d...)
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	r.apply(ctx, &plan, &resp.State, &resp.Diagnostics)
+}
+
+// apply converges and waits until every cube pod exists at the current revision and the
+// transfer is available. Pods turn Ready only once they serve a model, which may be later.
+func (r *cubeResource) apply(ctx context.Context, plan *cubeModel, state stateLike, diags *diag.Diagnostics) {
+	c, d := plan.cube(ctx)
+	diags.Append(d...)
+	set, err := stack.RenderCube(c)
+	if err != nil {
+		diags.AddError("Apply Cube Error", err.Error())
+		return
+	}
+	kc, d := kubeClient(ctx, plan.Kubernetes, r.data)
+	diags.Append(d...)
+	if diags.HasError() {
+		return
+	}
+	what := fmt.Sprintf("cube %s/%s", c.Namespace, c.Name)
+	if !applySet(ctx, kc, set, c.Namespace, stack.Owner(stack.CubeType, c.Name), stack.CubeKinds, what, diags) {
+		return
+	}
+	plan.computed(ctx, c, set, diags)
+	plan.ServedVersion = types.StringValue("")
+	diags.Append(state.Set(ctx, plan)...)
+	for _, o := range set {
+		var cond kube.Condition
+		switch o.Object.GetKind() {
+		case "StatefulSet":
+			cond = kube.StatefulSetRolledOut
+		case "Deployment":
+			cond = kube.DeploymentAvailable
+		default:
+			continue
+		}
+		if _, err := kc.WaitFor(ctx, o.Object, cond, progressInterval); err != nil {
+			diags.AddError("Apply Cube Error", err.Error())
+			return
+		}
+	}
+	plan.ServedVersion = types.StringValue(servedVersion(ctx, kc, c.Defaulted()))
+	diags.Append(state.Set(ctx, plan)...)
+}
+
+// servedVersion asks the transfer (through the API server's service proxy) which version
+// every shard serves; "" when none yet or when it cannot be asked.
+func servedVersion(ctx context.Context, kc *kube.Client, c stack.Cube) string {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	body, err := kc.ServiceProxyGet(ctx, c.Namespace, c.Name+"-transfer", fmt.Sprint(c.TransferPort), "status")
+	if err != nil {
+		tflog.Warn(ctx, fmt.Sprintf("cube %s/%s: could not ask the transfer for the served version: %s", c.Namespace, c.Name, err))
+		return ""
+	}
+	var st struct {
+		ServedVersion string `json:"served_version"`
+	}
+	if err := json.Unmarshal(body, &st); err != nil {
+		tflog.Warn(ctx, "cube transfer status: "+err.Error())
+		return ""
+	}
+	return st.ServedVersion
+}
+
+func (r *cubeResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
+	var st cubeModel
+	resp.Diagnostics.Append(req.State.Get(ctx, &st)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	kc, d := kubeClient(ctx, st.Kubernetes, r.data)
+	resp.Diagnostics.Append(d...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	if st.DonefileURL.IsNull() && !r.importSettings(ctx, kc, &st, &resp.Diagnostics) {
+		if !resp.Diagnostics.HasError() {
+			resp.State.RemoveResource(ctx)
+		}
+		return
+	}
+	c, d := st.cube(ctx)
+	resp.Diagnostics.Append(d...)
+	set, err := stack.RenderCube(c)
+	if err != nil {
+		resp.Diagnostics.AddError("Read Cube Error", err.Error())
+		return
+	}
+	manifests, live := readSet(ctx, kc, set, &resp.Diagnostics)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	if len(live) == 0 {
+		resp.State.RemoveResource(ctx)
+		return
+	}
+	st.computed(ctx, c, nil, &resp.Diagnostics)
+	st.Manifests = manifests
+	st.ServedVersion = types.StringValue(servedVersion(ctx, kc, c.Defaulted()))
+	resp.Diagnostics.Append(resp.State.Set(ctx, &st)...)
+}
+
+func (r *cubeResource) importSettings(ctx context.Context, kc *kube.Client, st *cubeModel, diags *diag.Diagnostics) bool {
+	ns, name := st.Namespace.ValueString(), st.Name.ValueString()
+	live, err := kc.Get(ctx, objectFromKey("apps/v1/Deployment/"+ns+"/"+name+"-transfer"))
+	if err != nil || live == nil {
+		if err != nil {
+			diags.AddError("Import Cube Error", err.Error())
+		}
+		return false
+	}
+	c, err := stack.CubeFromSettings(live.GetAnnotations()[stack.SettingsAnnotation])
+	if err != nil {
+		diags.AddError("Import Cube Error", fmt.Sprintf("Deployment %s/%s-transfer was not created by this provider: %s", ns, name, err))
+		return false
+	}
+	secret, err := kc.Get(ctx, objectFromKey("v1/Secret/"+ns+"/"+name+"-control"))
+	if err != nil {
+		diags.AddError("Import Cube Error", err.Error())
+		return false
+	}
+	token := stack.SecretValue(secret, "token")
+	str := func(s string) types.String {
+		if s == "" {
+			return types.StringNull()
+		}
+		return types.StringValue(s)
+	}
+	strMap := func(m map[string]string) types.Map {
+		if m == nil {
+			return types.MapNull(types.StringType)
+		}
+		v, d := types.MapValueFrom(ctx, types.StringType, m)
+		diags.Append(d...)
+		return v
+	}
+	st.Name, st.Namespace, st.Stack, st.Dict = types.StringValue(c.Name), types.StringValue(c.Namespace), str(c.Stack), str(c.Dict)
+	st.Shards, st.Replicas = types.Int64Value(int64(c.Shards)), types.Int64Value(int64(c.Replicas))
+	st.Image, st.DonefileURL, st.Mode = str(c.Image), types.StringValue(c.DonefileURL), str(c.Mode)
+	st.Port, st.TransferPort = types.Int64Value(int64(c.Port)), types.Int64Value(int64(c.TransferPort))
+	st.TransferStorage = str(c.TransferStorage)
+	st.TimeoutMS, st.Retry, st.BackupRequestMS = types.Int64Value(int64(c.TimeoutMS)), types.Int64Value(int64(c.Retry)), types.Int64Value(int64(c.BackupRequestMS))
+	st.NodeSelector, st.ControlToken = strMap(c.NodeSelector), str(token)
+	st.Resources, st.Storage, st.Tolerations = nil, nil, nil
+	if c.Requests != nil || c.Limits != nil {
+		st.Resources = &resourcesModel{Requests: strMap(c.Requests), Limits: strMap(c.Limits)}
+	}
+	if c.Storage != nil {
+		st.Storage = &cubeStorageModel{Size: str(c.Storage.Size), StorageClass: str(c.Storage.StorageClass)}
+	}
+	for _, t := range c.Tolerations {
+		st.Tolerations = append(st.Tolerations, tolerationModel{Key: str(t.Key), Operator: str(t.Operator), Value: str(t.Value), Effect: str(t.Effect)})
+	}
+	return !diags.HasError()
+}
+
+func (r *cubeResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
+	var st cubeModel
+	resp.Diagnostics.Append(req.State.Get(ctx, &st)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	timeout, d := st.Timeouts.Delete(ctx, 10*time.Minute)
+	resp.Diagnostics.Append(d...)
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	kc, d := kubeClient(ctx, st.Kubernetes, r.data)
+	resp.Diagnostics.Append(d...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	ns, name := st.Namespace.ValueString(), st.Name.ValueString()
+	if err := kc.DeleteAll(ctx, ns, stack.Owner(stack.CubeType, name), stack.CubeKinds, stack.ControllerKinds, progressInterval); err != nil {
+		resp.Diagnostics.AddError("Delete Cube Error", fmt.Sprintf("Could not delete everything cube %s/%s owns: %s", ns, name, err))
+	}
+}
+
+func (r *cubeResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
+	ns, name, ok := strings.Cut(req.ID, "/")
+	if !ok || ns == "" || name == "" {
+		resp.Diagnostics.AddError("Invalid Import ID", fmt.Sprintf("Expected NAMESPACE/NAME; got %q.", req.ID))
+		return
+	}
+	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("id"), req.ID)...)
+	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("namespace"), ns)...)
+	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("name"), name)...)
+}

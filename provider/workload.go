@@ -1,0 +1,69 @@
+package provider
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/elasticctr/terraform-provider-ctr/internal/kube"
+	"github.com/elasticctr/terraform-provider-ctr/internal/stack"
+)
+
+// The steps every workload resource (ctr_cube, ctr_serving) shares with ctr_training_job:
+// apply with pruning, read back with drift projection, delete everything owned.
+
+// applySet server-side applies the set and prunes owned objects of kinds it no longer renders.
+func applySet(ctx context.Context, c *kube.Client, set stack.Set, namespace, owner string, kinds []schema.GroupVersionKind, what string, diags *diag.Diagnostics) bool {
+	if _, err := c.Apply(ctx, set); err != nil {
+		diags.AddError("Apply "+what+" Error", fmt.Sprintf("Could not apply the objects of %s: %s", what, err))
+		return false
+	}
+	if _, err := c.Prune(ctx, namespace, owner, kinds, set); err != nil {
+		diags.AddError("Apply "+what+" Error", "Could not remove objects that are no longer rendered: "+err.Error())
+		return false
+	}
+	return true
+}
+
+// readSet reads every object of the set back, projected onto the fields we set, as the
+// `manifests` value. live holds the objects that exist; none existing means the resource is gone.
+func readSet(ctx context.Context, c *kube.Client, set stack.Set, diags *diag.Diagnostics) (types.Map, map[string]*unstructured.Unstructured) {
+	manifests := map[string]string{}
+	live := map[string]*unstructured.Unstructured{}
+	for _, o := range set {
+		u, err := c.Get(ctx, o.Object)
+		if err != nil {
+			diags.AddError("Read Error", err.Error())
+			return types.MapNull(types.StringType), nil
+		}
+		if u == nil {
+			continue
+		}
+		y, err := stack.YAML(kube.Project(o.Object, u))
+		if err != nil {
+			diags.AddError("Read Error", err.Error())
+			return types.MapNull(types.StringType), nil
+		}
+		manifests[o.Key] = y
+		live[o.Key] = u
+	}
+	mv, d := types.MapValueFrom(ctx, types.StringType, manifests)
+	diags.Append(d...)
+	return mv, live
+}
+
+// manifestsValue renders a set's manifests for the plan.
+func manifestsValue(ctx context.Context, set stack.Set, diags *diag.Diagnostics) types.Map {
+	m, err := set.Manifests()
+	if err != nil {
+		diags.AddError("Render Error", err.Error())
+		return types.MapUnknown(types.StringType)
+	}
+	mv, d := types.MapValueFrom(ctx, types.StringType, m)
+	diags.Append(d...)
+	return mv
+}
