@@ -120,6 +120,7 @@ func (p *ctrProvider) Resources(context.Context) []func() resource.Resource {
 	return []func() resource.Resource{
 		NewClusterResource,
 		NewCubeResource,
+		NewServingResource,
 		NewTrainingJobResource,
 	}
 }

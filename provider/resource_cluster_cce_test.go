@@ -231,9 +231,9 @@ func TestAccCluster_CCE_Faults(t *testing.T) {
 	})
 }
 
-// TestAccCluster_CCE_FullStackOneApply: one apply builds the CCE cluster, Volcano and a
-// training job that takes the cluster's connection, unknown at plan time; the second plan is
-// empty (checked by the framework after every step).
+// TestAccCluster_CCE_FullStackOneApply: one apply builds the CCE cluster, Volcano, a training
+// job, the cube and Paddle Serving, all taking the cluster's connection, unknown at plan time;
+// the second plan is empty (checked by the framework after every step).
 func TestAccCluster_CCE_FullStackOneApply(t *testing.T) {
 	emu, endpoint := emulator(t)
 	k := requireCluster(t)
@@ -245,10 +245,25 @@ func TestAccCluster_CCE_FullStackOneApply(t *testing.T) {
 			Config: cceConfig(endpoint, testSK, volcanoManifest(t), fmt.Sprintf(`
 resource "ctr_training_job" "test" {
   kubernetes = ctr_cluster.this.kubernetes
-  name       = %q
-  namespace  = %q
+  name       = %[1]q
+  namespace  = %[2]q
   pserver    = { replicas = 1 }
   trainer    = { replicas = 1 }
+}
+
+resource "ctr_cube" "test" {
+  kubernetes   = ctr_cluster.this.kubernetes
+  name         = "%[1]s-cube"
+  namespace    = %[2]q
+  donefile_url = ctr_training_job.test.donefile_url
+  replicas     = 1
+}
+
+resource "ctr_serving" "test" {
+  kubernetes = ctr_cluster.this.kubernetes
+  name       = "%[1]s-serving"
+  namespace  = %[2]q
+  cube_conf  = ctr_cube.test.cube_conf
 }
 `, name, ns), 1),
 			ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
@@ -257,6 +272,7 @@ resource "ctr_training_job" "test" {
 			}},
 			ConfigStateChecks: []statecheck.StateCheck{
 				statecheck.ExpectKnownValue(jobAddr, tfjsonpath.New("phase"), knownvalue.StringExact("Running")),
+				statecheck.ExpectKnownValue("ctr_serving.test", tfjsonpath.New("url"), knownvalue.NotNull()),
 			},
 		}},
 	})

@@ -255,3 +255,5 @@ func quoteAll(vs []string) []string {
 	}
 	return out
 }
+
+func validationEnvName(k string) bool { return len(validation.IsEnvVarName(k)) > 0 }

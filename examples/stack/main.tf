@@ -1,0 +1,65 @@
+# The ElasticCTR stack on an existing cluster in one apply: PaddlePaddle training on Volcano,
+# whose donefile feeds the cube, whose cube.conf feeds Paddle Serving.
+# The connection comes from KUBECONFIG (or ~/.kube/config).
+terraform {
+  required_providers {
+    ctr = {
+      source = "elasticctr/ctr"
+    }
+  }
+}
+
+provider "ctr" {}
+
+variable "namespace" {
+  description = "Namespace of the whole stack; it must exist."
+  type        = string
+  default     = "default"
+}
+
+variable "cube_shards" {
+  description = "Number of cube shards."
+  type        = number
+  default     = 2
+}
+
+resource "ctr_training_job" "ctr" {
+  name      = "ctr-demo"
+  namespace = var.namespace
+  stack     = "elastic-ctr"
+  entry     = "cd /workspace/ctr && python train.py --is_local 0 --cloud_train 1"
+  pserver   = { replicas = 1 }
+  trainer   = { replicas = 1 }
+}
+
+resource "ctr_cube" "cube" {
+  name         = "ctr-cube"
+  namespace    = var.namespace
+  stack        = "elastic-ctr"
+  donefile_url = ctr_training_job.ctr.donefile_url
+  shards       = var.cube_shards
+  replicas     = 1
+}
+
+resource "ctr_serving" "serving" {
+  name      = "ctr-serving"
+  namespace = var.namespace
+  stack     = "elastic-ctr"
+  cube_conf = ctr_cube.cube.cube_conf
+  model_url = "${ctr_training_job.ctr.file_server_url}/output/ctr_model.tar.gz"
+}
+
+output "serving_url" {
+  description = "In-cluster URL of Paddle Serving."
+  value       = ctr_serving.serving.url
+}
+
+output "cube_conf" {
+  description = "The cube.conf Paddle Serving reads."
+  value       = ctr_cube.cube.cube_conf
+}
+
+output "donefile_url" {
+  description = "What the cube transfer watches."
+  value       = ctr_training_job.ctr.donefile_url
+}

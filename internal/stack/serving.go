@@ -1,0 +1,190 @@
+package stack
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+)
+
+// ServingType is the Terraform resource type of Paddle Serving.
+const ServingType = "ctr_serving"
+
+// Defaults of a serving, applied by (*Serving).Defaulted.
+const (
+	DefaultServingImage = "paddlepaddle/serving:0.9.0"
+	DefaultServingPort  = 8010
+	servingConfDir      = "/serving/conf"
+	componentServing    = "serving"
+	// CubeConfChecksumAnnotation on the pod template rolls the pods when cube.conf changes:
+	// Paddle Serving reads it only at start.
+	CubeConfChecksumAnnotation = "ctr.elasticctr.io/cube-conf-sha256"
+)
+
+// Serving is everything a `ctr_serving` says. Zero values mean "default".
+type Serving struct {
+	Name            string            `json:"name"`
+	Namespace       string            `json:"namespace"`
+	Stack           string            `json:"stack,omitempty"`
+	Image           string            `json:"image,omitempty"`
+	ImagePullPolicy string            `json:"image_pull_policy,omitempty"`
+	Replicas        int32             `json:"replicas,omitempty"`
+	Port            int32             `json:"port,omitempty"`
+	ServiceType     string            `json:"service_type,omitempty"`
+	ModelURL        string            `json:"model_url,omitempty"`
+	Args            []string          `json:"args,omitempty"`
+	Env             map[string]string `json:"env,omitempty"`
+	Requests        map[string]string `json:"requests,omitempty"`
+	Limits          map[string]string `json:"limits,omitempty"`
+	// CubeConf is ctr_cube's cube_conf.
+	CubeConf string `json:"cube_conf"`
+}
+
+// Defaulted returns a copy with every default filled in.
+func (s Serving) Defaulted() Serving {
+	d := s
+	d.Stack = orDefault(d.Stack, d.Name)
+	d.Image = orDefault(d.Image, DefaultServingImage)
+	d.ImagePullPolicy = orDefault(d.ImagePullPolicy, string(corev1.PullIfNotPresent))
+	d.ServiceType = orDefault(d.ServiceType, "ClusterIP")
+	if d.Replicas == 0 {
+		d.Replicas = 1
+	}
+	if d.Port == 0 {
+		d.Port = DefaultServingPort
+	}
+	if d.Args == nil {
+		// Paddle Serving's C++ server flags: cube lookups on, cube.conf where resource.prototxt
+		// expects it (./conf/cube.conf under the /serving working directory).
+		d.Args = []string{"--port=" + strconv.Itoa(int(d.Port)), "--enable_cube=true"}
+	}
+	return d
+}
+
+// URL is the in-cluster URL of the serving Service.
+func (s Serving) URL() string {
+	return fmt.Sprintf("http://%s.%s.svc:%d", s.Name, s.Namespace, s.Port)
+}
+
+// RenderServing renders a serving's ConfigMap (cube.conf), Deployment and Service.
+func RenderServing(given Serving) (Set, error) {
+	if errs := given.Validate(); len(errs) > 0 {
+		return nil, errs
+	}
+	s := given.Defaulted()
+	settings, err := json.Marshal(given)
+	if err != nil {
+		return nil, err
+	}
+	labels := commonLabels(s.Stack, s.Name, Owner(ServingType, s.Name), componentServing)
+	selector := map[string]string{LabelInstance: s.Name, LabelComponent: componentServing}
+	sum := sha256.Sum256([]byte(s.CubeConf))
+	env := []corev1.EnvVar{{Name: "CUBE_CONF", Value: servingConfDir + "/cube.conf"}}
+	if s.ModelURL != "" {
+		env = append(env, corev1.EnvVar{Name: "MODEL_URL", Value: s.ModelURL})
+	}
+	for _, k := range sortedKeys(s.Env) {
+		env = append(env, corev1.EnvVar{Name: k, Value: s.Env[k]})
+	}
+	var set Set
+	set = append(set, toObject(&corev1.ConfigMap{
+		TypeMeta:   typeMeta("v1", "ConfigMap"),
+		ObjectMeta: meta(s.Name+"-cube-conf", s.Namespace, labels),
+		Data:       map[string]string{"cube.conf": s.CubeConf},
+	}))
+	dep := toObject(&appsv1.Deployment{
+		TypeMeta:   typeMeta("apps/v1", "Deployment"),
+		ObjectMeta: meta(s.Name, s.Namespace, labels),
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To(s.Replicas),
+			Selector: &metav1.LabelSelector{MatchLabels: selector},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels, Annotations: map[string]string{CubeConfChecksumAnnotation: hex.EncodeToString(sum[:])}},
+				Spec: corev1.PodSpec{
+					Containers: []corev1.Container{{
+						Name: "serving", Image: s.Image, ImagePullPolicy: corev1.PullPolicy(s.ImagePullPolicy),
+						WorkingDir: "/serving", Args: s.Args, Env: env,
+						Ports:          []corev1.ContainerPort{{Name: "serving", ContainerPort: s.Port, Protocol: corev1.ProtocolTCP}},
+						ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromString("serving")}}},
+						Resources:      resources(&Task{Requests: s.Requests, Limits: s.Limits}, false),
+						VolumeMounts:   []corev1.VolumeMount{{Name: "cube-conf", MountPath: servingConfDir + "/cube.conf", SubPath: "cube.conf", ReadOnly: true}},
+					}},
+					Volumes: []corev1.Volume{{Name: "cube-conf", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+						LocalObjectReference: corev1.LocalObjectReference{Name: s.Name + "-cube-conf"}}}}},
+				},
+			},
+		},
+	})
+	dep.Object.SetAnnotations(map[string]string{SettingsAnnotation: string(settings)})
+	set = append(set, dep)
+	set = append(set, toObject(&corev1.Service{
+		TypeMeta:   typeMeta("v1", "Service"),
+		ObjectMeta: meta(s.Name, s.Namespace, labels),
+		Spec: corev1.ServiceSpec{Type: corev1.ServiceType(s.ServiceType), Selector: selector,
+			Ports: []corev1.ServicePort{{Name: "serving", Port: s.Port, TargetPort: intstr.FromString("serving"), Protocol: corev1.ProtocolTCP}}},
+	}))
+	return set, nil
+}
+
+// ServingKinds are the kinds a serving renders.
+var ServingKinds = []schema.GroupVersionKind{
+	{Version: "v1", Kind: "ConfigMap"},
+	{Group: "apps", Version: "v1", Kind: "Deployment"},
+	{Version: "v1", Kind: "Service"},
+}
+
+// ServingFromSettings decodes the settings annotation of a serving's Deployment.
+func ServingFromSettings(s string) (Serving, error) {
+	var v Serving
+	if err := json.Unmarshal([]byte(s), &v); err != nil {
+		return v, fmt.Errorf("decode settings: %w", err)
+	}
+	if v.Name == "" || v.Namespace == "" {
+		return v, fmt.Errorf("settings name no serving (name and namespace missing)")
+	}
+	return v, nil
+}
+
+// Validate checks the serving as given.
+func (s Serving) Validate() FieldErrors {
+	var errs FieldErrors
+	bad := func(path, format string, args ...any) {
+		errs = append(errs, FieldError{Path: path, Detail: fmt.Sprintf(format, args...)})
+	}
+	validateName(bad, "name", s.Name, MaxNameLength)
+	validateName(bad, "namespace", s.Namespace, 63)
+	if s.Replicas < 0 {
+		bad("replicas", "%d is negative", s.Replicas)
+	}
+	if s.Port < 0 || s.Port > 65535 {
+		bad("port", "%d is not a TCP port; use 1-65535", s.Port)
+	}
+	if s.ServiceType != "" && !contains(ServiceTypes, s.ServiceType) {
+		bad("service_type", "%q is not allowed; use one of %s", s.ServiceType, strings.Join(quoteAll(ServiceTypes), ", "))
+	}
+	var conf []struct {
+		DictName string `json:"dict_name"`
+		Shard    int    `json:"shard"`
+	}
+	if err := json.Unmarshal([]byte(s.CubeConf), &conf); err != nil {
+		bad("cube_conf", "is not the JSON array Paddle Serving reads (use ctr_cube.<name>.cube_conf): %s", err)
+	} else if len(conf) == 0 || conf[0].DictName == "" || conf[0].Shard < 1 {
+		bad("cube_conf", "needs at least one dictionary with dict_name and shard >= 1")
+	}
+	validateTask(bad, "resources", &Task{Requests: s.Requests, Limits: s.Limits})
+	for k := range s.Env {
+		if msgs := validationEnvName(k); msgs {
+			bad(fmt.Sprintf("env[%q]", k), "%q is not a valid environment variable name", k)
+		}
+	}
+	return errs
+}
