@@ -75,7 +75,7 @@ func (r *clusterResource) cce(diags *diag.Diagnostics) *cce.Client {
 // values) with the prior state (which never does), sees a change, and marks every computed
 // attribute unknown. Here the comparison is made without it, and the prior values stay.
 func (r *clusterResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
-	if req.Plan.Raw.IsNull() || req.State.Raw.IsNull() {
+	if req.Plan.Raw.IsNull() || req.State.Raw.IsNull() || unknownAttrs(req.Plan.Raw, clusterObjects...) {
 		return
 	}
 	var plan, state clusterModel

@@ -234,6 +234,9 @@ func (m *cubeModel) computed(ctx context.Context, c stack.Cube, set stack.Set, d
 }
 
 func (r *cubeResource) ValidateConfig(ctx context.Context, req resource.ValidateConfigRequest, resp *resource.ValidateConfigResponse) {
+	if unknownAttrs(req.Config.Raw, cubeObjects...) {
+		return
+	}
 	var m cubeModel
 	resp.Diagnostics.Append(req.Config.Get(ctx, &m)...)
 	if resp.Diagnostics.HasError() || !m.known() {
@@ -251,6 +254,10 @@ func (r *cubeResource) ValidateConfig(ctx context.Context, req resource.Validate
 
 func (r *cubeResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
 	if req.Plan.Raw.IsNull() {
+		return
+	}
+	if unknownAttrs(req.Plan.Raw, cubeObjects...) {
+		resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("manifests"), types.MapUnknown(types.StringType))...)
 		return
 	}
 	var plan cubeModel

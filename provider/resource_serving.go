@@ -139,6 +139,9 @@ func (m *servingModel) serving(ctx context.Context) (stack.Serving, diag.Diagnos
 }
 
 func (r *servingResource) ValidateConfig(ctx context.Context, req resource.ValidateConfigRequest, resp *resource.ValidateConfigResponse) {
+	if unknownAttrs(req.Config.Raw, servingObjects...) {
+		return
+	}
 	var m servingModel
 	resp.Diagnostics.Append(req.Config.Get(ctx, &m)...)
 	if resp.Diagnostics.HasError() || !m.known() {
@@ -156,6 +159,10 @@ func (r *servingResource) ValidateConfig(ctx context.Context, req resource.Valid
 
 func (r *servingResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
 	if req.Plan.Raw.IsNull() {
+		return
+	}
+	if unknownAttrs(req.Plan.Raw, servingObjects...) {
+		resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("manifests"), types.MapUnknown(types.StringType))...)
 		return
 	}
 	var plan servingModel

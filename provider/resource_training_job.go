@@ -55,6 +55,9 @@ func (r *trainingJobResource) Configure(_ context.Context, req resource.Configur
 // ValidateConfig refuses bad settings at plan time, each with its attribute path. Values not
 // known until apply are skipped here and checked again when they are.
 func (r *trainingJobResource) ValidateConfig(ctx context.Context, req resource.ValidateConfigRequest, resp *resource.ValidateConfigResponse) {
+	if unknownAttrs(req.Config.Raw, trainingJobObjects...) {
+		return
+	}
 	var m trainingJobModel
 	resp.Diagnostics.Append(req.Config.Get(ctx, &m)...)
 	if resp.Diagnostics.HasError() || !m.known() || m.MinAvailable.IsUnknown() {
@@ -79,6 +82,11 @@ func (r *trainingJobResource) ValidateConfig(ctx context.Context, req resource.V
 func (r *trainingJobResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
 	if req.Plan.Raw.IsNull() {
 		return // destroy
+	}
+	if unknownAttrs(req.Plan.Raw, trainingJobObjects...) {
+		resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("manifests"), types.MapUnknown(types.StringType))...)
+		resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("min_available"), types.Int64Unknown())...)
+		return
 	}
 	var plan, config trainingJobModel
 	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)

@@ -1,11 +1,17 @@
-# Two shards of two replicas each, fed by the training job's donefile.
+# Two shards of two replicas each, fed by a training job's donefile
+# (usually ctr_training_job.<name>.donefile_url).
+variable "donefile_url" {
+  type    = string
+  default = "http://ctr-demo-fileserver.default.svc:8080/output/ctr_cube/donefile/base.txt"
+}
+
 resource "ctr_cube" "cube" {
   name         = "ctr-cube"
   namespace    = "default"
   dict         = "test_dict"
   shards       = 2
   replicas     = 2
-  donefile_url = ctr_training_job.ctr.donefile_url
+  donefile_url = var.donefile_url
   mode         = "base_delta"
 
   resources = {

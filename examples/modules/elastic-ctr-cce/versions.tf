@@ -1,0 +1,8 @@
+terraform {
+  required_version = ">= 1.11"
+  required_providers {
+    ctr = {
+      source = "elasticctr/ctr"
+    }
+  }
+}
