@@ -4,7 +4,6 @@ import (
 	"context"
 	"os"
 	"testing"
-	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework/providerserver"
 	"github.com/hashicorp/terraform-plugin-go/tfprotov6"
@@ -103,19 +102,4 @@ func gvrOf(gvk schema.GroupVersionKind) schema.GroupVersionResource {
 		"Service": "services", "Job": "jobs", "StatefulSet": "statefulsets", "Pod": "pods", "ReplicaSet": "replicasets", "PodGroup": "podgroups",
 	}[gvk.Kind]
 	return gvk.GroupVersion().WithResource(plural)
-}
-
-func eventually(t *testing.T, timeout time.Duration, cond func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		ok, state := cond()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s: %s", timeout, state)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
 }

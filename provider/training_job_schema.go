@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"regexp"
+	"strconv"
 	"strings"
 
 	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
@@ -226,8 +227,10 @@ func fieldPath(p string) path.Path {
 			if strings.HasPrefix(inner, `"`) {
 				out = out.AtMapKey(strings.Trim(inner, `"`))
 			} else {
-				var i int
-				fmt.Sscanf(inner, "%d", &i)
+				i, err := strconv.Atoi(inner)
+				if err != nil {
+					return out
+				}
 				out = out.AtListIndex(i)
 			}
 		default:

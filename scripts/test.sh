@@ -11,12 +11,12 @@ pkgs=("${@:-./...}")
 
 say() { printf '==> %s\n' "$*"; }
 
-say "checking formatting and vet"
+say "checking formatting and lint (golangci-lint: errcheck, staticcheck, govet, unused, importas, depguard)"
 unformatted=$(gofmt -l $(git ls-files '*.go'))
 if [ -n "$unformatted" ]; then
   echo "gofmt needed on:"; echo "$unformatted"; exit 1
 fi
-go vet ./...
+go run github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.14.0 run ./...
 
 say "installing test dependencies (redis-server for the cube benchmark test)"
 cube/scripts/install-redis.sh
@@ -25,8 +25,10 @@ say "finding a Terraform CLI"
 eval "$(scripts/ensure-terraform.sh)"
 echo "    $TF_ACC_TERRAFORM_PATH"
 
-say "checking examples are formatted and docs/ is generated from the current schemas"
-"$TF_ACC_TERRAFORM_PATH" fmt -check -recursive examples
+say "checking every example and module: terraform fmt -check and validate"
+scripts/validate-examples.sh
+
+say "checking docs/ is generated from the current schemas"
 scripts/generate-docs.sh >/dev/null
 if [ -n "$(git status --porcelain -- docs)" ]; then
   git status --porcelain -- docs; git diff --stat -- docs

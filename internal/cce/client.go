@@ -48,7 +48,7 @@ type Client struct {
 // New creates a client. Nothing is contacted.
 func New(cfg Config) (*Client, error) {
 	if cfg.AccessKey == "" || cfg.SecretKey == "" {
-		return nil, errors.New("Baidu Cloud credentials are missing: set the provider's access_key and secret_key, or BCE_ACCESS_KEY_ID and BCE_SECRET_ACCESS_KEY")
+		return nil, errors.New("the Baidu Cloud credentials are missing: set the provider's access_key and secret_key, or BCE_ACCESS_KEY_ID and BCE_SECRET_ACCESS_KEY")
 	}
 	sdkMu.Lock()
 	defer sdkMu.Unlock()

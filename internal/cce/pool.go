@@ -53,7 +53,9 @@ func (c *Client) CreateWorkerPool(ctx context.Context, clusterID string, p Worke
 		ClusterRole:       types.ClusterRoleNode,
 		CleanPolicy:       types.DeleteCleanPolicy,
 		Replicas:          p.Replicas,
-		InstanceTemplate: types.InstanceTemplate{InstanceSpec: types.InstanceSpec{
+		// The SDK marks instanceTemplate deprecated in favour of instanceTemplates, but CCE and
+		// the baiducloud provider still use the single template for a homogeneous pool.
+		InstanceTemplate: types.InstanceTemplate{InstanceSpec: types.InstanceSpec{ //nolint:staticcheck // see above
 			InstanceName: p.Name,
 			ClusterRole:  types.ClusterRoleNode,
 			MachineType:  types.MachineTypeBCC,

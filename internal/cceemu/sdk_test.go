@@ -202,7 +202,7 @@ func TestSDK_InstanceGroupScalesAndNeverEchoesPassword(t *testing.T) {
 		InstanceGroupName: "workers",
 		ClusterRole:       types.ClusterRoleNode,
 		Replicas:          2,
-		InstanceTemplate: types.InstanceTemplate{InstanceSpec: types.InstanceSpec{
+		InstanceTemplate: types.InstanceTemplate{InstanceSpec: types.InstanceSpec{ //nolint:staticcheck // what the SDK and CCE still send for a single template
 			MachineType:      types.MachineTypeBCC,
 			InstanceType:     "N5",
 			InstanceResource: types.InstanceResource{MachineSpec: "bcc.g5.c4m16", RootDiskSize: 100},

@@ -197,6 +197,7 @@ func (c *Client) Prune(ctx context.Context, namespace, owner string, kinds []sch
 		want[o.Key] = true
 	}
 	var pruned []string
+	var gone stack.Set
 	for _, u := range owned {
 		if want[stack.Key(u)] || len(u.GetOwnerReferences()) > 0 {
 			continue
@@ -205,9 +206,46 @@ func (c *Client) Prune(ctx context.Context, namespace, owner string, kinds []sch
 			return pruned, err
 		}
 		pruned = append(pruned, stack.Key(u))
+		gone = append(gone, stack.Object{Key: stack.Key(u), Object: u})
 		c.logf("%s pruned (no longer rendered)", Describe(u))
 	}
+	// Deletion is in the foreground (dependents first): wait until it is done, so that an
+	// apply that removed a shard has removed it when it returns.
+	if len(gone) > 0 {
+		if err := c.waitGone(ctx, gone, 10*time.Second); err != nil {
+			return pruned, err
+		}
+	}
 	return pruned, nil
+}
+
+// waitGone waits until none of the objects exists, logging what is left every interval.
+func (c *Client) waitGone(ctx context.Context, set stack.Set, interval time.Duration) error {
+	last := time.Now()
+	for {
+		var left []string
+		for _, o := range set {
+			live, err := c.Get(ctx, o.Object)
+			if err != nil && !errors.Is(err, errNotServed) {
+				return err
+			}
+			if live != nil {
+				left = append(left, Describe(o.Object))
+			}
+		}
+		if len(left) == 0 {
+			return nil
+		}
+		if time.Since(last) >= interval {
+			c.logf("waiting for %d objects to go: %s", len(left), strings.Join(left, ", "))
+			last = time.Now()
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("timed out waiting for deletion of %s: %w", strings.Join(left, ", "), ctx.Err())
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
 }
 
 func (c *Client) deleteOne(ctx context.Context, u *unstructured.Unstructured) error {

@@ -156,37 +156,11 @@ func (c *Client) DeleteSet(ctx context.Context, set stack.Set, interval time.Dur
 			return err
 		}
 	}
-	last := time.Now()
-	for {
-		var left []string
-		for _, o := range set {
-			live, err := c.Get(ctx, o.Object)
-			if err != nil && !isGone(err) {
-				return err
-			}
-			if live != nil {
-				left = append(left, Describe(o.Object))
-			}
-		}
-		if len(left) == 0 {
-			c.logf("all %d objects deleted", len(set))
-			return nil
-		}
-		if time.Since(last) >= interval {
-			c.logf("waiting for %d objects to go, e.g. %s", len(left), left[0])
-			last = time.Now()
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("timed out waiting for deletion of %d objects (e.g. %s): %w", len(left), left[0], ctx.Err())
-		case <-time.After(250 * time.Millisecond):
-		}
+	if err := c.waitGone(ctx, set, interval); err != nil {
+		return err
 	}
-}
-
-// isGone: a kind whose CRD was deleted before its objects cannot be served any more.
-func isGone(err error) bool {
-	return err != nil && (errors.Is(err, errNotServed))
+	c.logf("all %d objects deleted", len(set))
+	return nil
 }
 
 // CRDEstablished is met when a CustomResourceDefinition is Established.

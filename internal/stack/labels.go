@@ -148,16 +148,6 @@ func commonLabels(stackName, instance, owner, component string) map[string]strin
 	}
 }
 
-func merge(ms ...map[string]string) map[string]string {
-	out := map[string]string{}
-	for _, m := range ms {
-		for k, v := range m {
-			out[k] = v
-		}
-	}
-	return out
-}
-
 // sortedKeys returns a map's keys in order, for deterministic env lists.
 func sortedKeys[V any](m map[string]V) []string {
 	keys := make([]string, 0, len(m))
