@@ -5,7 +5,9 @@ package provider
 
 import (
 	"context"
+	"fmt"
 	"os"
+	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework/datasource"
 	"github.com/hashicorp/terraform-plugin-framework/path"
@@ -37,6 +39,8 @@ type providerData struct {
 // baiduCredentials are the Baidu Cloud (BCE) credentials ctr_cluster uses for CCE.
 type baiduCredentials struct {
 	AccessKey, SecretKey, SessionToken, Region, CCEEndpoint string
+	// PollInterval is how often CCE is polled while waiting; 0 means the default.
+	PollInterval time.Duration
 }
 
 func (p *ctrProvider) Metadata(_ context.Context, _ provider.MetadataRequest, resp *provider.MetadataResponse) {
@@ -74,6 +78,11 @@ func (p *ctrProvider) Schema(_ context.Context, _ provider.SchemaRequest, resp *
 					"else the public endpoint of the region.",
 				Optional: true,
 			},
+			"cce_poll_interval": schema.StringAttribute{
+				MarkdownDescription: "How often CCE is polled while waiting for a cluster or worker pool (CCE has no watch API), " +
+					"a Go duration such as `5s`. Defaults to `5s`.",
+				Optional: true,
+			},
 			"kubernetes": connectionProviderAttribute(),
 		},
 	}
@@ -85,6 +94,7 @@ type providerModel struct {
 	SessionToken types.String `tfsdk:"session_token"`
 	Region       types.String `tfsdk:"region"`
 	CCEEndpoint  types.String `tfsdk:"cce_endpoint"`
+	PollInterval types.String `tfsdk:"cce_poll_interval"`
 	Kubernetes   types.Object `tfsdk:"kubernetes"`
 }
 
@@ -101,6 +111,16 @@ func (p *ctrProvider) Configure(ctx context.Context, req provider.ConfigureReque
 				"`kubernetes` attribute instead (for example `kubernetes = ctr_cluster.this.kubernetes`).")
 		return
 	}
+	var poll time.Duration
+	if v := m.PollInterval.ValueString(); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			resp.Diagnostics.AddAttributeError(path.Root("cce_poll_interval"), "Invalid Poll Interval",
+				fmt.Sprintf("%q is not a positive duration such as 5s or 500ms.", v))
+			return
+		}
+		poll = d
+	}
 	data := &providerData{
 		version:    p.version,
 		kubernetes: m.Kubernetes,
@@ -110,6 +130,7 @@ func (p *ctrProvider) Configure(ctx context.Context, req provider.ConfigureReque
 			SessionToken: stringOr(m.SessionToken, os.Getenv("BCE_SESSION_TOKEN")),
 			Region:       stringOr(m.Region, envOr("BCE_REGION", "bj")),
 			CCEEndpoint:  stringOr(m.CCEEndpoint, os.Getenv("BCE_CCE_ENDPOINT")),
+			PollInterval: poll,
 		},
 	}
 	resp.ResourceData = data

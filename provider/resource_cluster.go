@@ -35,9 +35,9 @@ type clusterResource struct {
 // volcanoOwner labels every object of the Volcano manifest this provider installed.
 const volcanoOwner = "ctr_cluster.volcano"
 
-// cceInterval is how often CCE is polled: it has no watch API. Tests against the emulator,
-// whose phases take milliseconds, shorten it.
-var cceInterval = 5 * time.Second
+// defaultCCEInterval is how often CCE is polled unless the provider's cce_poll_interval says
+// otherwise: CCE has no watch API.
+const defaultCCEInterval = 5 * time.Second
 
 func (r *clusterResource) Metadata(_ context.Context, req resource.MetadataRequest, resp *resource.MetadataResponse) {
 	resp.TypeName = req.ProviderTypeName + "_cluster"
@@ -111,6 +111,14 @@ func sameSettings(plan, state *clusterModel) bool {
 	return reflect.DeepEqual(norm(plan), norm(state))
 }
 
+// interval is how often CCE is polled: the provider's cce_poll_interval, else the default.
+func (r *clusterResource) interval() time.Duration {
+	if r.data != nil && r.data.baidu.PollInterval > 0 {
+		return r.data.baidu.PollInterval
+	}
+	return defaultCCEInterval
+}
+
 func progress(ctx context.Context) func(string) { return func(s string) { tflog.Info(ctx, s) } }
 
 func (r *clusterResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
@@ -147,7 +155,7 @@ func (r *clusterResource) Create(ctx context.Context, req resource.CreateRequest
 	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
 	tflog.Info(ctx, "CCE cluster "+id+" requested; waiting until it runs")
 
-	cl, err := c.WaitRunning(ctx, id, cceInterval, progress(ctx))
+	cl, err := c.WaitRunning(ctx, id, r.interval(), progress(ctx))
 	if err != nil {
 		resp.Diagnostics.AddError("Create Cluster Error", err.Error())
 		return
@@ -163,7 +171,7 @@ func (r *clusterResource) Create(ctx context.Context, req resource.CreateRequest
 	}
 	plan.CCE.WorkerPool.ID = types.StringValue(poolID)
 	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
-	if _, err := c.WaitPoolReady(ctx, id, poolID, cceInterval, progress(ctx)); err != nil {
+	if _, err := c.WaitPoolReady(ctx, id, poolID, r.interval(), progress(ctx)); err != nil {
 		resp.Diagnostics.AddError("Create Worker Pool Error", err.Error())
 		return
 	}
@@ -381,7 +389,7 @@ func (r *clusterResource) Update(ctx context.Context, req resource.UpdateRequest
 				resp.Diagnostics.AddAttributeError(path.Root("cce").AtName("worker_pool").AtName("replicas"), "Scale Worker Pool Error", err.Error())
 				return
 			}
-			if _, err := c.WaitPoolReady(ctx, id, pool, cceInterval, progress(ctx)); err != nil {
+			if _, err := c.WaitPoolReady(ctx, id, pool, r.interval(), progress(ctx)); err != nil {
 				resp.Diagnostics.AddError("Scale Worker Pool Error", err.Error())
 				return
 			}
@@ -427,7 +435,7 @@ func (r *clusterResource) Delete(ctx context.Context, req resource.DeleteRequest
 	if st.CCE != nil {
 		o = cce.DeleteOptions{DeleteResource: st.CCE.DeleteResource.ValueBool(), DeleteCDSSnapshot: st.CCE.DeleteCDSSnapshot.ValueBool()}
 	}
-	if err := c.DeleteCluster(ctx, st.ClusterID.ValueString(), o, cceInterval, progress(ctx)); err != nil {
+	if err := c.DeleteCluster(ctx, st.ClusterID.ValueString(), o, r.interval(), progress(ctx)); err != nil {
 		resp.Diagnostics.AddError("Delete Cluster Error", err.Error())
 	}
 }

@@ -40,18 +40,16 @@ func emulator(t *testing.T) (*cceemu.Server, string) {
 		t.Fatal(err)
 	}
 	t.Cleanup(emu.Close)
-	old := cceInterval
-	cceInterval = 100 * time.Millisecond
-	t.Cleanup(func() { cceInterval = old })
 	return emu, endpoint
 }
 
 func cceConfig(endpoint, secret, manifest, extra string, replicas int) string {
 	return fmt.Sprintf(`
 provider "ctr" {
-  access_key   = %[1]q
-  secret_key   = %[2]q
-  cce_endpoint = %[3]q
+  access_key        = %[1]q
+  secret_key        = %[2]q
+  cce_endpoint      = %[3]q
+  cce_poll_interval = "100ms"
 }
 
 resource "ctr_cluster" "this" {
