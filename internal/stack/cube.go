@@ -391,20 +391,11 @@ var CubeKinds = []schema.GroupVersionKind{
 	{Group: "apps", Version: "v1", Kind: "Deployment"},
 }
 
+// CubeFromSettings decodes the settings annotation of a cube's transfer Deployment.
+func CubeFromSettings(s string) (Cube, error) { return fromSettings[Cube](s) }
+
 // CubeTransferKey is the manifests key of a cube's transfer Deployment (its primary object).
 func CubeTransferKey(name string) string { return "apps/v1/Deployment/" + name + "-transfer" }
-
-// CubeFromSettings decodes the settings annotation of a cube's transfer Deployment.
-func CubeFromSettings(s string) (Cube, error) {
-	var c Cube
-	if err := json.Unmarshal([]byte(s), &c); err != nil {
-		return c, fmt.Errorf("decode settings: %w", err)
-	}
-	if c.Name == "" || c.Namespace == "" {
-		return c, fmt.Errorf("settings name no cube (name and namespace missing)")
-	}
-	return c, nil
-}
 
 // Validate checks the cube as given and returns every problem found.
 func (c Cube) Validate() FieldErrors {

@@ -143,16 +143,7 @@ var ServingKinds = []schema.GroupVersionKind{
 }
 
 // ServingFromSettings decodes the settings annotation of a serving's Deployment.
-func ServingFromSettings(s string) (Serving, error) {
-	var v Serving
-	if err := json.Unmarshal([]byte(s), &v); err != nil {
-		return v, fmt.Errorf("decode settings: %w", err)
-	}
-	if v.Name == "" || v.Namespace == "" {
-		return v, fmt.Errorf("settings name no serving (name and namespace missing)")
-	}
-	return v, nil
-}
+func ServingFromSettings(s string) (Serving, error) { return fromSettings[Serving](s) }
 
 // Validate checks the serving as given.
 func (s Serving) Validate() FieldErrors {

@@ -617,19 +617,7 @@ func SecretValue(secret *unstructured.Unstructured, key string) string {
 }
 
 // TrainingJobFromSettings decodes the settings annotation of a training job's Volcano Job.
-func TrainingJobFromSettings(s string) (TrainingJob, error) {
-	var j TrainingJob
-	if s == "" {
-		return j, fmt.Errorf("no settings")
-	}
-	if err := json.Unmarshal([]byte(s), &j); err != nil {
-		return j, fmt.Errorf("decode settings: %w", err)
-	}
-	if j.Name == "" || j.Namespace == "" {
-		return j, fmt.Errorf("settings name no job (name and namespace missing)")
-	}
-	return j, nil
-}
+func TrainingJobFromSettings(s string) (TrainingJob, error) { return fromSettings[TrainingJob](s) }
 
 func ref(apiVersion, kind, namespace, name string) *unstructured.Unstructured {
 	u := &unstructured.Unstructured{}
