@@ -100,10 +100,16 @@ func (r *cubeResource) Configure(_ context.Context, req resource.ConfigureReques
 }
 
 // defaultCubeImage is this repository's cube image at the provider's own version.
-func (r *cubeResource) defaultCubeImage() string {
+func (r *cubeResource) defaultCubeImage() string { return defaultCubeImage(r.data) }
+
+// defaultCubeImage is the image of cube servers, the transfer and the file server unless a
+// resource names another: this repository's image at the provider's own version ("latest"
+// for development builds).
+func defaultCubeImage(data *providerData) string {
 	v := "latest"
-	if r.data != nil && r.data.version != "" && r.data.version != "dev" && r.data.version != "test" {
-		v = r.data.version
+	if data != nil && data.version != "" && data.version != "dev" && data.version != "test" {
+		v = strings.TrimPrefix(data.version, "v")
+		v = "v" + v
 	}
 	return stack.CubeImageRepository + ":" + v
 }

@@ -108,6 +108,7 @@ func (r *trainingJobResource) ModifyPlan(ctx context.Context, req resource.Modif
 	if diags.HasError() {
 		return
 	}
+	j.DefaultImage = defaultCubeImage(r.data)
 	d := j.Defaulted()
 	if config.MinAvailable.IsNull() {
 		// The gang is the whole job unless configured: follows replica changes.
@@ -195,6 +196,7 @@ func (r *trainingJobResource) apply(ctx context.Context, plan *trainingJobModel,
 	if diags.HasError() {
 		return
 	}
+	j.DefaultImage = defaultCubeImage(r.data)
 	set, err := stack.RenderTrainingJob(j)
 	if err != nil {
 		diags.AddError(verb+" Training Job Error", err.Error())
@@ -262,6 +264,7 @@ func (r *trainingJobResource) Read(ctx context.Context, req resource.ReadRequest
 	if resp.Diagnostics.HasError() {
 		return
 	}
+	j.DefaultImage = defaultCubeImage(r.data)
 	set, err := stack.RenderTrainingJob(j)
 	if err != nil {
 		resp.Diagnostics.AddError("Read Training Job Error", err.Error())

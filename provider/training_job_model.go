@@ -79,6 +79,7 @@ type modelOutputMdl struct {
 
 type fileServerModel struct {
 	Image       types.String `tfsdk:"image"`
+	Upload      types.Bool   `tfsdk:"upload"`
 	Port        types.Int64  `tfsdk:"port"`
 	ServiceType types.String `tfsdk:"service_type"`
 	Replicas    types.Int64  `tfsdk:"replicas"`
@@ -103,7 +104,7 @@ func (m *trainingJobModel) known() bool {
 		vals = append(vals, o.Size, o.StorageClass, o.AccessMode, o.ExistingClaim, o.MountPath, o.DonefilePath)
 	}
 	if f := m.FileServer; f != nil {
-		vals = append(vals, f.Image, f.Port, f.ServiceType, f.Replicas)
+		vals = append(vals, f.Image, f.Upload, f.Port, f.ServiceType, f.Replicas)
 	}
 	for _, v := range vals {
 		if v.IsUnknown() {
@@ -172,7 +173,7 @@ func (m *trainingJobModel) job(ctx context.Context, minAvailable types.Int64) (s
 			MountPath: o.MountPath.ValueString(), DonefilePath: o.DonefilePath.ValueString()}
 	}
 	if f := m.FileServer; f != nil {
-		j.FileServer = &stack.FileServer{Image: f.Image.ValueString(), Port: int32(f.Port.ValueInt64()),
+		j.FileServer = &stack.FileServer{Image: f.Image.ValueString(), Upload: f.Upload.ValueBool(), Port: int32(f.Port.ValueInt64()),
 			ServiceType: f.ServiceType.ValueString(), Replicas: int32(f.Replicas.ValueInt64())}
 	}
 	return j, diags
@@ -255,7 +256,7 @@ func (m *trainingJobModel) fromJob(ctx context.Context, j stack.TrainingJob) dia
 	}
 	m.FileServer = nil
 	if f := j.FileServer; f != nil {
-		m.FileServer = &fileServerModel{Image: str(f.Image), Port: num(int64(f.Port)), ServiceType: str(f.ServiceType),
+		m.FileServer = &fileServerModel{Image: str(f.Image), Upload: types.BoolValue(f.Upload), Port: num(int64(f.Port)), ServiceType: str(f.ServiceType),
 			Replicas: num(int64(f.Replicas))}
 	}
 	return diags

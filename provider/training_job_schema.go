@@ -13,6 +13,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/booldefault"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/int64default"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/int64planmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/listplanmodifier"
@@ -182,8 +183,10 @@ func trainingJobSchema(ctx context.Context) schema.Schema {
 			"file_server": schema.SingleNestedAttribute{Optional: true,
 				MarkdownDescription: "The HTTP file server that publishes the model output with directory listings (what the cube transfer expects). Changes in place.",
 				Attributes: map[string]schema.Attribute{
-					"image": schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString(stack.DefaultFileServerImage),
-						MarkdownDescription: "Image of a static file server that reads `FOLDER`, `PORT` and `SHOW_LISTING`. Defaults to `" + stack.DefaultFileServerImage + "`."},
+					"image": schema.StringAttribute{Optional: true,
+						MarkdownDescription: "Image run as `fileserver --root DIR --listen HOST:PORT [--upload]`. Defaults to `" + stack.CubeImageRepository + ":<provider version>`, built from this repository (`cube fileserver`)."},
+					"upload": schema.BoolAttribute{Optional: true, Computed: true, Default: booldefault.StaticBool(false),
+						MarkdownDescription: "Accept uploads (HTTP PUT), as ElasticCTR's client uploads `slot.conf`. Defaults to `false` (read-only)."},
 					"port": schema.Int64Attribute{Optional: true, Computed: true, Default: int64default.StaticInt64(stack.DefaultFileServerPort),
 						MarkdownDescription: fmt.Sprintf("HTTP port of the pod and the Service. Defaults to `%d`.", stack.DefaultFileServerPort),
 						Validators:          []validator.Int64{int64validator.Between(1, 65535)}},

@@ -31,7 +31,6 @@ const (
 	DefaultReplicas         = 2
 	DefaultModelSize        = "10Gi"
 	DefaultModelMountPath   = "/output"
-	DefaultFileServerImage  = "halverneus/static-file-server:v1.8.10"
 	DefaultFileServerPort   = 8080
 	DefaultFileServerType   = "ClusterIP"
 	DefaultDonefilePath     = "ctr_cube/donefile/base.txt"
@@ -83,6 +82,10 @@ type TrainingJob struct {
 	SlotConfig  string       `json:"slot_config,omitempty"`
 	ModelOutput *ModelOutput `json:"model_output,omitempty"`
 	FileServer  *FileServer  `json:"file_server,omitempty"`
+
+	// DefaultImage is the image of the file server when none is given: the provider's cube
+	// image at its own version. Not a setting of the resource, so not in the annotation.
+	DefaultImage string `json:"-"`
 }
 
 // Task is one Volcano task (pserver, trainer or worker).
@@ -124,9 +127,12 @@ type ModelOutput struct {
 	DonefilePath  string `json:"donefile_path,omitempty"`
 }
 
-// FileServer publishes the model output over HTTP with directory listings.
+// FileServer publishes the model output over HTTP with directory listings: `cube fileserver`
+// from this repository's image (an image given instead must take the same arguments).
 type FileServer struct {
-	Image       string `json:"image,omitempty"`
+	Image string `json:"image,omitempty"`
+	// Upload lets clients PUT files (ElasticCTR uploads slot.conf); read-only otherwise.
+	Upload      bool   `json:"upload,omitempty"`
 	Port        int32  `json:"port,omitempty"`
 	ServiceType string `json:"service_type,omitempty"`
 	Replicas    int32  `json:"replicas,omitempty"`
@@ -196,7 +202,8 @@ func (j TrainingJob) Defaulted() TrainingJob {
 	if d.FileServer != nil {
 		fs = *d.FileServer
 	}
-	def(&fs.Image, DefaultFileServerImage)
+	def(&fs.Image, d.DefaultImage)
+	def(&fs.Image, CubeImageRepository+":latest")
 	def(&fs.ServiceType, DefaultFileServerType)
 	if fs.Port == 0 {
 		fs.Port = DefaultFileServerPort
@@ -337,11 +344,7 @@ func (j TrainingJob) renderFileServer() *appsv1.Deployment {
 					Containers: []corev1.Container{{
 						Name:  "fileserver",
 						Image: j.FileServer.Image,
-						Env: []corev1.EnvVar{
-							{Name: "FOLDER", Value: fileServerRoot},
-							{Name: "PORT", Value: strconv.Itoa(int(j.FileServer.Port))},
-							{Name: "SHOW_LISTING", Value: "true"},
-						},
+						Args:  j.fileServerArgs(),
 						Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: j.FileServer.Port, Protocol: corev1.ProtocolTCP}},
 						ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{
 							TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromString("http")},
@@ -353,6 +356,14 @@ func (j TrainingJob) renderFileServer() *appsv1.Deployment {
 			},
 		},
 	}
+}
+
+func (j TrainingJob) fileServerArgs() []string {
+	args := []string{"fileserver", "--root", fileServerRoot, "--listen", "0.0.0.0:" + strconv.Itoa(int(j.FileServer.Port))}
+	if j.FileServer.Upload {
+		args = append(args, "--upload")
+	}
+	return args
 }
 
 func (j TrainingJob) renderFileServerService() *corev1.Service {
