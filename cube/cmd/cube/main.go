@@ -40,6 +40,7 @@ func commands() []command {
 	return []command{
 		{"build", "turn SequenceFiles into shard dictionaries and publish a version", runBuild},
 		{"server", "serve one shard over baidu_std and HTTP on one port", runServer},
+		{"fileserver", "serve a model-output directory over HTTP (listings, HEAD, Range)", runFileserver},
 		{"seek", "look keys up through cube.conf or one server", runSeek},
 		{"bench", "benchmark a cube server against Redis MGET", runBench},
 		{"version", "print the version", runVersion},
@@ -84,9 +85,9 @@ var errUsage = errors.New("usage")
 func usage(w io.Writer) {
 	fmt.Fprintf(w, "Usage: cube <command> [flags]\n\nCommands:\n")
 	for _, c := range commands() {
-		fmt.Fprintf(w, "  %-8s %s\n", c.name, c.summary)
+		fmt.Fprintf(w, "  %-10s %s\n", c.name, c.summary)
 	}
-	fmt.Fprintf(w, "  %-8s %s\n\nRun \"cube <command> --help\" for a command's flags.\n", "help", "show this help, or a command's with \"cube help <command>\"")
+	fmt.Fprintf(w, "  %-10s %s\n\nRun \"cube <command> --help\" for a command's flags.\n", "help", "show this help, or a command's with \"cube help <command>\"")
 }
 
 // flags makes a FlagSet whose errors and help go to stderr/stdout.
