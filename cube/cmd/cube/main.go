@@ -167,7 +167,10 @@ func runServer(args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&o.MaxConns, "max-conns", 10_000, "most concurrent client connections")
 	fs.IntVar(&o.MaxValueSize, "max-value-size", 0, "answer values larger than this many `bytes` as misses (1024 = Paddle's cube; 0 = no limit)")
 	fs.BoolVar(&o.InMemory, "in-memory", false, "copy dictionaries into huge-page-backed memory instead of serving them from a read-only file mapping")
-	tokenFile := fs.String("control-token-file", "", "require \"Authorization: Bearer <token>\" on /ControlService/cmd, the token read from this `file` (default: no auth, as Paddle's agent expects)")
+	tokenFile := fs.String("control-token-file", "", "require \"Authorization: Bearer <token>\" on /ControlService/cmd and /agent/*, the token read from this `file` or from $CUBE_CONTROL_TOKEN (default: no auth on /ControlService/cmd, as Paddle's agent expects)")
+	fs.BoolVar(&o.Agent, "agent", false, "enable the rollout agent (/agent/prepare, commit, abort, status) on the same port; needs a control token and --source-url")
+	fs.StringVar(&o.SourceURL, "source-url", "", "the agent downloads only from URLs below this `URL` (the transfer's --public-url + /files/)")
+	fs.Int64Var(&o.DiskReserve, "disk-reserve", 64<<20, "free `bytes` the agent keeps on --data beyond a download (refuses prepare otherwise)")
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn, error")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile to this `file` until the server stops (for benchmarking)")
 	if err := parse(fs, args); err != nil {
@@ -189,17 +192,16 @@ func runServer(args []string, stdout, stderr io.Writer) error {
 	if o.DataDir == "" {
 		return errors.New("--data is required")
 	}
-	if *tokenFile != "" {
-		b, err := os.ReadFile(*tokenFile)
-		if err != nil {
-			return err
-		}
-		if o.ControlToken = strings.TrimSpace(string(b)); o.ControlToken == "" {
-			return fmt.Errorf("control token file %q is empty", *tokenFile)
-		}
+	tok, err := readToken(*tokenFile)
+	if err != nil {
+		return err
 	}
+	o.ControlToken = tok
 	o.Log = logger(stderr, *logLevel)
-	srv, _ := server.New(o) // load problems are logged; an empty shard still serves
+	srv, err := server.New(o) // load problems are logged; an empty shard still serves
+	if srv == nil {
+		return err
+	}
 	ln, err := net.Listen("tcp", *listen)
 	if err != nil {
 		return err
@@ -221,6 +223,23 @@ func runServer(args []string, stdout, stderr io.Writer) error {
 	err = srv.Shutdown(sctx)
 	<-errc
 	return err
+}
+
+// readToken reads the control token from file, else from
+// $CUBE_CONTROL_TOKEN (a mounted Secret either way); "" if neither is set.
+func readToken(file string) (string, error) {
+	if file != "" {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return "", err
+		}
+		tok := strings.TrimSpace(string(b))
+		if tok == "" {
+			return "", fmt.Errorf("control token file %q is empty", file)
+		}
+		return tok, nil
+	}
+	return strings.TrimSpace(os.Getenv("CUBE_CONTROL_TOKEN")), nil
 }
 
 func runSeek(args []string, stdout, stderr io.Writer) error {
