@@ -83,6 +83,8 @@ type AgentStatus struct {
 	BackgroundVersion string   `json:"background_version"`
 	PreviousVersion   string   `json:"previous_version"`
 	SwitchedAtUnixUs  int64    `json:"switched_at_unix_us,omitempty"`
+	DownloadMs        int64    `json:"download_ms"` // last prepare: download + sha256
+	LoadMs            int64    `json:"load_ms"`     // last prepare: map + checksums`
 	OnDisk            []string `json:"on_disk"`
 }
 
@@ -100,11 +102,16 @@ type agent struct {
 	done     chan struct{}
 	previous string
 	switched time.Time
+	dlMs     int64
+	loadMs   int64
 }
 
 func newAgent(s *Server) (*agent, error) {
 	if s.opts.ControlToken == "" {
 		return nil, errors.New("agent: a control token is required")
+	}
+	if err := os.MkdirAll(s.opts.DataDir, 0o755); err != nil {
+		return nil, fmt.Errorf("agent: %w", err)
 	}
 	src, err := url.Parse(s.opts.SourceURL)
 	if err != nil || (src.Scheme != "http" && src.Scheme != "https") || src.Host == "" {
@@ -165,6 +172,7 @@ func (a *agent) status() AgentStatus {
 	defer a.mu.Unlock()
 	st := AgentStatus{Shard: a.s.opts.Shard, State: a.state, Version: a.version, Error: a.err,
 		ServedVersion: cur, BackgroundVersion: bg, PreviousVersion: a.previous}
+	st.DownloadMs, st.LoadMs = a.dlMs, a.loadMs
 	if !a.switched.IsZero() {
 		st.SwitchedAtUnixUs = a.switched.UnixMicro()
 	}
@@ -229,6 +237,7 @@ func (a *agent) httpPrepare(w http.ResponseWriter, r *http.Request) {
 func (a *agent) prepare(ctx context.Context, req PrepareRequest) {
 	start := time.Now()
 	err := a.fetch(ctx, req)
+	fetched := time.Now()
 	if err == nil {
 		a.s.store.mu.Lock()
 		if ctx.Err() == nil {
@@ -250,6 +259,7 @@ func (a *agent) prepare(ctx context.Context, req PrepareRequest) {
 		return
 	}
 	a.state = AgentPrepared
+	a.dlMs, a.loadMs = fetched.Sub(start).Milliseconds(), time.Since(fetched).Milliseconds()
 	a.s.log.Info("agent: prepared", "version", req.Version, "duration_ms", time.Since(start).Milliseconds())
 	a.s.m.agentOps.WithLabelValues("prepare", "ok").Inc()
 }

@@ -40,6 +40,7 @@ func commands() []command {
 	return []command{
 		{"build", "turn SequenceFiles into shard dictionaries and publish a version", runBuild},
 		{"server", "serve one shard over baidu_std and HTTP on one port", runServer},
+		{"transfer", "watch a donefile, build, and roll versions out to every replica in two phases", runTransfer},
 		{"fileserver", "serve a model-output directory over HTTP (listings, HEAD, Range)", runFileserver},
 		{"seek", "look keys up through cube.conf or one server", runSeek},
 		{"bench", "benchmark a cube server against Redis MGET", runBench},
