@@ -139,4 +139,3 @@ func TestRolloutPipeline(t *testing.T) {
 		t.Fatal(err)
 	}
 }
-
