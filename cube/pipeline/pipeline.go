@@ -93,7 +93,32 @@ func (p *Proc) Start() error {
 func (p *Proc) Kill() { p.signal(syscall.SIGKILL) }
 
 // Stop sends SIGTERM (by PID), then SIGKILL after 5 s.
-func (p *Proc) Stop() { p.signal(syscall.SIGTERM) }
+func (p *Proc) Stop() {
+	p.Resume()
+	p.signal(syscall.SIGTERM)
+}
+
+// Pause stops the process with SIGSTOP: it keeps its port but never
+// answers (a hung replica).
+func (p *Proc) Pause() { p.send(syscall.SIGSTOP) }
+
+// Resume undoes Pause.
+func (p *Proc) Resume() { p.send(syscall.SIGCONT) }
+
+func (p *Proc) send(sig syscall.Signal) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cmd != nil {
+		_ = p.cmd.Process.Signal(sig)
+	}
+}
+
+// SetArgs replaces the process's arguments (before the next Start).
+func (p *Proc) SetArgs(f func([]string) []string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.args = f(p.args)
+}
 
 func (p *Proc) signal(sig syscall.Signal) {
 	p.mu.Lock()
@@ -123,8 +148,6 @@ type Cluster struct {
 	Transfer   *Proc
 	Servers    [][]*Proc // [shard][replica]
 	Conf       client.DictConf
-	ids        []string
-	gens       map[string]byte
 }
 
 func freeAddr() (string, error) {
@@ -150,7 +173,7 @@ func Start(o Options) (*Cluster, error) {
 	if o.Poll <= 0 {
 		o.Poll = 100 * time.Millisecond
 	}
-	c := &Cluster{opts: o, Root: filepath.Join(o.Dir, "fileserver"), Token: "demo-token-" + strconv.Itoa(os.Getpid()), gens: map[string]byte{}}
+	c := &Cluster{opts: o, Root: filepath.Join(o.Dir, "fileserver"), Token: "demo-token-" + strconv.Itoa(os.Getpid())}
 	for _, d := range []string{filepath.Join(c.Root, "donefile"), filepath.Join(c.Root, "data"), filepath.Join(o.Dir, "logs")} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return nil, err
@@ -364,6 +387,31 @@ func (c *Cluster) CheckReplicas(want string) error {
 		for _, r := range s.Replicas {
 			if r.State != "unreachable" && r.ServedVersion != want {
 				errs = append(errs, fmt.Errorf("shard %d replica %s serves %q, want %q", s.Shard, r.Addr, r.ServedVersion, want))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// CheckReplicasDirect asks every replica's agent itself (the transfer may be
+// down) and returns an error if one serves a version other than want.
+func (c *Cluster) CheckReplicasDirect(want string) error {
+	var errs []error
+	for s, row := range c.Servers {
+		for _, p := range row {
+			req, _ := http.NewRequest(http.MethodGet, "http://"+p.Addr+"/agent/status", nil)
+			req.Header.Set("Authorization", "Bearer "+c.Token)
+			resp, err := (&http.Client{Timeout: time.Second}).Do(req)
+			if err != nil {
+				continue // down or hung: answers nothing
+			}
+			var st struct {
+				ServedVersion string `json:"served_version"`
+			}
+			err = json.NewDecoder(resp.Body).Decode(&st)
+			resp.Body.Close()
+			if err == nil && st.ServedVersion != want {
+				errs = append(errs, fmt.Errorf("shard %d replica %s serves %q, want %q", s, p.Addr, st.ServedVersion, want))
 			}
 		}
 	}

@@ -51,8 +51,10 @@ type Options struct {
 	// 100 ms.
 	SwitchDelay time.Duration
 	// RetryAfter is the first pause before retrying a failed rollout,
-	// doubling up to 5 minutes. If 0, Poll.
+	// doubling up to MaxRetryAfter. If 0, Poll.
 	RetryAfter time.Duration
+	// MaxRetryAfter caps that pause. If 0, 5 minutes.
+	MaxRetryAfter time.Duration
 	Log        *slog.Logger
 }
 
@@ -97,6 +99,7 @@ func (o *Options) defaults() error {
 	def(&o.Backoff, 200*time.Millisecond)
 	def(&o.SwitchDelay, 100*time.Millisecond)
 	def(&o.RetryAfter, o.Poll)
+	def(&o.MaxRetryAfter, 5*time.Minute)
 	if o.Retries <= 0 {
 		o.Retries = 3
 	}
@@ -434,7 +437,7 @@ func (t *Transfer) rollout(ctx context.Context, r *Rollout) {
 			return // shutting down; the persisted phase resumes on restart
 		}
 		t.m.rollouts.WithLabelValues("failed").Inc()
-		delay := min(t.opts.RetryAfter<<min(r.Attempts, 10), 5*time.Minute)
+		delay := min(t.opts.RetryAfter<<min(r.Attempts, 10), t.opts.MaxRetryAfter)
 		t.update(func(s *State) {
 			if s.InFlight != nil && s.InFlight.Version == r.Version {
 				s.InFlight.Attempts++
