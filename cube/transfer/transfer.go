@@ -55,7 +55,7 @@ type Options struct {
 	RetryAfter time.Duration
 	// MaxRetryAfter caps that pause. If 0, 5 minutes.
 	MaxRetryAfter time.Duration
-	Log        *slog.Logger
+	Log           *slog.Logger
 }
 
 func (o *Options) defaults() error {
