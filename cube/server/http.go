@@ -56,6 +56,10 @@ func (s *Server) httpHandler() http.Handler {
 		mux.HandleFunc("POST /"+svc+"/cmd", s.httpControl)
 	}
 	mux.HandleFunc("GET /healthz", s.httpHealth)
+	mux.HandleFunc("GET /readyz", s.httpReady)
+	if s.agent != nil {
+		s.agent.routes(mux)
+	}
 	mux.Handle("GET /metrics", promhttp.HandlerFor(s.m.reg, promhttp.HandlerOpts{}))
 	return mux
 }
@@ -105,12 +109,9 @@ func (s *Server) httpSeek(w http.ResponseWriter, r *http.Request) {
 // unparsable body or a missing cmd. Successful non-status commands answer
 // "null" (the serialized empty document of the original).
 func (s *Server) httpControl(w http.ResponseWriter, r *http.Request) {
-	if tok := s.opts.ControlToken; tok != "" {
-		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(tok)) != 1 {
-			httpError(w, http.StatusUnauthorized, "control commands need \"Authorization: Bearer <token>\"")
-			return
-		}
+	if !s.authorized(r) {
+		httpError(w, http.StatusUnauthorized, "control commands need \"Authorization: Bearer <token>\"")
+		return
 	}
 	var req ControlRequest
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 1<<20))
@@ -169,6 +170,27 @@ func (s *Server) httpControl(w http.ResponseWriter, r *http.Request) {
 	cur, bg := s.store.versionNames()
 	log.Info("control command done", "cur_version", cur, "bg_version", bg)
 	writeJSON(w, http.StatusOK, nil)
+}
+
+// authorized checks the bearer token (constant time); with no token
+// configured every request is.
+func (s *Server) authorized(r *http.Request) bool {
+	tok := s.opts.ControlToken
+	if tok == "" {
+		return true
+	}
+	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	return ok && subtle.ConstantTimeCompare([]byte(got), []byte(tok)) == 1
+}
+
+// httpReady is the readiness probe: 200 only while a version is served.
+func (s *Server) httpReady(w http.ResponseWriter, _ *http.Request) {
+	cur, _ := s.store.versionNames()
+	if cur == "" {
+		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"ready": false, "shard": s.opts.Shard})
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"ready": true, "shard": s.opts.Shard, "version": cur})
 }
 
 func (s *Server) httpHealth(w http.ResponseWriter, _ *http.Request) {

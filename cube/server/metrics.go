@@ -21,6 +21,7 @@ type metrics struct {
 	mapped    prometheus.Gauge
 	dictKeys  prometheus.Gauge
 	swapCount prometheus.Counter
+	agentOps  *prometheus.CounterVec // cube_agent_operations_total{op,result}
 }
 
 func newMetrics(shard int) *metrics {
@@ -60,9 +61,11 @@ func newMetrics(shard int) *metrics {
 			Name: "cube_dict_keys", Help: "Keys in the current dictionary."}),
 		swapCount: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "cube_dict_changes_total", Help: "Changes of the current or background dictionary."}),
+		agentOps: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "cube_agent_operations_total", Help: "Agent prepare/commit/abort outcomes."}, []string{"op", "result"}),
 	}
 	f.MustRegister(reqs, m.keys, m.misses, m.longValues, m.latency.(prometheus.Histogram), m.conns,
-		m.rejectedConns, m.badFrames, m.info, m.mapped, m.dictKeys, m.swapCount)
+		m.rejectedConns, m.badFrames, m.info, m.mapped, m.dictKeys, m.swapCount, m.agentOps)
 	return m
 }
 

@@ -46,6 +46,18 @@ type Options struct {
 	// on POST /ControlService/cmd (401 otherwise). Paddle's cube-agent sends
 	// no token, so leave it empty where that agent drives the server.
 	ControlToken string
+	// Agent enables the rollout agent's /agent/* endpoints (see agent.go);
+	// it needs ControlToken and SourceURL.
+	Agent bool
+	// SourceURL is the only place the agent downloads from: a URL must have
+	// its scheme and host and lie below its path.
+	SourceURL string
+	// DiskReserve is the free space, in bytes, the agent keeps beyond a
+	// download. If 0, it defaults to 64 MiB.
+	DiskReserve int64
+	// DownloadTimeout bounds one download attempt. If 0, it defaults to 10
+	// minutes.
+	DownloadTimeout time.Duration
 	// Log defaults to slog.Default().
 	Log *slog.Logger
 }
@@ -63,6 +75,12 @@ func (o *Options) defaults() {
 	if o.Log == nil {
 		o.Log = slog.Default()
 	}
+	if o.DiskReserve <= 0 {
+		o.DiskReserve = 64 << 20
+	}
+	if o.DownloadTimeout <= 0 {
+		o.DownloadTimeout = 10 * time.Minute
+	}
 }
 
 // sniffTimeout bounds the wait for a new connection's first four bytes.
@@ -74,6 +92,7 @@ type Server struct {
 	store store
 	m     *metrics
 	log   *slog.Logger
+	agent *agent // nil without Options.Agent
 
 	httpSrv *http.Server
 	httpLn  *chanListener
@@ -100,6 +119,13 @@ func New(opts Options) (*Server, error) {
 		conns: map[net.Conn]bool{},
 	}
 	s.store.onChange = s.dictChanged
+	if opts.Agent {
+		a, err := newAgent(s)
+		if err != nil {
+			return nil, err
+		}
+		s.agent = a
+	}
 	name, err := s.store.loadNewest()
 	if name != "" {
 		s.log.Info("dictionary loaded", "version", name, "data", opts.DataDir)

@@ -3,7 +3,9 @@ package server
 import (
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -97,12 +99,18 @@ func (s *store) open(name string) (*version, error) {
 	return newVersion(name, d), nil
 }
 
-// loadNewest loads the newest complete version at startup, falling back to
-// older ones if the newest is damaged.
+// loadNewest loads, at startup, the version named by CurrentFile (the last
+// one the agent committed) or else the newest complete version, falling back
+// to older ones if it is damaged.
 func (s *store) loadNewest() (string, error) {
 	vs, err := layout.Versions(s.dataDir)
 	if err != nil {
 		return "", err
+	}
+	if b, err := os.ReadFile(filepath.Join(s.dataDir, CurrentFile)); err == nil {
+		if want := strings.TrimSpace(string(b)); slices.Contains(vs, want) {
+			vs = append(slices.DeleteFunc(vs, func(v string) bool { return v == want }), want)
+		}
 	}
 	var errs []error
 	for i := len(vs) - 1; i >= 0; i-- {

@@ -12,6 +12,9 @@ import (
 )
 
 func runBench(args []string, stdout, stderr io.Writer) error {
+	if len(args) > 0 && args[0] == "rollout" {
+		return runBenchRollout(args[1:], stdout, stderr)
+	}
 	fs := flags("bench", "--against redis --keys N --value-size B --batch K --duration D", stdout, stderr)
 	var o bench.Options
 	fs.StringVar(&o.Against, "against", "redis", "competitor: `redis` (Debian's redis-server, started on 127.0.0.1)")

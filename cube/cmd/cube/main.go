@@ -40,8 +40,11 @@ func commands() []command {
 	return []command{
 		{"build", "turn SequenceFiles into shard dictionaries and publish a version", runBuild},
 		{"server", "serve one shard over baidu_std and HTTP on one port", runServer},
+		{"transfer", "watch a donefile, build, and roll versions out to every replica in two phases", runTransfer},
+		{"fileserver", "serve a model-output directory over HTTP (listings, HEAD, Range)", runFileserver},
 		{"seek", "look keys up through cube.conf or one server", runSeek},
-		{"bench", "benchmark a cube server against Redis MGET", runBench},
+		{"bench", "benchmark a cube server against Redis MGET; \"bench rollout\" measures rollouts under load", runBench},
+		{"demo", "run the whole pipeline on this machine: data, file server, transfer, shards, lookups, a rollout under load", runDemo},
 		{"version", "print the version", runVersion},
 	}
 }
@@ -84,9 +87,9 @@ var errUsage = errors.New("usage")
 func usage(w io.Writer) {
 	fmt.Fprintf(w, "Usage: cube <command> [flags]\n\nCommands:\n")
 	for _, c := range commands() {
-		fmt.Fprintf(w, "  %-8s %s\n", c.name, c.summary)
+		fmt.Fprintf(w, "  %-10s %s\n", c.name, c.summary)
 	}
-	fmt.Fprintf(w, "  %-8s %s\n\nRun \"cube <command> --help\" for a command's flags.\n", "help", "show this help, or a command's with \"cube help <command>\"")
+	fmt.Fprintf(w, "  %-10s %s\n\nRun \"cube <command> --help\" for a command's flags.\n", "help", "show this help, or a command's with \"cube help <command>\"")
 }
 
 // flags makes a FlagSet whose errors and help go to stderr/stdout.
@@ -166,7 +169,10 @@ func runServer(args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&o.MaxConns, "max-conns", 10_000, "most concurrent client connections")
 	fs.IntVar(&o.MaxValueSize, "max-value-size", 0, "answer values larger than this many `bytes` as misses (1024 = Paddle's cube; 0 = no limit)")
 	fs.BoolVar(&o.InMemory, "in-memory", false, "copy dictionaries into huge-page-backed memory instead of serving them from a read-only file mapping")
-	tokenFile := fs.String("control-token-file", "", "require \"Authorization: Bearer <token>\" on /ControlService/cmd, the token read from this `file` (default: no auth, as Paddle's agent expects)")
+	tokenFile := fs.String("control-token-file", "", "require \"Authorization: Bearer <token>\" on /ControlService/cmd and /agent/*, the token read from this `file` or from $CUBE_CONTROL_TOKEN (default: no auth on /ControlService/cmd, as Paddle's agent expects)")
+	fs.BoolVar(&o.Agent, "agent", false, "enable the rollout agent (/agent/prepare, commit, abort, status) on the same port; needs a control token and --source-url")
+	fs.StringVar(&o.SourceURL, "source-url", "", "the agent downloads only from URLs below this `URL` (the transfer's --public-url + /files/)")
+	fs.Int64Var(&o.DiskReserve, "disk-reserve", 64<<20, "free `bytes` the agent keeps on --data beyond a download (refuses prepare otherwise)")
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn, error")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile to this `file` until the server stops (for benchmarking)")
 	if err := parse(fs, args); err != nil {
@@ -188,17 +194,16 @@ func runServer(args []string, stdout, stderr io.Writer) error {
 	if o.DataDir == "" {
 		return errors.New("--data is required")
 	}
-	if *tokenFile != "" {
-		b, err := os.ReadFile(*tokenFile)
-		if err != nil {
-			return err
-		}
-		if o.ControlToken = strings.TrimSpace(string(b)); o.ControlToken == "" {
-			return fmt.Errorf("control token file %q is empty", *tokenFile)
-		}
+	tok, err := readToken(*tokenFile)
+	if err != nil {
+		return err
 	}
+	o.ControlToken = tok
 	o.Log = logger(stderr, *logLevel)
-	srv, _ := server.New(o) // load problems are logged; an empty shard still serves
+	srv, err := server.New(o) // load problems are logged; an empty shard still serves
+	if srv == nil {
+		return err
+	}
 	ln, err := net.Listen("tcp", *listen)
 	if err != nil {
 		return err
@@ -220,6 +225,23 @@ func runServer(args []string, stdout, stderr io.Writer) error {
 	err = srv.Shutdown(sctx)
 	<-errc
 	return err
+}
+
+// readToken reads the control token from file, else from
+// $CUBE_CONTROL_TOKEN (a mounted Secret either way); "" if neither is set.
+func readToken(file string) (string, error) {
+	if file != "" {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return "", err
+		}
+		tok := strings.TrimSpace(string(b))
+		if tok == "" {
+			return "", fmt.Errorf("control token file %q is empty", file)
+		}
+		return tok, nil
+	}
+	return strings.TrimSpace(os.Getenv("CUBE_CONTROL_TOKEN")), nil
 }
 
 func runSeek(args []string, stdout, stderr io.Writer) error {

@@ -1,0 +1,114 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/elasticctr/terraform-provider-ctr/cube/layout"
+	"github.com/elasticctr/terraform-provider-ctr/cube/proto"
+)
+
+// ErrMixedVersions says shards kept answering from different versions for
+// longer than SeekConsistent's wait.
+var ErrMixedVersions = errors.New("cube: shards answered from different versions")
+
+// SeekConsistent is Seek for callers that must never combine values of two
+// versions. A rollout switches all shards at one instant, but a request in
+// flight at that instant can still reach one shard before and another
+// after it. Every shard reports its version (version_required), so when the
+// answers disagree the shards behind the newest version are asked again
+// (they switch within the rollout window) until all agree or wait has
+// passed; then the keys are marked Failed and ErrMixedVersions returned.
+// firstMixed tells whether the first answers disagreed.
+func (c *Client) SeekConsistent(ctx context.Context, keys []uint64, wait time.Duration) (res []Result, version string, firstMixed bool, err error) {
+	n := uint64(len(c.shards))
+	perShard := make([][]uint64, n)
+	pos := make([][]int, n)
+	for i, k := range keys {
+		s := k % n
+		perShard[s] = append(perShard[s], k)
+		pos[s] = append(pos[s], i)
+	}
+	vals := make([][]proto.Value, n)
+	vers := make([]string, n)
+	ask := func(shards []int) error {
+		errs := make([]error, len(shards))
+		var wg sync.WaitGroup
+		for i, s := range shards {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				var e error
+				vals[s], vers[s], e = c.seekShard(ctx, s, perShard[s])
+				if e != nil {
+					errs[i] = fmt.Errorf("shard %d: %w", s, e)
+				}
+			}()
+		}
+		wg.Wait()
+		return errors.Join(errs...)
+	}
+	var all []int
+	for s := range perShard {
+		if len(perShard[s]) > 0 {
+			all = append(all, s)
+		}
+	}
+	deadline := time.Now().Add(wait)
+	err = ask(all)
+	for round := 0; err == nil; round++ {
+		newest := ""
+		for _, s := range all {
+			if newerVersion(vers[s], newest) {
+				newest = vers[s]
+			}
+		}
+		var behind []int
+		for _, s := range all {
+			if vers[s] != newest {
+				behind = append(behind, s)
+			}
+		}
+		if len(behind) == 0 {
+			version = newest
+			break
+		}
+		if round == 0 {
+			firstMixed = true
+		}
+		if time.Now().After(deadline) {
+			err = fmt.Errorf("%w: %v", ErrMixedVersions, vers)
+			break
+		}
+		time.Sleep(time.Millisecond)
+		err = ask(behind)
+	}
+	res = make([]Result, len(keys))
+	for _, s := range all {
+		for j, p := range pos[s] {
+			if err != nil {
+				res[p] = Result{Status: proto.StatusMiss, Failed: true}
+			} else {
+				res[p] = Result{Status: vals[s][j].Status, Value: vals[s][j].Value}
+			}
+		}
+	}
+	return res, version, firstMixed, err
+}
+
+// newerVersion orders cube version names by build time, then depend; names
+// that do not parse compare as strings.
+func newerVersion(a, b string) bool {
+	ad, ab, okA := layout.ParseVersion(a)
+	bd, bb, okB := layout.ParseVersion(b)
+	if !okA || !okB {
+		return a > b
+	}
+	if ab != bb {
+		return ab > bb
+	}
+	return ad > bd
+}

@@ -1,0 +1,203 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/elasticctr/terraform-provider-ctr/cube/client"
+	"github.com/elasticctr/terraform-provider-ctr/cube/pipeline"
+)
+
+func selfBinary() (string, error) {
+	p, err := os.Executable()
+	if err != nil {
+		return "", fmt.Errorf("find the cube binary: %w", err)
+	}
+	return p, nil
+}
+
+func workDir(keep string) (string, func(), error) {
+	if keep != "" {
+		return keep, func() {}, os.MkdirAll(keep, 0o755)
+	}
+	d, err := os.MkdirTemp("", "cube-demo-")
+	return d, func() { os.RemoveAll(d) }, err
+}
+
+func runDemo(args []string, stdout, stderr io.Writer) error {
+	fs := flags("demo", "[--shards S --replicas R --keys N]", stdout, stderr)
+	shards := fs.Int("shards", 2, "shards `S`")
+	replicas := fs.Int("replicas", 2, "replicas `R` per shard")
+	keys := fs.Int("keys", 100_000, "keys `N` per version (40-byte values, as Paddle's demos)")
+	keep := fs.String("work-dir", "", "keep everything (logs, data, state) in this `directory` (default: a removed temp dir)")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	bin, err := selfBinary()
+	if err != nil {
+		return err
+	}
+	dir, cleanup, err := workDir(*keep)
+	if err != nil {
+		return err
+	}
+	defer cleanup()
+	say := func(f string, a ...any) { fmt.Fprintf(stdout, "==> "+f+"\n", a...) }
+	say("work directory %s (process logs in logs/)", dir)
+	c, err := pipeline.Start(pipeline.Options{Bin: bin, Dir: dir, Shards: *shards, Replicas: *replicas, Keys: *keys, ValueSize: 40,
+		Poll: 200 * time.Millisecond, Progress: prefixed{stdout}})
+	if c != nil {
+		defer c.Close()
+	}
+	if err != nil {
+		return err
+	}
+	conf := filepath.Join(dir, "cube.conf")
+	if err := c.WriteConf(conf); err != nil {
+		return err
+	}
+	say("cube.conf for Paddle Serving written to %s", conf)
+
+	id1 := strconv.FormatInt(time.Now().Unix(), 10)
+	say("training writes version 1: %d keys × 40 B as Paddle SequenceFiles under %s/data/%s, then a line in donefile/base.txt", *keys, c.Root, id1)
+	if err := c.Publish(id1, 1, ""); err != nil {
+		return err
+	}
+	rec, err := c.WaitServed(id1, 5*time.Minute)
+	if err != nil {
+		return err
+	}
+	say("every replica serves version %s (%d ms: download %d, build %d, distribution %d, load %d, switch %d; window %d µs)",
+		rec.Version, rec.TotalMs, rec.DownloadMs, rec.BuildMs, rec.DistribMs, rec.LoadMs, rec.SwitchMs, rec.WindowUs)
+	if err := demoLookup(stdout, c); err != nil {
+		return err
+	}
+	say("starting a lookup load (4 clients × 100 keys, version_required) and publishing version 2")
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan *pipeline.LoadStats, 1)
+	go func() { st, _ := c.Load(ctx, 4, 100); done <- st }()
+	time.Sleep(500 * time.Millisecond)
+	id2 := strconv.FormatInt(time.Now().Unix()+1, 10)
+	if err := c.Publish(id2, 2, ""); err != nil {
+		cancel()
+		return err
+	}
+	rec, err = c.WaitServed(id2, 5*time.Minute)
+	time.Sleep(300 * time.Millisecond)
+	cancel()
+	st := <-done
+	if err != nil {
+		return err
+	}
+	say("every replica serves version %s (%d ms: download %d, build %d, distribution %d, load %d, switch %d; window %d µs)",
+		rec.Version, rec.TotalMs, rec.DownloadMs, rec.BuildMs, rec.DistribMs, rec.LoadMs, rec.SwitchMs, rec.WindowUs)
+	say("load during the rollout: %d requests, %d failed, %d mixing versions (%d first answers disagreed and were re-asked)", st.Requests, st.Failed, st.Mixed, st.FirstMixed)
+	if err := demoLookup(stdout, c); err != nil {
+		return err
+	}
+	status, err := c.Status()
+	if err == nil {
+		for _, s := range status.Shards {
+			for _, r := range s.Replicas {
+				say("shard %d replica %s: serving %s (%s)", s.Shard, r.Addr, r.ServedVersion, r.State)
+			}
+		}
+	}
+	say("transfer status: curl http://%s/status   metrics: /metrics", c.Transfer.Addr)
+	if st.Failed != 0 || st.Mixed != 0 {
+		return errors.New("the rollout under load failed requests or mixed versions")
+	}
+	return nil
+}
+
+type prefixed struct{ w io.Writer }
+
+func (p prefixed) Write(b []byte) (int, error) {
+	fmt.Fprintf(p.w, "    %s", b)
+	return len(b), nil
+}
+
+func demoLookup(w io.Writer, c *pipeline.Cluster) error {
+	cl, err := client.New(c.Conf)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	keys := []uint64{0, 1, 2, 3, 42}
+	res, ver, _, err := cl.SeekConsistent(context.Background(), keys, time.Second)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "==> lookups through cube.conf (version %s):\n", ver)
+	for i, r := range res {
+		fmt.Fprintf(w, "    key %-3d shard %d  %s\n", keys[i], keys[i]%uint64(c.Conf.Shard), valueFormats["hex"](r.Value))
+	}
+	return nil
+}
+
+func runBenchRollout(args []string, stdout, stderr io.Writer) error {
+	fs := flags("bench rollout", "--shards S --replicas R --rollouts N [--keys K]", stdout, stderr)
+	shards := fs.Int("shards", 4, "shards `S`")
+	replicas := fs.Int("replicas", 2, "replicas `R` per shard")
+	rollouts := fs.Int("rollouts", 20, "consecutive rollouts `N` under load")
+	keys := fs.Int("keys", 100_000, "keys per version (40-byte values)")
+	workers := fs.Int("clients", 4, "concurrent lookup clients")
+	batch := fs.Int("batch", 100, "keys per lookup")
+	keep := fs.String("work-dir", "", "keep everything in this `directory` (default: a removed temp dir)")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	bin, err := selfBinary()
+	if err != nil {
+		return err
+	}
+	dir, cleanup, err := workDir(*keep)
+	if err != nil {
+		return err
+	}
+	defer cleanup()
+	c, err := pipeline.Start(pipeline.Options{Bin: bin, Dir: dir, Shards: *shards, Replicas: *replicas, Keys: *keys, ValueSize: 40, Poll: 50 * time.Millisecond})
+	if c != nil {
+		defer c.Close()
+	}
+	if err != nil {
+		return err
+	}
+	base := time.Now().Unix()
+	if err := c.Publish(strconv.FormatInt(base, 10), 1, ""); err != nil {
+		return err
+	}
+	if _, err := c.WaitServed(strconv.FormatInt(base, 10), 10*time.Minute); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan *pipeline.LoadStats, 1)
+	go func() { st, _ := c.Load(ctx, *workers, *batch); done <- st }()
+	fmt.Fprintf(stdout, "%-4s %-12s %9s %9s %9s %9s %9s %9s %10s\n", "n", "version", "total_ms", "download", "build", "distrib", "load", "switch", "window_us")
+	var maxWindow int64
+	for i := 1; i <= *rollouts; i++ {
+		id := strconv.FormatInt(base+int64(i), 10)
+		if err := c.Publish(id, byte(i+1), ""); err != nil {
+			return err
+		}
+		rec, err := c.WaitServed(id, 10*time.Minute)
+		if err != nil {
+			return err
+		}
+		maxWindow = max(maxWindow, rec.WindowUs)
+		fmt.Fprintf(stdout, "%-4d %-12s %9d %9d %9d %9d %9d %9d %10d\n", i, rec.Version, rec.TotalMs, rec.DownloadMs, rec.BuildMs, rec.DistribMs, rec.LoadMs, rec.SwitchMs, rec.WindowUs)
+	}
+	time.Sleep(200 * time.Millisecond)
+	cancel()
+	st := <-done
+	fmt.Fprintf(stdout, "lookups: %d requests of %d keys, %d failed, %d mixed, %d first answers disagreed (re-asked) %s\n", st.Requests, *batch, st.Failed, st.Mixed, st.FirstMixed, st.FirstErr)
+	fmt.Fprintf(stdout, "rollout failed=%d mixed=%d window_ms=%.3f\n", st.Failed, st.Mixed, float64(maxWindow)/1000)
+	return nil
+}

@@ -1,0 +1,98 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/elasticctr/terraform-provider-ctr/cube/transfer"
+)
+
+// replicaFlags collects repeated --shard-replicas I=HOST:PORT,HOST:PORT.
+type replicaFlags map[int][]string
+
+func (r replicaFlags) String() string { return fmt.Sprint(map[int][]string(r)) }
+
+func (r replicaFlags) Set(v string) error {
+	i, addrs, ok := strings.Cut(v, "=")
+	n, err := strconv.Atoi(i)
+	if !ok || err != nil || n < 0 || addrs == "" {
+		return fmt.Errorf("want I=HOST:PORT[,HOST:PORT...], got %q", v)
+	}
+	for _, a := range strings.Split(addrs, ",") {
+		if _, _, err := net.SplitHostPort(a); err != nil {
+			return fmt.Errorf("replica %q: %w", a, err)
+		}
+		r[n] = append(r[n], a)
+	}
+	return nil
+}
+
+func runTransfer(args []string, stdout, stderr io.Writer) error {
+	fs := flags("transfer", "--donefile URL --dict NAME --shards N --shard-replicas I=HOST:PORT,... --work DIR --listen HOST:PORT --control-token-file FILE --public-url URL", stdout, stderr)
+	var o transfer.Options
+	reps := replicaFlags{}
+	fs.StringVar(&o.Donefile, "donefile", "", "`URL or path` of base.txt (patch.txt is its sibling)")
+	fs.StringVar(&o.Dict, "dict", "", "dictionary `name`")
+	fs.IntVar(&o.Shards, "shards", 0, "shard count `N`")
+	fs.Var(reps, "shard-replicas", "`I=HOST:PORT,HOST:PORT` cube servers (with --agent) of shard I; repeat once per shard")
+	fs.StringVar(&o.Work, "work", "", "`directory` for state, downloaded input and built versions (served under /files/)")
+	listen := fs.String("listen", "127.0.0.1:8099", "`HOST:PORT` of the status API and /files/")
+	tokenFile := fs.String("control-token-file", "", "bearer token `file` for the agents (or $CUBE_CONTROL_TOKEN)")
+	fs.StringVar(&o.PublicURL, "public-url", "", "`URL` at which agents reach this transfer (they download <URL>/files/<version>/shard-<i>.cube)")
+	fs.StringVar(&o.Mode, "mode", "base", "base (base.txt only) or base_delta (also patch.txt)")
+	fs.DurationVar(&o.Poll, "poll", 60e9, "donefile polling `interval`")
+	fs.DurationVar(&o.PrepareTimeout, "prepare-timeout", 10*60e9, "deadline of the prepare phase (every replica downloaded, verified, loaded)")
+	fs.DurationVar(&o.StepTimeout, "step-timeout", 5e9, "deadline of one call to an agent")
+	fs.IntVar(&o.Retries, "retries", 3, "extra attempts of one call")
+	fs.DurationVar(&o.Backoff, "backoff", 200e6, "first pause between attempts (doubles, at most 5s)")
+	fs.DurationVar(&o.SwitchDelay, "switch-delay", 100e6, "replicas switch together this long after the commit is sent")
+	fs.DurationVar(&o.RetryAfter, "retry-after", 0, "first pause before retrying a failed rollout (doubles, at most 5m; default --poll)")
+	fs.DurationVar(&o.MaxRetryAfter, "max-retry-after", 5*60e9, "longest pause between rollout attempts")
+	logLevel := fs.String("log-level", "info", "log level: debug, info, warn, error")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	for i := range o.Shards {
+		if len(reps[i]) == 0 {
+			return fmt.Errorf("--shard-replicas %d=... is missing", i)
+		}
+		o.Replicas = append(o.Replicas, reps[i])
+	}
+	if len(reps) != o.Shards {
+		return fmt.Errorf("--shard-replicas names %d shards, --shards is %d", len(reps), o.Shards)
+	}
+	tok, err := readToken(*tokenFile)
+	if err != nil {
+		return err
+	}
+	if tok == "" {
+		return errors.New("a control token is required (--control-token-file or $CUBE_CONTROL_TOKEN)")
+	}
+	o.Token = tok
+	o.Log = logger(stderr, *logLevel)
+	t, err := transfer.New(o)
+	if err != nil {
+		return err
+	}
+	h, err := t.Handler()
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", *listen)
+	if err != nil {
+		return err
+	}
+	o.Log.Info("listening", "addr", ln.Addr().String(), "donefile", o.Donefile, "shards", o.Shards, "version", version)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	go t.Run(ctx)
+	return serveUntilSignal(ln, h)
+}

@@ -1,0 +1,597 @@
+package server
+
+// The agent lives inside "cube server", on the same port, rather than beside
+// it as Paddle's cube-agent does: a pod then has one port and one process
+// (no second container, no shell tools), and a prepared version is loaded
+// straight into the serving store instead of being announced over a second
+// HTTP hop to /ControlService/cmd. The agent's endpoints are
+//
+//	POST /agent/prepare  {"version","dict","shard","url","sha256","size"}  → 202, loads in the background
+//	POST /agent/commit   {"version","at_unix_ms"}                         → 200 once serving it
+//	POST /agent/abort    {"version"}                                      → 200, unloads and deletes it
+//	GET  /agent/status                                                    → AgentStatus
+//
+// all behind "Authorization: Bearer <token>".
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/elasticctr/terraform-provider-ctr/cube/layout"
+)
+
+// CurrentFile names the committed version in the data directory (Paddle's
+// data/VERSION). At start the server serves it in preference to the newest
+// directory, so a version that was prepared but never committed everywhere
+// is not served after a restart.
+const CurrentFile = "VERSION"
+
+// Agent states reported by GET /agent/status.
+const (
+	AgentIdle      = "idle"
+	AgentPreparing = "preparing"
+	AgentPrepared  = "prepared"
+	AgentFailed    = "failed"
+)
+
+// PrepareRequest is the body of POST /agent/prepare: where shard Shard of
+// Version is, and what it must hash to.
+type PrepareRequest struct {
+	Version string `json:"version"`
+	Dict    string `json:"dict"`
+	Shard   int    `json:"shard"`
+	URL     string `json:"url"`    // the shard file; must be under --source-url
+	SHA256  string `json:"sha256"` // hex, required
+	Size    int64  `json:"size"`   // bytes, required
+}
+
+// CommitRequest is the body of POST /agent/commit. AtUnixMs, if set, is the
+// wall-clock instant to switch at (bounded to 5 s ahead): the transfer gives
+// every replica the same instant so that they switch together.
+type CommitRequest struct {
+	Version  string `json:"version"`
+	AtUnixMs int64  `json:"at_unix_ms,omitempty"`
+}
+
+// AbortRequest is the body of POST /agent/abort; an empty Version aborts
+// whatever is in flight.
+type AbortRequest struct {
+	Version string `json:"version"`
+}
+
+// AgentStatus is the reply of every agent endpoint.
+type AgentStatus struct {
+	Shard             int      `json:"shard"`
+	State             string   `json:"state"`
+	Version           string   `json:"version"` // in flight (preparing, prepared or failed)
+	Error             string   `json:"error,omitempty"`
+	ServedVersion     string   `json:"served_version"`
+	BackgroundVersion string   `json:"background_version"`
+	PreviousVersion   string   `json:"previous_version"`
+	SwitchedAtUnixUs  int64    `json:"switched_at_unix_us,omitempty"`
+	DownloadMs        int64    `json:"download_ms"` // last prepare: download + sha256
+	LoadMs            int64    `json:"load_ms"`     // last prepare: map + checksums`
+	OnDisk            []string `json:"on_disk"`
+}
+
+type agent struct {
+	s         *Server
+	source    *url.URL
+	client    *http.Client
+	diskSlack int64 // free bytes to keep beyond the download
+
+	mu       sync.Mutex
+	state    string
+	version  string
+	err      string
+	cancel   context.CancelFunc
+	done     chan struct{}
+	previous string
+	switched time.Time
+	dlMs     int64
+	loadMs   int64
+}
+
+func newAgent(s *Server) (*agent, error) {
+	if s.opts.ControlToken == "" {
+		return nil, errors.New("agent: a control token is required")
+	}
+	if err := os.MkdirAll(s.opts.DataDir, 0o755); err != nil {
+		return nil, fmt.Errorf("agent: %w", err)
+	}
+	src, err := url.Parse(s.opts.SourceURL)
+	if err != nil || (src.Scheme != "http" && src.Scheme != "https") || src.Host == "" {
+		return nil, fmt.Errorf("agent: --source-url %q: want http(s)://host[:port]/path", s.opts.SourceURL)
+	}
+	a := &agent{s: s, source: src, state: AgentIdle, diskSlack: s.opts.DiskReserve}
+	a.client = &http.Client{CheckRedirect: func(r *http.Request, _ []*http.Request) error {
+		return a.allowed(r.URL)
+	}}
+	return a, nil
+}
+
+// allowed refuses any URL not under --source-url, redirects included, so a
+// stolen token cannot make replicas fetch from elsewhere.
+func (a *agent) allowed(u *url.URL) error {
+	p := path.Clean("/" + u.Path)
+	prefix := strings.TrimSuffix(a.source.Path, "/") + "/"
+	if u.Scheme != a.source.Scheme || u.Host != a.source.Host || !strings.HasPrefix(p, prefix) || strings.Contains(u.Path, "..") {
+		return fmt.Errorf("url %q is not under --source-url %q", u.String(), a.source.String())
+	}
+	return nil
+}
+
+func (a *agent) routes(mux *http.ServeMux) {
+	mux.HandleFunc("POST /agent/prepare", a.auth(a.httpPrepare))
+	mux.HandleFunc("POST /agent/commit", a.auth(a.httpCommit))
+	mux.HandleFunc("POST /agent/abort", a.auth(a.httpAbort))
+	mux.HandleFunc("GET /agent/status", a.auth(func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, http.StatusOK, a.status())
+	}))
+}
+
+func (a *agent) auth(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if !a.s.authorized(r) {
+			httpError(w, http.StatusUnauthorized, "agent commands need \"Authorization: Bearer <token>\"")
+			return
+		}
+		h(w, r)
+	}
+}
+
+func decodeBody(w http.ResponseWriter, r *http.Request, v any) bool {
+	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 1<<20))
+	if err == nil {
+		err = json.Unmarshal(b, v)
+	}
+	if err != nil {
+		httpError(w, http.StatusBadRequest, err.Error())
+		return false
+	}
+	return true
+}
+
+func (a *agent) status() AgentStatus {
+	cur, bg := a.s.store.versionNames()
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	st := AgentStatus{Shard: a.s.opts.Shard, State: a.state, Version: a.version, Error: a.err,
+		ServedVersion: cur, BackgroundVersion: bg, PreviousVersion: a.previous}
+	st.DownloadMs, st.LoadMs = a.dlMs, a.loadMs
+	if !a.switched.IsZero() {
+		st.SwitchedAtUnixUs = a.switched.UnixMicro()
+	}
+	st.OnDisk, _ = layout.Versions(a.s.opts.DataDir)
+	return st
+}
+
+func validVersion(v string) bool {
+	_, _, ok := layout.ParseVersion(v)
+	return ok && !strings.ContainsAny(v, `/\.`)
+}
+
+func (a *agent) httpPrepare(w http.ResponseWriter, r *http.Request) {
+	var req PrepareRequest
+	if !decodeBody(w, r, &req) {
+		return
+	}
+	u, err := url.Parse(req.URL)
+	switch {
+	case !validVersion(req.Version):
+		err = fmt.Errorf("bad version %q", req.Version)
+	case req.Shard != a.s.opts.Shard:
+		err = fmt.Errorf("this server serves shard %d, not %d", a.s.opts.Shard, req.Shard)
+	case len(req.SHA256) != 64 || req.Size <= 0:
+		err = errors.New("sha256 (64 hex digits) and size are required")
+	case err == nil:
+		err = a.allowed(u)
+	}
+	if err != nil {
+		httpError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	if cur, _ := a.s.store.versionNames(); cur == req.Version {
+		writeJSON(w, http.StatusOK, a.status()) // already serving it
+		return
+	}
+	a.mu.Lock()
+	if a.version == req.Version && (a.state == AgentPreparing || a.state == AgentPrepared) {
+		a.mu.Unlock()
+		writeJSON(w, http.StatusAccepted, a.status()) // a retry: idempotent
+		return
+	}
+	prev, prevDone := a.cancel, a.done
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	a.state, a.version, a.err, a.cancel, a.done = AgentPreparing, req.Version, "", cancel, done
+	a.mu.Unlock()
+	go func() {
+		defer close(done)
+		if prev != nil { // a newer version supersedes the one in flight
+			prev()
+			<-prevDone
+		}
+		a.prepare(ctx, req)
+	}()
+	a.s.log.Info("agent: prepare started", "version", req.Version, "url", req.URL, "size", req.Size)
+	writeJSON(w, http.StatusAccepted, a.status())
+}
+
+// prepare downloads, verifies and background-loads one shard, then records
+// the outcome unless the request was superseded or aborted meanwhile.
+func (a *agent) prepare(ctx context.Context, req PrepareRequest) {
+	start := time.Now()
+	err := a.fetch(ctx, req)
+	fetched := time.Now()
+	if err == nil {
+		a.s.store.mu.Lock()
+		if ctx.Err() == nil {
+			err = a.s.store.bgLoad("/" + req.Version)
+		} else {
+			err = ctx.Err()
+		}
+		a.s.store.mu.Unlock()
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.version != req.Version || ctx.Err() != nil {
+		return
+	}
+	if err != nil {
+		a.state, a.err = AgentFailed, err.Error()
+		a.s.log.Error("agent: prepare failed", "version", req.Version, "err", err)
+		a.s.m.agentOps.WithLabelValues("prepare", "error").Inc()
+		return
+	}
+	a.state = AgentPrepared
+	a.dlMs, a.loadMs = fetched.Sub(start).Milliseconds(), time.Since(fetched).Milliseconds()
+	a.s.log.Info("agent: prepared", "version", req.Version, "duration_ms", time.Since(start).Milliseconds())
+	a.s.m.agentOps.WithLabelValues("prepare", "ok").Inc()
+}
+
+// fetch puts <data>/<version>/shard-<i>.cube in place, verified. A version
+// directory already there (an earlier prepare, or the previous version kept
+// for rollback) is reused if it verifies.
+func (a *agent) fetch(ctx context.Context, req PrepareRequest) error {
+	data := a.s.opts.DataDir
+	sm := layout.ShardManifest{Dict: req.Dict, Version: req.Version, Shard: req.Shard, File: layout.ShardFile(req.Shard), Size: req.Size, SHA256: req.SHA256}
+	final := filepath.Join(data, req.Version)
+	if fileSHA256(filepath.Join(final, sm.File)) == req.SHA256 {
+		return nil
+	}
+	if err := a.checkDisk(req.Size); err != nil {
+		return err
+	}
+	tmp := filepath.Join(data, ".tmp-"+req.Version+"-agent")
+	if err := os.MkdirAll(tmp, 0o755); err != nil {
+		return err
+	}
+	file := filepath.Join(tmp, sm.File)
+	var err error
+	for attempt := range 3 {
+		if err = a.download(ctx, req.URL, file, req.Size); err == nil {
+			break
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		a.s.log.Warn("agent: download failed, retrying", "url", req.URL, "attempt", attempt+1, "err", err)
+		select {
+		case <-time.After(time.Duration(200<<attempt) * time.Millisecond):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	if err != nil {
+		return err
+	}
+	if got := fileSHA256(file); got != req.SHA256 {
+		os.Remove(file) // do not resume from bad bytes
+		return fmt.Errorf("shard %q: sha256 %s, expected %s", req.URL, got, req.SHA256)
+	}
+	m := layout.Manifest{Dict: req.Dict, Version: req.Version, ShardCount: 0, Created: time.Now().UTC(), Shards: []layout.ShardManifest{sm}}
+	if err := writeJSONFile(filepath.Join(tmp, layout.ShardManifestFile(req.Shard)), sm); err != nil {
+		return err
+	}
+	if err := writeJSONFile(filepath.Join(tmp, layout.ManifestName), m); err != nil {
+		return err
+	}
+	os.RemoveAll(final) // a damaged leftover
+	if err := os.Rename(tmp, final); err != nil {
+		return err
+	}
+	return syncDir(data)
+}
+
+// download fetches url into file, resuming a partial file with a Range
+// request (a killed agent or a dropped connection does not start over).
+func (a *agent) download(ctx context.Context, rawURL, file string, size int64) error {
+	have := int64(0)
+	if st, err := os.Stat(file); err == nil {
+		have = st.Size()
+	}
+	if have > size {
+		os.Remove(file)
+		have = 0
+	}
+	if have == size {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, a.s.opts.DownloadTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, rawURL, nil)
+	if err != nil {
+		return err
+	}
+	if have > 0 {
+		req.Header.Set("Range", fmt.Sprintf("bytes=%d-", have))
+	}
+	resp, err := a.client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	flag := os.O_WRONLY | os.O_CREATE
+	switch {
+	case resp.StatusCode == http.StatusPartialContent && have > 0:
+		flag |= os.O_APPEND
+	case resp.StatusCode == http.StatusOK:
+		flag |= os.O_TRUNC
+		have = 0
+	default:
+		return fmt.Errorf("get %s: %s", rawURL, resp.Status)
+	}
+	f, err := os.OpenFile(file, flag, 0o644)
+	if err != nil {
+		return err
+	}
+	n, err := io.Copy(f, io.LimitReader(resp.Body, size-have+1))
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	if have+n != size {
+		return fmt.Errorf("get %s: %d bytes, expected %d", rawURL, have+n, size)
+	}
+	return nil
+}
+
+// checkDisk refuses a download that would not fit with DiskReserve to spare.
+func (a *agent) checkDisk(need int64) error {
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(a.s.opts.DataDir, &st); err != nil {
+		return fmt.Errorf("check free space in %q: %w", a.s.opts.DataDir, err)
+	}
+	free := int64(st.Bavail) * int64(st.Bsize)
+	if free < need+a.diskSlack {
+		return fmt.Errorf("not enough disk space in %q: %d bytes free, need %d + %d reserved", a.s.opts.DataDir, free, need, a.diskSlack)
+	}
+	return nil
+}
+
+func (a *agent) httpCommit(w http.ResponseWriter, r *http.Request) {
+	var req CommitRequest
+	if !decodeBody(w, r, &req) {
+		return
+	}
+	if !validVersion(req.Version) {
+		httpError(w, http.StatusBadRequest, fmt.Sprintf("bad version %q", req.Version))
+		return
+	}
+	if err := a.commit(req); err != nil {
+		a.s.m.agentOps.WithLabelValues("commit", "error").Inc()
+		a.s.log.Error("agent: commit failed", "version", req.Version, "err", err)
+		httpError(w, http.StatusConflict, err.Error())
+		return
+	}
+	a.s.m.agentOps.WithLabelValues("commit", "ok").Inc()
+	writeJSON(w, http.StatusOK, a.status())
+}
+
+// commit makes req.Version current. It is idempotent (committing the served
+// version succeeds) and also serves rollback: a version still on disk (the
+// previous one) is loaded first if it is not the background one.
+func (a *agent) commit(req CommitRequest) error {
+	if cur, _ := a.s.store.versionNames(); cur == req.Version {
+		return nil
+	}
+	if _, bg := a.s.store.versionNames(); bg != req.Version {
+		a.mu.Lock()
+		preparing := a.version == req.Version && a.state == AgentPreparing
+		a.mu.Unlock()
+		if preparing {
+			return fmt.Errorf("version %q is still being prepared", req.Version)
+		}
+		if _, err := os.Stat(filepath.Join(a.s.opts.DataDir, req.Version, layout.ShardFile(a.s.opts.Shard))); err != nil {
+			return fmt.Errorf("version %q is not prepared here", req.Version)
+		}
+		a.s.store.mu.Lock()
+		err := a.s.store.bgLoad("/" + req.Version)
+		a.s.store.mu.Unlock()
+		if err != nil {
+			return err
+		}
+	}
+	// Record the decision on disk before switching: if we die in between,
+	// the restart serves the committed version, not the old one.
+	if err := writeFileAtomic(filepath.Join(a.s.opts.DataDir, CurrentFile), []byte(req.Version+"\n")); err != nil {
+		return err
+	}
+	if req.AtUnixMs > 0 {
+		if d := time.Until(time.UnixMilli(req.AtUnixMs)); d > 0 && d < 5*time.Second {
+			time.Sleep(d)
+		}
+	}
+	a.s.store.mu.Lock()
+	old, _ := a.s.store.versionNames()
+	err := a.s.store.enable(req.Version)
+	switched := time.Now()
+	if err == nil {
+		a.s.store.bgUnload() // the old version stays on disk for rollback
+	}
+	a.s.store.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	a.mu.Lock()
+	if old != "" {
+		a.previous = old
+	}
+	a.switched = switched
+	if a.version == req.Version {
+		a.state, a.version, a.err, a.cancel = AgentIdle, "", "", nil
+	}
+	keep := map[string]bool{req.Version: true, a.previous: true, a.version: true}
+	a.mu.Unlock()
+	a.s.log.Info("agent: committed", "version", req.Version, "previous", old)
+	a.gc(keep)
+	return nil
+}
+
+// gc removes version directories other than the ones to keep (current,
+// previous, in flight) and stale temporary directories.
+func (a *agent) gc(keep map[string]bool) {
+	ents, err := os.ReadDir(a.s.opts.DataDir)
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		name := e.Name()
+		if !e.IsDir() || keep[name] {
+			continue
+		}
+		_, _, isVersion := layout.ParseVersion(name)
+		if isVersion || strings.HasPrefix(name, ".tmp-") {
+			if err := os.RemoveAll(filepath.Join(a.s.opts.DataDir, name)); err == nil {
+				a.s.log.Info("agent: removed old version", "dir", name)
+			}
+		}
+	}
+}
+
+func (a *agent) httpAbort(w http.ResponseWriter, r *http.Request) {
+	var req AbortRequest
+	if !decodeBody(w, r, &req) {
+		return
+	}
+	if err := a.abort(req.Version); err != nil {
+		httpError(w, http.StatusConflict, err.Error())
+		return
+	}
+	a.s.m.agentOps.WithLabelValues("abort", "ok").Inc()
+	writeJSON(w, http.StatusOK, a.status())
+}
+
+// abort cancels a prepare, unloads the background version and deletes its
+// files, unless it is the served or previous version. Idempotent.
+func (a *agent) abort(version string) error {
+	a.mu.Lock()
+	if version == "" {
+		version = a.version
+	}
+	var wait chan struct{}
+	if a.version == version && a.version != "" {
+		if a.cancel != nil {
+			a.cancel()
+		}
+		wait = a.done
+		a.state, a.version, a.err, a.cancel = AgentIdle, "", "", nil
+	}
+	prev := a.previous
+	a.mu.Unlock()
+	if wait != nil {
+		<-wait
+	}
+	if version == "" {
+		return nil
+	}
+	cur, bg := a.s.store.versionNames()
+	if cur == version {
+		return fmt.Errorf("version %q is already served; commit the previous one to roll back", version)
+	}
+	if bg == version {
+		a.s.store.mu.Lock()
+		a.s.store.bgUnload()
+		a.s.store.mu.Unlock()
+	}
+	if version != prev && validVersion(version) {
+		os.RemoveAll(filepath.Join(a.s.opts.DataDir, version))
+		os.RemoveAll(filepath.Join(a.s.opts.DataDir, ".tmp-"+version+"-agent"))
+	}
+	a.s.log.Info("agent: aborted", "version", version)
+	return nil
+}
+
+func fileSHA256(p string) string {
+	f, err := os.Open(p)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return ""
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+func writeJSONFile(p string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	return writeFileAtomic(p, append(b, '\n'))
+}
+
+// writeFileAtomic writes p through a temporary file, fsync and rename.
+func writeFileAtomic(p string, b []byte) error {
+	tmp := p + ".tmp"
+	f, err := os.Create(tmp)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(b)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, p)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return syncDir(filepath.Dir(p))
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}

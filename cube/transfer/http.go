@@ -1,0 +1,153 @@
+package transfer
+
+import (
+	"context"
+	"crypto/subtle"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/elasticctr/terraform-provider-ctr/cube/fileserver"
+)
+
+type metrics struct {
+	reg              *prometheus.Registry
+	rollouts         *prometheus.CounterVec
+	donefileWarnings prometheus.Counter
+	info             *prometheus.GaugeVec
+	phase            prometheus.Gauge
+	window           prometheus.Gauge
+	duration         prometheus.Gauge
+}
+
+func newMetrics() *metrics {
+	m := &metrics{
+		reg: prometheus.NewRegistry(),
+		rollouts: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "cube_transfer_rollouts_total",
+			Help: "Rollout attempts by result (served, failed)."}, []string{"result"}),
+		donefileWarnings: prometheus.NewCounter(prometheus.CounterOpts{Name: "cube_transfer_donefile_warnings_total",
+			Help: "Donefile lines skipped (garbage, partial)."}),
+		info: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "cube_transfer_served_version_info",
+			Help: "1 for the version every replica serves."}, []string{"version"}),
+		phase: prometheus.NewGauge(prometheus.GaugeOpts{Name: "cube_transfer_phase",
+			Help: "Rollout phase now: 0 idle/building, 1 preparing, 2 committing."}),
+		window: prometheus.NewGauge(prometheus.GaugeOpts{Name: "cube_transfer_switch_window_seconds",
+			Help: "Last rollout: first to last replica switching."}),
+		duration: prometheus.NewGauge(prometheus.GaugeOpts{Name: "cube_transfer_rollout_seconds",
+			Help: "Last rollout: donefile line seen to every replica serving."}),
+	}
+	m.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		m.rollouts, m.donefileWarnings, m.info, m.phase, m.window, m.duration)
+	return m
+}
+
+func (m *metrics) served(v string) {
+	m.info.Reset()
+	if v != "" {
+		m.info.WithLabelValues(v).Set(1)
+	}
+}
+
+// ReplicaStatus is one replica in GET /status.
+type ReplicaStatus struct {
+	Addr          string `json:"addr"`
+	ServedVersion string `json:"served_version"`
+	State         string `json:"state"` // the agent's state, or "unreachable"
+	Version       string `json:"version,omitempty"`
+	Error         string `json:"error,omitempty"`
+}
+
+// ShardStatus is one shard in GET /status.
+type ShardStatus struct {
+	Shard    int             `json:"shard"`
+	Replicas []ReplicaStatus `json:"replicas"`
+}
+
+// Status is the reply of GET /status.
+type Status struct {
+	Dict          string        `json:"dict"`
+	ServedVersion string        `json:"served_version"`
+	InFlight      string        `json:"in_flight"`
+	Phase         string        `json:"phase,omitempty"`
+	Rollout       *Rollout      `json:"rollout,omitempty"`
+	Shards        []ShardStatus `json:"shards"`
+	History       []Record      `json:"history"`
+}
+
+// Handler serves GET /status, /healthz, /metrics, POST /trigger (token) and
+// the published versions under /files/ (read-only).
+func (t *Transfer) Handler() (http.Handler, error) {
+	files, err := fileserver.New(fileserver.Options{Root: t.outputDir(), Log: t.log})
+	if err != nil {
+		return nil, err
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/files/", http.StripPrefix("/files", files))
+	mux.HandleFunc("GET /status", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, t.Status(r.Context()))
+	})
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	})
+	mux.Handle("GET /metrics", promhttp.HandlerFor(t.m.reg, promhttp.HandlerOpts{}))
+	mux.HandleFunc("POST /trigger", func(w http.ResponseWriter, r *http.Request) {
+		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(t.opts.Token)) != 1 {
+			writeJSON(w, http.StatusUnauthorized, map[string]string{"error": "need \"Authorization: Bearer <token>\""})
+			return
+		}
+		t.Trigger()
+		writeJSON(w, http.StatusAccepted, map[string]string{"status": "polling"})
+	})
+	return mux, nil
+}
+
+// Status asks every replica (in parallel, 1 s each) and reports them with
+// the transfer's own state.
+func (t *Transfer) Status(ctx context.Context) Status {
+	st := t.snapshot()
+	out := Status{Dict: t.opts.Dict, ServedVersion: st.Served, Rollout: st.InFlight, History: st.History}
+	if n := len(out.History); n > 20 {
+		out.History = out.History[n-20:]
+	}
+	if st.InFlight != nil {
+		out.InFlight, out.Phase = st.InFlight.Version, st.InFlight.Phase
+	}
+	out.Shards = make([]ShardStatus, t.opts.Shards)
+	var wg sync.WaitGroup
+	for s, addrs := range t.opts.Replicas {
+		out.Shards[s] = ShardStatus{Shard: s, Replicas: make([]ReplicaStatus, len(addrs))}
+		for i, a := range addrs {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				c, cancel := context.WithTimeout(ctx, time.Second)
+				defer cancel()
+				rs := ReplicaStatus{Addr: a}
+				as, err := t.call(c, replica{s, a}, "/agent/status", nil)
+				if err != nil {
+					rs.State, rs.Error = "unreachable", err.Error()
+				} else {
+					rs.ServedVersion, rs.State, rs.Version, rs.Error = as.ServedVersion, as.State, as.Version, as.Error
+				}
+				out.Shards[s].Replicas[i] = rs
+			}()
+		}
+	}
+	wg.Wait()
+	return out
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(v)
+}

@@ -1,0 +1,175 @@
+package transfer
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"path"
+	"path/filepath"
+	"regexp"
+	"strings"
+)
+
+// completeMarker marks an input directory whose files all arrived in full.
+const completeMarker = ".cube-input-complete"
+
+var hrefRE = regexp.MustCompile(`(?i)href="([^"]+)"`)
+
+// fetchInput mirrors a SequenceFile directory into dir, as Paddle's transfer
+// does with "wget -r -np -nd": a URL is crawled through its directory
+// listings (not above it, at most 8 levels), every file downloaded with
+// resume (Range) and checked against the Content-Length the server
+// announced. A local path is used in place. It returns the local directory.
+func (t *Transfer) fetchInput(ctx context.Context, loc, dir string) (string, int64, error) {
+	if !strings.HasPrefix(loc, "http://") && !strings.HasPrefix(loc, "https://") {
+		st, err := os.Stat(loc)
+		if err != nil {
+			return "", 0, fmt.Errorf("input %q: %w", loc, err)
+		}
+		return loc, st.Size(), nil
+	}
+	if _, err := os.Stat(filepath.Join(dir, completeMarker)); err == nil {
+		return dir, 0, nil
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", 0, err
+	}
+	if !strings.HasSuffix(loc, "/") {
+		loc += "/"
+	}
+	base, err := url.Parse(loc)
+	if err != nil {
+		return "", 0, err
+	}
+	var total int64
+	var walk func(u *url.URL, rel string, depth int) error
+	walk = func(u *url.URL, rel string, depth int) error {
+		if depth > 8 {
+			return fmt.Errorf("input %q: directories nested too deep", loc)
+		}
+		body, err := t.getSmall(ctx, u.String())
+		if err != nil {
+			return fmt.Errorf("input listing: %w", err)
+		}
+		for _, m := range hrefRE.FindAllStringSubmatch(string(body), -1) {
+			ref, err := url.Parse(m[1])
+			if err != nil || ref.IsAbs() || ref.RawQuery != "" || strings.HasPrefix(ref.Path, "/") {
+				continue
+			}
+			name := strings.TrimSuffix(ref.Path, "/")
+			if name == "" || strings.Contains(name, "/") || name == "." || name == ".." ||
+				strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_") {
+				continue
+			}
+			child := u.ResolveReference(ref)
+			if !strings.HasPrefix(child.Path, base.Path) {
+				continue // never above the input directory (wget -np)
+			}
+			if strings.HasSuffix(ref.Path, "/") {
+				if err := walk(child, path.Join(rel, name), depth+1); err != nil {
+					return err
+				}
+				continue
+			}
+			n, err := t.downloadFile(ctx, child.String(), filepath.Join(dir, filepath.FromSlash(path.Join(rel, name))))
+			if err != nil {
+				return err
+			}
+			total += n
+		}
+		return nil
+	}
+	if err := walk(base, "", 0); err != nil {
+		return "", 0, err
+	}
+	if err := os.WriteFile(filepath.Join(dir, completeMarker), nil, 0o644); err != nil {
+		return "", 0, err
+	}
+	return dir, total, nil
+}
+
+func (t *Transfer) getSmall(ctx context.Context, u string) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, t.opts.StepTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := t.http.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("get %s: %s", u, resp.Status)
+	}
+	return io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+}
+
+// downloadFile fetches u into file, resuming a partial one, with bounded
+// retries; it checks the final size against the server's.
+func (t *Transfer) downloadFile(ctx context.Context, u, file string) (int64, error) {
+	if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
+		return 0, err
+	}
+	var n int64
+	err := retry(ctx, t.opts.Retries, t.opts.Backoff, func() error {
+		var err error
+		n, err = t.downloadOnce(ctx, u, file)
+		return err
+	})
+	return n, err
+}
+
+func (t *Transfer) downloadOnce(ctx context.Context, u, file string) (int64, error) {
+	ctx, cancel := context.WithTimeout(ctx, t.opts.DownloadTimeout)
+	defer cancel()
+	have := int64(0)
+	if st, err := os.Stat(file); err == nil {
+		have = st.Size()
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return 0, err
+	}
+	if have > 0 {
+		req.Header.Set("Range", fmt.Sprintf("bytes=%d-", have))
+	}
+	resp, err := t.http.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	flag := os.O_WRONLY | os.O_CREATE
+	var want int64
+	switch {
+	case resp.StatusCode == http.StatusRequestedRangeNotSatisfiable && have > 0:
+		return have, nil // already complete
+	case resp.StatusCode == http.StatusPartialContent && have > 0:
+		flag |= os.O_APPEND
+		want = have + resp.ContentLength
+	case resp.StatusCode == http.StatusOK:
+		flag |= os.O_TRUNC
+		have, want = 0, resp.ContentLength
+	default:
+		return 0, permanentIf(resp.StatusCode == http.StatusNotFound, fmt.Errorf("get %s: %s", u, resp.Status))
+	}
+	f, err := os.OpenFile(file, flag, 0o644)
+	if err != nil {
+		return 0, err
+	}
+	n, err := io.Copy(f, resp.Body)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return 0, err
+	}
+	if resp.ContentLength >= 0 && have+n != want {
+		return 0, fmt.Errorf("get %s: %d bytes, server announced %d", u, have+n, want)
+	}
+	return have + n, nil
+}

@@ -1,0 +1,207 @@
+package transfer
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/elasticctr/terraform-provider-ctr/cube/layout"
+	"github.com/elasticctr/terraform-provider-ctr/cube/server"
+)
+
+// replica addresses one cube server (with --agent).
+type replica struct {
+	shard int
+	addr  string
+}
+
+func (t *Transfer) replicas() []replica {
+	var rs []replica
+	for s, addrs := range t.opts.Replicas {
+		for _, a := range addrs {
+			rs = append(rs, replica{s, a})
+		}
+	}
+	return rs
+}
+
+// call POSTs (or GETs, with a nil body) one agent endpoint within
+// StepTimeout and decodes its status. 4xx answers are permanent.
+func (t *Transfer) call(ctx context.Context, r replica, path string, body any) (server.AgentStatus, error) {
+	var st server.AgentStatus
+	ctx, cancel := context.WithTimeout(ctx, t.opts.StepTimeout)
+	defer cancel()
+	method, rd := http.MethodGet, io.Reader(nil)
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return st, err
+		}
+		method, rd = http.MethodPost, bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, "http://"+r.addr+path, rd)
+	if err != nil {
+		return st, err
+	}
+	req.Header.Set("Authorization", "Bearer "+t.opts.Token)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := t.http.Do(req)
+	if err != nil {
+		return st, fmt.Errorf("replica %s shard %d: %w", r.addr, r.shard, err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if resp.StatusCode >= 300 {
+		err := fmt.Errorf("replica %s shard %d: %s %s: %s", r.addr, r.shard, path, resp.Status, bytes.TrimSpace(raw))
+		return st, permanentIf(resp.StatusCode >= 400 && resp.StatusCode < 500, err)
+	}
+	if err := json.Unmarshal(raw, &st); err != nil {
+		return st, fmt.Errorf("replica %s shard %d: %s: %w", r.addr, r.shard, path, err)
+	}
+	return st, nil
+}
+
+// forEach runs f on every replica in parallel and joins the errors.
+func forEach(rs []replica, f func(r replica) error) error {
+	errs := make([]error, len(rs))
+	var wg sync.WaitGroup
+	for i, r := range rs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = f(r)
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// prepareAll asks every replica to download, verify and background-load its
+// shard of r.Version, and waits until all report "prepared", within
+// PrepareTimeout. A replica whose prepare failed (a download cut short) is
+// asked again, a bounded number of times.
+func (t *Transfer) prepareAll(ctx context.Context, r *Rollout, tm *Timings) error {
+	m, err := layout.ReadManifest(t.outputDir(), r.Version)
+	if err != nil {
+		return err
+	}
+	if len(m.Shards) != t.opts.Shards {
+		return fmt.Errorf("version %q has %d shards, want %d", r.Version, len(m.Shards), t.opts.Shards)
+	}
+	ctx, cancel := context.WithTimeout(ctx, t.opts.PrepareTimeout)
+	defer cancel()
+	var mu sync.Mutex
+	return forEach(t.replicas(), func(rp replica) error {
+		sm := m.Shards[rp.shard]
+		req := server.PrepareRequest{Version: r.Version, Dict: t.opts.Dict, Shard: rp.shard,
+			URL: fmt.Sprintf("%s/files/%s/%s", t.opts.PublicURL, r.Version, sm.File), SHA256: sm.SHA256, Size: sm.Size}
+		send := func() error {
+			return retry(ctx, t.opts.Retries, t.opts.Backoff, func() error {
+				_, err := t.call(ctx, rp, "/agent/prepare", req)
+				return err
+			})
+		}
+		if err := send(); err != nil {
+			return err
+		}
+		resent := 0
+		for {
+			st, err := t.call(ctx, rp, "/agent/status", nil)
+			switch {
+			case err == nil && (st.ServedVersion == r.Version || (st.Version == r.Version && st.State == server.AgentPrepared)):
+				mu.Lock()
+				tm.DistribMs = max(tm.DistribMs, st.DownloadMs)
+				tm.LoadMs = max(tm.LoadMs, st.LoadMs)
+				mu.Unlock()
+				return nil
+			case err == nil && (st.Version != r.Version || st.State == server.AgentFailed || st.State == server.AgentIdle):
+				// Failed, or the agent restarted and forgot: ask again, boundedly.
+				if resent >= t.opts.Retries {
+					return fmt.Errorf("replica %s shard %d: prepare %s: %s %s", rp.addr, rp.shard, r.Version, st.State, st.Error)
+				}
+				resent++
+				t.log.Warn("replica not preparing; asking again", "replica", rp.addr, "shard", rp.shard, "state", st.State, "err", st.Error)
+				if err := send(); err != nil {
+					return err
+				}
+			case err != nil:
+				t.log.Debug("agent status", "replica", rp.addr, "err", err)
+			}
+			select {
+			case <-ctx.Done():
+				return fmt.Errorf("replica %s shard %d: prepare %s: %w (deadline %s)", rp.addr, rp.shard, r.Version, ctx.Err(), t.opts.PrepareTimeout)
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+	})
+}
+
+// commitAll tells every replica to switch to r.Version at one instant
+// SwitchDelay ahead, and retries (boundedly per round; the phase persists)
+// until every replica serves it. A replica that lost its prepared copy (a
+// restart with an empty disk) is prepared again first.
+func (t *Transfer) commitAll(ctx context.Context, r *Rollout, tm *Timings) error {
+	at := time.Now().Add(t.opts.SwitchDelay).UnixMilli()
+	var (
+		mu       sync.Mutex
+		switched []int64
+	)
+	err := forEach(t.replicas(), func(rp replica) error {
+		return retry(ctx, t.opts.Retries, t.opts.Backoff, func() error {
+			st, err := t.call(ctx, rp, "/agent/commit", server.CommitRequest{Version: r.Version, AtUnixMs: at})
+			var perm permanentError
+			if errors.As(err, &perm) {
+				// 409: not prepared here any more. Prepare it again (the
+				// decision is taken), then let the retry commit.
+				t.log.Warn("replica cannot commit; preparing it again", "replica", rp.addr, "err", err)
+				one := &Transfer{opts: t.opts, log: t.log, http: t.http, m: t.m}
+				one.opts.Replicas = make([][]string, t.opts.Shards)
+				one.opts.Replicas[rp.shard] = []string{rp.addr}
+				var discard Timings
+				if perr := one.prepareAll(ctx, r, &discard); perr != nil {
+					return perr
+				}
+				return fmt.Errorf("retry commit after re-prepare: %w", err.(permanentError).error)
+			}
+			if err != nil {
+				return err
+			}
+			if st.ServedVersion != r.Version {
+				return fmt.Errorf("replica %s shard %d: serves %q after commit", rp.addr, rp.shard, st.ServedVersion)
+			}
+			mu.Lock()
+			switched = append(switched, st.SwitchedAtUnixUs)
+			mu.Unlock()
+			return nil
+		})
+	})
+	if len(switched) > 0 {
+		lo, hi := switched[0], switched[0]
+		for _, s := range switched {
+			lo, hi = min(lo, s), max(hi, s)
+		}
+		tm.WindowUs = hi - lo
+	}
+	return err
+}
+
+// abortAll tells every replica to drop version v (bounded retries); a
+// replica that cannot be reached drops it when it restarts (it serves the
+// committed version from its VERSION file) or at the next abort.
+func (t *Transfer) abortAll(ctx context.Context, v string) {
+	err := forEach(t.replicas(), func(rp replica) error {
+		return retry(ctx, t.opts.Retries, t.opts.Backoff, func() error {
+			_, err := t.call(ctx, rp, "/agent/abort", server.AbortRequest{Version: v})
+			return err
+		})
+	})
+	if err != nil {
+		t.log.Warn("abort did not reach every replica", "version", v, "err", err)
+	}
+}

@@ -1,0 +1,520 @@
+// Package transfer watches a donefile, builds every new version into shard
+// dictionaries, publishes them with sha256 manifests and rolls them out to
+// every replica in two phases (prepare everywhere, then commit), so that all
+// shards switch to a version together or none does.
+package transfer
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/elasticctr/terraform-provider-ctr/cube/build"
+	"github.com/elasticctr/terraform-provider-ctr/cube/donefile"
+	"github.com/elasticctr/terraform-provider-ctr/cube/layout"
+)
+
+// Options configure a Transfer. Zero durations take the documented defaults.
+type Options struct {
+	Donefile  string     // base.txt, a local path or http(s) URL; patch.txt is its sibling
+	Dict      string     // dictionary name
+	Shards    int        // shard count
+	Replicas  [][]string // HOST:PORT of every replica, per shard
+	Work      string     // state, downloaded input, built versions (served under /files/)
+	PublicURL string     // how agents reach this transfer; shards are at PublicURL/files/<version>/
+	Token     string     // bearer token for the agents (and POST /trigger)
+	Mode      string     // "base" or "base_delta"
+	// Poll is the donefile polling interval. If 0, 1 minute.
+	Poll time.Duration
+	// PrepareTimeout bounds the prepare phase of one rollout (download,
+	// verify, background load on every replica). If 0, 10 minutes.
+	PrepareTimeout time.Duration
+	// StepTimeout bounds one call to an agent. If 0, 5 s.
+	StepTimeout time.Duration
+	// DownloadTimeout bounds one input file download attempt. If 0, 10 minutes.
+	DownloadTimeout time.Duration
+	// Retries is the number of extra attempts of one call. If 0, 3.
+	Retries int
+	// Backoff is the first pause between attempts, doubling. If 0, 200 ms.
+	Backoff time.Duration
+	// SwitchDelay is how far ahead of "now" the commit instant is set, so
+	// that every replica has the commit in hand before any switches. If 0,
+	// 100 ms.
+	SwitchDelay time.Duration
+	// RetryAfter is the first pause before retrying a failed rollout,
+	// doubling up to MaxRetryAfter. If 0, Poll.
+	RetryAfter time.Duration
+	// MaxRetryAfter caps that pause. If 0, 5 minutes.
+	MaxRetryAfter time.Duration
+	Log           *slog.Logger
+}
+
+func (o *Options) defaults() error {
+	switch {
+	case o.Donefile == "":
+		return errors.New("transfer: donefile is required")
+	case o.Dict == "":
+		return errors.New("transfer: dict is required")
+	case o.Shards < 1:
+		return errors.New("transfer: shards must be >= 1")
+	case len(o.Replicas) != o.Shards:
+		return fmt.Errorf("transfer: %d shards but replicas given for %d", o.Shards, len(o.Replicas))
+	case o.Work == "":
+		return errors.New("transfer: work directory is required")
+	case o.PublicURL == "":
+		return errors.New("transfer: public URL is required")
+	case o.Token == "":
+		return errors.New("transfer: a control token is required (agents refuse calls without it)")
+	}
+	for i, r := range o.Replicas {
+		if len(r) == 0 {
+			return fmt.Errorf("transfer: shard %d has no replicas", i)
+		}
+	}
+	if o.Mode == "" {
+		o.Mode = "base"
+	}
+	if o.Mode != "base" && o.Mode != "base_delta" {
+		return fmt.Errorf("transfer: mode %q: want base or base_delta", o.Mode)
+	}
+	o.PublicURL = strings.TrimSuffix(o.PublicURL, "/")
+	def := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	def(&o.Poll, time.Minute)
+	def(&o.PrepareTimeout, 10*time.Minute)
+	def(&o.StepTimeout, 5*time.Second)
+	def(&o.DownloadTimeout, 10*time.Minute)
+	def(&o.Backoff, 200*time.Millisecond)
+	def(&o.SwitchDelay, 100*time.Millisecond)
+	def(&o.RetryAfter, o.Poll)
+	def(&o.MaxRetryAfter, 5*time.Minute)
+	if o.Retries <= 0 {
+		o.Retries = 3
+	}
+	if o.Log == nil {
+		o.Log = slog.Default()
+	}
+	return nil
+}
+
+// Phases of a rollout in flight, persisted so that a restart resumes it.
+const (
+	PhaseBuilding   = "building"
+	PhasePreparing  = "preparing"
+	PhaseCommitting = "committing" // decided: only ever rolls forward
+)
+
+// Rollout is a version in flight.
+type Rollout struct {
+	ID        string    `json:"id"`   // donefile id
+	Key       string    `json:"key"`  // donefile key (the base's id)
+	Mode      string    `json:"mode"` // base or delta
+	Input     string    `json:"input"`
+	Version   string    `json:"version"` // cube version name, fixed when triggered
+	Base      string    `json:"base,omitempty"`
+	Phase     string    `json:"phase"`
+	Triggered time.Time `json:"triggered"`
+	Attempts  int       `json:"attempts"`
+	LastError string    `json:"last_error,omitempty"`
+	NextTry   time.Time `json:"next_try"`
+}
+
+// Record is one finished rollout attempt.
+type Record struct {
+	ID       string    `json:"id"`
+	Version  string    `json:"version"`
+	Mode     string    `json:"mode"`
+	Result   string    `json:"result"` // served, aborted
+	Error    string    `json:"error,omitempty"`
+	Finished time.Time `json:"finished"`
+	Timings
+}
+
+// Timings split a rollout's duration, in milliseconds.
+type Timings struct {
+	TotalMs    int64 `json:"total_ms"`    // donefile line seen → every replica serving
+	DownloadMs int64 `json:"download_ms"` // input download
+	BuildMs    int64 `json:"build_ms"`
+	DistribMs  int64 `json:"distribution_ms"` // agents downloading + verifying shards (slowest replica)
+	LoadMs     int64 `json:"load_ms"`         // agents mapping + checksumming (slowest replica)
+	PrepareMs  int64 `json:"prepare_ms"`      // the whole prepare phase
+	SwitchMs   int64 `json:"switch_ms"`       // the commit phase
+	WindowUs   int64 `json:"window_us"`       // first to last replica switching
+}
+
+// State is what the transfer remembers across restarts (<work>/state.json).
+type State struct {
+	Served   string   `json:"served_version"`
+	ServedID string   `json:"served_id"` // donefile id of the served version
+	BaseID   string   `json:"base_id"`   // donefile id of the served base
+	Previous string   `json:"previous_version,omitempty"`
+	InFlight *Rollout `json:"in_flight,omitempty"`
+	History  []Record `json:"history"`
+}
+
+// Transfer is the rollout controller.
+type Transfer struct {
+	opts Options
+	log  *slog.Logger
+	http *http.Client
+	m    *metrics
+	kick chan struct{}
+
+	mu    sync.Mutex
+	state State
+}
+
+// New loads the persisted state from Work.
+func New(opts Options) (*Transfer, error) {
+	if err := opts.defaults(); err != nil {
+		return nil, err
+	}
+	t := &Transfer{opts: opts, log: opts.Log, http: &http.Client{}, m: newMetrics(), kick: make(chan struct{}, 1)}
+	for _, d := range []string{opts.Work, t.outputDir(), t.inputDir()} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return nil, err
+		}
+	}
+	b, err := os.ReadFile(t.statePath())
+	switch {
+	case err == nil:
+		if err := json.Unmarshal(b, &t.state); err != nil {
+			return nil, fmt.Errorf("transfer: state %q: %w", t.statePath(), err)
+		}
+	case !os.IsNotExist(err):
+		return nil, err
+	}
+	// Builds interrupted by a crash leave temporary directories behind.
+	if tmps, _ := filepath.Glob(filepath.Join(t.outputDir(), ".tmp-*")); len(tmps) > 0 {
+		for _, p := range tmps {
+			os.RemoveAll(p)
+		}
+	}
+	t.m.served(t.state.Served)
+	t.log.Info("transfer state loaded", "served_version", t.state.Served, "in_flight", inFlightVersion(t.state.InFlight))
+	return t, nil
+}
+
+func inFlightVersion(r *Rollout) string {
+	if r == nil {
+		return ""
+	}
+	return r.Version
+}
+
+func (t *Transfer) statePath() string { return filepath.Join(t.opts.Work, "state.json") }
+func (t *Transfer) outputDir() string { return filepath.Join(t.opts.Work, "output") }
+func (t *Transfer) inputDir() string  { return filepath.Join(t.opts.Work, "input") }
+
+// save persists the state atomically; mu held.
+func (t *Transfer) save() error {
+	if len(t.state.History) > 100 {
+		t.state.History = t.state.History[len(t.state.History)-100:]
+	}
+	b, err := json.MarshalIndent(t.state, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp := t.statePath() + ".tmp"
+	f, err := os.Create(tmp)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(b)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, t.statePath())
+	}
+	if err != nil {
+		return fmt.Errorf("save transfer state: %w", err)
+	}
+	if d, err := os.Open(t.opts.Work); err == nil {
+		d.Sync()
+		d.Close()
+	}
+	return nil
+}
+
+func (t *Transfer) snapshot() State {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	s := t.state
+	if s.InFlight != nil {
+		r := *s.InFlight
+		s.InFlight = &r
+	}
+	s.History = append([]Record(nil), s.History...)
+	return s
+}
+
+// update changes the state under mu and persists it.
+func (t *Transfer) update(f func(s *State)) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	f(&t.state)
+	return t.save()
+}
+
+// Trigger makes Run poll now.
+func (t *Transfer) Trigger() {
+	select {
+	case t.kick <- struct{}{}:
+	default:
+	}
+}
+
+// Run polls the donefile and rolls versions out until ctx ends.
+func (t *Transfer) Run(ctx context.Context) {
+	for {
+		t.step(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(t.opts.Poll):
+		case <-t.kick:
+		}
+	}
+}
+
+// step does one round: resume or start a rollout.
+func (t *Transfer) step(ctx context.Context) {
+	st := t.snapshot()
+	next, err := t.nextFromDonefile(ctx, st)
+	if err != nil {
+		t.log.Warn("donefile not readable; keeping the current version", "donefile", t.opts.Donefile, "err", err)
+	}
+	r := st.InFlight
+	switch {
+	case r != nil && r.Phase == PhaseCommitting:
+		// Decided: finish it whatever the donefile says.
+	case next != nil && (r == nil || next.ID != r.ID || next.Mode != r.Mode):
+		if r != nil {
+			t.log.Info("newer version in the donefile supersedes the one in flight", "old", r.Version, "new_id", next.ID)
+			t.abortAll(ctx, r.Version)
+		}
+		if err := t.update(func(s *State) { s.InFlight = next }); err != nil {
+			t.log.Error("persist", "err", err)
+			return
+		}
+		r = next
+		t.log.Info("new version triggered", "id", r.ID, "key", r.Key, "mode", r.Mode, "version", r.Version, "input", r.Input)
+	case r == nil:
+		return
+	}
+	if time.Now().Before(r.NextTry) {
+		return
+	}
+	t.rollout(ctx, r)
+}
+
+// nextFromDonefile returns the rollout the donefile asks for, or nil. A new
+// base wins over patches; in base_delta mode the first patch of the served
+// base newer than the served version comes next.
+func (t *Transfer) nextFromDonefile(ctx context.Context, st State) (*Rollout, error) {
+	b, err := donefile.Read(ctx, t.opts.Donefile)
+	if err != nil {
+		return nil, err
+	}
+	bases, warns := donefile.Parse(b)
+	for _, w := range warns {
+		t.log.Warn("donefile line skipped", "file", t.opts.Donefile, "line", w.Line, "reason", w.Reason)
+		t.m.donefileWarnings.Inc()
+	}
+	now := time.Now()
+	if last, ok := donefile.Last(bases); ok && newer(last.ID, st.BaseID) {
+		if st.InFlight != nil && st.InFlight.ID == last.ID && st.InFlight.Mode == "base" {
+			return st.InFlight, nil
+		}
+		return &Rollout{ID: last.ID, Key: last.Key, Mode: "base", Input: donefile.InputLocation(t.opts.Donefile, last.Input),
+			Version: t.newVersion("", st), Phase: PhaseBuilding, Triggered: now}, nil
+	}
+	if t.opts.Mode != "base_delta" || st.Served == "" {
+		return nil, nil
+	}
+	patchLoc := donefile.Sibling(t.opts.Donefile, "patch.txt")
+	b, err = donefile.Read(ctx, patchLoc)
+	if err != nil {
+		return nil, err
+	}
+	patches, warns := donefile.Parse(b)
+	for _, w := range warns {
+		t.log.Warn("donefile line skipped", "file", patchLoc, "line", w.Line, "reason", w.Reason)
+		t.m.donefileWarnings.Inc()
+	}
+	for _, p := range patches {
+		if p.Key != st.BaseID || !newer(p.ID, st.ServedID) {
+			continue
+		}
+		if st.InFlight != nil && st.InFlight.ID == p.ID && st.InFlight.Mode == "delta" {
+			return st.InFlight, nil
+		}
+		depend, _, _ := layout.ParseVersion(st.Served)
+		return &Rollout{ID: p.ID, Key: p.Key, Mode: "delta", Input: donefile.InputLocation(patchLoc, p.Input),
+			Version: t.newVersion(strconv.FormatInt(depend, 10), st), Base: st.Served, Phase: PhaseBuilding, Triggered: now}, nil
+	}
+	return nil, nil
+}
+
+func newer(id, than string) bool {
+	a, _ := strconv.ParseUint(id, 10, 63)
+	b, _ := strconv.ParseUint(than, 10, 63)
+	return than == "" || a > b
+}
+
+// newVersion names a version as Paddle's transfer does (§3.6): unix seconds
+// at trigger time, "<depend>_<seconds>" for a delta; bumped past the served
+// one and anything already on disk.
+func (t *Transfer) newVersion(depend string, st State) string {
+	ts := time.Now().Unix()
+	if _, b, ok := layout.ParseVersion(st.Served); ok && ts <= b {
+		ts = b + 1
+	}
+	for ; ; ts++ {
+		v := strconv.FormatInt(ts, 10)
+		if depend != "" {
+			v = depend + "_" + v
+		}
+		if _, err := os.Stat(filepath.Join(t.outputDir(), v)); os.IsNotExist(err) {
+			return v
+		}
+	}
+}
+
+// rollout drives r through build, prepare and commit, and records the
+// outcome. Failures before the commit decision abort everywhere and retry
+// the whole rollout later with backoff.
+func (t *Transfer) rollout(ctx context.Context, r *Rollout) {
+	log := t.log.With("version", r.Version, "id", r.ID, "mode", r.Mode)
+	var tm Timings
+	start := time.Now()
+	var err error
+	if r.Phase == PhaseBuilding {
+		if err = t.buildVersion(ctx, r, &tm); err == nil {
+			r.Phase = PhasePreparing
+			err = t.update(func(s *State) { s.InFlight = r })
+		}
+	}
+	if err == nil && r.Phase == PhasePreparing {
+		t.m.phase.Set(1)
+		ps := time.Now()
+		err = t.prepareAll(ctx, r, &tm)
+		tm.PrepareMs = time.Since(ps).Milliseconds()
+		if err != nil {
+			log.Error("prepare failed; aborting everywhere, the current version keeps serving", "err", err)
+			t.abortAll(ctx, r.Version)
+		} else {
+			// The decision point: once persisted, the rollout only moves forward.
+			r.Phase = PhaseCommitting
+			err = t.update(func(s *State) { s.InFlight = r })
+		}
+	}
+	if err == nil && r.Phase == PhaseCommitting {
+		t.m.phase.Set(2)
+		cs := time.Now()
+		err = t.commitAll(ctx, r, &tm)
+		tm.SwitchMs = time.Since(cs).Milliseconds()
+	}
+	t.m.phase.Set(0)
+	if err != nil {
+		if ctx.Err() != nil {
+			return // shutting down; the persisted phase resumes on restart
+		}
+		t.m.rollouts.WithLabelValues("failed").Inc()
+		delay := min(t.opts.RetryAfter<<min(r.Attempts, 10), t.opts.MaxRetryAfter)
+		t.update(func(s *State) {
+			if s.InFlight != nil && s.InFlight.Version == r.Version {
+				s.InFlight.Attempts++
+				s.InFlight.LastError = err.Error()
+				s.InFlight.NextTry = time.Now().Add(delay)
+				s.InFlight.Phase = r.Phase
+			}
+			s.History = append(s.History, Record{ID: r.ID, Version: r.Version, Mode: r.Mode, Result: "failed", Error: err.Error(), Finished: time.Now(), Timings: tm})
+		})
+		log.Error("rollout failed; will retry", "err", err, "retry_in", delay.String(), "phase", r.Phase)
+		return
+	}
+	tm.TotalMs = time.Since(r.Triggered).Milliseconds()
+	if r.Attempts > 0 || tm.BuildMs == 0 {
+		tm.TotalMs = time.Since(start).Milliseconds() // resumed: the first attempt's wait is not ours
+	}
+	t.update(func(s *State) {
+		if s.Served != r.Version {
+			s.Previous = s.Served
+		}
+		s.Served, s.ServedID = r.Version, r.ID
+		if r.Mode == "base" {
+			s.BaseID = r.ID
+		}
+		s.InFlight = nil
+		s.History = append(s.History, Record{ID: r.ID, Version: r.Version, Mode: r.Mode, Result: "served", Finished: time.Now(), Timings: tm})
+	})
+	t.m.rollouts.WithLabelValues("served").Inc()
+	t.m.served(r.Version)
+	t.m.window.Set(float64(tm.WindowUs) / 1e6)
+	t.m.duration.Set(float64(tm.TotalMs) / 1e3)
+	log.Info("version served by every replica", "total_ms", tm.TotalMs, "download_ms", tm.DownloadMs, "build_ms", tm.BuildMs,
+		"distribution_ms", tm.DistribMs, "load_ms", tm.LoadMs, "switch_ms", tm.SwitchMs, "window_us", tm.WindowUs)
+	t.gc()
+}
+
+// buildVersion downloads the input and builds r.Version, unless a complete
+// build of it is already published (a restart after the build).
+func (t *Transfer) buildVersion(ctx context.Context, r *Rollout, tm *Timings) error {
+	if _, err := layout.ReadManifest(t.outputDir(), r.Version); err == nil {
+		return nil
+	}
+	ds := time.Now()
+	in, n, err := t.fetchInput(ctx, r.Input, filepath.Join(t.inputDir(), r.ID))
+	if err != nil {
+		return fmt.Errorf("download input: %w", err)
+	}
+	tm.DownloadMs = time.Since(ds).Milliseconds()
+	bs := time.Now()
+	m, err := build.Build(build.Options{Input: in, Output: t.outputDir(), Shards: t.opts.Shards, Dict: t.opts.Dict,
+		Base: r.Base, Version: r.Version, Log: t.log})
+	if err != nil {
+		return fmt.Errorf("build: %w", err)
+	}
+	tm.BuildMs = time.Since(bs).Milliseconds()
+	t.log.Info("version built and published", "version", m.Version, "records", m.Records, "input_bytes", n, "download_ms", tm.DownloadMs, "build_ms", tm.BuildMs)
+	return nil
+}
+
+// gc keeps the served and previous versions' builds (deltas are built on
+// the served one) and drops the rest, and the downloaded inputs.
+func (t *Transfer) gc() {
+	st := t.snapshot()
+	keep := map[string]bool{st.Served: true, st.Previous: true}
+	if st.InFlight != nil {
+		keep[st.InFlight.Version] = true
+	}
+	vs, _ := layout.Versions(t.outputDir())
+	for _, v := range vs {
+		if !keep[v] {
+			os.RemoveAll(filepath.Join(t.outputDir(), v))
+		}
+	}
+	ents, _ := os.ReadDir(t.inputDir())
+	for _, e := range ents {
+		if st.InFlight == nil || e.Name() != st.InFlight.ID {
+			os.RemoveAll(filepath.Join(t.inputDir(), e.Name()))
+		}
+	}
+}
