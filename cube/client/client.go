@@ -56,7 +56,7 @@ func ParseConf(b []byte) ([]DictConf, error) {
 		return nil, fmt.Errorf("parse cube.conf: %w", err)
 	}
 	for i := range confs {
-		if _, err := confs[i].Replicas(); err != nil {
+		if _, err := confs[i].replicas(func(string) ([]string, error) { return []string{"checked"}, nil }); err != nil {
 			return nil, err
 		}
 	}
@@ -76,8 +76,13 @@ func LoadConf(path string) ([]DictConf, error) {
 	return confs, nil
 }
 
-// Replicas returns the host:port addresses of every shard, shard by shard.
-func (d *DictConf) Replicas() ([][]string, error) {
+// Replicas returns the host:port addresses of every shard, shard by shard, resolving the
+// http:// (DNS) form.
+func (d *DictConf) Replicas() ([][]string, error) { return d.replicas(resolveDomain) }
+
+// replicas checks the structure; resolve expands the http:// form. Parsing checks without
+// resolving: a cube.conf of in-cluster names is valid anywhere.
+func (d *DictConf) replicas(resolve func(string) ([]string, error)) ([][]string, error) {
 	if d.Shard < 1 {
 		return nil, fmt.Errorf("cube.conf dict %q: shard must be >= 1", d.DictName)
 	}
@@ -85,7 +90,7 @@ func (d *DictConf) Replicas() ([][]string, error) {
 		if strings.HasPrefix(n.IPPortList, "http://") {
 			// brpc's domain naming service: every IPv4 address of the host, one port, re-resolved
 			// by brpc every few seconds. Here it is resolved when the client is made.
-			return resolveDomain(strings.TrimPrefix(n.IPPortList, "http://"))
+			return resolve(strings.TrimPrefix(n.IPPortList, "http://"))
 		}
 		if n.IPPortList != "" {
 			list := strings.TrimPrefix(n.IPPortList, "list://")

@@ -34,6 +34,7 @@ type Options struct {
 	Dir       string // everything goes below it
 	Shards    int
 	Replicas  int
+	Dict      string        // dictionary name; "demo" when empty
 	Keys      int           // keys per version (0..Keys-1)
 	ValueSize int           // bytes per value, >= 10; 40 as Paddle's demos
 	Poll      time.Duration // transfer --poll
@@ -199,8 +200,12 @@ func Start(o Options) (*Cluster, error) {
 		return nil, err
 	}
 	public := "http://" + c.Transfer.Addr
-	c.Conf = client.DictConf{DictName: "demo", Shard: o.Shards, Dup: o.Replicas, Timeout: 1000, Retry: o.Replicas, Type: "ipport_list"}
-	targs := []string{"transfer", "--donefile", c.Donefile, "--dict", "demo", "--shards", strconv.Itoa(o.Shards),
+	dict := o.Dict
+	if dict == "" {
+		dict = "demo"
+	}
+	c.Conf = client.DictConf{DictName: dict, Shard: o.Shards, Dup: o.Replicas, Timeout: 1000, Retry: o.Replicas, Type: "ipport_list"}
+	targs := []string{"transfer", "--donefile", c.Donefile, "--dict", dict, "--shards", strconv.Itoa(o.Shards),
 		"--work", filepath.Join(o.Dir, "transfer"), "--control-token-file", c.TokenFile, "--public-url", public,
 		"--mode", "base_delta", "--poll", o.Poll.String(), "--retry-after", "500ms"}
 	for s := range o.Shards {

@@ -31,8 +31,9 @@ func workDir(keep string) (string, func(), error) {
 }
 
 func runDemo(args []string, stdout, stderr io.Writer) error {
-	fs := flags("demo", "[--shards S --replicas R --keys N]", stdout, stderr)
+	fs := flags("demo", "[--shards S --replicas R --keys N] [--conf cube.conf]", stdout, stderr)
 	shards := fs.Int("shards", 2, "shards `S`")
+	exported := fs.String("conf", "", "a Paddle Serving `cube.conf` (e.g. ctr_cube's cube_conf): take its dictionary and shard count, and look keys up through it, each shard's address rewritten to this machine's servers of that shard")
 	replicas := fs.Int("replicas", 2, "replicas `R` per shard")
 	keys := fs.Int("keys", 100_000, "keys `N` per version (40-byte values, as Paddle's demos)")
 	keep := fs.String("work-dir", "", "keep everything (logs, data, state) in this `directory` (default: a removed temp dir)")
@@ -49,8 +50,22 @@ func runDemo(args []string, stdout, stderr io.Writer) error {
 	}
 	defer cleanup()
 	say := func(f string, a ...any) { fmt.Fprintf(stdout, "==> "+f+"\n", a...) }
+	var conf0 *client.DictConf
+	if *exported != "" {
+		confs, err := client.LoadConf(*exported)
+		if err != nil {
+			return err
+		}
+		conf0 = &confs[0]
+		*shards = conf0.Shard
+		say("using %s: dictionary %q, %d shards", *exported, conf0.DictName, conf0.Shard)
+	}
 	say("work directory %s (process logs in logs/)", dir)
-	c, err := pipeline.Start(pipeline.Options{Bin: bin, Dir: dir, Shards: *shards, Replicas: *replicas, Keys: *keys, ValueSize: 40,
+	dict := ""
+	if conf0 != nil {
+		dict = conf0.DictName
+	}
+	c, err := pipeline.Start(pipeline.Options{Bin: bin, Dir: dir, Shards: *shards, Replicas: *replicas, Dict: dict, Keys: *keys, ValueSize: 40,
 		Poll: 200 * time.Millisecond, Progress: prefixed{stdout}})
 	if c != nil {
 		defer c.Close()
@@ -77,6 +92,11 @@ func runDemo(args []string, stdout, stderr io.Writer) error {
 		rec.Version, rec.TotalMs, rec.DownloadMs, rec.BuildMs, rec.DistribMs, rec.LoadMs, rec.SwitchMs, rec.WindowUs)
 	if err := demoLookup(stdout, c); err != nil {
 		return err
+	}
+	if conf0 != nil {
+		if err := lookupThroughExported(stdout, *conf0, c); err != nil {
+			return err
+		}
 	}
 	say("starting a lookup load (4 clients × 100 keys, version_required) and publishing version 2")
 	ctx, cancel := context.WithCancel(context.Background())
@@ -199,5 +219,37 @@ func runBenchRollout(args []string, stdout, stderr io.Writer) error {
 	st := <-done
 	fmt.Fprintf(stdout, "lookups: %d requests of %d keys, %d failed, %d mixed, %d first answers disagreed (re-asked) %s\n", st.Requests, *batch, st.Failed, st.Mixed, st.FirstMixed, st.FirstErr)
 	fmt.Fprintf(stdout, "rollout failed=%d mixed=%d window_ms=%.3f\n", st.Failed, st.Mixed, float64(maxWindow)/1000)
+	return nil
+}
+
+// lookupThroughExported looks keys up through an exported cube.conf (ctr_cube's cube_conf),
+// each shard's node rewritten to the replicas of that shard running here: the stable
+// in-cluster names are what changes, the dictionary, shard count and order are proven.
+func lookupThroughExported(w io.Writer, exported client.DictConf, c *pipeline.Cluster) error {
+	if len(exported.Nodes) != len(c.Conf.Nodes) {
+		return fmt.Errorf("the exported cube.conf has %d shard nodes, this machine %d", len(exported.Nodes), len(c.Conf.Nodes))
+	}
+	for i := range exported.Nodes {
+		fmt.Fprintf(w, "    shard %d: %s -> %s\n", i, exported.Nodes[i].IPPortList, c.Conf.Nodes[i].IPPortList)
+		exported.Nodes[i] = c.Conf.Nodes[i]
+	}
+	cl, err := client.New(exported)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	keys := []uint64{0, 1, 2, 3, 42, 99_999}
+	res, ver, _, err := cl.SeekConsistent(context.Background(), keys, time.Second)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "==> lookups through the exported cube.conf, dict %q (version %s):\n", exported.DictName, ver)
+	for i, r := range res {
+		status := valueFormats["hex"](r.Value)
+		if !r.Found() {
+			status = "MISS"
+		}
+		fmt.Fprintf(w, "    key %-6d shard %d  %s\n", keys[i], keys[i]%uint64(exported.Shard), status)
+	}
 	return nil
 }
