@@ -258,8 +258,14 @@ func (c *Client) Seek(ctx context.Context, keys []uint64) ([]Result, string, err
 
 // seekShard asks one shard, moving to the next replica after a failure.
 func (c *Client) seekShard(ctx context.Context, shard int, keys []uint64) ([]proto.Value, string, error) {
+	vals, ver, _, err := c.seekShardFrom(ctx, shard, keys, int(c.rr.Add(1)))
+	return vals, ver, err
+}
+
+// seekShardFrom asks the shard's replicas in order from index first (modulo their number)
+// and also returns the index of the replica that answered.
+func (c *Client) seekShardFrom(ctx context.Context, shard int, keys []uint64, first int) ([]proto.Value, string, int, error) {
 	replicas := c.shards[shard]
-	first := int(c.rr.Add(1))
 	var errs []error
 	for attempt := 0; attempt <= max(c.conf.Retry, 0); attempt++ {
 		if err := ctx.Err(); err != nil {
@@ -278,11 +284,11 @@ func (c *Client) seekShard(ctx context.Context, shard int, keys []uint64) ([]pro
 			vals, ver, err = c.try(ctx, addr, keys)
 		}
 		if err == nil {
-			return vals, ver, nil
+			return vals, ver, (first + attempt) % len(replicas), nil
 		}
 		errs = append(errs, fmt.Errorf("%s: %w", addr, err))
 	}
-	return nil, "", errors.Join(errs...)
+	return nil, "", 0, errors.Join(errs...)
 }
 
 // tryWithBackup asks primary and, if it has not answered within the backup

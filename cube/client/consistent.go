@@ -34,6 +34,14 @@ func (c *Client) SeekConsistent(ctx context.Context, keys []uint64, wait time.Du
 	}
 	vals := make([][]proto.Value, n)
 	vers := make([]string, n)
+	// answered[s] is the replica whose answer is in vals[s]. A shard that answered from an
+	// older version is asked again from the next replica: under concurrent clients the shared
+	// round-robin could otherwise send the re-ask to the same lagging replica (one that
+	// restarted mid-commit, say) until the wait runs out.
+	answered := make([]int, n)
+	for s := range answered {
+		answered[s] = int(c.rr.Add(1)) - 1
+	}
 	ask := func(shards []int) error {
 		errs := make([]error, len(shards))
 		var wg sync.WaitGroup
@@ -42,7 +50,7 @@ func (c *Client) SeekConsistent(ctx context.Context, keys []uint64, wait time.Du
 			go func() {
 				defer wg.Done()
 				var e error
-				vals[s], vers[s], e = c.seekShard(ctx, s, perShard[s])
+				vals[s], vers[s], answered[s], e = c.seekShardFrom(ctx, s, perShard[s], answered[s]+1)
 				if e != nil {
 					errs[i] = fmt.Errorf("shard %d: %w", s, e)
 				}

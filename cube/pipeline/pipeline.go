@@ -70,7 +70,7 @@ func (p *Proc) Start() error {
 		return err
 	}
 	done := make(chan struct{})
-	go func() { cmd.Wait(); f.Close(); close(done) }()
+	go func() { _ = cmd.Wait(); f.Close(); close(done) }() // a killed process's exit status is expected
 	p.cmd, p.done = cmd, done
 	deadline := time.Now().Add(20 * time.Second)
 	for {
@@ -141,6 +141,7 @@ func (p *Proc) signal(sig syscall.Signal) {
 // Cluster is a running pipeline.
 type Cluster struct {
 	opts       Options
+	Dir        string // Options.Dir: processes' data, logs and the transfer's work directory
 	Root       string // file server root: donefile/, data/<id>/
 	Donefile   string // URL of base.txt
 	TokenFile  string
@@ -174,7 +175,7 @@ func Start(o Options) (*Cluster, error) {
 	if o.Poll <= 0 {
 		o.Poll = 100 * time.Millisecond
 	}
-	c := &Cluster{opts: o, Root: filepath.Join(o.Dir, "fileserver"), Token: "demo-token-" + strconv.Itoa(os.Getpid())}
+	c := &Cluster{opts: o, Dir: o.Dir, Root: filepath.Join(o.Dir, "fileserver"), Token: "demo-token-" + strconv.Itoa(os.Getpid())}
 	for _, d := range []string{filepath.Join(c.Root, "donefile"), filepath.Join(c.Root, "data"), filepath.Join(o.Dir, "logs")} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return nil, err

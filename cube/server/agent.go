@@ -26,6 +26,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -37,8 +38,45 @@ import (
 // CurrentFile names the committed version in the data directory (Paddle's
 // data/VERSION). At start the server serves it in preference to the newest
 // directory, so a version that was prepared but never committed everywhere
-// is not served after a restart.
+// is not served after a restart. Its first line is the version, as Paddle
+// reads it; "at <unix ms>" and "previous <version>" lines may follow: a
+// commit whose switch instant had not come when the process died.
 const CurrentFile = "VERSION"
+
+func currentFileContent(version string, atUnixMs int64, previous string) string {
+	out := version + "\n"
+	if atUnixMs > 0 && previous != "" && previous != version {
+		out += fmt.Sprintf("at %d\nprevious %s\n", atUnixMs, previous)
+	}
+	return out
+}
+
+// readCurrentFile returns the committed version and, when its switch instant
+// is still ahead, that instant and the version to serve until then.
+func readCurrentFile(dataDir string) (version string, atUnixMs int64, previous string) {
+	b, err := os.ReadFile(filepath.Join(dataDir, CurrentFile))
+	if err != nil {
+		return "", 0, ""
+	}
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	version = strings.TrimSpace(lines[0])
+	for _, l := range lines[1:] {
+		f := strings.Fields(l)
+		if len(f) != 2 {
+			continue
+		}
+		switch f[0] {
+		case "at":
+			atUnixMs, _ = strconv.ParseInt(f[1], 10, 64)
+		case "previous":
+			previous = f[1]
+		}
+	}
+	if atUnixMs <= time.Now().UnixMilli() {
+		return version, 0, ""
+	}
+	return version, atUnixMs, previous
+}
 
 // Agent states reported by GET /agent/status.
 const (
@@ -433,8 +471,11 @@ func (a *agent) commit(req CommitRequest) error {
 		}
 	}
 	// Record the decision on disk before switching: if we die in between,
-	// the restart serves the committed version, not the old one.
-	if err := writeFileAtomic(filepath.Join(a.s.opts.DataDir, CurrentFile), []byte(req.Version+"\n")); err != nil {
+	// the restart serves the committed version, not the old one — but not
+	// before the agreed instant: the file also keeps the instant and the
+	// version serving until then (see pendingCommit).
+	cur, _ := a.s.store.versionNames()
+	if err := writeFileAtomic(filepath.Join(a.s.opts.DataDir, CurrentFile), []byte(currentFileContent(req.Version, req.AtUnixMs, cur))); err != nil {
 		return err
 	}
 	if req.AtUnixMs > 0 {

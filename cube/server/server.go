@@ -127,6 +127,16 @@ func New(opts Options) (*Server, error) {
 		s.agent = a
 	}
 	name, err := s.store.loadNewest()
+	if v, at, previous := readCurrentFile(opts.DataDir); at > 0 && name == previous && s.agent != nil {
+		// A commit that had not reached its instant when the process died: switch then, with
+		// the replicas that did not die.
+		s.log.Info("agent: resuming a commit", "version", v, "at_unix_ms", at, "serving_until_then", previous)
+		go func() {
+			if err := s.agent.commit(CommitRequest{Version: v, AtUnixMs: at}); err != nil {
+				s.log.Error("agent: resumed commit failed", "version", v, "err", err)
+			}
+		}()
+	}
 	if name != "" {
 		s.log.Info("dictionary loaded", "version", name, "data", opts.DataDir)
 	} else {

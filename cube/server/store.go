@@ -3,7 +3,6 @@ package server
 import (
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -107,8 +106,13 @@ func (s *store) loadNewest() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if b, err := os.ReadFile(filepath.Join(s.dataDir, CurrentFile)); err == nil {
-		if want := strings.TrimSpace(string(b)); slices.Contains(vs, want) {
+	if want, at, previous := readCurrentFile(s.dataDir); want != "" {
+		if at > 0 && slices.Contains(vs, previous) {
+			// Committed, but the switch instant has not come: serve the
+			// previous version until then (the server schedules the switch).
+			want = previous
+		}
+		if slices.Contains(vs, want) {
 			vs = append(slices.DeleteFunc(vs, func(v string) bool { return v == want }), want)
 		}
 	}

@@ -147,7 +147,10 @@ func (t *Transfer) prepareAll(ctx context.Context, r *Rollout, tm *Timings) erro
 // until every replica serves it. A replica that lost its prepared copy (a
 // restart with an empty disk) is prepared again first.
 func (t *Transfer) commitAll(ctx context.Context, r *Rollout, tm *Timings) error {
-	at := time.Now().Add(t.opts.SwitchDelay).UnixMilli()
+	at := r.CommitAt
+	if at == 0 { // state written before CommitAt existed
+		at = time.Now().Add(t.opts.SwitchDelay).UnixMilli()
+	}
 	var (
 		mu       sync.Mutex
 		switched []int64

@@ -129,6 +129,10 @@ type Rollout struct {
 	Attempts  int       `json:"attempts"`
 	LastError string    `json:"last_error,omitempty"`
 	NextTry   time.Time `json:"next_try"`
+	// CommitAt is the instant every replica switches (Unix ms), fixed with the decision to
+	// commit and persisted with it: a transfer that restarts mid-commit sends the same
+	// instant, so replicas told before and after the crash still switch together.
+	CommitAt int64 `json:"commit_at,omitempty"`
 }
 
 // Record is one finished rollout attempt.
@@ -245,9 +249,14 @@ func (t *Transfer) save() error {
 	if err != nil {
 		return fmt.Errorf("save transfer state: %w", err)
 	}
-	if d, err := os.Open(t.opts.Work); err == nil {
-		d.Sync()
-		d.Close()
+	// The rename is durable once the directory is synced.
+	d, err := os.Open(t.opts.Work)
+	if err != nil {
+		return fmt.Errorf("save transfer state: %w", err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("save transfer state: sync %q: %w", t.opts.Work, err)
 	}
 	return nil
 }
@@ -422,6 +431,7 @@ func (t *Transfer) rollout(ctx context.Context, r *Rollout) {
 		} else {
 			// The decision point: once persisted, the rollout only moves forward.
 			r.Phase = PhaseCommitting
+			r.CommitAt = time.Now().Add(t.opts.SwitchDelay).UnixMilli()
 			err = t.update(func(s *State) { s.InFlight = r })
 		}
 	}
@@ -438,7 +448,9 @@ func (t *Transfer) rollout(ctx context.Context, r *Rollout) {
 		}
 		t.m.rollouts.WithLabelValues("failed").Inc()
 		delay := min(t.opts.RetryAfter<<min(r.Attempts, 10), t.opts.MaxRetryAfter)
-		t.update(func(s *State) {
+		// If this save fails the in-memory state still holds the retry time; a restart then
+		// retries at once, which is safe: the persisted phase says where to resume.
+		if uerr := t.update(func(s *State) {
 			if s.InFlight != nil && s.InFlight.Version == r.Version {
 				s.InFlight.Attempts++
 				s.InFlight.LastError = err.Error()
@@ -446,7 +458,9 @@ func (t *Transfer) rollout(ctx context.Context, r *Rollout) {
 				s.InFlight.Phase = r.Phase
 			}
 			s.History = append(s.History, Record{ID: r.ID, Version: r.Version, Mode: r.Mode, Result: "failed", Error: err.Error(), Finished: time.Now(), Timings: tm})
-		})
+		}); uerr != nil {
+			log.Error("could not save the failed attempt", "err", uerr)
+		}
 		log.Error("rollout failed; will retry", "err", err, "retry_in", delay.String(), "phase", r.Phase)
 		return
 	}
@@ -454,7 +468,9 @@ func (t *Transfer) rollout(ctx context.Context, r *Rollout) {
 	if r.Attempts > 0 || tm.BuildMs == 0 {
 		tm.TotalMs = time.Since(start).Milliseconds() // resumed: the first attempt's wait is not ours
 	}
-	t.update(func(s *State) {
+	// Every replica serves it; if saving that fails, a restart finds the rollout still in
+	// phase committing and re-commits, which replicas already serving it accept at once.
+	if uerr := t.update(func(s *State) {
 		if s.Served != r.Version {
 			s.Previous = s.Served
 		}
@@ -464,7 +480,9 @@ func (t *Transfer) rollout(ctx context.Context, r *Rollout) {
 		}
 		s.InFlight = nil
 		s.History = append(s.History, Record{ID: r.ID, Version: r.Version, Mode: r.Mode, Result: "served", Finished: time.Now(), Timings: tm})
-	})
+	}); uerr != nil {
+		log.Error("could not save that the version is served", "err", uerr)
+	}
 	t.m.rollouts.WithLabelValues("served").Inc()
 	t.m.served(r.Version)
 	t.m.window.Set(float64(tm.WindowUs) / 1e6)

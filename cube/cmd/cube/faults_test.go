@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"testing"
 	"time"
@@ -186,6 +187,67 @@ func TestFaults(t *testing.T) {
 			t.Fatal(err)
 		}
 		cur = served(t, c, v)
+	})
+	t.Run("corrupted shard on the way to a replica", func(t *testing.T) {
+		v := next()
+		c.Servers[0][0].Pause() // hold the prepare phase open until the shard is corrupted
+		publish(t, c, v, 9, "")
+		waitPhase(t, c, "preparing")
+		// The transfer published shard 0 with its sha256; flip bytes in the copy it serves.
+		files, _ := filepath.Glob(filepath.Join(c.Dir, "transfer", "output", "*", "shard-0.cube"))
+		if len(files) == 0 {
+			t.Fatal("no published shard-0.cube under the transfer's output")
+		}
+		sort.Strings(files)
+		f := files[len(files)-1]
+		good, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		bad := append([]byte(nil), good...)
+		for i := len(bad) / 2; i < len(bad)/2+64 && i < len(bad); i++ {
+			bad[i] ^= 0xff
+		}
+		if err := os.WriteFile(f, bad, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		c.Servers[0][0].Resume()
+		waitFailed(t, c, v, 1, cur) // sha256 refused it; everyone still serves cur
+		if err := os.WriteFile(f, good, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		cur = served(t, c, v)
+	})
+	// The commit phase: the decision to switch is saved before any commit is sent, so a
+	// death now must end with every replica on the new version, never a split.
+	slowSwitch := func(t *testing.T, d string) {
+		c.Transfer.Stop()
+		c.Transfer.SetArgs(func(a []string) []string { return swapFlag(a, "--switch-delay", d) })
+		if err := c.Transfer.Start(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Run("kill -9 transfer during commit", func(t *testing.T) {
+		v := next()
+		slowSwitch(t, "1500ms") // commits are sent for an instant 1.5 s ahead
+		publish(t, c, v, 10, "")
+		waitPhase(t, c, "committing")
+		c.Transfer.Kill()
+		slowSwitch(t, "30ms") // restarted: it finds the saved decision and finishes it
+		cur = served(t, c, v)
+	})
+	t.Run("kill -9 replica during commit", func(t *testing.T) {
+		v := next()
+		slowSwitch(t, "1500ms")
+		publish(t, c, v, 11, "")
+		waitPhase(t, c, "committing")
+		c.Servers[1][0].Kill()
+		time.Sleep(200 * time.Millisecond)
+		if err := c.Servers[1][0].Start(); err != nil {
+			t.Fatal(err)
+		}
+		cur = served(t, c, v)
+		slowSwitch(t, "30ms")
 	})
 }
 
