@@ -188,6 +188,33 @@ func TestFaults(t *testing.T) {
 		}
 		cur = served(t, c, v)
 	})
+	t.Run("kill -9 transfer while downloading and building", func(t *testing.T) {
+		v := next()
+		publish(t, c, v, 12, "")
+		// Kill the moment a rollout is in flight: that is the download-and-build phase.
+		phase := ""
+		for deadline := time.Now().Add(10 * time.Second); phase == "" && time.Now().Before(deadline); {
+			if st, err := c.Status(); err == nil && st.Phase != "" {
+				phase = st.Phase
+				c.Transfer.Kill()
+				break
+			}
+			time.Sleep(2 * time.Millisecond)
+		}
+		if phase == "" {
+			t.Fatal("the rollout never started")
+		}
+		if err := c.CheckReplicasDirect(cur); err != nil && phase != "committing" {
+			t.Fatal(err)
+		}
+		if err := c.Transfer.Start(); err != nil { // resumes the persisted rollout
+			t.Fatal(err)
+		}
+		cur = served(t, c, v)
+		if phase != "building" {
+			t.Skipf("the kill landed in phase %s, not building (the build was faster than the poll); healed all the same", phase)
+		}
+	})
 	t.Run("corrupted shard on the way to a replica", func(t *testing.T) {
 		v := next()
 		c.Servers[0][0].Pause() // hold the prepare phase open until the shard is corrupted
