@@ -11,7 +11,9 @@ targets=(
   "./cube/dict FuzzOpen"
   "./cube/proto FuzzReadFrame"
   "./cube/proto FuzzDecodeDict"
+  "./cube/donefile FuzzParse"
   "./internal/cceemu FuzzParseAuthString"
+  "./internal/cceemu FuzzRouteBodies"
   "./internal/stack FuzzTrainingJobFromSettings"
 )
 crashers() { ls "$1/testdata/fuzz/$2" 2>/dev/null | sort || true; }
