@@ -347,6 +347,9 @@ func (t *Transfer) nextFromDonefile(ctx context.Context, st State) (*Rollout, er
 		t.m.donefileWarnings.Inc()
 	}
 	now := time.Now()
+	if r := t.reshard(bases, st, now); r != nil {
+		return r, nil
+	}
 	if last, ok := donefile.Last(bases); ok && newer(last.ID, st.BaseID) {
 		if st.InFlight != nil && st.InFlight.ID == last.ID && st.InFlight.Mode == "base" {
 			return st.InFlight, nil
@@ -379,6 +382,35 @@ func (t *Transfer) nextFromDonefile(ctx context.Context, st State) (*Rollout, er
 			Version: t.newVersion(strconv.FormatInt(depend, 10), st), Base: st.Served, Phase: PhaseBuilding, Triggered: now}, nil
 	}
 	return nil, nil
+}
+
+// reshard returns a rollout that rebuilds the served base in the current shard layout when
+// the served version was built for another shard count (the transfer restarted with a new
+// --shards: ctr_cube re-sharded). Keys move between shards, so every shard needs new files;
+// in base_delta mode the base's patches are applied again afterwards, one by one.
+func (t *Transfer) reshard(bases []donefile.Entry, st State, now time.Time) *Rollout {
+	if st.Served == "" {
+		return nil
+	}
+	m, err := layout.ReadManifest(t.outputDir(), st.Served)
+	if err != nil || m.ShardCount == t.opts.Shards {
+		return nil
+	}
+	for _, e := range bases {
+		if e.ID != st.BaseID {
+			continue
+		}
+		if st.InFlight != nil && st.InFlight.ID == e.ID && st.InFlight.Mode == "base" {
+			return st.InFlight
+		}
+		t.log.Info("re-sharding: rebuilding the served base for the new shard count", "served", st.Served,
+			"built_for_shards", m.ShardCount, "shards", t.opts.Shards)
+		return &Rollout{ID: e.ID, Key: e.Key, Mode: "base", Input: donefile.InputLocation(t.opts.Donefile, e.Input),
+			Version: t.newVersion("", st), Phase: PhaseBuilding, Triggered: now}
+	}
+	t.log.Warn("re-sharding: the served base is no longer in the donefile; new shards stay empty until the next version",
+		"served", st.Served, "base_id", st.BaseID)
+	return nil
 }
 
 func newer(id, than string) bool {
