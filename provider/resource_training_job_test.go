@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -164,7 +165,7 @@ func TestAccTrainingJob_DriftRepair(t *testing.T) {
 						t.Fatal(err)
 					}
 					dep.Spec.Replicas = ptr.To[int32](3)
-					dep.Spec.Template.Spec.Containers[0].Env[2].Value = "false" // SHOW_LISTING
+					dep.Spec.Template.Spec.Containers[0].Args = append(dep.Spec.Template.Spec.Containers[0].Args, "--upload") // writable by hand
 					if _, err := k.cs.AppsV1().Deployments(ns).Update(ctx, dep, metav1.UpdateOptions{FieldManager: "kubectl-edit"}); err != nil {
 						t.Fatal(err)
 					}
@@ -188,8 +189,8 @@ func TestAccTrainingJob_DriftRepair(t *testing.T) {
 					if *dep.Spec.Replicas != 1 {
 						return fmt.Errorf("replicas %d were not restored to 1", *dep.Spec.Replicas)
 					}
-					if v := dep.Spec.Template.Spec.Containers[0].Env[2].Value; v != "true" {
-						return fmt.Errorf("SHOW_LISTING %q was not restored to true", v)
+					if args := dep.Spec.Template.Spec.Containers[0].Args; slices.Contains(args, "--upload") {
+						return fmt.Errorf("the file server's arguments were not restored: %v", args)
 					}
 					return nil
 				},
