@@ -108,8 +108,7 @@ func (r *cubeResource) defaultCubeImage() string { return defaultCubeImage(r.dat
 func defaultCubeImage(data *providerData) string {
 	v := "latest"
 	if data != nil && data.version != "" && data.version != "dev" && data.version != "test" {
-		v = strings.TrimPrefix(data.version, "v")
-		v = "v" + v
+		v = data.version // the release builds the image with the same version string (make images)
 	}
 	return stack.CubeImageRepository + ":" + v
 }
