@@ -296,7 +296,7 @@ func (r *cubeResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRe
 			resp.Diagnostics.AddWarning("Cube Will Be Re-sharded",
 				fmt.Sprintf("Changing shards from %d to %d re-shards cube %s/%s: keys move between shards (shard = key %% shards). "+
 					"The transfer restarts and rebuilds every shard from the last model; cube.conf changes, so ctr_serving pods roll. "+
-					"Until the new layout serves, Paddle Serving may miss keys.", o, n, c.Namespace, c.Name))
+					"Until the new layout serves, Paddle Serving may miss keys. Removed shards are deleted once the new layout serves.", o, n, c.Namespace, c.Name))
 		}
 	}
 	resp.Diagnostics.Append(resp.Plan.Set(ctx, &plan)...)
@@ -320,12 +320,13 @@ func (r *cubeResource) Create(ctx context.Context, req resource.CreateRequest, r
 	resp.Diagnostics.Append(d...)
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	r.apply(ctx, &plan, &resp.State, &resp.Diagnostics)
+	r.apply(ctx, &plan, nil, &resp.State, &resp.Diagnostics)
 }
 
 func (r *cubeResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
-	var plan cubeModel
+	var plan, prior cubeModel
 	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	resp.Diagnostics.Append(req.State.Get(ctx, &prior)...)
 	if resp.Diagnostics.HasError() {
 		return
 	}
@@ -333,12 +334,13 @@ func (r *cubeResource) Update(ctx context.Context, req resource.UpdateRequest, r
 	resp.Diagnostics.Append(d...)
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	r.apply(ctx, &plan, &resp.State, &resp.Diagnostics)
+	r.apply(ctx, &plan, &prior, &resp.State, &resp.Diagnostics)
 }
 
 // apply converges and waits until every cube pod exists at the current revision and the
 // transfer is available. Pods turn Ready only once they serve a model, which may be later.
-func (r *cubeResource) apply(ctx context.Context, plan *cubeModel, state stateLike, diags *diag.Diagnostics) {
+// Shrinking keeps the removed shards until the new layout serves (pruneAfterReshard).
+func (r *cubeResource) apply(ctx context.Context, plan, prior *cubeModel, state stateLike, diags *diag.Diagnostics) {
 	c, d := plan.cube(ctx)
 	diags.Append(d...)
 	set, err := stack.RenderCube(c)
@@ -352,7 +354,8 @@ func (r *cubeResource) apply(ctx context.Context, plan *cubeModel, state stateLi
 		return
 	}
 	what := fmt.Sprintf("cube %s/%s", c.Namespace, c.Name)
-	if !applySet(ctx, kc, set, c.Namespace, stack.Owner(stack.CubeType, c.Name), stack.CubeKinds, what, diags) {
+	if _, err := kc.Apply(ctx, set); err != nil {
+		diags.AddError("Apply Cube Error", fmt.Sprintf("Could not apply the objects of %s: %s", what, err))
 		return
 	}
 	plan.computed(ctx, c, set, diags)
@@ -373,8 +376,54 @@ func (r *cubeResource) apply(ctx context.Context, plan *cubeModel, state stateLi
 			return
 		}
 	}
+	if prior != nil && prior.Shards.ValueInt64() > plan.Shards.ValueInt64() && prior.ServedVersion.ValueString() != "" {
+		if !waitNewLayout(ctx, kc, c.Defaulted(), prior.ServedVersion.ValueString(), diags) {
+			return
+		}
+	}
+	if _, err := kc.Prune(ctx, c.Namespace, stack.Owner(stack.CubeType, c.Name), stack.CubeKinds, set); err != nil {
+		diags.AddError("Apply Cube Error", "Could not remove objects that are no longer rendered: "+err.Error())
+		return
+	}
 	plan.ServedVersion = types.StringValue(servedVersion(ctx, kc, c.Defaulted()))
 	diags.Append(state.Set(ctx, plan)...)
+}
+
+// waitNewLayout waits, on a shrinking cube, until the transfer serves a model rebuilt for the
+// new shard count on every remaining shard, so that the removed shards go only when nothing
+// needs them. When the transfer cannot be asked (no route from the API server to it), it
+// says so and lets the prune go ahead.
+func waitNewLayout(ctx context.Context, kc *kube.Client, c stack.Cube, before string, diags *diag.Diagnostics) bool {
+	last := time.Time{}
+	for {
+		body, err := kc.ServiceProxyGet(ctx, c.Namespace, c.Name+"-transfer", fmt.Sprint(c.TransferPort), "status")
+		if err != nil {
+			diags.AddWarning("Removed Shards Pruned Without Confirmation",
+				fmt.Sprintf("Cube %s/%s: the transfer could not be asked whether the %d-shard layout serves yet (%s); the removed shards are deleted now.",
+					c.Namespace, c.Name, c.Shards, err))
+			return true
+		}
+		ok, st, err := stack.CubeLayoutServes(body, c.Shards, before)
+		if err != nil {
+			diags.AddError("Apply Cube Error", err.Error())
+			return false
+		}
+		if ok {
+			tflog.Info(ctx, fmt.Sprintf("cube %s/%s: the %d-shard layout serves (%s); removing the old shards", c.Namespace, c.Name, c.Shards, st))
+			return true
+		}
+		if time.Since(last) >= progressInterval {
+			tflog.Info(ctx, fmt.Sprintf("cube %s/%s: waiting for the %d-shard layout to serve before removing shards: %s", c.Namespace, c.Name, c.Shards, st))
+			last = time.Now()
+		}
+		select {
+		case <-ctx.Done():
+			diags.AddError("Apply Cube Error", fmt.Sprintf("Cube %s/%s: the %d-shard layout did not serve in time (%s); the removed shards are kept, apply again to finish.",
+				c.Namespace, c.Name, c.Shards, st))
+			return false
+		case <-time.After(2 * time.Second):
+		}
+	}
 }
 
 // servedVersion asks the transfer (through the API server's service proxy) which version

@@ -446,3 +446,38 @@ func (c Cube) Validate() FieldErrors {
 	}
 	return errs
 }
+
+// CubeLayoutServes reads the transfer's status (GET /status) and reports whether the cube
+// serves in a layout of `shards` shards: one version, other than `before` (the version served
+// in the old layout), on every replica of every shard, with nothing in flight. The removed
+// shards of a shrinking cube are deleted only then.
+func CubeLayoutServes(status []byte, shards int32, before string) (bool, string, error) {
+	var st struct {
+		Served   string `json:"served_version"`
+		InFlight string `json:"in_flight"`
+		Shards   []struct {
+			Shard    int `json:"shard"`
+			Replicas []struct {
+				Served string `json:"served_version"`
+			} `json:"replicas"`
+		} `json:"shards"`
+	}
+	if err := json.Unmarshal(status, &st); err != nil {
+		return false, "", fmt.Errorf("transfer status: %w", err)
+	}
+	state := fmt.Sprintf("transfer serves %q on %d shards", st.Served, len(st.Shards))
+	if st.InFlight != "" {
+		state += fmt.Sprintf(", %q in flight", st.InFlight)
+	}
+	if st.Served == "" || st.Served == before || st.InFlight != "" || len(st.Shards) != int(shards) {
+		return false, state, nil
+	}
+	for _, s := range st.Shards {
+		for _, r := range s.Replicas {
+			if r.Served != st.Served {
+				return false, state + fmt.Sprintf(", shard %d lags", s.Shard), nil
+			}
+		}
+	}
+	return true, state, nil
+}

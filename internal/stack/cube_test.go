@@ -97,3 +97,35 @@ func TestCube_Validate(t *testing.T) {
 		assert.Equal(t, path, errs[0].Path)
 	}
 }
+
+func TestCubeLayoutServes(t *testing.T) {
+	status := func(served, inFlight string, replicas ...[]string) []byte {
+		var shards []map[string]any
+		for i, rs := range replicas {
+			var reps []map[string]string
+			for _, v := range rs {
+				reps = append(reps, map[string]string{"served_version": v})
+			}
+			shards = append(shards, map[string]any{"shard": i, "replicas": reps})
+		}
+		b, _ := json.Marshal(map[string]any{"served_version": served, "in_flight": inFlight, "shards": shards})
+		return b
+	}
+	for name, c := range map[string]struct {
+		status []byte
+		want   bool
+	}{
+		"rebuilt and served everywhere": {status("v2", "", []string{"v2", "v2"}, []string{"v2"}), true},
+		"still the old version":         {status("v1", "", []string{"v1"}, []string{"v1"}), false},
+		"rebuild in flight":             {status("v1", "v2", []string{"v1"}, []string{"v1"}), false},
+		"a replica lags":                {status("v2", "", []string{"v2", "v1"}, []string{"v2"}), false},
+		"old shard count":               {status("v2", "", []string{"v2"}, []string{"v2"}, []string{"v2"}), false},
+		"no model yet":                  {status("", "", []string{""}, []string{""}), false},
+	} {
+		got, state, err := CubeLayoutServes(c.status, 2, "v1")
+		require.NoError(t, err, name)
+		assert.Equal(t, c.want, got, "%s: %s", name, state)
+	}
+	_, _, err := CubeLayoutServes([]byte("<html>"), 2, "v1")
+	assert.Error(t, err)
+}
