@@ -323,28 +323,22 @@ func (r *clusterResource) importCCE(ctx context.Context, c *cce.Client, cl *cce.
 		diags.AddError("Import Cluster Error", err.Error())
 		return
 	}
-	str := func(s string) types.String {
-		if s == "" {
-			return types.StringNull()
-		}
-		return types.StringValue(s)
-	}
 	st.CCE = &cceModel{
-		Name: types.StringValue(spec.Name), Description: str(spec.Description), K8sVersion: types.StringValue(spec.K8sVersion),
-		Runtime: str(spec.Runtime), RuntimeVersion: str(spec.RuntimeVersion), VPCID: types.StringValue(spec.VPCID),
-		NetworkMode: str(spec.NetworkMode), PodCIDR: str(spec.PodCIDR), ServiceCIDR: str(spec.ServiceCIDR),
+		Name: types.StringValue(spec.Name), Description: optionalString(spec.Description), K8sVersion: types.StringValue(spec.K8sVersion),
+		Runtime: optionalString(spec.Runtime), RuntimeVersion: optionalString(spec.RuntimeVersion), VPCID: types.StringValue(spec.VPCID),
+		NetworkMode: optionalString(spec.NetworkMode), PodCIDR: optionalString(spec.PodCIDR), ServiceCIDR: optionalString(spec.ServiceCIDR),
 		KubeconfigType: types.StringValue("vpc"), DeleteResource: types.BoolValue(true), DeleteCDSSnapshot: types.BoolValue(true),
 	}
 	// A master with the defaults is what a configuration without a master block creates.
 	if !(spec.MasterType == "managedPro" && spec.MasterFlavor == "l50" && spec.MasterZone == "" && spec.MasterSubnetID == "" && !spec.ExposedPublic) {
-		st.CCE.Master = &masterModel{Type: str(spec.MasterType), Flavor: str(spec.MasterFlavor), Zone: str(spec.MasterZone),
-			SubnetID: str(spec.MasterSubnetID), ExposedPublic: types.BoolValue(spec.ExposedPublic)}
+		st.CCE.Master = &masterModel{Type: optionalString(spec.MasterType), Flavor: optionalString(spec.MasterFlavor), Zone: optionalString(spec.MasterZone),
+			SubnetID: optionalString(spec.MasterSubnetID), ExposedPublic: types.BoolValue(spec.ExposedPublic)}
 	}
 	if len(pools) > 0 {
 		p := pools[0]
 		st.CCE.WorkerPool = &workerPoolModel{ID: types.StringValue(p.ID), Name: types.StringValue(p.Name), Replicas: types.Int64Value(int64(p.Replicas)),
-			MachineSpec: str(p.MachineSpec), InstanceType: str(p.InstanceType), SubnetID: str(p.SubnetID), SecurityGroupID: str(p.SecurityGroupID),
-			Zone: str(p.Zone), RootDiskSize: types.Int64Value(int64(p.RootDiskSize)), ImageID: str(p.ImageID), SSHKeyID: str(p.SSHKeyID),
+			MachineSpec: optionalString(p.MachineSpec), InstanceType: optionalString(p.InstanceType), SubnetID: optionalString(p.SubnetID), SecurityGroupID: optionalString(p.SecurityGroupID),
+			Zone: optionalString(p.Zone), RootDiskSize: types.Int64Value(int64(p.RootDiskSize)), ImageID: optionalString(p.ImageID), SSHKeyID: optionalString(p.SSHKeyID),
 			Labels: types.MapNull(types.StringType), AdminPassword: types.StringNull()}
 		if len(p.Labels) > 0 {
 			lv, d := types.MapValueFrom(ctx, types.StringType, p.Labels)
@@ -352,7 +346,7 @@ func (r *clusterResource) importCCE(ctx context.Context, c *cce.Client, cl *cce.
 			st.CCE.WorkerPool.Labels = lv
 		}
 		for _, t := range p.Taints {
-			st.CCE.WorkerPool.Taints = append(st.CCE.WorkerPool.Taints, taintModel{Key: types.StringValue(t.Key), Value: str(t.Value), Effect: types.StringValue(t.Effect)})
+			st.CCE.WorkerPool.Taints = append(st.CCE.WorkerPool.Taints, taintModel{Key: types.StringValue(t.Key), Value: optionalString(t.Value), Effect: types.StringValue(t.Effect)})
 		}
 	}
 	if cl.Phase == "running" {

@@ -504,36 +504,22 @@ func (r *cubeResource) importSettings(ctx context.Context, kc *kube.Client, st *
 		return false
 	}
 	token := stack.SecretValue(secret, "token")
-	str := func(s string) types.String {
-		if s == "" {
-			return types.StringNull()
-		}
-		return types.StringValue(s)
-	}
-	strMap := func(m map[string]string) types.Map {
-		if m == nil {
-			return types.MapNull(types.StringType)
-		}
-		v, d := types.MapValueFrom(ctx, types.StringType, m)
-		diags.Append(d...)
-		return v
-	}
-	st.Name, st.Namespace, st.Stack, st.Dict = types.StringValue(c.Name), types.StringValue(c.Namespace), str(c.Stack), str(c.Dict)
+	st.Name, st.Namespace, st.Stack, st.Dict = types.StringValue(c.Name), types.StringValue(c.Namespace), optionalString(c.Stack), optionalString(c.Dict)
 	st.Shards, st.Replicas = types.Int64Value(int64(c.Shards)), types.Int64Value(int64(c.Replicas))
-	st.Image, st.DonefileURL, st.Mode = str(c.Image), types.StringValue(c.DonefileURL), str(c.Mode)
+	st.Image, st.DonefileURL, st.Mode = optionalString(c.Image), types.StringValue(c.DonefileURL), optionalString(c.Mode)
 	st.Port, st.TransferPort = types.Int64Value(int64(c.Port)), types.Int64Value(int64(c.TransferPort))
-	st.TransferStorage = str(c.TransferStorage)
+	st.TransferStorage = optionalString(c.TransferStorage)
 	st.TimeoutMS, st.Retry, st.BackupRequestMS = types.Int64Value(int64(c.TimeoutMS)), types.Int64Value(int64(c.Retry)), types.Int64Value(int64(c.BackupRequestMS))
-	st.NodeSelector, st.ControlToken = strMap(c.NodeSelector), str(token)
+	st.NodeSelector, st.ControlToken = optionalStringMap(ctx, c.NodeSelector, diags), optionalString(token)
 	st.Resources, st.Storage, st.Tolerations = nil, nil, nil
 	if c.Requests != nil || c.Limits != nil {
-		st.Resources = &resourcesModel{Requests: strMap(c.Requests), Limits: strMap(c.Limits)}
+		st.Resources = &resourcesModel{Requests: optionalStringMap(ctx, c.Requests, diags), Limits: optionalStringMap(ctx, c.Limits, diags)}
 	}
 	if c.Storage != nil {
-		st.Storage = &cubeStorageModel{Size: str(c.Storage.Size), StorageClass: str(c.Storage.StorageClass)}
+		st.Storage = &cubeStorageModel{Size: optionalString(c.Storage.Size), StorageClass: optionalString(c.Storage.StorageClass)}
 	}
 	for _, t := range c.Tolerations {
-		st.Tolerations = append(st.Tolerations, tolerationModel{Key: str(t.Key), Operator: str(t.Operator), Value: str(t.Value), Effect: str(t.Effect)})
+		st.Tolerations = append(st.Tolerations, tolerationModel{Key: optionalString(t.Key), Operator: optionalString(t.Operator), Value: optionalString(t.Value), Effect: optionalString(t.Effect)})
 	}
 	return !diags.HasError()
 }

@@ -291,23 +291,9 @@ func (r *servingResource) importSettings(ctx context.Context, kc *kube.Client, s
 		diags.AddError("Import Serving Error", fmt.Sprintf("Deployment %s/%s was not created by this provider: %s", ns, name, err))
 		return false
 	}
-	str := func(v string) types.String {
-		if v == "" {
-			return types.StringNull()
-		}
-		return types.StringValue(v)
-	}
-	strMap := func(m map[string]string) types.Map {
-		if m == nil {
-			return types.MapNull(types.StringType)
-		}
-		v, d := types.MapValueFrom(ctx, types.StringType, m)
-		diags.Append(d...)
-		return v
-	}
-	st.Name, st.Namespace, st.Stack, st.Image = types.StringValue(s.Name), types.StringValue(s.Namespace), str(s.Stack), str(s.Image)
-	st.Replicas, st.Port, st.ServiceType = types.Int64Value(int64(s.Replicas)), types.Int64Value(int64(s.Port)), str(s.ServiceType)
-	st.ModelURL, st.CubeConf, st.Env = str(s.ModelURL), types.StringValue(s.CubeConf), strMap(s.Env)
+	st.Name, st.Namespace, st.Stack, st.Image = types.StringValue(s.Name), types.StringValue(s.Namespace), optionalString(s.Stack), optionalString(s.Image)
+	st.Replicas, st.Port, st.ServiceType = types.Int64Value(int64(s.Replicas)), types.Int64Value(int64(s.Port)), optionalString(s.ServiceType)
+	st.ModelURL, st.CubeConf, st.Env = optionalString(s.ModelURL), types.StringValue(s.CubeConf), optionalStringMap(ctx, s.Env, diags)
 	st.Args = types.ListNull(types.StringType)
 	if s.Args != nil {
 		v, d := types.ListValueFrom(ctx, types.StringType, s.Args)
@@ -316,7 +302,7 @@ func (r *servingResource) importSettings(ctx context.Context, kc *kube.Client, s
 	}
 	st.Resources = nil
 	if s.Requests != nil || s.Limits != nil {
-		st.Resources = &resourcesModel{Requests: strMap(s.Requests), Limits: strMap(s.Limits)}
+		st.Resources = &resourcesModel{Requests: optionalStringMap(ctx, s.Requests, diags), Limits: optionalStringMap(ctx, s.Limits, diags)}
 	}
 	return !diags.HasError()
 }

@@ -193,31 +193,11 @@ func policies(ps []policyModel) []stack.Policy {
 // fromJob fills the configuration attributes from settings read back from the cluster (import).
 func (m *trainingJobModel) fromJob(ctx context.Context, j stack.TrainingJob) diag.Diagnostics {
 	var diags diag.Diagnostics
-	str := func(s string) types.String {
-		if s == "" {
-			return types.StringNull()
-		}
-		return types.StringValue(s)
-	}
-	num := func(n int64) types.Int64 {
-		if n == 0 {
-			return types.Int64Null()
-		}
-		return types.Int64Value(n)
-	}
-	strMap := func(mp map[string]string) types.Map {
-		if mp == nil {
-			return types.MapNull(types.StringType)
-		}
-		v, d := types.MapValueFrom(ctx, types.StringType, mp)
-		diags.Append(d...)
-		return v
-	}
 	m.Name, m.Namespace = types.StringValue(j.Name), types.StringValue(j.Namespace)
-	m.Stack, m.Mode, m.Image, m.ImagePullPolicy = str(j.Stack), str(j.Mode), str(j.Image), str(j.ImagePullPolicy)
-	m.Entry, m.Queue, m.SchedulerName, m.SlotConfig = str(j.Entry), str(j.Queue), str(j.SchedulerName), str(j.SlotConfig)
-	m.Port, m.MinAvailable, m.MaxRetry = num(int64(j.Port)), num(int64(j.MinAvailable)), num(int64(j.MaxRetry))
-	m.Env = strMap(j.Env)
+	m.Stack, m.Mode, m.Image, m.ImagePullPolicy = optionalString(j.Stack), optionalString(j.Mode), optionalString(j.Image), optionalString(j.ImagePullPolicy)
+	m.Entry, m.Queue, m.SchedulerName, m.SlotConfig = optionalString(j.Entry), optionalString(j.Queue), optionalString(j.SchedulerName), optionalString(j.SlotConfig)
+	m.Port, m.MinAvailable, m.MaxRetry = optionalInt64(int64(j.Port)), optionalInt64(int64(j.MinAvailable)), optionalInt64(int64(j.MaxRetry))
+	m.Env = optionalStringMap(ctx, j.Env, &diags)
 	if j.Command == nil {
 		m.Command = types.ListNull(types.StringType)
 	} else {
@@ -240,24 +220,24 @@ func (m *trainingJobModel) fromJob(ctx context.Context, j stack.TrainingJob) dia
 		if t == nil {
 			return nil
 		}
-		return &taskModel{Replicas: num(int64(t.Replicas)), Requests: strMap(t.Requests), Limits: strMap(t.Limits),
-			GPUs: num(int64(t.GPUs)), Policies: toPolicies(t.Policies)}
+		return &taskModel{Replicas: optionalInt64(int64(t.Replicas)), Requests: optionalStringMap(ctx, t.Requests, &diags), Limits: optionalStringMap(ctx, t.Limits, &diags),
+			GPUs: optionalInt64(int64(t.GPUs)), Policies: toPolicies(t.Policies)}
 	}
 	m.PServer, m.Trainer, m.Worker = task(j.PServer), task(j.Trainer), task(j.Worker)
 	m.Dataset = nil
 	if d := j.Dataset; d != nil {
-		m.Dataset = &datasetModel{HDFSAddress: str(d.HDFSAddress), HDFSUGI: str(d.HDFSUGI), Path: str(d.Path),
-			StartHour: str(d.StartHour), EndHour: str(d.EndHour), SparseDim: num(d.SparseDim)}
+		m.Dataset = &datasetModel{HDFSAddress: optionalString(d.HDFSAddress), HDFSUGI: optionalString(d.HDFSUGI), Path: optionalString(d.Path),
+			StartHour: optionalString(d.StartHour), EndHour: optionalString(d.EndHour), SparseDim: optionalInt64(d.SparseDim)}
 	}
 	m.ModelOutput = nil
 	if o := j.ModelOutput; o != nil {
-		m.ModelOutput = &modelOutputMdl{Size: str(o.Size), StorageClass: str(o.StorageClass), AccessMode: str(o.AccessMode),
-			ExistingClaim: str(o.ExistingClaim), MountPath: str(o.MountPath), DonefilePath: str(o.DonefilePath)}
+		m.ModelOutput = &modelOutputMdl{Size: optionalString(o.Size), StorageClass: optionalString(o.StorageClass), AccessMode: optionalString(o.AccessMode),
+			ExistingClaim: optionalString(o.ExistingClaim), MountPath: optionalString(o.MountPath), DonefilePath: optionalString(o.DonefilePath)}
 	}
 	m.FileServer = nil
 	if f := j.FileServer; f != nil {
-		m.FileServer = &fileServerModel{Image: str(f.Image), Upload: types.BoolValue(f.Upload), Port: num(int64(f.Port)), ServiceType: str(f.ServiceType),
-			Replicas: num(int64(f.Replicas))}
+		m.FileServer = &fileServerModel{Image: optionalString(f.Image), Upload: types.BoolValue(f.Upload), Port: optionalInt64(int64(f.Port)), ServiceType: optionalString(f.ServiceType),
+			Replicas: optionalInt64(int64(f.Replicas))}
 	}
 	return diags
 }
