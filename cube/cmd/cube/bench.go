@@ -5,7 +5,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"runtime/pprof"
 	"syscall"
 
 	"github.com/elasticctr/terraform-provider-ctr/cube/bench"
@@ -31,19 +30,11 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	if *cpuProfile != "" {
-		f, err := os.Create(*cpuProfile)
-		if err != nil {
-			return err
-		}
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return err
-		}
-		defer func() {
-			pprof.StopCPUProfile()
-			f.Close()
-		}()
+	stop, err := startCPUProfile(*cpuProfile)
+	if err != nil {
+		return err
 	}
+	defer stop()
 	if *serverProfile != "" {
 		o.ServerArgs = append(o.ServerArgs, "--cpuprofile", *serverProfile)
 	}

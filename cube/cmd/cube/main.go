@@ -178,19 +178,11 @@ func runServer(args []string, stdout, stderr io.Writer) error {
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	if *cpuProfile != "" {
-		f, err := os.Create(*cpuProfile)
-		if err != nil {
-			return err
-		}
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return err
-		}
-		defer func() {
-			pprof.StopCPUProfile()
-			f.Close()
-		}()
+	stop, err := startCPUProfile(*cpuProfile)
+	if err != nil {
+		return err
 	}
+	defer stop()
 	if o.DataDir == "" {
 		return errors.New("--data is required")
 	}
@@ -327,4 +319,24 @@ var valueFormats = map[string]func([]byte) string{
 		}
 		return strings.Join(parts, " ")
 	},
+}
+
+// startCPUProfile writes a CPU profile to path until stop is called; an empty path profiles
+// nothing.
+func startCPUProfile(path string) (stop func(), err error) {
+	if path == "" {
+		return func() {}, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}, nil
 }
