@@ -43,6 +43,11 @@ import (
 // commit whose switch instant had not come when the process died.
 const CurrentFile = "VERSION"
 
+// maxCommitAhead bounds how far ahead a commit instant may lie; a commit
+// further ahead is refused (a clock that far off is a fault to fix, not to
+// wait out).
+const maxCommitAhead = 5 * time.Second
+
 func currentFileContent(version string, atUnixMs int64, previous string) string {
 	out := version + "\n"
 	if atUnixMs > 0 && previous != "" && previous != version {
@@ -98,8 +103,10 @@ type PrepareRequest struct {
 }
 
 // CommitRequest is the body of POST /agent/commit. AtUnixMs, if set, is the
-// wall-clock instant to switch at (bounded to 5 s ahead): the transfer gives
-// every replica the same instant so that they switch together.
+// wall-clock instant to switch at (at most maxCommitAhead ahead): the
+// transfer gives every replica the same instant, and each serves every
+// request that arrives from that instant on from the new version, so the
+// replicas switch together to within their clocks' skew.
 type CommitRequest struct {
 	Version  string `json:"version"`
 	AtUnixMs int64  `json:"at_unix_ms,omitempty"`
@@ -470,29 +477,51 @@ func (a *agent) commit(req CommitRequest) error {
 			return err
 		}
 	}
-	// Record the decision on disk before switching: if we die in between,
-	// the restart serves the committed version, not the old one — but not
-	// before the agreed instant: the file also keeps the instant and the
-	// version serving until then (see pendingCommit).
-	cur, _ := a.s.store.versionNames()
-	if err := writeFileAtomic(filepath.Join(a.s.opts.DataDir, CurrentFile), []byte(currentFileContent(req.Version, req.AtUnixMs, cur))); err != nil {
-		return err
-	}
+	// Schedule the switch in memory first, then record the decision on
+	// disk: the instant is what every replica agreed on, and an fsync under
+	// load must not make this one switch late. If we die after the instant
+	// but before the file is written, the restart serves the old version
+	// and the transfer, which persisted the decision and has had no answer
+	// from us, commits again.
+	now := time.Now()
+	at := now
 	if req.AtUnixMs > 0 {
-		if d := time.Until(time.UnixMilli(req.AtUnixMs)); d > 0 && d < 5*time.Second {
-			time.Sleep(d)
-		}
+		at = time.UnixMilli(req.AtUnixMs)
+	}
+	if at.After(now.Add(maxCommitAhead)) {
+		return fmt.Errorf("commit instant %s is more than %s ahead", at.UTC().Format(time.RFC3339Nano), maxCommitAhead)
 	}
 	a.s.store.mu.Lock()
 	old, _ := a.s.store.versionNames()
-	err := a.s.store.enable(req.Version)
-	switched := time.Now()
-	if err == nil {
-		a.s.store.bgUnload() // the old version stays on disk for rollback
-	}
+	at, err := a.s.store.schedule(req.Version, at)
 	a.s.store.mu.Unlock()
 	if err != nil {
 		return err
+	}
+	late := now.Sub(at)
+	if req.AtUnixMs > 0 && late > 0 {
+		// Every other replica switched at the instant; this one only now.
+		a.s.m.agentOps.WithLabelValues("commit", "late").Inc()
+		a.s.log.Warn("agent: commit arrived after its switch instant", "version", req.Version, "late_ms", late.Milliseconds())
+	}
+	switched := at
+	if late > 0 {
+		switched = now
+	}
+	if err := writeFileAtomic(filepath.Join(a.s.opts.DataDir, CurrentFile), []byte(currentFileContent(req.Version, req.AtUnixMs, old))); err != nil {
+		a.s.store.mu.Lock()
+		a.s.store.unschedule(req.Version)
+		a.s.store.mu.Unlock()
+		return err
+	}
+	time.Sleep(time.Until(at))
+	a.s.store.mu.Lock()
+	a.s.store.settle()
+	a.s.store.mu.Unlock()
+	if cur, _ := a.s.store.versionNames(); cur != req.Version {
+		// Aborted before its instant: the decision on disk is undone too.
+		_ = writeFileAtomic(filepath.Join(a.s.opts.DataDir, CurrentFile), []byte(currentFileContent(cur, 0, "")))
+		return fmt.Errorf("the switch to %q was aborted before its instant; serving %q", req.Version, cur)
 	}
 	a.mu.Lock()
 	if old != "" {
@@ -570,11 +599,12 @@ func (a *agent) abort(version string) error {
 	if cur == version {
 		return fmt.Errorf("version %q is already served; commit the previous one to roll back", version)
 	}
+	a.s.store.mu.Lock()
+	a.s.store.unschedule(version) // a commit whose instant has not come
 	if bg == version {
-		a.s.store.mu.Lock()
 		a.s.store.bgUnload()
-		a.s.store.mu.Unlock()
 	}
+	a.s.store.mu.Unlock()
 	if version != prev && validVersion(version) {
 		os.RemoveAll(filepath.Join(a.s.opts.DataDir, version))
 		os.RemoveAll(filepath.Join(a.s.opts.DataDir, ".tmp-"+version+"-agent"))

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/elasticctr/terraform-provider-ctr/cube/dict"
 	"github.com/elasticctr/terraform-provider-ctr/cube/layout"
@@ -44,6 +45,14 @@ type store struct {
 
 	cur atomic.Pointer[version]
 
+	// pending is a version that becomes current at a wall-clock instant
+	// (see schedule). Until the agent installs it in cur, every request that
+	// arrives at or after the instant is served from it, so the switch
+	// happens at the instant itself, not whenever a goroutine wakes up:
+	// replicas given the same instant switch together, to within their
+	// clocks' skew.
+	pending atomic.Pointer[scheduled]
+
 	// mu serialises control commands; Paddle's server answers 500 when a
 	// command arrives while another runs, so callers use TryLock.
 	mu      sync.Mutex
@@ -53,35 +62,134 @@ type store struct {
 	onChange func() // called with mu held after cur or bg changed
 }
 
-// acquire returns the current version with a reference held, or nil if no
-// dictionary is loaded (every key is then a miss).
+// scheduled is a version due to become current at atUnixNano. It holds a
+// reference of its own, which moves to the cur slot when it is installed.
+type scheduled struct {
+	v          *version
+	atUnixNano int64
+}
+
+func (p *scheduled) due(now time.Time) bool { return p != nil && now.UnixNano() >= p.atUnixNano }
+
+// acquire returns the version that serves a request arriving now, with a
+// reference held, or nil if no dictionary is loaded (every key is then a
+// miss): the scheduled version once its instant has come, else the current
+// one.
 //
-// The race: between cur.Load and taking the reference, a control command may
-// swap cur and drop the old version's last reference, unmapping it. Taking
-// the reference with a CAS that refuses a count of zero closes the window:
-// a count never climbs back from zero, so a request that loses the race
-// simply loads cur again and finds the new version.
+// The race: between loading a slot and taking the reference, a control
+// command may swap the slot and drop the old version's last reference,
+// unmapping it. Taking the reference with a CAS that refuses a count of zero
+// closes the window: a count never climbs back from zero, so a request that
+// loses the race simply loads the slots again and finds the new version.
+//
+// The switch instant: pending is read before cur. Installing a scheduled
+// version stores cur before clearing pending, so a request that finds
+// pending already cleared finds the new version in cur; a request that reads
+// pending before its instant arrived before the switch, and the old version
+// is its right answer. No request that arrives after the instant is served
+// the old version.
 func (s *store) acquire() *version {
 	for {
+		if p := s.pending.Load(); p.due(time.Now()) {
+			if tryRef(p.v) {
+				return p.v
+			}
+			continue
+		}
 		v := s.cur.Load()
 		if v == nil {
 			return nil
 		}
-		n := v.refs.Load()
-		if n > 0 && v.refs.CompareAndSwap(n, n+1) {
+		if tryRef(v) {
 			return v
 		}
 	}
 }
 
+func tryRef(v *version) bool {
+	n := v.refs.Load()
+	return n > 0 && v.refs.CompareAndSwap(n, n+1)
+}
+
+// versionNames reports the version serving requests now (a scheduled one
+// once due) and the background one.
 func (s *store) versionNames() (cur, bg string) {
-	if v := s.cur.Load(); v != nil {
+	if p := s.pending.Load(); p.due(time.Now()) {
+		cur = p.v.name
+	} else if v := s.cur.Load(); v != nil {
 		cur = v.name
 	}
 	if v := s.bg.Load(); v != nil {
 		bg = v.name
 	}
 	return cur, bg
+}
+
+// schedule makes the background version name current at the instant at: from
+// then on every request is served from it (see acquire). The caller installs
+// it with settle once the instant has passed; an instant already past takes
+// effect at once. Scheduling the version already scheduled (a retried
+// commit) keeps the first instant, which it returns. mu held.
+func (s *store) schedule(name string, at time.Time) (time.Time, error) {
+	s.settle()
+	if p := s.pending.Load(); p != nil {
+		if p.v.name == name {
+			return time.Unix(0, p.atUnixNano), nil
+		}
+		return time.Time{}, fmt.Errorf("a switch to %q is already scheduled", p.v.name)
+	}
+	bg := s.bg.Load()
+	if bg == nil || bg.name != name {
+		return time.Time{}, fmt.Errorf("version %q is not loaded in the background", name)
+	}
+	if !tryRef(bg) {
+		return time.Time{}, fmt.Errorf("version %q is being unloaded", name)
+	}
+	s.pending.Store(&scheduled{v: bg, atUnixNano: at.UnixNano()})
+	s.settle()
+	return at, nil
+}
+
+// unschedule drops a scheduled switch whose instant has not come (an abort).
+// It reports whether there was one. mu held.
+func (s *store) unschedule(name string) bool {
+	p := s.pending.Load()
+	if p == nil || p.v.name != name || p.due(time.Now()) {
+		return false
+	}
+	s.pending.Store(nil)
+	p.v.release()
+	return true
+}
+
+// settle installs a scheduled version whose instant has passed: it becomes
+// cur (taking the schedule's reference), leaves the background slot, and the
+// version it replaces is released. Requests already holding the old version
+// keep it mapped until they finish. mu held.
+func (s *store) settle() {
+	p := s.pending.Load()
+	if !p.due(time.Now()) {
+		return
+	}
+	old := s.cur.Swap(p.v)
+	s.pending.Store(nil) // after cur: see acquire
+	if s.bg.Load() == p.v {
+		s.bg.Store(nil)
+		p.v.release()
+	}
+	if old != nil {
+		old.release()
+	}
+	s.changed()
+}
+
+// scheduledFor reports the version and instant of a switch not yet due.
+func (s *store) scheduledFor() (string, time.Time, bool) {
+	p := s.pending.Load()
+	if p == nil || p.due(time.Now()) {
+		return "", time.Time{}, false
+	}
+	return p.v.name, time.Unix(0, p.atUnixNano), true
 }
 
 // open maps and verifies shard s.shard of a version. A file failing its
@@ -147,7 +255,18 @@ func (s *store) changed() {
 
 // The control commands below are called with mu held.
 
+// busy refuses commands that would change what is served while a switch is
+// scheduled but not yet due; a due one is installed first.
+func (s *store) busy() error {
+	s.settle()
+	if name, at, ok := s.scheduledFor(); ok {
+		return fmt.Errorf("a switch to %q is scheduled at %s", name, at.UTC().Format(time.RFC3339Nano))
+	}
+	return nil
+}
+
 func (s *store) bgLoad(versionPath string) error {
+	s.settle()
 	name := strings.TrimPrefix(versionPath, "/")
 	s.loading.Store(true)
 	defer s.loading.Store(false)
@@ -163,6 +282,9 @@ func (s *store) bgLoad(versionPath string) error {
 }
 
 func (s *store) bgSwitch() error {
+	if err := s.busy(); err != nil {
+		return err
+	}
 	bg := s.bg.Load()
 	if bg == nil {
 		return errors.New("no background dictionary loaded")
@@ -175,6 +297,7 @@ func (s *store) bgSwitch() error {
 }
 
 func (s *store) bgUnload() {
+	s.settle()
 	if old := s.bg.Swap(nil); old != nil {
 		old.release()
 		s.changed()
@@ -182,6 +305,9 @@ func (s *store) bgUnload() {
 }
 
 func (s *store) enable(name string) error {
+	if err := s.busy(); err != nil {
+		return err
+	}
 	cur, bg := s.versionNames()
 	switch {
 	case name == "":
@@ -197,6 +323,9 @@ func (s *store) enable(name string) error {
 func (s *store) close() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if p := s.pending.Swap(nil); p != nil {
+		p.v.release()
+	}
 	s.bgUnload()
 	if old := s.cur.Swap(nil); old != nil {
 		old.release()
