@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/subtle"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 	"sync"
@@ -71,13 +72,15 @@ type ShardStatus struct {
 
 // Status is the reply of GET /status.
 type Status struct {
-	Dict          string        `json:"dict"`
-	ServedVersion string        `json:"served_version"`
-	InFlight      string        `json:"in_flight"`
-	Phase         string        `json:"phase,omitempty"`
-	Rollout       *Rollout      `json:"rollout,omitempty"`
-	Shards        []ShardStatus `json:"shards"`
-	History       []Record      `json:"history"`
+	Dict          string `json:"dict"`
+	ServedVersion string `json:"served_version"`
+	InFlight      string `json:"in_flight"`
+	Phase         string `json:"phase,omitempty"`
+	// Error says why the version in flight failed for good (phase "failed").
+	Error   string        `json:"error,omitempty"`
+	Rollout *Rollout      `json:"rollout,omitempty"`
+	Shards  []ShardStatus `json:"shards"`
+	History []Record      `json:"history"`
 }
 
 // Handler serves GET /status, /healthz, /metrics, POST /trigger (token) and
@@ -118,6 +121,10 @@ func (t *Transfer) Status(ctx context.Context) Status {
 	}
 	if st.InFlight != nil {
 		out.InFlight, out.Phase = st.InFlight.Version, st.InFlight.Phase
+		if st.InFlight.Phase == PhaseFailed {
+			out.Error = fmt.Sprintf("version %s (donefile id %s) failed and is not tried again until a newer donefile line appears: %s",
+				st.InFlight.Version, st.InFlight.ID, st.InFlight.LastError)
+		}
 	}
 	out.Shards = make([]ShardStatus, t.opts.Shards)
 	var wg sync.WaitGroup
