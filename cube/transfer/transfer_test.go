@@ -102,7 +102,9 @@ func TestBuildPanicFailsTheVersion(t *testing.T) {
 	}
 	// A newer line is tried; a plain build error fails it the same way.
 	appendLine(t, donefile, `{"id":"2000","key":"2000","input":"in"}`)
-	stepUntil(t, tr2, func(s State) bool { return s.InFlight != nil && s.InFlight.ID == "2000" && s.InFlight.Phase == PhaseFailed })
+	stepUntil(t, tr2, func(s State) bool {
+		return s.InFlight != nil && s.InFlight.ID == "2000" && s.InFlight.Phase == PhaseFailed
+	})
 	if calls.Load() != 4 || !strings.Contains(tr2.snapshot().InFlight.LastError, "a build error") {
 		t.Fatalf("builds %d, state %+v", calls.Load(), tr2.snapshot().InFlight)
 	}
