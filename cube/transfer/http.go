@@ -2,11 +2,9 @@ package transfer
 
 import (
 	"context"
-	"crypto/subtle"
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"strings"
 	"sync"
 	"time"
 
@@ -100,8 +98,7 @@ func (t *Transfer) Handler() (http.Handler, error) {
 	})
 	mux.Handle("GET /metrics", promhttp.HandlerFor(t.m.reg, promhttp.HandlerOpts{}))
 	mux.HandleFunc("POST /trigger", func(w http.ResponseWriter, r *http.Request) {
-		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(t.opts.Token)) != 1 {
+		if !fileserver.HasBearer(r, t.opts.Token) {
 			writeJSON(w, http.StatusUnauthorized, map[string]string{"error": "need \"Authorization: Bearer <token>\""})
 			return
 		}
