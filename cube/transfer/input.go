@@ -134,9 +134,9 @@ func (t *Transfer) inputLimit() (int64, error) {
 
 // errInputTooLarge fails the version for good (and is not retried): the
 // same input will not shrink.
-func errInputTooLarge(size, left int64) error {
+func errInputTooLarge(what string, left int64) error {
 	return permanentError{&brokenError{final: true,
-		err: fmt.Errorf("%d bytes or more, over what is left of the input size cap (%d bytes; --max-input-bytes)", size, left)}}
+		err: fmt.Errorf("%s, over what is left of the input size cap (%d bytes; --max-input-bytes)", what, left)}}
 }
 
 // downloadFile fetches u into file, resuming a partial one, with bounded
@@ -187,7 +187,7 @@ func (t *Transfer) downloadOnce(ctx context.Context, u, file string, left int64)
 		return 0, permanentIf(resp.StatusCode == http.StatusNotFound, fmt.Errorf("get %s: %s", u, resp.Status))
 	}
 	if resp.ContentLength >= 0 && want > left {
-		return 0, fmt.Errorf("get %s: declared size: %w", u, errInputTooLarge(want, left)) // refused before a byte is written
+		return 0, fmt.Errorf("get %s: %w", u, errInputTooLarge(fmt.Sprintf("declared size %d bytes", want), left)) // refused before a byte is written
 	}
 	f, err := os.OpenFile(file, flag, 0o644)
 	if err != nil {
@@ -199,7 +199,7 @@ func (t *Transfer) downloadOnce(ctx context.Context, u, file string, left int64)
 		err = cerr
 	}
 	if err == nil && have+n > left {
-		err = errInputTooLarge(have+n, left)
+		err = errInputTooLarge(fmt.Sprintf("more than %d bytes", left), left)
 	}
 	if err != nil {
 		return 0, fmt.Errorf("get %s: %w", u, err)
