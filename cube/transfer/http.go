@@ -74,7 +74,8 @@ type Status struct {
 	ServedVersion string `json:"served_version"`
 	InFlight      string `json:"in_flight"`
 	Phase         string `json:"phase,omitempty"`
-	// Error says why the version in flight failed for good (phase "failed").
+	// Error says why the last version failed for good (phase "failed"; then
+	// InFlight is empty and Rollout says which version it was).
 	Error   string        `json:"error,omitempty"`
 	Rollout *Rollout      `json:"rollout,omitempty"`
 	Shards  []ShardStatus `json:"shards"`
@@ -119,6 +120,9 @@ func (t *Transfer) Status(ctx context.Context) Status {
 	if st.InFlight != nil {
 		out.InFlight, out.Phase = st.InFlight.Version, st.InFlight.Phase
 		if st.InFlight.Phase == PhaseFailed {
+			// Not in flight any more: nothing will happen to it. Readers that wait
+			// for "nothing in flight" (ctr_cube's re-shard) must not wait on it.
+			out.InFlight = ""
 			out.Error = fmt.Sprintf("version %s (donefile id %s) failed and is not tried again until a newer donefile line appears: %s",
 				st.InFlight.Version, st.InFlight.ID, st.InFlight.LastError)
 		}

@@ -52,6 +52,9 @@ func failedFor(t *testing.T, c *pipeline.Cluster, id string) string {
 	st := waitStatus(t, c, "version "+id+" marked failed", func(st transfer.Status) bool {
 		return st.Phase == transfer.PhaseFailed && st.Rollout != nil && st.Rollout.ID == id
 	})
+	if st.InFlight != "" {
+		t.Fatalf("failed version still reported in flight (%q)", st.InFlight)
+	}
 	if st.Error == "" {
 		t.Fatal("/status gives no reason for the failed version")
 	}
