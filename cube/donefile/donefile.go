@@ -91,9 +91,15 @@ func decimal(s string) bool {
 	return err == nil
 }
 
-// Read fetches a donefile from a local path or an http(s) URL. A missing
-// file reads as empty (no version published yet), not as an error.
-func Read(ctx context.Context, loc string) ([]byte, error) {
+// MaxSize bounds a donefile read over HTTP: one JSON line per version,
+// so 64 MiB is years of versions; a larger answer is refused, not cut.
+const MaxSize = 64 << 20
+
+// Read fetches a donefile from a local path or an http(s) URL with client
+// (nil: http.DefaultClient, which has no deadlines: callers that face
+// untrusted servers pass a bounded one and a context with a deadline). A
+// missing file reads as empty (no version published yet), not as an error.
+func Read(ctx context.Context, client *http.Client, loc string) ([]byte, error) {
 	if !isURL(loc) {
 		b, err := os.ReadFile(loc)
 		if os.IsNotExist(err) {
@@ -105,7 +111,10 @@ func Read(ctx context.Context, loc string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	resp, err := http.DefaultClient.Do(req)
+	if client == nil {
+		client = http.DefaultClient
+	}
+	resp, err := client.Do(req)
 	if err != nil {
 		return nil, err
 	}
@@ -117,7 +126,17 @@ func Read(ctx context.Context, loc string) ([]byte, error) {
 	default:
 		return nil, fmt.Errorf("get %s: %s", loc, resp.Status)
 	}
-	return io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	if resp.ContentLength > MaxSize {
+		return nil, fmt.Errorf("get %s: %d bytes, over the %d-byte limit", loc, resp.ContentLength, MaxSize)
+	}
+	b, err := io.ReadAll(io.LimitReader(resp.Body, MaxSize+1))
+	if err != nil {
+		return nil, fmt.Errorf("get %s: %w", loc, err)
+	}
+	if len(b) > MaxSize {
+		return nil, fmt.Errorf("get %s: over the %d-byte limit", loc, MaxSize)
+	}
+	return b, nil
 }
 
 func isURL(s string) bool {

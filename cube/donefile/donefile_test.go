@@ -36,21 +36,21 @@ garbage here
 func TestReadLocalAndHTTP(t *testing.T) {
 	dir := t.TempDir()
 	p := filepath.Join(dir, "base.txt")
-	if b, err := Read(context.Background(), p); err != nil || b != nil {
+	if b, err := Read(context.Background(), nil, p); err != nil || b != nil {
 		t.Fatalf("missing file: %q %v", b, err)
 	}
 	os.WriteFile(p, []byte(`{"id":"1","key":"1","input":"in"}`+"\n"), 0o644)
-	b, err := Read(context.Background(), p)
+	b, err := Read(context.Background(), nil, p)
 	if err != nil || len(b) == 0 {
 		t.Fatal(err)
 	}
 	ts := httptest.NewServer(http.FileServer(http.Dir(dir)))
 	defer ts.Close()
-	b2, err := Read(context.Background(), ts.URL+"/base.txt")
+	b2, err := Read(context.Background(), nil, ts.URL+"/base.txt")
 	if err != nil || string(b2) != string(b) {
 		t.Fatalf("%q %v", b2, err)
 	}
-	if b, err := Read(context.Background(), ts.URL+"/patch.txt"); err != nil || b != nil {
+	if b, err := Read(context.Background(), nil, ts.URL+"/patch.txt"); err != nil || b != nil {
 		t.Fatalf("missing over http: %q %v", b, err)
 	}
 	if got := Sibling(ts.URL+"/d/base.txt", "patch.txt"); got != ts.URL+"/d/patch.txt" {

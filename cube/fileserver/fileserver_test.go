@@ -1,6 +1,7 @@
 package fileserver
 
 import (
+	"bytes"
 	"io"
 	"net"
 	"net/http"
@@ -11,6 +12,8 @@ import (
 	"testing"
 )
 
+const token = "upload-token"
+
 func serve(t *testing.T, upload bool) (string, string) {
 	t.Helper()
 	base := t.TempDir()
@@ -19,7 +22,9 @@ func serve(t *testing.T, upload bool) (string, string) {
 	os.WriteFile(filepath.Join(root, "out", "v1", "shard-0.cube"), []byte("0123456789"), 0o644)
 	os.WriteFile(filepath.Join(base, "secret"), []byte("secret"), 0o644)
 	os.Symlink(filepath.Join(base, "secret"), filepath.Join(root, "escape"))
-	h, err := New(Options{Root: root, Upload: upload})
+	os.Symlink(base, filepath.Join(root, "escapedir"))
+	os.Symlink(filepath.Join(base, "nowhere"), filepath.Join(root, "dangling"))
+	h, err := New(Options{Root: root, Upload: upload, UploadToken: token})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,8 +70,12 @@ func TestListingRangeHead(t *testing.T) {
 
 func TestRefusesOutsideRoot(t *testing.T) {
 	url, _ := serve(t, false)
-	if resp, body := get(t, "GET", url+"/escape"); resp.StatusCode == 200 || strings.Contains(body, "secret") {
-		t.Fatalf("symlink escape served: %d %q", resp.StatusCode, body)
+	for _, p := range []string{"/escape", "/escapedir/secret", "/escapedir/", "/dangling"} {
+		for _, m := range []string{"GET", "HEAD"} {
+			if resp, body := get(t, m, url+p); resp.StatusCode != http.StatusForbidden || strings.Contains(body, "secret") {
+				t.Fatalf("%s %s (symlink out of the root): %d %q, want 403", m, p, resp.StatusCode, body)
+			}
+		}
 	}
 	// Send a raw request so that no client cleans the dot-dot away.
 	c, err := net.Dial("tcp", strings.TrimPrefix(url, "http://"))
@@ -81,9 +90,25 @@ func TestRefusesOutsideRoot(t *testing.T) {
 	}
 }
 
+func put(t *testing.T, url string, body io.Reader, tok string) int {
+	t.Helper()
+	req, _ := http.NewRequest("PUT", url, body)
+	if tok != "" {
+		req.Header.Set("Authorization", "Bearer "+tok)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
 func TestUpload(t *testing.T) {
 	url, root := serve(t, true)
 	req, _ := http.NewRequest("PUT", url+"/conf/slot.conf", strings.NewReader("slots"))
+	req.Header.Set("Authorization", "Bearer "+token)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil || resp.StatusCode != http.StatusCreated {
 		t.Fatalf("%v %v", resp, err)
@@ -96,5 +121,97 @@ func TestUpload(t *testing.T) {
 	resp, err = http.DefaultClient.Do(req)
 	if err == nil && resp.StatusCode == http.StatusCreated {
 		t.Fatal("upload outside root accepted")
+	}
+}
+
+func TestUploadNeedsToken(t *testing.T) {
+	if _, err := New(Options{Root: t.TempDir(), Upload: true}); err == nil {
+		t.Fatal("uploads without a token accepted at start")
+	}
+	h, err := New(Options{Root: t.TempDir(), Upload: true, UploadInsecure: true})
+	if err != nil {
+		t.Fatalf("explicit opt-out refused: %v", err)
+	}
+	h.Close()
+	url, root := serve(t, true)
+	for _, tok := range []string{"", "wrong"} {
+		if code := put(t, url+"/x", strings.NewReader("x"), tok); code != http.StatusUnauthorized {
+			t.Fatalf("upload with token %q: %d, want 401", tok, code)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(root, "x")); err == nil {
+		t.Fatal("unauthorised upload written")
+	}
+	if code := put(t, url+"/escapedir/planted", strings.NewReader("x"), token); code != http.StatusForbidden {
+		t.Fatalf("upload through a symlink out of the root: %d, want 403", code)
+	}
+	if code := put(t, url+"/.tmp-upload-0", strings.NewReader("x"), token); code != http.StatusBadRequest {
+		t.Fatalf("upload to a hidden name: %d, want 400", code)
+	}
+}
+
+// TestConcurrentUploadsNeverMix: two uploads to one path, their bodies sent
+// in alternating chunks so that both are being written at once; the file
+// published is one whole body, never a mix.
+func TestConcurrentUploadsNeverMix(t *testing.T) {
+	url, root := serve(t, true)
+	const chunk, chunks = 64 << 10, 32
+	type up struct {
+		w    *io.PipeWriter
+		code chan int
+	}
+	start := func() up {
+		r, w := io.Pipe()
+		u := up{w, make(chan int, 1)}
+		go func() { u.code <- put(t, url+"/conf/model.bin", r, token) }()
+		return u
+	}
+	a, b := start(), start()
+	for i := range chunks {
+		for _, x := range []struct {
+			u up
+			c byte
+		}{{a, 'a'}, {b, 'b'}} {
+			if _, err := x.u.w.Write(bytes.Repeat([]byte{x.c}, chunk)); err != nil {
+				t.Fatalf("chunk %d: %v", i, err)
+			}
+		}
+	}
+	a.w.Close()
+	b.w.Close()
+	ca, cb := <-a.code, <-b.code
+	got, err := os.ReadFile(filepath.Join(root, "conf", "model.bin"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != chunk*chunks || (!bytes.Equal(got, bytes.Repeat([]byte{'a'}, len(got))) && !bytes.Equal(got, bytes.Repeat([]byte{'b'}, len(got)))) {
+		t.Fatalf("published %d bytes, %d of them 'a': a mix of two uploads", len(got), bytes.Count(got, []byte{'a'}))
+	}
+	if ca != http.StatusCreated || cb != http.StatusCreated {
+		t.Fatalf("uploads answered %d and %d, want 201 both (last complete one wins)", ca, cb)
+	}
+	if left, _ := filepath.Glob(filepath.Join(root, "conf", ".tmp-*")); len(left) != 0 {
+		t.Fatalf("temporary files left: %v", left)
+	}
+}
+
+// TestHiddenNeverListedNorServed: dotfiles and the .tmp-* files and
+// directories of work in progress are neither listed nor served.
+func TestHiddenNeverListedNorServed(t *testing.T) {
+	url, root := serve(t, false)
+	os.WriteFile(filepath.Join(root, "out", ".secret"), []byte("s"), 0o644)
+	os.MkdirAll(filepath.Join(root, "out", ".tmp-v2-123"), 0o755)
+	os.WriteFile(filepath.Join(root, "out", ".tmp-v2-123", "shard-0.cube"), []byte("half"), 0o644)
+	os.WriteFile(filepath.Join(root, "out", ".tmp-upload-1"), []byte("half"), 0o644)
+	resp, body := get(t, "GET", url+"/out/")
+	if resp.StatusCode != 200 || !strings.Contains(body, "v1/") || strings.Contains(body, ".secret") || strings.Contains(body, ".tmp") {
+		t.Fatalf("listing %d %q", resp.StatusCode, body)
+	}
+	for _, p := range []string{"/out/.secret", "/out/.tmp-v2-123/", "/out/.tmp-v2-123/shard-0.cube", "/out/.tmp-upload-1"} {
+		for _, m := range []string{"GET", "HEAD"} {
+			if resp, body := get(t, m, url+p); resp.StatusCode != http.StatusNotFound || strings.Contains(body, "half") {
+				t.Fatalf("%s %s: %d %q, want 404", m, p, resp.StatusCode, body)
+			}
+		}
 	}
 }

@@ -90,6 +90,10 @@ func (p *Proc) Start() error {
 	}
 }
 
+// LogFile is where the process's stdout and stderr go (appended across
+// restarts).
+func (p *Proc) LogFile() string { return p.log }
+
 // Kill sends SIGKILL to the process (by PID) and waits for it.
 func (p *Proc) Kill() { p.signal(syscall.SIGKILL) }
 

@@ -2,10 +2,9 @@ package transfer
 
 import (
 	"context"
-	"crypto/subtle"
 	"encoding/json"
+	"fmt"
 	"net/http"
-	"strings"
 	"sync"
 	"time"
 
@@ -71,13 +70,16 @@ type ShardStatus struct {
 
 // Status is the reply of GET /status.
 type Status struct {
-	Dict          string        `json:"dict"`
-	ServedVersion string        `json:"served_version"`
-	InFlight      string        `json:"in_flight"`
-	Phase         string        `json:"phase,omitempty"`
-	Rollout       *Rollout      `json:"rollout,omitempty"`
-	Shards        []ShardStatus `json:"shards"`
-	History       []Record      `json:"history"`
+	Dict          string `json:"dict"`
+	ServedVersion string `json:"served_version"`
+	InFlight      string `json:"in_flight"`
+	Phase         string `json:"phase,omitempty"`
+	// Error says why the last version failed for good (phase "failed"; then
+	// InFlight is empty and Rollout says which version it was).
+	Error   string        `json:"error,omitempty"`
+	Rollout *Rollout      `json:"rollout,omitempty"`
+	Shards  []ShardStatus `json:"shards"`
+	History []Record      `json:"history"`
 }
 
 // Handler serves GET /status, /healthz, /metrics, POST /trigger (token) and
@@ -97,8 +99,7 @@ func (t *Transfer) Handler() (http.Handler, error) {
 	})
 	mux.Handle("GET /metrics", promhttp.HandlerFor(t.m.reg, promhttp.HandlerOpts{}))
 	mux.HandleFunc("POST /trigger", func(w http.ResponseWriter, r *http.Request) {
-		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(t.opts.Token)) != 1 {
+		if !fileserver.HasBearer(r, t.opts.Token) {
 			writeJSON(w, http.StatusUnauthorized, map[string]string{"error": "need \"Authorization: Bearer <token>\""})
 			return
 		}
@@ -118,6 +119,13 @@ func (t *Transfer) Status(ctx context.Context) Status {
 	}
 	if st.InFlight != nil {
 		out.InFlight, out.Phase = st.InFlight.Version, st.InFlight.Phase
+		if st.InFlight.Phase == PhaseFailed {
+			// Not in flight any more: nothing will happen to it. Readers that wait
+			// for "nothing in flight" (ctr_cube's re-shard) must not wait on it.
+			out.InFlight = ""
+			out.Error = fmt.Sprintf("version %s (donefile id %s) failed and is not tried again until a newer donefile line appears: %s",
+				st.InFlight.Version, st.InFlight.ID, st.InFlight.LastError)
+		}
 	}
 	out.Shards = make([]ShardStatus, t.opts.Shards)
 	var wg sync.WaitGroup

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 )
 
 // completeMarker marks an input directory whose files all arrived in full.
@@ -22,7 +23,8 @@ var hrefRE = regexp.MustCompile(`(?i)href="([^"]+)"`)
 // does with "wget -r -np -nd": a URL is crawled through its directory
 // listings (not above it, at most 8 levels), every file downloaded with
 // resume (Range) and checked against the Content-Length the server
-// announced. A local path is used in place. It returns the local directory.
+// announced, the whole mirror within the size cap (inputLimit). A local path
+// is used in place. It returns the local directory.
 func (t *Transfer) fetchInput(ctx context.Context, loc, dir string) (string, int64, error) {
 	if !strings.HasPrefix(loc, "http://") && !strings.HasPrefix(loc, "https://") {
 		st, err := os.Stat(loc)
@@ -41,6 +43,10 @@ func (t *Transfer) fetchInput(ctx context.Context, loc, dir string) (string, int
 		loc += "/"
 	}
 	base, err := url.Parse(loc)
+	if err != nil {
+		return "", 0, err
+	}
+	limit, err := t.inputLimit()
 	if err != nil {
 		return "", 0, err
 	}
@@ -74,7 +80,7 @@ func (t *Transfer) fetchInput(ctx context.Context, loc, dir string) (string, int
 				}
 				continue
 			}
-			n, err := t.downloadFile(ctx, child.String(), filepath.Join(dir, filepath.FromSlash(path.Join(rel, name))))
+			n, err := t.downloadFile(ctx, child.String(), filepath.Join(dir, filepath.FromSlash(path.Join(rel, name))), limit-total)
 			if err != nil {
 				return err
 			}
@@ -109,24 +115,47 @@ func (t *Transfer) getSmall(ctx context.Context, u string) ([]byte, error) {
 	return io.ReadAll(io.LimitReader(resp.Body, 16<<20))
 }
 
+// inputLimit is MaxInputBytes, or by default half of what the work disk
+// has free beyond InputDiskReserve (the build writes about as much again).
+func (t *Transfer) inputLimit() (int64, error) {
+	if t.opts.MaxInputBytes > 0 {
+		return t.opts.MaxInputBytes, nil
+	}
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(t.inputDir(), &st); err != nil {
+		return 0, fmt.Errorf("free space of %q: %w", t.inputDir(), err)
+	}
+	free := int64(st.Bavail) * st.Bsize
+	if free <= t.opts.InputDiskReserve {
+		return 0, fmt.Errorf("work disk %q: %d bytes free, no more than the %d reserved (--input-disk-reserve)", t.inputDir(), free, t.opts.InputDiskReserve)
+	}
+	return (free - t.opts.InputDiskReserve) / 2, nil
+}
+
+// errInputTooLarge fails the version for good (and is not retried): the
+// same input will not shrink.
+func errInputTooLarge(what string, left int64) error {
+	return permanentError{&brokenError{final: true,
+		err: fmt.Errorf("%s, over what is left of the input size cap (%d bytes; --max-input-bytes)", what, left)}}
+}
+
 // downloadFile fetches u into file, resuming a partial one, with bounded
-// retries; it checks the final size against the server's.
-func (t *Transfer) downloadFile(ctx context.Context, u, file string) (int64, error) {
+// retries; it checks the final size against the server's, and never writes
+// more than left bytes.
+func (t *Transfer) downloadFile(ctx context.Context, u, file string, left int64) (int64, error) {
 	if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
 		return 0, err
 	}
 	var n int64
 	err := retry(ctx, t.opts.Retries, t.opts.Backoff, func() error {
 		var err error
-		n, err = t.downloadOnce(ctx, u, file)
+		n, err = t.downloadOnce(ctx, u, file, left)
 		return err
 	})
 	return n, err
 }
 
-func (t *Transfer) downloadOnce(ctx context.Context, u, file string) (int64, error) {
-	ctx, cancel := context.WithTimeout(ctx, t.opts.DownloadTimeout)
-	defer cancel()
+func (t *Transfer) downloadOnce(ctx context.Context, u, file string, left int64) (int64, error) {
 	have := int64(0)
 	if st, err := os.Stat(file); err == nil {
 		have = st.Size()
@@ -157,16 +186,23 @@ func (t *Transfer) downloadOnce(ctx context.Context, u, file string) (int64, err
 	default:
 		return 0, permanentIf(resp.StatusCode == http.StatusNotFound, fmt.Errorf("get %s: %s", u, resp.Status))
 	}
+	if resp.ContentLength >= 0 && want > left {
+		return 0, fmt.Errorf("get %s: %w", u, errInputTooLarge(fmt.Sprintf("declared size %d bytes", want), left)) // refused before a byte is written
+	}
 	f, err := os.OpenFile(file, flag, 0o644)
 	if err != nil {
 		return 0, err
 	}
-	n, err := io.Copy(f, resp.Body)
+	// One byte over the cap is enough to know: the rest is never read.
+	n, err := io.Copy(f, io.LimitReader(resp.Body, left-have+1))
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
+	if err == nil && have+n > left {
+		err = errInputTooLarge(fmt.Sprintf("more than %d bytes", left), left)
+	}
 	if err != nil {
-		return 0, err
+		return 0, fmt.Errorf("get %s: %w", u, err)
 	}
 	if resp.ContentLength >= 0 && have+n != want {
 		return 0, fmt.Errorf("get %s: %d bytes, server announced %d", u, have+n, want)

@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync"
@@ -40,8 +41,32 @@ type Options struct {
 	PrepareTimeout time.Duration
 	// StepTimeout bounds one call to an agent. If 0, 5 s.
 	StepTimeout time.Duration
-	// DownloadTimeout bounds one input file download attempt. If 0, 10 minutes.
-	DownloadTimeout time.Duration
+	// ConnectTimeout bounds connecting (and a TLS handshake) to the donefile
+	// server, the input server or an agent. If 0, 5 s.
+	ConnectTimeout time.Duration
+	// HeaderTimeout bounds the wait for a response header once a request is
+	// sent. If 0, 10 s.
+	HeaderTimeout time.Duration
+	// IdleTimeout ends a request whose connection moves no byte for that
+	// long (a server that accepts and never answers, or trickles). If 0, 30 s.
+	IdleTimeout time.Duration
+	// DonefileTimeout bounds one read of base.txt or patch.txt. If 0, 30 s.
+	DonefileTimeout time.Duration
+	// InputTimeout bounds mirroring one version's input: every listing, file
+	// and retry. If 0, 30 minutes.
+	InputTimeout time.Duration
+	// MaxInputBytes caps one version's mirrored input; a mirror that grows
+	// past it, or a server that declares a larger file, fails the version.
+	// If 0, half of what the work disk has free beyond InputDiskReserve at
+	// the start of the mirror (the build then writes about as much again).
+	MaxInputBytes int64
+	// InputDiskReserve is what the default MaxInputBytes leaves free on the
+	// work disk. If 0, 1 GiB.
+	InputDiskReserve int64
+	// BuildAttempts is how many times one version's build is tried before
+	// the version is marked failed and the transfer waits for a newer
+	// donefile line. If 0, 3.
+	BuildAttempts int
 	// Retries is the number of extra attempts of one call. If 0, 3.
 	Retries int
 	// Backoff is the first pause between attempts, doubling. If 0, 200 ms.
@@ -95,7 +120,17 @@ func (o *Options) defaults() error {
 	def(&o.Poll, time.Minute)
 	def(&o.PrepareTimeout, 10*time.Minute)
 	def(&o.StepTimeout, 5*time.Second)
-	def(&o.DownloadTimeout, 10*time.Minute)
+	def(&o.ConnectTimeout, 5*time.Second)
+	def(&o.HeaderTimeout, 10*time.Second)
+	def(&o.IdleTimeout, 30*time.Second)
+	def(&o.DonefileTimeout, 30*time.Second)
+	def(&o.InputTimeout, 30*time.Minute)
+	if o.InputDiskReserve <= 0 {
+		o.InputDiskReserve = 1 << 30
+	}
+	if o.BuildAttempts <= 0 {
+		o.BuildAttempts = 3
+	}
 	def(&o.Backoff, 200*time.Millisecond)
 	def(&o.SwitchDelay, 100*time.Millisecond)
 	def(&o.RetryAfter, o.Poll)
@@ -114,6 +149,10 @@ const (
 	PhaseBuilding   = "building"
 	PhasePreparing  = "preparing"
 	PhaseCommitting = "committing" // decided: only ever rolls forward
+	// PhaseFailed: the version cannot be built (its build failed or panicked
+	// BuildAttempts times, or its input is over MaxInputBytes). It is not
+	// tried again; the transfer waits for a newer donefile line.
+	PhaseFailed = "failed"
 )
 
 // Rollout is a version in flight.
@@ -127,8 +166,12 @@ type Rollout struct {
 	Phase     string    `json:"phase"`
 	Triggered time.Time `json:"triggered"`
 	Attempts  int       `json:"attempts"`
-	LastError string    `json:"last_error,omitempty"`
-	NextTry   time.Time `json:"next_try"`
+	// BuildAttempts counts builds started, saved before each one begins, so
+	// that a build that takes the process down (out of memory) is counted too
+	// and a restart does not loop on it.
+	BuildAttempts int       `json:"build_attempts,omitempty"`
+	LastError     string    `json:"last_error,omitempty"`
+	NextTry       time.Time `json:"next_try"`
 	// CommitAt is the instant every replica switches (Unix ms), fixed with the decision to
 	// commit and persisted with it: a transfer that restarts mid-commit sends the same
 	// instant, so replicas told before and after the crash still switch together.
@@ -170,11 +213,12 @@ type State struct {
 
 // Transfer is the rollout controller.
 type Transfer struct {
-	opts Options
-	log  *slog.Logger
-	http *http.Client
-	m    *metrics
-	kick chan struct{}
+	opts  Options
+	log   *slog.Logger
+	http  *http.Client
+	m     *metrics
+	kick  chan struct{}
+	build func(build.Options) (*layout.Manifest, error) // build.Build; tests replace it
 
 	mu    sync.Mutex
 	state State
@@ -185,7 +229,8 @@ func New(opts Options) (*Transfer, error) {
 	if err := opts.defaults(); err != nil {
 		return nil, err
 	}
-	t := &Transfer{opts: opts, log: opts.Log, http: &http.Client{}, m: newMetrics(), kick: make(chan struct{}, 1)}
+	t := &Transfer{opts: opts, log: opts.Log, http: newHTTPClient(opts.ConnectTimeout, opts.HeaderTimeout, opts.IdleTimeout),
+		m: newMetrics(), kick: make(chan struct{}, 1), build: build.Build}
 	for _, d := range []string{opts.Work, t.outputDir(), t.inputDir()} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return nil, err
@@ -200,12 +245,10 @@ func New(opts Options) (*Transfer, error) {
 	case !os.IsNotExist(err):
 		return nil, err
 	}
-	// Builds interrupted by a crash leave temporary directories behind.
-	if tmps, _ := filepath.Glob(filepath.Join(t.outputDir(), ".tmp-*")); len(tmps) > 0 {
-		for _, p := range tmps {
-			os.RemoveAll(p)
-		}
-	}
+	// Builds interrupted by a crash leave temporary directories behind, and
+	// inputs of versions no longer in flight may be left from before one.
+	removeGlob(filepath.Join(t.outputDir(), ".tmp-*"))
+	t.gcInputs(t.state.InFlight)
 	t.m.served(t.state.Served)
 	t.log.Info("transfer state loaded", "served_version", t.state.Served, "in_flight", inFlightVersion(t.state.InFlight))
 	return t, nil
@@ -291,6 +334,7 @@ func (t *Transfer) Trigger() {
 
 // Run polls the donefile and rolls versions out until ctx ends.
 func (t *Transfer) Run(ctx context.Context) {
+	ctx = withLog(ctx, t.log)
 	for {
 		t.step(ctx)
 		select {
@@ -305,18 +349,28 @@ func (t *Transfer) Run(ctx context.Context) {
 // step does one round: resume or start a rollout.
 func (t *Transfer) step(ctx context.Context) {
 	st := t.snapshot()
+	r := st.InFlight
+	if r != nil && r.Phase == PhaseCommitting {
+		// Decided: finish it. Nothing in the donefile can change a decision,
+		// so it is not read: a donefile server that hangs must not hold up
+		// a switch that replicas may already have been told about.
+		if !time.Now().Before(r.NextTry) {
+			t.rollout(ctx, r)
+		}
+		return
+	}
 	next, err := t.nextFromDonefile(ctx, st)
 	if err != nil {
 		t.log.Warn("donefile not readable; keeping the current version", "donefile", t.opts.Donefile, "err", err)
 	}
-	r := st.InFlight
 	switch {
-	case r != nil && r.Phase == PhaseCommitting:
-		// Decided: finish it whatever the donefile says.
 	case next != nil && (r == nil || next.ID != r.ID || next.Mode != r.Mode):
 		if r != nil {
-			t.log.Info("newer version in the donefile supersedes the one in flight", "old", r.Version, "new_id", next.ID)
-			t.abortAll(ctx, r.Version)
+			t.log.Info("newer version in the donefile supersedes the one in flight", "old", r.Version, "old_phase", r.Phase, "new_id", next.ID)
+			if r.Phase != PhaseBuilding && r.Phase != PhaseFailed { // no replica has been asked for it otherwise
+				t.abortAll(ctx, r.Version)
+			}
+			t.dropInput(r)
 		}
 		if err := t.update(func(s *State) { s.InFlight = next }); err != nil {
 			t.log.Error("persist", "err", err)
@@ -324,8 +378,8 @@ func (t *Transfer) step(ctx context.Context) {
 		}
 		r = next
 		t.log.Info("new version triggered", "id", r.ID, "key", r.Key, "mode", r.Mode, "version", r.Version, "input", r.Input)
-	case r == nil:
-		return
+	case r == nil || r.Phase == PhaseFailed:
+		return // nothing new; a failed version waits for a newer line
 	}
 	if time.Now().Before(r.NextTry) {
 		return
@@ -337,7 +391,7 @@ func (t *Transfer) step(ctx context.Context) {
 // base wins over patches; in base_delta mode the first patch of the served
 // base newer than the served version comes next.
 func (t *Transfer) nextFromDonefile(ctx context.Context, st State) (*Rollout, error) {
-	b, err := donefile.Read(ctx, t.opts.Donefile)
+	b, err := t.readDonefile(ctx, t.opts.Donefile)
 	if err != nil {
 		return nil, err
 	}
@@ -361,7 +415,7 @@ func (t *Transfer) nextFromDonefile(ctx context.Context, st State) (*Rollout, er
 		return nil, nil
 	}
 	patchLoc := donefile.Sibling(t.opts.Donefile, "patch.txt")
-	b, err = donefile.Read(ctx, patchLoc)
+	b, err = t.readDonefile(ctx, patchLoc)
 	if err != nil {
 		return nil, err
 	}
@@ -375,6 +429,9 @@ func (t *Transfer) nextFromDonefile(ctx context.Context, st State) (*Rollout, er
 			continue
 		}
 		if st.InFlight != nil && st.InFlight.ID == p.ID && st.InFlight.Mode == "delta" {
+			if st.InFlight.Phase == PhaseFailed {
+				continue // broken; a newer patch (on the served version) goes ahead of it
+			}
 			return st.InFlight, nil
 		}
 		depend, _, _ := layout.ParseVersion(st.Served)
@@ -382,6 +439,17 @@ func (t *Transfer) nextFromDonefile(ctx context.Context, st State) (*Rollout, er
 			Version: t.newVersion(strconv.FormatInt(depend, 10), st), Base: st.Served, Phase: PhaseBuilding, Triggered: now}, nil
 	}
 	return nil, nil
+}
+
+// readDonefile reads one donefile within DonefileTimeout.
+func (t *Transfer) readDonefile(ctx context.Context, loc string) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, t.opts.DonefileTimeout)
+	defer cancel()
+	b, err := donefile.Read(ctx, t.http, loc)
+	if err != nil && ctx.Err() != nil {
+		return nil, fmt.Errorf("%w (--donefile-timeout %s)", err, t.opts.DonefileTimeout)
+	}
+	return b, err
 }
 
 // reshard returns a rollout that rebuilds the served base in the current shard layout when
@@ -479,21 +547,7 @@ func (t *Transfer) rollout(ctx context.Context, r *Rollout) {
 			return // shutting down; the persisted phase resumes on restart
 		}
 		t.m.rollouts.WithLabelValues("failed").Inc()
-		delay := min(t.opts.RetryAfter<<min(r.Attempts, 10), t.opts.MaxRetryAfter)
-		// If this save fails the in-memory state still holds the retry time; a restart then
-		// retries at once, which is safe: the persisted phase says where to resume.
-		if uerr := t.update(func(s *State) {
-			if s.InFlight != nil && s.InFlight.Version == r.Version {
-				s.InFlight.Attempts++
-				s.InFlight.LastError = err.Error()
-				s.InFlight.NextTry = time.Now().Add(delay)
-				s.InFlight.Phase = r.Phase
-			}
-			s.History = append(s.History, Record{ID: r.ID, Version: r.Version, Mode: r.Mode, Result: "failed", Error: err.Error(), Finished: time.Now(), Timings: tm})
-		}); uerr != nil {
-			log.Error("could not save the failed attempt", "err", uerr)
-		}
-		log.Error("rollout failed; will retry", "err", err, "retry_in", delay.String(), "phase", r.Phase)
+		t.failed(log, r, err, tm)
 		return
 	}
 	tm.TotalMs = time.Since(r.Triggered).Milliseconds()
@@ -524,27 +578,169 @@ func (t *Transfer) rollout(ctx context.Context, r *Rollout) {
 	t.gc()
 }
 
+// failed records a failed attempt of r. A version that cannot be built
+// (brokenError: over the size cap, or its build failed BuildAttempts times)
+// is marked failed for good and its files removed; anything else (a replica
+// down, a download cut) is retried after a pause that doubles each time.
+func (t *Transfer) failed(log *slog.Logger, r *Rollout, err error, tm Timings) {
+	var broken *brokenError
+	final := errors.As(err, &broken) && (broken.final || r.BuildAttempts >= t.opts.BuildAttempts)
+	delay := min(t.opts.RetryAfter<<min(r.Attempts, 10), t.opts.MaxRetryAfter)
+	attempt := r.Attempts + 1
+	// If this save fails the in-memory state still holds the retry time; a restart then
+	// retries at once, which is safe: the persisted phase says where to resume.
+	if uerr := t.update(func(s *State) {
+		if s.InFlight != nil && s.InFlight.Version == r.Version {
+			s.InFlight.Attempts++
+			attempt = s.InFlight.Attempts
+			s.InFlight.LastError = err.Error()
+			s.InFlight.NextTry = time.Now().Add(delay)
+			s.InFlight.Phase = r.Phase
+			s.InFlight.BuildAttempts = r.BuildAttempts
+			if final {
+				s.InFlight.Phase = PhaseFailed
+			}
+		}
+		s.History = append(s.History, Record{ID: r.ID, Version: r.Version, Mode: r.Mode, Result: "failed", Error: err.Error(), Finished: time.Now(), Timings: tm})
+	}); uerr != nil {
+		log.Error("could not save the failed attempt", "err", uerr)
+	}
+	if final {
+		t.dropInput(r)
+		log.Error("version failed and will not be tried again; waiting for a newer donefile line", "err", err,
+			"attempt", attempt, "build_attempts", r.BuildAttempts)
+		return
+	}
+	log.Error("rollout failed; will retry", "err", err, "attempt", attempt, "retry_in", delay.String(), "phase", r.Phase)
+}
+
+// brokenError is a failure that says the version itself cannot be built:
+// trying the same input again is bounded (BuildAttempts), or pointless
+// (final: the input is over the size cap).
+type brokenError struct {
+	err   error
+	final bool
+}
+
+func (b *brokenError) Error() string { return b.err.Error() }
+func (b *brokenError) Unwrap() error { return b.err }
+
 // buildVersion downloads the input and builds r.Version, unless a complete
 // build of it is already published (a restart after the build).
 func (t *Transfer) buildVersion(ctx context.Context, r *Rollout, tm *Timings) error {
 	if _, err := layout.ReadManifest(t.outputDir(), r.Version); err == nil {
 		return nil
 	}
+	if r.BuildAttempts >= t.opts.BuildAttempts {
+		return &brokenError{final: true, err: fmt.Errorf("%d builds started and none finished (the last one took the process down?); last error: %q",
+			r.BuildAttempts, r.LastError)}
+	}
 	ds := time.Now()
-	in, n, err := t.fetchInput(ctx, r.Input, filepath.Join(t.inputDir(), r.ID))
+	in, n, err := t.mirrorInput(ctx, r)
 	if err != nil {
-		return fmt.Errorf("download input: %w", err)
+		return err
 	}
 	tm.DownloadMs = time.Since(ds).Milliseconds()
+	// Counted before it runs: a build that kills the process is counted too.
+	r.BuildAttempts++
+	if err := t.update(func(s *State) {
+		if s.InFlight != nil && s.InFlight.Version == r.Version {
+			s.InFlight.BuildAttempts = r.BuildAttempts
+		}
+	}); err != nil {
+		return err
+	}
 	bs := time.Now()
-	m, err := build.Build(build.Options{Input: in, Output: t.outputDir(), Shards: t.opts.Shards, Dict: t.opts.Dict,
+	m, err := t.safeBuild(build.Options{Input: in, Output: t.outputDir(), Shards: t.opts.Shards, Dict: t.opts.Dict,
 		Base: r.Base, Version: r.Version, Log: t.log})
 	if err != nil {
-		return fmt.Errorf("build: %w", err)
+		return &brokenError{err: fmt.Errorf("build: %w", err)}
 	}
 	tm.BuildMs = time.Since(bs).Milliseconds()
 	t.log.Info("version built and published", "version", m.Version, "records", m.Records, "input_bytes", n, "download_ms", tm.DownloadMs, "build_ms", tm.BuildMs)
 	return nil
+}
+
+// mirrorInput fetches r's input within InputTimeout.
+func (t *Transfer) mirrorInput(ctx context.Context, r *Rollout) (string, int64, error) {
+	ictx, cancel := context.WithTimeout(ctx, t.opts.InputTimeout)
+	defer cancel()
+	in, n, err := t.fetchInput(ictx, r.Input, filepath.Join(t.inputDir(), r.ID))
+	switch {
+	case err == nil:
+		return in, n, nil
+	case ictx.Err() != nil && ctx.Err() == nil:
+		return "", 0, fmt.Errorf("download input: %w (--input-timeout %s)", err, t.opts.InputTimeout)
+	default:
+		return "", 0, fmt.Errorf("download input: %w", err)
+	}
+}
+
+// safeBuild runs the build and turns a panic into an error. Input is
+// hostile by assumption, and a parser that panics on it (compressed
+// SequenceFiles go through a third-party library) must fail this version,
+// not kill the transfer, which would then panic again on every restart.
+func (t *Transfer) safeBuild(o build.Options) (m *layout.Manifest, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			frames := stackSummary(debug.Stack())
+			t.log.Error("build panicked", "version", o.Version, "panic", fmt.Sprint(p), "stack", frames)
+			at := ""
+			if len(frames) > 0 {
+				at = " at " + frames[0]
+			}
+			m, err = nil, fmt.Errorf("panic: %v%s", p, at)
+		}
+	}()
+	return t.build(o)
+}
+
+// stackSummary returns the frames of a debug.Stack below the panic, as
+// "function (file:line)", at most 8: enough to find the culprit in a log
+// line without a multi-kilobyte dump.
+func stackSummary(stack []byte) []string {
+	lines := strings.Split(string(stack), "\n")
+	var out []string
+	below := false
+	for i := 0; i+1 < len(lines) && len(out) < 8; i++ {
+		fn := lines[i]
+		if fn == "" || strings.HasPrefix(fn, "\t") || strings.HasPrefix(fn, "goroutine ") {
+			continue
+		}
+		if strings.HasPrefix(fn, "panic(") {
+			below = true
+			continue
+		}
+		if !below {
+			continue
+		}
+		loc := strings.TrimSpace(lines[i+1])
+		if j := strings.LastIndex(loc, " +0x"); j > 0 {
+			loc = loc[:j]
+		}
+		if j := strings.LastIndex(fn, "("); j > 0 {
+			fn = fn[:j]
+		}
+		out = append(out, fmt.Sprintf("%s (%s)", fn, filepath.Base(loc)))
+	}
+	return out
+}
+
+// dropInput removes what a version that will not be rolled out left on the
+// work disk, its mirrored input and any partial build, so that the next
+// version has the room.
+func (t *Transfer) dropInput(r *Rollout) {
+	removeGlob(filepath.Join(t.outputDir(), ".tmp-"+r.Version+"-*"))
+	if err := os.RemoveAll(filepath.Join(t.inputDir(), r.ID)); err != nil {
+		t.log.Warn("could not remove the input of a dropped version", "version", r.Version, "err", err)
+	}
+}
+
+func removeGlob(pattern string) {
+	ps, _ := filepath.Glob(pattern)
+	for _, p := range ps {
+		_ = os.RemoveAll(p) // best effort; New removes leftovers again
+	}
 }
 
 // gc keeps the served and previous versions' builds (deltas are built on
@@ -561,10 +757,16 @@ func (t *Transfer) gc() {
 			os.RemoveAll(filepath.Join(t.outputDir(), v))
 		}
 	}
+	t.gcInputs(st.InFlight)
+}
+
+// gcInputs removes every mirrored input but that of r, the rollout in
+// flight (nil: none), unless r has failed.
+func (t *Transfer) gcInputs(r *Rollout) {
 	ents, _ := os.ReadDir(t.inputDir())
 	for _, e := range ents {
-		if st.InFlight == nil || e.Name() != st.InFlight.ID {
-			os.RemoveAll(filepath.Join(t.inputDir(), e.Name()))
+		if r == nil || r.Phase == PhaseFailed || e.Name() != r.ID {
+			_ = os.RemoveAll(filepath.Join(t.inputDir(), e.Name()))
 		}
 	}
 }

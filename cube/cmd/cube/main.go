@@ -221,7 +221,12 @@ func runServer(args []string, stdout, stderr io.Writer) error {
 
 // readToken reads the control token from file, else from
 // $CUBE_CONTROL_TOKEN (a mounted Secret either way); "" if neither is set.
-func readToken(file string) (string, error) {
+func readToken(file string) (string, error) { return readSecret(file, "CUBE_CONTROL_TOKEN") }
+
+// readSecret reads a token from file, else from the environment variable
+// env; "" if neither is set. An empty file is an error (a Secret mounted
+// without its key), not "no token".
+func readSecret(file, env string) (string, error) {
 	if file != "" {
 		b, err := os.ReadFile(file)
 		if err != nil {
@@ -229,11 +234,11 @@ func readToken(file string) (string, error) {
 		}
 		tok := strings.TrimSpace(string(b))
 		if tok == "" {
-			return "", fmt.Errorf("control token file %q is empty", file)
+			return "", fmt.Errorf("token file %q is empty", file)
 		}
 		return tok, nil
 	}
-	return strings.TrimSpace(os.Getenv("CUBE_CONTROL_TOKEN")), nil
+	return strings.TrimSpace(os.Getenv(env)), nil
 }
 
 func runSeek(args []string, stdout, stderr io.Writer) error {

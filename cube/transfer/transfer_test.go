@@ -1,0 +1,133 @@
+package transfer
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/elasticctr/terraform-provider-ctr/cube/build"
+	"github.com/elasticctr/terraform-provider-ctr/cube/layout"
+)
+
+// testTransfer is a transfer over a local donefile whose replica is a
+// closed port: enough to drive the build phase.
+func testTransfer(t *testing.T, work, donefile string) *Transfer {
+	t.Helper()
+	tr, err := New(Options{Donefile: donefile, Dict: "d", Shards: 1, Replicas: [][]string{{"127.0.0.1:1"}}, Work: work,
+		PublicURL: "http://127.0.0.1:1", Token: "t", Poll: time.Millisecond, RetryAfter: time.Millisecond,
+		MaxRetryAfter: 5 * time.Millisecond, BuildAttempts: 2, StepTimeout: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tr
+}
+
+func appendLine(t *testing.T, donefile, line string) {
+	t.Helper()
+	f, err := os.OpenFile(donefile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString(line + "\n"); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+}
+
+// stepUntil runs rounds of the transfer until cond holds (at most 10 s).
+func stepUntil(t *testing.T, tr *Transfer, cond func(State) bool) {
+	t.Helper()
+	ctx := withLog(context.Background(), tr.log)
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); {
+		tr.step(ctx)
+		if cond(tr.snapshot()) {
+			return
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	t.Fatalf("condition not reached; state %+v", tr.snapshot().InFlight)
+}
+
+// TestBuildPanicFailsTheVersion: a build that panics is recovered, counted,
+// and after BuildAttempts the version is marked failed with the reason; it
+// is not built again (not even after a restart) until a newer line appears.
+func TestBuildPanicFailsTheVersion(t *testing.T) {
+	dir := t.TempDir()
+	work, donefile := filepath.Join(dir, "work"), filepath.Join(dir, "base.txt")
+	os.MkdirAll(filepath.Join(dir, "in"), 0o755)
+	appendLine(t, donefile, `{"id":"1000","key":"1000","input":"in"}`)
+
+	tr := testTransfer(t, work, donefile)
+	var calls atomic.Int32
+	tr.build = func(build.Options) (*layout.Manifest, error) {
+		calls.Add(1)
+		var m map[string]int
+		m["hostile input"]++ // a nil-map write: a runtime panic inside the build call
+		return nil, nil
+	}
+	stepUntil(t, tr, func(s State) bool { return s.InFlight != nil && s.InFlight.Phase == PhaseFailed })
+	r := tr.snapshot().InFlight
+	if calls.Load() != 2 || r.BuildAttempts != 2 {
+		t.Fatalf("builds run %d, counted %d; want 2 (--build-attempts)", calls.Load(), r.BuildAttempts)
+	}
+	if !strings.Contains(r.LastError, "panic: assignment to entry in nil map") || !strings.Contains(r.LastError, "transfer_test.go") {
+		t.Fatalf("last error %q: want the panic and where it happened", r.LastError)
+	}
+	if st := tr.Status(context.Background()); st.Phase != PhaseFailed || !strings.Contains(st.Error, "panic") {
+		t.Fatalf("status phase %q error %q", st.Phase, st.Error)
+	}
+	for range 20 {
+		tr.step(context.Background())
+	}
+	if calls.Load() != 2 {
+		t.Fatalf("a failed version was built again (%d builds)", calls.Load())
+	}
+
+	// Restarted, it remembers the failure and builds nothing.
+	tr2 := testTransfer(t, work, donefile)
+	tr2.build = func(o build.Options) (*layout.Manifest, error) {
+		calls.Add(1)
+		return nil, errors.New("a build error, not a panic")
+	}
+	for range 20 {
+		tr2.step(context.Background())
+	}
+	if calls.Load() != 2 {
+		t.Fatalf("restarted transfer rebuilt the failed version (%d builds)", calls.Load())
+	}
+	// A newer line is tried; a plain build error fails it the same way.
+	appendLine(t, donefile, `{"id":"2000","key":"2000","input":"in"}`)
+	stepUntil(t, tr2, func(s State) bool {
+		return s.InFlight != nil && s.InFlight.ID == "2000" && s.InFlight.Phase == PhaseFailed
+	})
+	if calls.Load() != 4 || !strings.Contains(tr2.snapshot().InFlight.LastError, "a build error") {
+		t.Fatalf("builds %d, state %+v", calls.Load(), tr2.snapshot().InFlight)
+	}
+}
+
+// TestBuildThatKilledTheProcessIsNotRerun: a build counted as started but
+// never finished (the process died in it, BuildAttempts times) marks the
+// version failed at the next start without building.
+func TestBuildThatKilledTheProcessIsNotRerun(t *testing.T) {
+	dir := t.TempDir()
+	work, donefile := filepath.Join(dir, "work"), filepath.Join(dir, "base.txt")
+	os.MkdirAll(filepath.Join(dir, "in"), 0o755)
+	appendLine(t, donefile, `{"id":"1000","key":"1000","input":"in"}`)
+	os.MkdirAll(work, 0o755)
+	os.WriteFile(filepath.Join(work, "state.json"), []byte(`{"in_flight":{"id":"1000","key":"1000","mode":"base","input":"`+
+		filepath.Join(dir, "in")+`","version":"1700000000","phase":"building","build_attempts":2}}`), 0o644)
+	tr := testTransfer(t, work, donefile)
+	tr.build = func(build.Options) (*layout.Manifest, error) {
+		t.Fatal("built again")
+		return nil, nil
+	}
+	stepUntil(t, tr, func(s State) bool { return s.InFlight != nil && s.InFlight.Phase == PhaseFailed })
+	if e := tr.snapshot().InFlight.LastError; !strings.Contains(e, "none finished") {
+		t.Fatalf("last error %q", e)
+	}
+}
