@@ -361,7 +361,9 @@ func (j TrainingJob) renderFileServer() *appsv1.Deployment {
 func (j TrainingJob) fileServerArgs() []string {
 	args := []string{"fileserver", "--root", fileServerRoot, "--listen", "0.0.0.0:" + strconv.Itoa(int(j.FileServer.Port))}
 	if j.FileServer.Upload {
-		args = append(args, "--upload")
+		// ElasticCTR's client uploads slot.conf without credentials; until the
+		// resource renders an upload token Secret, uploads stay open as they were.
+		args = append(args, "--upload", "--upload-insecure")
 	}
 	return args
 }
