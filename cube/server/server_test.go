@@ -147,7 +147,11 @@ func TestSwapRace(t *testing.T) {
 					return
 				default:
 				}
-				out = srv.seek(out[:0], keys, true)
+				var err error
+				if out, err = srv.seek(out[:0], keys, true); err != nil {
+					done <- err
+					return
+				}
 				vals, _, err := proto.DecodeDictResponse(out, nil)
 				if err != nil || len(vals) != 4 || vals[3].Status != proto.StatusMiss {
 					done <- err
