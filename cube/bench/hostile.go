@@ -113,11 +113,17 @@ var hostileKinds = []hostileKind{
 		c.SetReadDeadline(time.Time{})
 		return err
 	}},
-	{"64 MiB-declared baidu_std frames (4 KiB sent)", func(c net.Conn) error {
-		frame := make([]byte, 12+4096)
+	{"64 MiB-declared baidu_std frames (1 MiB sent)", func(c net.Conn) error {
+		frame := make([]byte, 12+1<<20)
 		copy(frame, "PRPC\x04\x00\x00\x00\x00\x00\x00\x10") // body 64 MiB, meta 16 B
-		_, err := c.Write(frame)
-		return err
+		if _, err := c.Write(frame[:12]); err != nil {
+			return err
+		}
+		// The server may close the connection instead of buffering the
+		// rest (--max-inflight-bytes): that is the defence, not a failure.
+		c.SetWriteDeadline(time.Now().Add(10 * time.Second))
+		c.Write(frame[12:])
+		return nil
 	}},
 }
 

@@ -25,7 +25,7 @@ func TestHostileSmoke(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"p50 latency", "p99 latency", "VmHWM", "with 80 hostile", "20 half-sent baidu_std headers"} {
+	for _, want := range []string{"p50 latency", "p99 latency", "VmHWM", "with 80 hostile", "20 half-sent baidu_std headers", "20 64 MiB-declared"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("report lacks %q", want)
 		}

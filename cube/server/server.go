@@ -410,10 +410,7 @@ func (s *Server) serveRPC(c net.Conn, br *bufio.Reader) {
 			s.closedConn(c, err, "idle")
 			return
 		}
-		_ = c.SetReadDeadline(time.Now().Add(s.opts.ReadTimeout))
-		if s.stopping.Load() { // Shutdown expired the deadline before we set ours
-			return
-		}
+		s.setReadDeadline(c, s.opts.ReadTimeout)
 		buf, err = proto.ReadFrameFunc(br, buf, s.opts.MaxFrameSize, &f, grow)
 		if err != nil {
 			s.closedConn(c, err, "slow_frame")
@@ -462,12 +459,19 @@ func (s *Server) awaitFrame(c net.Conn, br *bufio.Reader) error {
 	if br.Buffered() > 0 {
 		return nil
 	}
-	_ = c.SetReadDeadline(time.Now().Add(s.opts.IdleTimeout))
-	if s.stopping.Load() {
-		return net.ErrClosed
-	}
+	s.setReadDeadline(c, s.opts.IdleTimeout)
 	_, err := br.Peek(1)
 	return err
+}
+
+// setReadDeadline sets c's read deadline d from now, unless Shutdown has
+// begun: it expires the deadlines of baidu_std connections once, and one set
+// after that would undo it. Frames already buffered are still answered.
+func (s *Server) setReadDeadline(c net.Conn, d time.Duration) {
+	_ = c.SetReadDeadline(time.Now().Add(d))
+	if s.stopping.Load() {
+		_ = c.SetReadDeadline(time.Now())
+	}
 }
 
 var errInflight = errors.New("baidu_std: frame bodies in flight exceed --max-inflight-bytes")
