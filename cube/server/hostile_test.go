@@ -467,3 +467,72 @@ func controlCmd(t *testing.T, addr, body string) (int, string) {
 	b, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, string(b)
 }
+
+// TestTruncatedOnlyVersionFallsBackToMisses truncates the only version's
+// file under an in-process server: requests that read it are refused
+// (ELOGOFF, HTTP 503), never answered with partial values, and once the
+// version is retired every key is a miss and /readyz says 503.
+func TestTruncatedOnlyVersionFallsBackToMisses(t *testing.T) {
+	data := t.TempDir()
+	publishSized(t, data, "1000000000", 20000, 40, 1)
+	_, addr := serveOpts(t, Options{DataDir: data})
+	keys := make([]uint64, 1000)
+	for i := range keys {
+		keys[i] = uint64(i * 19)
+	}
+	c, err := client.Dial(addr, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, _, err := c.Seek(keys, false, time.Now().Add(5*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(filepath.Join(data, "1000000000", "shard-0.cube"), 4096); err != nil {
+		t.Fatal(err)
+	}
+	refused := 0
+	for i := 0; ; i++ {
+		if i == 100 {
+			t.Fatal("still refusing after 100 requests")
+		}
+		vals, v, err := c.Seek(keys, true, time.Now().Add(5*time.Second))
+		var rerr *client.RPCError
+		if errors.As(err, &rerr) && rerr.Code == proto.ELOGOFF && strings.Contains(rerr.Text, "1000000000") {
+			refused++
+			resp, err := http.Post("http://"+addr+"/DictService/seek", "application/json", strings.NewReader(`{"keys":[0,19,38]}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != 503 && resp.StatusCode != 200 {
+				t.Fatalf("HTTP seek while faulted: %s", resp.Status)
+			}
+			time.Sleep(10 * time.Millisecond)
+			continue
+		}
+		if err != nil {
+			t.Fatalf("request %d: %v", i, err)
+		}
+		for _, val := range vals {
+			if val.Status != proto.StatusMiss {
+				t.Fatalf("version %q answered %+v after the fault", v, val)
+			}
+		}
+		break
+	}
+	if refused == 0 {
+		t.Fatal("no request was refused")
+	}
+	resp, err := http.Get("http://" + addr + "/readyz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 503 {
+		t.Fatalf("/readyz after the fault: %s", resp.Status)
+	}
+	if n := metric(t, addr, "cube_dict_faults_total"); n != 1 {
+		t.Fatalf("cube_dict_faults_total = %v", n)
+	}
+}
