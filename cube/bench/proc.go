@@ -58,6 +58,21 @@ func processCPU(pid int) (float64, error) {
 	return (ut + st) / clockTicks, nil
 }
 
+// processStatusKiB reads a field of /proc/<pid>/status given in kB, such as
+// VmRSS or VmHWM (the peak resident set).
+func processStatusKiB(pid int, field string) (int64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, field+":"); ok {
+			return strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+		}
+	}
+	return 0, fmt.Errorf("no %s in /proc/%d/status", field, pid)
+}
+
 // proc is a server process started by the benchmark, stopped by its PID.
 type proc struct {
 	cmd  *exec.Cmd
@@ -83,7 +98,7 @@ func (p *proc) stop() {
 
 func startCube(ctx context.Context, o Options, data string) (*proc, error) {
 	args := []string{"server", "--data", data, "--shard", "0",
-		"--listen", "127.0.0.1:0", "--max-keys", strconv.Itoa(max(o.Batch, 100000)), "--log-level", "info"}
+		"--listen", "127.0.0.1:0", "--log-level", "info"}
 	if o.InMemory {
 		args = append(args, "--in-memory")
 	}

@@ -127,10 +127,18 @@ type Value struct {
 // DecodeDictResponse appends the response's values to vals.
 func DecodeDictResponse(b []byte, vals []Value) (out []Value, version string, err error) {
 	out = vals
+	version, err = EachDictValue(b, func(v Value) { out = append(out, v) })
+	return out, version, err
+}
+
+// EachDictValue calls fn with each of the response's values, in order, and
+// returns its version; values alias b. It lets a caller re-encode a large
+// response without materialising a []Value.
+func EachDictValue(b []byte, fn func(Value)) (version string, err error) {
 	for len(b) > 0 {
 		num, typ, n := protowire.ConsumeTag(b)
 		if n < 0 {
-			return out, "", ErrMalformed
+			return "", ErrMalformed
 		}
 		b = b[n:]
 		switch {
@@ -139,30 +147,30 @@ func DecodeDictResponse(b []byte, vals []Value) (out []Value, version string, er
 			if len(b) > 0 && b[0] < 0x80 && int(b[0]) < len(b) { // one-byte length
 				v, n = b[1:1+int(b[0])], 1+int(b[0])
 			} else if v, n = protowire.ConsumeBytes(b); n < 0 {
-				return out, "", ErrMalformed
+				return "", ErrMalformed
 			}
 			dv, err := decodeDictValue(v)
 			if err != nil {
-				return out, "", err
+				return "", err
 			}
-			out = append(out, dv)
+			fn(dv)
 			b = b[n:]
 		case num == 2 && typ == protowire.BytesType:
 			v, n := protowire.ConsumeBytes(b)
 			if n < 0 {
-				return out, "", ErrMalformed
+				return "", ErrMalformed
 			}
 			version = string(v)
 			b = b[n:]
 		default:
 			n := protowire.ConsumeFieldValue(num, typ, b)
 			if n < 0 {
-				return out, "", ErrMalformed
+				return "", ErrMalformed
 			}
 			b = b[n:]
 		}
 	}
-	return out, version, nil
+	return version, nil
 }
 
 func decodeDictValue(b []byte) (Value, error) {

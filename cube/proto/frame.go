@@ -49,9 +49,23 @@ type Frame struct {
 	Attachment []byte
 }
 
+// FirstChunk is the body buffer ReadFrame starts with; it doubles as bytes
+// arrive, up to the declared body size.
+const FirstChunk = 4 << 10
+
 // ReadFrame reads one frame from r into buf (grown as needed and returned)
 // and decodes its meta. maxBody bounds the body size.
 func ReadFrame(r io.Reader, buf []byte, maxBody int, f *Frame) ([]byte, error) {
+	return ReadFrameFunc(r, buf, maxBody, f, nil)
+}
+
+// ReadFrameFunc is ReadFrame with a memory hook. The body is read in chunks
+// as its bytes arrive: the buffer starts at FirstChunk (or cap(buf)) and
+// doubles only once full, so a header that declares a large body costs
+// nothing until the peer really sends it, and never more than twice what it
+// sent. Before the buffer grows to newCap bytes, grow (if not nil) is asked;
+// its error stops the read and is returned as is.
+func ReadFrameFunc(r io.Reader, buf []byte, maxBody int, f *Frame, grow func(newCap int) error) ([]byte, error) {
 	var hdr [HeaderSize]byte
 	if _, err := io.ReadFull(r, hdr[:]); err != nil {
 		return buf, err
@@ -67,11 +81,8 @@ func ReadFrame(r io.Reader, buf []byte, maxBody int, f *Frame) ([]byte, error) {
 	if metaSize > body {
 		return buf, ErrBadMetaSize
 	}
-	if cap(buf) < int(body) {
-		buf = make([]byte, body)
-	}
-	buf = buf[:body]
-	if _, err := io.ReadFull(r, buf); err != nil {
+	buf, err := readBody(r, buf[:0], int(body), grow)
+	if err != nil {
 		if err == io.EOF {
 			err = io.ErrUnexpectedEOF
 		}
@@ -87,6 +98,34 @@ func ReadFrame(r io.Reader, buf []byte, maxBody int, f *Frame) ([]byte, error) {
 	}
 	f.Payload = rest[:len(rest)-int(att)]
 	f.Attachment = rest[len(rest)-int(att):]
+	return buf, nil
+}
+
+// readBody appends exactly n bytes from r to buf (empty on entry), growing it
+// by doubling only when it is full.
+func readBody(r io.Reader, buf []byte, n int, grow func(int) error) ([]byte, error) {
+	for len(buf) < n {
+		if len(buf) == cap(buf) {
+			newCap := min(n, max(2*cap(buf), FirstChunk))
+			if grow != nil {
+				if err := grow(newCap); err != nil {
+					return buf, err
+				}
+			}
+			nb := make([]byte, len(buf), newCap)
+			copy(nb, buf)
+			buf = nb
+		}
+		end := min(n, cap(buf))
+		got, err := io.ReadFull(r, buf[len(buf):end])
+		buf = buf[:len(buf)+got]
+		if err != nil {
+			if err == io.EOF && len(buf) > 0 {
+				err = io.ErrUnexpectedEOF
+			}
+			return buf, err
+		}
+	}
 	return buf, nil
 }
 

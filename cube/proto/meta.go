@@ -10,6 +10,7 @@ const (
 	ENOMETHOD  = 1002 // method not found
 	EREQUEST   = 1003 // bad request
 	EINTERNAL  = 2001 // internal error
+	ELOGOFF    = 2003 // the server is not serving (brpc's client retries it on another replica)
 	ELIMIT     = 2004 // a limit was hit
 )
 

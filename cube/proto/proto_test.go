@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"testing"
+	"testing/iotest"
 
 	gproto "google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protodesc"
@@ -186,18 +187,55 @@ func BenchmarkEncodeResponse1000(b *testing.B) {
 	}
 }
 
+// FuzzReadFrame reads the input as a stream of frames three ways: at once,
+// one byte at a time, and with a memory hook that refuses buffers over 1 KiB.
+// All must agree frame by frame, the body buffer must never exceed twice the
+// bytes read nor the declared body, and a refusal must surface as the hook's
+// error.
 func FuzzReadFrame(f *testing.F) {
 	meta := RpcMeta{HasRequest: true, Service: []byte(DictServiceFull), Method: []byte(SeekMethod), CorrelationID: 1}
 	f.Add(AppendFrame(nil, &meta, AppendDictRequest(nil, []uint64{1, 2}, true)))
 	f.Add([]byte("PRPC\x00\x00\x00\x00\x00\x00\x00\x00"))
+	f.Add([]byte("PRPC\x00\x00\xff\xff\x00\x00\x00\x00partial"))
+	f.Add(AppendFrame(nil, &meta, bytes.Repeat([]byte{8, 1}, 3000)))
+	errRefused := errors.New("refused")
 	f.Fuzz(func(t *testing.T, data []byte) {
-		var fr Frame
-		r := bytes.NewReader(data)
-		var buf []byte
+		whole := bytes.NewReader(data)
+		slow := iotest.OneByteReader(bytes.NewReader(data))
+		hooked := bytes.NewReader(data)
+		var fw, fs, fh Frame
+		var bw, bs, bh []byte
 		for {
-			var err error
-			if buf, err = ReadFrame(r, buf, 1<<16, &fr); err != nil {
+			var errW, errS, errH error
+			prevCap := cap(bw)
+			bw, errW = ReadFrame(whole, bw, 1<<16, &fw)
+			bs, errS = ReadFrame(slow, bs, 1<<16, &fs)
+			bh, errH = ReadFrameFunc(hooked, bh, 1<<16, &fh, func(n int) error {
+				if n > 1<<10 {
+					return errRefused
+				}
+				return nil
+			})
+			if (errW == nil) != (errS == nil) {
+				t.Fatalf("whole read: %v, byte by byte: %v", errW, errS)
+			}
+			if errW == nil && (!bytes.Equal(bw, bs) || fw.Meta.CorrelationID != fs.Meta.CorrelationID) {
+				t.Fatalf("byte-by-byte read differs")
+			}
+			if errH == nil && (errW != nil || !bytes.Equal(bh, bw)) {
+				t.Fatalf("hooked read: %v, whole read: %v", errH, errW)
+			}
+			if errH != nil && errW == nil && (!errors.Is(errH, errRefused) || len(bw) <= 1<<10) {
+				t.Fatalf("hooked read failed with %v on a frame of %d bytes", errH, len(bw))
+			}
+			if errW != nil {
 				return
+			}
+			if cap(bw) != prevCap && cap(bw) > max(2*len(bw), FirstChunk) {
+				t.Fatalf("buffer of %d bytes for a %d-byte body", cap(bw), len(bw))
+			}
+			if errH != nil {
+				hooked = bytes.NewReader(nil) // out of step with the others from here
 			}
 		}
 	})

@@ -1,11 +1,15 @@
 package server
 
 import (
+	"bufio"
 	"crypto/subtle"
+	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -64,44 +68,87 @@ func (s *Server) httpHandler() http.Handler {
 	return mux
 }
 
+// httpSeek answers POST /DictService/seek. The body is bounded before it is
+// read (by --max-keys when set, else by --max-frame-size) and decoded as a
+// stream that stops at the first key over --max-keys; the response is
+// written as a stream from the binary one, so neither side holds a second
+// copy per key.
 func (s *Server) httpSeek(w http.ResponseWriter, r *http.Request) {
-	var req SeekRequest
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, int64(s.opts.MaxFrameSize)))
-	if err == nil {
-		err = json.Unmarshal(body, &req)
+	body := bufio.NewReaderSize(http.MaxBytesReader(w, r.Body, s.seekBodyLimit()), 16<<10)
+	keys, versionRequired, tooMany, err := decodeSeekJSON(body, nil, s.opts.MaxKeys)
+	if tooMany {
+		s.m.httpTooMany.Inc()
+		httpError(w, http.StatusBadRequest, fmt.Sprintf("more than %d keys in one request (cube server --max-keys %d)", s.opts.MaxKeys, s.opts.MaxKeys))
+		return
 	}
 	if err != nil {
 		s.m.httpErr.Inc()
-		httpError(w, http.StatusBadRequest, fmt.Sprintf("fail to parse rec.mcube.DictRequest from JSON: %v", err))
-		return
-	}
-	if len(req.Keys) > s.opts.MaxKeys {
-		s.m.httpErr.Inc()
-		httpError(w, http.StatusBadRequest, fmt.Sprintf("more than %d keys in one request (--max-keys)", s.opts.MaxKeys))
+		code := http.StatusBadRequest
+		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
+			code = http.StatusRequestEntityTooLarge
+		}
+		httpError(w, code, fmt.Sprintf("fail to parse rec.mcube.DictRequest from JSON: %v", err))
 		return
 	}
 	start := time.Now()
-	// Reuse the binary path, then decode it: one code path decides values.
-	enc := s.seek(nil, req.Keys, req.VersionRequired)
-	vals, version, err := proto.DecodeDictResponse(enc, make([]proto.Value, 0, len(req.Keys)))
+	// Reuse the binary path, then re-encode it: one code path decides values.
+	enc, err := s.seek(nil, keys, versionRequired)
 	if err != nil {
 		s.m.httpErr.Inc()
-		httpError(w, http.StatusInternalServerError, err.Error())
+		httpError(w, http.StatusServiceUnavailable, err.Error())
 		return
-	}
-	resp := SeekResponse{Values: make([]SeekValue, len(vals))}
-	for i, v := range vals {
-		resp.Values[i] = SeekValue{Status: v.Status, Value: v.Value}
-		if resp.Values[i].Value == nil {
-			resp.Values[i].Value = []byte{}
-		}
-	}
-	if req.VersionRequired {
-		resp.Version = &version
 	}
 	s.m.httpOK.Inc()
 	s.m.latency.Observe(time.Since(start).Seconds())
-	writeJSON(w, http.StatusOK, resp)
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	bw := bufio.NewWriterSize(w, 32<<10)
+	if err := writeSeekJSON(bw, enc, versionRequired); err == nil {
+		_ = bw.Flush()
+	}
+}
+
+// seekBodyLimit is the largest seek body read: 24 bytes per key (a quoted
+// 20-digit key and a comma) plus 64 KiB for the rest when --max-keys is
+// set, never more than --max-frame-size.
+func (s *Server) seekBodyLimit() int64 {
+	limit := int64(s.opts.MaxFrameSize)
+	if s.opts.MaxKeys > 0 {
+		limit = min(limit, 24*int64(s.opts.MaxKeys+1)+64<<10)
+	}
+	return limit
+}
+
+// writeSeekJSON writes the SeekResponse of a binary DictResponse, exactly as
+// encoding/json would encode it.
+func writeSeekJSON(w *bufio.Writer, enc []byte, versionRequired bool) error {
+	var b []byte
+	w.WriteString(`{"values":[`)
+	first := true
+	version, err := proto.EachDictValue(enc, func(v proto.Value) {
+		b = b[:0]
+		if !first {
+			b = append(b, ',')
+		}
+		first = false
+		b = append(b, `{"status":`...)
+		b = strconv.AppendUint(b, uint64(v.Status), 10)
+		b = append(b, `,"value":"`...)
+		b = base64.StdEncoding.AppendEncode(b, v.Value)
+		b = append(b, `"}`...)
+		w.Write(b)
+	})
+	if err != nil {
+		return err // the binary response is ours; this does not happen
+	}
+	w.WriteString("]")
+	if versionRequired {
+		v, _ := json.Marshal(version)
+		w.WriteString(`,"version":`)
+		w.Write(v)
+	}
+	_, err = w.WriteString("}\n")
+	return err
 }
 
 // httpControl implements Paddle cube-server's ControlService.cmd: 200 on
@@ -139,6 +186,11 @@ func (s *Server) httpControl(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer s.store.mu.Unlock()
+	// Loading verifies a whole dictionary, which may outlast --write-timeout:
+	// no write deadline while the command runs, a fresh one for the answer.
+	rc := http.NewResponseController(w)
+	_ = rc.SetWriteDeadline(time.Time{})
+	defer func() { _ = rc.SetWriteDeadline(time.Now().Add(s.opts.WriteTimeout)) }()
 	log := s.log.With("cmd", req.Cmd, "version_path", req.VersionPath, "version", req.Version)
 	var cmdErr error
 	switch req.Cmd {

@@ -16,6 +16,10 @@ type metrics struct {
 	conns                          prometheus.Gauge
 	rejectedConns                  prometheus.Counter
 	badFrames                      prometheus.Counter
+	rpcTooMany, httpTooMany        prometheus.Counter     // cube_requests_total{result="too_many_keys"}
+	closedConns                    *prometheus.CounterVec // cube_connections_closed_total{reason}
+	acceptErrors                   prometheus.Counter
+	dictFaults                     prometheus.Counter
 
 	info      *prometheus.GaugeVec // cube_dict_info{slot,version} 1
 	mapped    prometheus.Gauge
@@ -24,7 +28,9 @@ type metrics struct {
 	agentOps  *prometheus.CounterVec // cube_agent_operations_total{op,result}
 }
 
-func newMetrics(shard int) *metrics {
+// newMetrics registers the series of shard; inflight reports the bytes of
+// baidu_std frame bodies counted against --max-inflight-bytes.
+func newMetrics(shard int, inflight func() float64) *metrics {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	f := prometheus.WrapRegistererWith(prometheus.Labels{"shard": itoa(shard)}, reg)
@@ -32,11 +38,21 @@ func newMetrics(shard int) *metrics {
 		Name: "cube_requests_total", Help: "Seek requests served, by protocol and result.",
 	}, []string{"protocol", "result"})
 	m := &metrics{
-		reg:     reg,
-		rpcOK:   reqs.WithLabelValues("baidu_std", "ok"),
-		rpcErr:  reqs.WithLabelValues("baidu_std", "error"),
-		httpOK:  reqs.WithLabelValues("http", "ok"),
-		httpErr: reqs.WithLabelValues("http", "error"),
+		reg:         reg,
+		rpcOK:       reqs.WithLabelValues("baidu_std", "ok"),
+		rpcErr:      reqs.WithLabelValues("baidu_std", "error"),
+		httpOK:      reqs.WithLabelValues("http", "ok"),
+		httpErr:     reqs.WithLabelValues("http", "error"),
+		rpcTooMany:  reqs.WithLabelValues("baidu_std", "too_many_keys"),
+		httpTooMany: reqs.WithLabelValues("http", "too_many_keys"),
+		closedConns: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "cube_connections_closed_total",
+			Help: "Connections closed by the server, by reason: silent (no first bytes within --header-timeout), idle (--idle-timeout), slow_frame (--read-timeout), slow_write (--write-timeout), memory (--max-inflight-bytes), bad_frame, error.",
+		}, []string{"reason"}),
+		acceptErrors: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "cube_accept_errors_total", Help: "Failed accepts (e.g. out of file descriptors), each retried after a backoff."}),
+		dictFaults: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "cube_dict_faults_total", Help: "Dictionary versions retired because reading their mapping faulted (file truncated in place)."}),
 		keys: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "cube_keys_total", Help: "Keys looked up."}),
 		misses: prometheus.NewCounter(prometheus.CounterOpts{
@@ -64,8 +80,11 @@ func newMetrics(shard int) *metrics {
 		agentOps: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "cube_agent_operations_total", Help: "Agent prepare/commit/abort outcomes."}, []string{"op", "result"}),
 	}
+	inflightGauge := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "cube_inflight_frame_bytes", Help: "Bytes of baidu_std frame bodies counted against --max-inflight-bytes."}, inflight)
 	f.MustRegister(reqs, m.keys, m.misses, m.longValues, m.latency.(prometheus.Histogram), m.conns,
-		m.rejectedConns, m.badFrames, m.info, m.mapped, m.dictKeys, m.swapCount, m.agentOps)
+		m.rejectedConns, m.badFrames, m.info, m.mapped, m.dictKeys, m.swapCount, m.agentOps,
+		m.closedConns, m.acceptErrors, m.dictFaults, inflightGauge)
 	return m
 }
 

@@ -11,10 +11,13 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"runtime/debug"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/elasticctr/terraform-provider-ctr/cube/layout"
 	"github.com/elasticctr/terraform-provider-ctr/cube/proto"
 )
 
@@ -27,12 +30,37 @@ type Options struct {
 	// MaxFrameSize bounds a baidu_std frame body in bytes. If 0, it
 	// defaults to 64 MiB (brpc's max_body_size default).
 	MaxFrameSize int
-	// MaxKeys bounds the keys of one seek request. If 0, it defaults to
-	// 100,000 (Paddle Serving sends about 1,000).
+	// MaxKeys, if > 0, refuses seek requests with more keys (baidu_std:
+	// EREQUEST, which brpc does not retry; HTTP: 400). 0, the default, means
+	// no limit, as in Paddle's cube: a request's memory is then bounded by
+	// MaxFrameSize, MaxInflightBytes and a response that grows with what it
+	// returns.
 	MaxKeys int
 	// MaxConns bounds concurrent client connections; more are closed at
 	// accept. If 0, it defaults to 10,000.
 	MaxConns int
+	// MaxInflightBytes bounds the memory of baidu_std frame bodies being read
+	// and served, across all connections, beyond the first FreeFrameBytes of
+	// each; a frame that would exceed it closes its connection. If 0, it
+	// defaults to 256 MiB (four frames of the default MaxFrameSize).
+	MaxInflightBytes int64
+	// HeaderTimeout bounds the wait for a new connection's first four bytes
+	// and for an HTTP request's header. If 0, it defaults to 10s.
+	HeaderTimeout time.Duration
+	// ReadTimeout bounds reading one request once its first byte arrived: a
+	// whole baidu_std frame, or an HTTP request with its body. If 0, it
+	// defaults to 30s.
+	ReadTimeout time.Duration
+	// WriteTimeout bounds writing one response. If 0, it defaults to 30s.
+	WriteTimeout time.Duration
+	// IdleTimeout closes a connection that waits this long for its next
+	// request. If 0, it defaults to 5 minutes: brpc clients keep one
+	// connection per server and reconnect on demand, so only idle peers
+	// notice.
+	IdleTimeout time.Duration
+	// MaxHeaderBytes bounds an HTTP request's header. If 0, it defaults to
+	// 64 KiB.
+	MaxHeaderBytes int
 	// MaxValueSize, if > 0, answers values larger than it as misses, as
 	// Paddle's cube does with its fixed 1,024-byte buffer. 0 means no limit.
 	MaxValueSize int
@@ -66,8 +94,18 @@ func (o *Options) defaults() {
 	if o.MaxFrameSize <= 0 {
 		o.MaxFrameSize = 64 << 20
 	}
-	if o.MaxKeys <= 0 {
-		o.MaxKeys = 100_000
+	if o.MaxKeys < 0 {
+		o.MaxKeys = 0
+	}
+	if o.MaxInflightBytes <= 0 {
+		o.MaxInflightBytes = 256 << 20
+	}
+	o.HeaderTimeout = orDefault(o.HeaderTimeout, 10*time.Second)
+	o.ReadTimeout = orDefault(o.ReadTimeout, 30*time.Second)
+	o.WriteTimeout = orDefault(o.WriteTimeout, 30*time.Second)
+	o.IdleTimeout = orDefault(o.IdleTimeout, 5*time.Minute)
+	if o.MaxHeaderBytes <= 0 {
+		o.MaxHeaderBytes = 64 << 10
 	}
 	if o.MaxConns <= 0 {
 		o.MaxConns = 10_000
@@ -83,8 +121,21 @@ func (o *Options) defaults() {
 	}
 }
 
-// sniffTimeout bounds the wait for a new connection's first four bytes.
-const sniffTimeout = 30 * time.Second
+func orDefault(d, def time.Duration) time.Duration {
+	if d <= 0 {
+		return def
+	}
+	return d
+}
+
+// FreeFrameBytes of each baidu_std connection's body buffer are not counted
+// against Options.MaxInflightBytes (a 1,000-key request is about 10 KB), so
+// ordinary requests never wait on hostile ones; MaxConns bounds their sum.
+const FreeFrameBytes = 16 << 10
+
+// connReadBuffer is the read buffer of each connection; small, because
+// thousands of idle connections each hold one.
+const connReadBuffer = 16 << 10
 
 // Server serves one shard.
 type Server struct {
@@ -97,7 +148,10 @@ type Server struct {
 	httpSrv *http.Server
 	httpLn  *chanListener
 
-	handlers sync.WaitGroup // connection handlers (HTTP ones return after handing off)
+	handlers sync.WaitGroup          // connection handlers (HTTP ones return after handing off)
+	inflight byteBudget              // baidu_std body bytes beyond FreeFrameBytes per connection
+	stopping atomic.Bool             // set by Shutdown before it expires the baidu_std read deadlines
+	faulted  atomic.Pointer[version] // the last version whose mapping faulted; never read again
 
 	mu     sync.Mutex
 	ln     net.Listener
@@ -114,10 +168,11 @@ func New(opts Options) (*Server, error) {
 	s := &Server{
 		opts:  opts,
 		store: store{dataDir: opts.DataDir, shard: opts.Shard, inMemory: opts.InMemory},
-		m:     newMetrics(opts.Shard),
 		log:   opts.Log.With("shard", opts.Shard),
 		conns: map[net.Conn]bool{},
 	}
+	s.inflight.max = opts.MaxInflightBytes
+	s.m = newMetrics(opts.Shard, func() float64 { return float64(s.inflight.used.Load()) })
 	s.store.onChange = s.dictChanged
 	if opts.Agent {
 		a, err := newAgent(s)
@@ -146,7 +201,15 @@ func New(opts Options) (*Server, error) {
 		s.log.Error("dictionary load problem", "err", err)
 	}
 	s.httpLn = newChanListener()
-	s.httpSrv = &http.Server{Handler: s.httpHandler(), ReadHeaderTimeout: 10 * time.Second}
+	s.httpSrv = &http.Server{
+		Handler:           s.httpHandler(),
+		ReadHeaderTimeout: opts.HeaderTimeout,
+		ReadTimeout:       opts.ReadTimeout,
+		WriteTimeout:      opts.WriteTimeout,
+		IdleTimeout:       opts.IdleTimeout,
+		MaxHeaderBytes:    opts.MaxHeaderBytes,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
+	}
 	return s, err
 }
 
@@ -180,6 +243,7 @@ func (s *Server) Serve(ln net.Listener) error {
 			s.log.Error("http server stopped", "err", err)
 		}
 	}()
+	var delay time.Duration
 	for {
 		c, err := ln.Accept()
 		if err != nil {
@@ -189,13 +253,19 @@ func (s *Server) Serve(ln net.Listener) error {
 			if closed {
 				return nil
 			}
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				time.Sleep(10 * time.Millisecond)
-				continue
+			if errors.Is(err, net.ErrClosed) {
+				return err
 			}
-			return err
+			// Out of descriptors (EMFILE), memory, or a transient network
+			// error: the pending connection waits in the backlog while the
+			// connections we serve finish, so back off and try again.
+			delay = min(max(2*delay, 5*time.Millisecond), time.Second)
+			s.m.acceptErrors.Inc()
+			s.log.Warn("accept failed; retrying", "err", err, "retry_in", delay.String())
+			time.Sleep(delay)
+			continue
 		}
+		delay = 0
 		if !s.track(c) {
 			s.m.rejectedConns.Inc()
 			c.Close()
@@ -242,6 +312,7 @@ func (s *Server) Close() error {
 // by http.Server.Shutdown), and closes what is left when ctx ends. The
 // dictionaries are released last.
 func (s *Server) Shutdown(ctx context.Context) error {
+	s.stopping.Store(true)
 	s.mu.Lock()
 	s.closed = true
 	ln := s.ln
@@ -279,13 +350,14 @@ func (s *Server) Shutdown(ctx context.Context) error {
 }
 
 func (s *Server) handleConn(c net.Conn) {
-	br := bufio.NewReaderSize(c, 64<<10)
+	br := bufio.NewReaderSize(c, connReadBuffer)
 	// A peer that connects and stays silent must not hold a connection
 	// slot forever; after sniffing, the protocols manage their own time.
-	_ = c.SetReadDeadline(time.Now().Add(sniffTimeout))
+	_ = c.SetReadDeadline(time.Now().Add(s.opts.HeaderTimeout))
 	head, err := br.Peek(4)
 	_ = c.SetReadDeadline(time.Time{})
 	if err != nil {
+		s.closedConn(c, err, "silent")
 		s.untrack(c)
 		c.Close()
 		return
@@ -305,48 +377,126 @@ func (s *Server) handleConn(c net.Conn) {
 	s.httpLn.push(&sniffedConn{Conn: c, r: br, onClose: func() { s.untrack(c) }})
 }
 
-// serveRPC answers frames in order until the peer closes or sends a frame it
-// cannot parse; such a frame closes this connection only. Responses are
-// flushed when no further request is already buffered, so pipelined requests
-// share a write.
+// serveRPC answers frames in order until the peer closes, stays idle longer
+// than IdleTimeout, takes longer than ReadTimeout to send a frame it started,
+// does not take a response within WriteTimeout, or sends a frame it cannot
+// parse; each of these closes this connection only. Responses are flushed
+// when no further request is already buffered, so pipelined requests share a
+// write.
 func (s *Server) serveRPC(c net.Conn, br *bufio.Reader) {
-	bw := bufio.NewWriterSize(c, 64<<10)
 	var (
-		f    proto.Frame
-		buf  []byte
-		keys = make([]uint64, 0, 1024)
-		out  = make([]byte, 0, 64<<10)
-		err  error
+		bw       *bufio.Writer // made on the first pipelined response
+		f        proto.Frame
+		buf      []byte
+		reserved int64 // bytes of buf's capacity taken from s.inflight
+		keys     []uint64
+		out      []byte
+		err      error
 	)
+	defer func() { s.inflight.give(reserved) }()
+	grow := func(newCap int) error {
+		need := max(0, int64(newCap)-FreeFrameBytes) - reserved
+		if need <= 0 {
+			return nil
+		}
+		if !s.inflight.take(need) {
+			return errInflight
+		}
+		reserved += need
+		return nil
+	}
 	for {
-		buf, err = proto.ReadFrame(br, buf, s.opts.MaxFrameSize, &f)
+		if err := s.awaitFrame(c, br); err != nil {
+			s.closedConn(c, err, "idle")
+			return
+		}
+		s.setReadDeadline(c, s.opts.ReadTimeout)
+		buf, err = proto.ReadFrameFunc(br, buf, s.opts.MaxFrameSize, &f, grow)
 		if err != nil {
-			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
-				s.m.badFrames.Inc()
-				s.log.Debug("closing baidu_std connection", "remote", c.RemoteAddr().String(), "err", err)
-			}
+			s.closedConn(c, err, "slow_frame")
 			return
 		}
 		out, keys = s.handleRPC(out[:0], &f, keys)
-		if br.Buffered() == 0 && bw.Buffered() == 0 {
+		_ = c.SetWriteDeadline(time.Now().Add(s.opts.WriteTimeout))
+		if br.Buffered() == 0 && (bw == nil || bw.Buffered() == 0) {
 			// Nothing else queued: write the response without copying it.
 			if _, err := c.Write(out); err != nil {
+				s.closedConn(c, err, "slow_write")
 				return
 			}
 		} else {
+			if bw == nil {
+				bw = bufio.NewWriterSize(c, 64<<10)
+			}
 			if _, err := bw.Write(out); err != nil {
+				s.closedConn(c, err, "slow_write")
 				return
 			}
 			if br.Buffered() == 0 {
 				if err := bw.Flush(); err != nil {
+					s.closedConn(c, err, "slow_write")
 					return
 				}
 			}
 		}
-		if cap(out) > 8<<20 { // do not keep one huge response's buffer forever
-			out = make([]byte, 0, 64<<10)
+		// Keep small buffers for the next request; give large ones back.
+		if cap(buf) > FreeFrameBytes {
+			buf = nil
+			s.inflight.give(reserved)
+			reserved = 0
+		}
+		if cap(out) > 8<<20 {
+			out = nil
+		}
+		if cap(keys) > 1<<20 {
+			keys = nil
 		}
 	}
+}
+
+// awaitFrame waits up to IdleTimeout for the first byte of the next frame.
+func (s *Server) awaitFrame(c net.Conn, br *bufio.Reader) error {
+	if br.Buffered() > 0 {
+		return nil
+	}
+	s.setReadDeadline(c, s.opts.IdleTimeout)
+	_, err := br.Peek(1)
+	return err
+}
+
+// setReadDeadline sets c's read deadline d from now, unless Shutdown has
+// begun: it expires the deadlines of baidu_std connections once, and one set
+// after that would undo it. Frames already buffered are still answered.
+func (s *Server) setReadDeadline(c net.Conn, d time.Duration) {
+	_ = c.SetReadDeadline(time.Now().Add(d))
+	if s.stopping.Load() {
+		_ = c.SetReadDeadline(time.Now())
+	}
+}
+
+var errInflight = errors.New("baidu_std: frame bodies in flight exceed --max-inflight-bytes")
+
+// closedConn counts and logs why a connection is closed; a clean close by
+// the peer or by Shutdown is not counted. timeoutReason names a deadline
+// that expired.
+func (s *Server) closedConn(c net.Conn, err error, timeoutReason string) {
+	reason := ""
+	var ne net.Error
+	switch {
+	case errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) || s.stopping.Load():
+		return
+	case errors.Is(err, errInflight):
+		reason = "memory"
+	case errors.As(err, &ne) && ne.Timeout():
+		reason = timeoutReason
+	case timeoutReason == "slow_frame":
+		s.m.badFrames.Inc()
+		reason = "bad_frame"
+	default:
+		reason = "error"
+	}
+	s.m.closedConns.WithLabelValues(reason).Inc()
+	s.log.Debug("closing connection", "remote", c.RemoteAddr().String(), "reason", reason, "err", err)
 }
 
 func (s *Server) handleRPC(out []byte, f *proto.Frame, keys []uint64) ([]byte, []uint64) {
@@ -376,19 +526,42 @@ func (s *Server) handleRPC(out []byte, f *proto.Frame, keys []uint64) ([]byte, [
 		return fail(proto.EREQUEST, "fail to parse rec.mcube.DictRequest: %v", err)
 	}
 	if tooMany {
-		return fail(proto.ELIMIT, "more than %d keys in one request (--max-keys)", s.opts.MaxKeys)
+		// EREQUEST, not ELIMIT: brpc retries ELIMIT, and after the retries
+		// Paddle's cube-api would serve this shard's keys as empty values.
+		s.m.rpcTooMany.Inc()
+		resp.ErrorCode = proto.EREQUEST
+		resp.ErrorText = fmt.Appendf(nil, "more than %d keys in one request (cube server --max-keys %d)", s.opts.MaxKeys, s.opts.MaxKeys)
+		return proto.AppendFrame(out, &resp, nil), keys
 	}
+	begin := len(out)
 	out, fstart, metaSize := proto.BeginFrame(out, &resp)
-	out = s.seek(out, keys, versionRequired)
+	out, err = s.seek(out, keys, versionRequired)
+	if err != nil {
+		out = out[:begin] // never a partial response
+		return fail(proto.ELOGOFF, "%v", err)
+	}
 	out = proto.FinishFrame(out, fstart, metaSize)
 	s.m.rpcOK.Inc()
 	s.m.latency.Observe(time.Since(start).Seconds())
 	return out, keys
 }
 
-// seek appends the DictResponse for keys to out.
-func (s *Server) seek(out []byte, keys []uint64, versionRequired bool) []byte {
+// seek appends the DictResponse for keys to out. The response grows with
+// what it returns: it reserves one miss per key (12 bytes, the least a key
+// can cost) and grows as values are found, so a request of keys that all
+// miss costs its size in misses, whatever the dictionary's largest value.
+//
+// If the dictionary's mapping faults (its file was truncated under the
+// server), seek returns an error and out holds a partial response the caller
+// must drop; see dictFaulted.
+func (s *Server) seek(out []byte, keys []uint64, versionRequired bool) ([]byte, error) {
 	v := s.store.acquire()
+	if v != nil {
+		defer v.release()
+		if v == s.faulted.Load() {
+			return out, s.faultError(v)
+		}
+	}
 	misses := 0
 	if v == nil {
 		for range keys {
@@ -396,25 +569,12 @@ func (s *Server) seek(out []byte, keys []uint64, versionRequired bool) []byte {
 		}
 		misses = len(keys)
 	} else {
-		maxv := s.opts.MaxValueSize
-		long := 0
-		// Reserve the whole response up front (values up to 16 KiB) so the
-		// appends below never reallocate.
-		if mv := v.d.MaxValueSize(); mv <= 16<<10 {
-			out = slices.Grow(out, len(keys)*(mv+12))
+		out = slices.Grow(out, len(keys)*missSize)
+		var long int
+		var err error
+		if out, misses, long, err = s.lookup(out, v, keys); err != nil {
+			return out, err
 		}
-		v.d.LookupBatch(keys, func(_ int, val []byte, ok bool) {
-			if ok && maxv > 0 && len(val) > maxv {
-				long++
-				ok = false
-			}
-			if !ok {
-				misses++
-				out = proto.AppendDictMiss(out)
-				return
-			}
-			out = proto.AppendDictValue(out, 0, val)
-		})
 		if long > 0 {
 			s.m.longValues.Add(float64(long))
 		}
@@ -426,14 +586,126 @@ func (s *Server) seek(out []byte, keys []uint64, versionRequired bool) []byte {
 		}
 		out = proto.AppendDictVersion(out, name)
 	}
-	if v != nil {
-		v.release()
-	}
 	s.m.keys.Add(float64(len(keys)))
 	if misses > 0 {
 		s.m.misses.Add(float64(misses))
 	}
-	return out
+	return out, nil
+}
+
+// missSize is the encoded size of one missing key's DictValue.
+var missSize = len(proto.AppendDictMiss(nil))
+
+// lookup appends v's values for keys to out. It reads the dictionary's
+// mapping with the runtime's panic-on-fault enabled: when the file was
+// truncated in place, touching a page past its new end raises SIGBUS, which
+// would otherwise kill the process. The fault is recovered here and reported
+// as an error.
+func (s *Server) lookup(out []byte, v *version, keys []uint64) (_ []byte, misses, long int, err error) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if r := recover(); r != nil {
+			// Only memory faults carry an address; anything else is a bug
+			// that must not be swallowed.
+			fault, ok := r.(interface{ Addr() uintptr })
+			if !ok {
+				panic(r)
+			}
+			err = s.dictFaulted(v, fault.Addr())
+		}
+	}()
+	maxv := s.opts.MaxValueSize
+	v.d.LookupBatch(keys, func(_ int, val []byte, ok bool) {
+		if ok && maxv > 0 && len(val) > maxv {
+			long++
+			ok = false
+		}
+		if !ok {
+			misses++
+			out = proto.AppendDictMiss(out)
+			return
+		}
+		out = proto.AppendDictValue(out, 0, val)
+	})
+	return out, misses, long, nil
+}
+
+// faultError is what a request reading a faulted version is answered.
+func (s *Server) faultError(v *version) error {
+	return fmt.Errorf("shard %d: dictionary version %q became unreadable (its file %q was truncated or replaced in place); retry another replica",
+		s.opts.Shard, v.name, v.d.Path())
+}
+
+// dictFaulted handles a fault in v's mapping: the first request to see it
+// logs and counts it and retires v in the background; every request that
+// reads v from then on is refused without touching the mapping.
+func (s *Server) dictFaulted(v *version, addr uintptr) error {
+	if s.faulted.Swap(v) != v {
+		s.m.dictFaults.Inc()
+		s.log.Error("dictionary mapping faulted; no longer serving it", "version", v.name, "path", v.d.Path(),
+			"fault_addr", fmt.Sprintf("%#x", addr))
+		go s.retire(v)
+	}
+	return s.faultError(v)
+}
+
+// retire stops serving a faulted version: it leaves the background slot, and
+// the current slot falls back to the newest older version on disk whose
+// file still opens and passes its checksums, or, with none, to no dictionary
+// (every key a miss, /readyz 503) -- the same choice a restart would make.
+func (s *Server) retire(v *version) {
+	s.store.mu.Lock()
+	defer s.store.mu.Unlock()
+	if s.store.bg.Load() == v {
+		s.store.bgUnload()
+	}
+	if s.store.cur.Load() != v {
+		return
+	}
+	next := s.fallback(v.name)
+	s.store.setCurrent(next)
+	if next != nil {
+		s.log.Warn("serving an older version after a fault", "faulted", v.name, "version", next.name)
+	} else {
+		s.log.Warn("serving every key as a miss after a fault: no older complete version opens", "faulted", v.name)
+	}
+}
+
+// fallback opens the newest complete version older than faulted, or returns
+// nil.
+func (s *Server) fallback(faulted string) *version {
+	vs, err := layout.Versions(s.opts.DataDir)
+	if err != nil {
+		s.log.Error("fallback after a fault", "err", err)
+		return nil
+	}
+	i := slices.Index(vs, faulted)
+	if i < 0 {
+		i = len(vs)
+	}
+	for j := i - 1; j >= 0; j-- {
+		if nv, err := s.openGuarded(vs[j]); err == nil {
+			return nv
+		} else {
+			s.log.Warn("fallback candidate refused", "version", vs[j], "err", err)
+		}
+	}
+	return nil
+}
+
+// openGuarded opens a version with faults recovered: the checksum pass reads
+// the whole mapping, and its file may be truncated meanwhile too.
+func (s *Server) openGuarded(name string) (v *version, err error) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if r := recover(); r != nil {
+			if _, ok := r.(interface{ Addr() uintptr }); !ok {
+				panic(r)
+			}
+			v, err = nil, fmt.Errorf("version %q: mapping faulted while verifying it", name)
+		}
+	}()
+	return s.store.open(name)
 }
 
 // sniffedConn replays the bytes read while sniffing.
@@ -485,3 +757,28 @@ func (l *chanListener) Close() error {
 }
 
 func (l *chanListener) Addr() net.Addr { return &net.TCPAddr{} }
+
+// byteBudget is a counter of bytes taken from a fixed allowance; take never
+// blocks, so a full budget refuses at once instead of stalling a reader.
+type byteBudget struct {
+	used atomic.Int64
+	max  int64
+}
+
+func (b *byteBudget) take(n int64) bool {
+	for {
+		u := b.used.Load()
+		if u+n > b.max {
+			return false
+		}
+		if b.used.CompareAndSwap(u, u+n) {
+			return true
+		}
+	}
+}
+
+func (b *byteBudget) give(n int64) {
+	if n > 0 {
+		b.used.Add(-n)
+	}
+}

@@ -17,6 +17,11 @@ import (
 // serve builds one shard of n keys with 40-byte values and serves it on a
 // loopback port.
 func serve(tb testing.TB, n int) (*Server, string) {
+	return serveWith(tb, n, nil)
+}
+
+// serveWith is serve with options adjusted by set (if not nil).
+func serveWith(tb testing.TB, n int, set func(*Options)) (*Server, string) {
 	tb.Helper()
 	dir := tb.TempDir()
 	in := filepath.Join(dir, "in")
@@ -33,7 +38,17 @@ func serve(tb testing.TB, n int) (*Server, string) {
 	if _, err := build.Build(build.Options{Input: in, Output: filepath.Join(dir, "data"), Shards: 1, Dict: "d"}); err != nil {
 		tb.Fatal(err)
 	}
-	srv, err := New(Options{DataDir: filepath.Join(dir, "data")})
+	opts := Options{DataDir: filepath.Join(dir, "data")}
+	if set != nil {
+		set(&opts)
+	}
+	return serveOpts(tb, opts)
+}
+
+// serveOpts serves opts.DataDir on a loopback port until the test ends.
+func serveOpts(tb testing.TB, opts Options) (*Server, string) {
+	tb.Helper()
+	srv, err := New(opts)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -147,7 +162,11 @@ func TestSwapRace(t *testing.T) {
 					return
 				default:
 				}
-				out = srv.seek(out[:0], keys, true)
+				var err error
+				if out, err = srv.seek(out[:0], keys, true); err != nil {
+					done <- err
+					return
+				}
 				vals, _, err := proto.DecodeDictResponse(out, nil)
 				if err != nil || len(vals) != 4 || vals[3].Status != proto.StatusMiss {
 					done <- err

@@ -3,6 +3,7 @@ package server
 import (
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -195,8 +196,13 @@ func (s *store) scheduledFor() (string, time.Time, bool) {
 // open maps and verifies shard s.shard of a version. A file failing its
 // checksums is refused here, before it can replace anything.
 func (s *store) open(name string) (*version, error) {
-	if name == "" || strings.ContainsAny(name, `/\`) || name == "." || name == ".." {
-		return nil, fmt.Errorf("bad version %q", name)
+	// Only published versions: a name as the builder gives them (no
+	// ".tmp-*" build in progress, no path) whose directory is complete.
+	if _, _, ok := layout.ParseVersion(name); !ok || strings.ContainsAny(name, `/\`) {
+		return nil, fmt.Errorf("bad version %q: not a published version name (<unix seconds> or <depend>_<unix seconds>)", name)
+	}
+	if _, err := os.Stat(filepath.Join(s.dataDir, name, layout.ManifestName)); err != nil {
+		return nil, fmt.Errorf("version %q is not published (no %s): %w", name, layout.ManifestName, err)
 	}
 	path := filepath.Join(s.dataDir, name, layout.ShardFile(s.shard))
 	d, err := dict.Open(path, dict.Options{InMemory: s.inMemory})

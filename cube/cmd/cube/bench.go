@@ -14,6 +14,9 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	if len(args) > 0 && args[0] == "rollout" {
 		return runBenchRollout(args[1:], stdout, stderr)
 	}
+	if len(args) > 0 && args[0] == "hostile" {
+		return runBenchHostile(args[1:], stdout, stderr)
+	}
 	fs := flags("bench", "--against redis --keys N --value-size B --batch K --duration D", stdout, stderr)
 	var o bench.Options
 	fs.StringVar(&o.Against, "against", "redis", "competitor: `redis` (Debian's redis-server, started on 127.0.0.1)")
@@ -41,4 +44,23 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	return bench.Run(ctx, o, stdout)
+}
+
+func runBenchHostile(args []string, stdout, stderr io.Writer) error {
+	fs := flags("bench hostile", "[--conns N] [--duration D] [-- SERVER FLAGS...]", stdout, stderr)
+	var o bench.HostileOptions
+	fs.IntVar(&o.Conns, "conns", 2400, "hostile connections `N` held open (a quarter each: half-sent baidu_std headers, slowloris HTTP, idle keep-alives, 64 MiB-declared frames); lowered to fit RLIMIT_NOFILE")
+	fs.IntVar(&o.Keys, "keys", 100_000, "distinct keys `N` in the dictionary")
+	fs.IntVar(&o.ValueSize, "value-size", 40, "value size in `bytes` (>= 8)")
+	fs.IntVar(&o.Batch, "batch", 1000, "keys per request `K` of the normal client")
+	fs.DurationVar(&o.Duration, "duration", 5e9, "measuring time `D` of each phase (alone, then with the hostile connections)")
+	fs.StringVar(&o.WorkDir, "work-dir", "", "keep generated data in this `directory` (default: a removed temp dir)")
+	fs.StringVar(&o.CubeBinary, "server-binary", "", "run this cube `binary` as the server (default: this one), e.g. an older build to compare")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	o.ServerArgs = fs.Args() // after "--": extra "cube server" flags
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return bench.RunHostile(ctx, o, stdout)
 }

@@ -43,7 +43,7 @@ func commands() []command {
 		{"transfer", "watch a donefile, build, and roll versions out to every replica in two phases", runTransfer},
 		{"fileserver", "serve a model-output directory over HTTP (listings, HEAD, Range)", runFileserver},
 		{"seek", "look keys up through cube.conf or one server", runSeek},
-		{"bench", "benchmark a cube server against Redis MGET; \"bench rollout\" measures rollouts under load", runBench},
+		{"bench", "benchmark a cube server against Redis MGET; \"bench rollout\" measures rollouts under load, \"bench hostile\" latency under hostile connections", runBench},
 		{"demo", "run the whole pipeline on this machine: data, file server, transfer, shards, lookups, a rollout under load", runDemo},
 		{"version", "print the version", runVersion},
 	}
@@ -165,8 +165,14 @@ func runServer(args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&o.Shard, "shard", 0, "shard index `I` to serve")
 	listen := fs.String("listen", "127.0.0.1:8027", "`HOST:PORT` for baidu_std and HTTP")
 	fs.IntVar(&o.MaxFrameSize, "max-frame-size", 64<<20, "largest baidu_std frame body in `bytes`")
-	fs.IntVar(&o.MaxKeys, "max-keys", 100_000, "most keys in one seek request")
+	fs.IntVar(&o.MaxKeys, "max-keys", 0, "refuse seek requests with more keys (baidu_std: error 1003 EREQUEST, not retried by brpc; HTTP: 400); 0 = no limit, as Paddle's cube")
 	fs.IntVar(&o.MaxConns, "max-conns", 10_000, "most concurrent client connections")
+	fs.Int64Var(&o.MaxInflightBytes, "max-inflight-bytes", 256<<20, "most `bytes` of baidu_std frame bodies being read and served across all connections, beyond 16 KiB each; a frame over it closes its connection")
+	fs.DurationVar(&o.HeaderTimeout, "header-timeout", 10*time.Second, "a new connection's first bytes and an HTTP request's header must arrive within this")
+	fs.DurationVar(&o.ReadTimeout, "read-timeout", 30*time.Second, "a baidu_std frame (or an HTTP request with its body) must arrive within this once its first byte has")
+	fs.DurationVar(&o.WriteTimeout, "write-timeout", 30*time.Second, "a response must be written within this")
+	fs.DurationVar(&o.IdleTimeout, "idle-timeout", 5*time.Minute, "close a connection that sends no request for this long")
+	fs.IntVar(&o.MaxHeaderBytes, "max-header-bytes", 64<<10, "largest HTTP request header in `bytes`")
 	fs.IntVar(&o.MaxValueSize, "max-value-size", 0, "answer values larger than this many `bytes` as misses (1024 = Paddle's cube; 0 = no limit)")
 	fs.BoolVar(&o.InMemory, "in-memory", false, "copy dictionaries into huge-page-backed memory instead of serving them from a read-only file mapping")
 	tokenFile := fs.String("control-token-file", "", "require \"Authorization: Bearer <token>\" on /ControlService/cmd and /agent/*, the token read from this `file` or from $CUBE_CONTROL_TOKEN (default: no auth on /ControlService/cmd, as Paddle's agent expects)")
