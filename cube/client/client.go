@@ -202,6 +202,28 @@ func (c *Client) Close() {
 // fails its keys are marked Failed and the error says so. The version is the
 // greatest version string any shard reported, as in cube-api.
 func (c *Client) Seek(ctx context.Context, keys []uint64) ([]Result, string, error) {
+	results, answers, err := c.SeekShards(ctx, keys)
+	version := ""
+	for _, a := range answers {
+		version = max(version, a.Version)
+	}
+	return results, version, err
+}
+
+// ShardAnswer says how one shard answered a SeekShards call.
+type ShardAnswer struct {
+	Shard   int
+	Replica string // the replica that answered; "" if every attempt failed
+	Version string // the version it answered from
+	Err     error
+}
+
+// SeekShards is Seek that also reports, per shard asked, which replica
+// answered and from which version: what a caller needs to see versions mix
+// across shards or a shard's replicas disagree. It fans out exactly as
+// Paddle's cube-api does: one request per shard, replicas in turn, no
+// version checks.
+func (c *Client) SeekShards(ctx context.Context, keys []uint64) ([]Result, []ShardAnswer, error) {
 	n := uint64(len(c.shards))
 	perShard := make([][]uint64, n)
 	pos := make([][]int, n)
@@ -211,26 +233,25 @@ func (c *Client) Seek(ctx context.Context, keys []uint64) ([]Result, string, err
 		pos[s] = append(pos[s], i)
 	}
 	results := make([]Result, len(keys))
+	var answers []ShardAnswer
 	var (
 		wg       sync.WaitGroup
 		mu       sync.Mutex
 		failed   int
-		asked    int
-		version  string
 		firstErr error
 	)
 	for s := range perShard {
 		if len(perShard[s]) == 0 {
 			continue
 		}
-		asked++
 		wg.Add(1)
 		go func(s int) {
 			defer wg.Done()
-			vals, ver, err := c.seekShard(ctx, s, perShard[s])
+			vals, ver, idx, err := c.seekShardFrom(ctx, s, perShard[s], int(c.rr.Add(1)))
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
+				answers = append(answers, ShardAnswer{Shard: s, Err: err})
 				failed++
 				if firstErr == nil {
 					firstErr = fmt.Errorf("shard %d: %w", s, err)
@@ -240,7 +261,7 @@ func (c *Client) Seek(ctx context.Context, keys []uint64) ([]Result, string, err
 				}
 				return
 			}
-			version = max(version, ver)
+			answers = append(answers, ShardAnswer{Shard: s, Replica: c.shards[s][idx], Version: ver})
 			for j, p := range pos[s] {
 				results[p] = Result{Status: vals[j].Status, Value: vals[j].Value}
 			}
@@ -249,17 +270,11 @@ func (c *Client) Seek(ctx context.Context, keys []uint64) ([]Result, string, err
 	wg.Wait()
 	switch {
 	case failed == 0:
-		return results, version, nil
-	case failed == asked:
-		return results, version, fmt.Errorf("%w: %w", ErrAllShardsFailed, firstErr)
+		return results, answers, nil
+	case failed == len(answers):
+		return results, answers, fmt.Errorf("%w: %w", ErrAllShardsFailed, firstErr)
 	}
-	return results, version, fmt.Errorf("%w: %w", ErrSomeShardsFailed, firstErr)
-}
-
-// seekShard asks one shard, moving to the next replica after a failure.
-func (c *Client) seekShard(ctx context.Context, shard int, keys []uint64) ([]proto.Value, string, error) {
-	vals, ver, _, err := c.seekShardFrom(ctx, shard, keys, int(c.rr.Add(1)))
-	return vals, ver, err
+	return results, answers, fmt.Errorf("%w: %w", ErrSomeShardsFailed, firstErr)
 }
 
 // seekShardFrom asks the shard's replicas in order from index first (modulo their number)

@@ -72,8 +72,9 @@ type Options struct {
 	// Backoff is the first pause between attempts, doubling. If 0, 200 ms.
 	Backoff time.Duration
 	// SwitchDelay is how far ahead of "now" the commit instant is set, so
-	// that every replica has the commit in hand before any switches. If 0,
-	// 100 ms.
+	// that every replica has the commit in hand before any switches: a
+	// commit that arrives late makes its replica switch late. If 0, 250 ms
+	// (100 ms was overrun by commits on a loaded 2-core machine).
 	SwitchDelay time.Duration
 	// RetryAfter is the first pause before retrying a failed rollout,
 	// doubling up to MaxRetryAfter. If 0, Poll.
@@ -132,7 +133,7 @@ func (o *Options) defaults() error {
 		o.BuildAttempts = 3
 	}
 	def(&o.Backoff, 200*time.Millisecond)
-	def(&o.SwitchDelay, 100*time.Millisecond)
+	def(&o.SwitchDelay, 250*time.Millisecond)
 	def(&o.RetryAfter, o.Poll)
 	def(&o.MaxRetryAfter, 5*time.Minute)
 	if o.Retries <= 0 {
@@ -266,6 +267,26 @@ func (t *Transfer) outputDir() string { return filepath.Join(t.opts.Work, "outpu
 func (t *Transfer) inputDir() string  { return filepath.Join(t.opts.Work, "input") }
 
 // save persists the state atomically; mu held.
+// decide persists the commit decision with the instant every replica will
+// switch at, SwitchDelay ahead. A replica whose commit arrives after the
+// instant switches late, and while it does a client can be answered the new
+// version by one replica and then the old one by its sibling; so if saving
+// the state (an fsync) ate half the delay, the instant is moved and saved
+// again before any replica has heard of it.
+func (t *Transfer) decide(log *slog.Logger, r *Rollout) error {
+	for attempt := 1; ; attempt++ {
+		r.CommitAt = time.Now().Add(t.opts.SwitchDelay).UnixMilli()
+		if err := t.update(func(s *State) { s.InFlight = r }); err != nil {
+			return err
+		}
+		left := time.Until(time.UnixMilli(r.CommitAt))
+		if left >= t.opts.SwitchDelay/2 || attempt == 3 {
+			return nil
+		}
+		log.Warn("saving the commit decision was slow; moving the switch instant", "left_ms", left.Milliseconds(), "attempt", attempt)
+	}
+}
+
 func (t *Transfer) save() error {
 	if len(t.state.History) > 100 {
 		t.state.History = t.state.History[len(t.state.History)-100:]
@@ -531,8 +552,7 @@ func (t *Transfer) rollout(ctx context.Context, r *Rollout) {
 		} else {
 			// The decision point: once persisted, the rollout only moves forward.
 			r.Phase = PhaseCommitting
-			r.CommitAt = time.Now().Add(t.opts.SwitchDelay).UnixMilli()
-			err = t.update(func(s *State) { s.InFlight = r })
+			err = t.decide(log, r)
 		}
 	}
 	if err == nil && r.Phase == PhaseCommitting {

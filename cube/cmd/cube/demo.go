@@ -167,7 +167,7 @@ func runBenchRollout(args []string, stdout, stderr io.Writer) error {
 	replicas := fs.Int("replicas", 2, "replicas `R` per shard")
 	rollouts := fs.Int("rollouts", 20, "consecutive rollouts `N` under load")
 	keys := fs.Int("keys", 100_000, "keys per version (40-byte values)")
-	workers := fs.Int("clients", 4, "concurrent lookup clients")
+	workers := fs.Int("clients", 2, "concurrent lookup clients of each kind (SeekConsistent, and fanning out as Paddle's cube-api)")
 	batch := fs.Int("batch", 100, "keys per lookup")
 	keep := fs.String("work-dir", "", "keep everything in this `directory` (default: a removed temp dir)")
 	if err := parse(fs, args); err != nil {
@@ -200,6 +200,8 @@ func runBenchRollout(args []string, stdout, stderr io.Writer) error {
 	defer cancel()
 	done := make(chan *pipeline.LoadStats, 1)
 	go func() { st, _ := c.Load(ctx, *workers, *batch); done <- st }()
+	paddleDone := make(chan *pipeline.PaddleStats, 1)
+	go func() { st, _ := c.LoadPaddle(ctx, *workers, *batch); paddleDone <- st }()
 	fmt.Fprintf(stdout, "%-4s %-12s %9s %9s %9s %9s %9s %9s %10s\n", "n", "version", "total_ms", "download", "build", "distrib", "load", "switch", "window_us")
 	var maxWindow int64
 	for i := 1; i <= *rollouts; i++ {
@@ -216,9 +218,16 @@ func runBenchRollout(args []string, stdout, stderr io.Writer) error {
 	}
 	time.Sleep(200 * time.Millisecond)
 	cancel()
-	st := <-done
-	fmt.Fprintf(stdout, "lookups: %d requests of %d keys, %d failed, %d mixed, %d first answers disagreed (re-asked) %s\n", st.Requests, *batch, st.Failed, st.Mixed, st.FirstMixed, st.FirstErr)
-	fmt.Fprintf(stdout, "rollout failed=%d mixed=%d window_ms=%.3f\n", st.Failed, st.Mixed, float64(maxWindow)/1000)
+	st, ps := <-done, <-paddleDone
+	ms := func(d time.Duration) string { return fmt.Sprintf("%.3f", float64(d)/float64(time.Millisecond)) }
+	fmt.Fprintf(stdout, "replicas' switch instants: largest spread %s ms (the transfer's view)\n", ms(time.Duration(maxWindow)*time.Microsecond))
+	fmt.Fprintf(stdout, "SeekConsistent client: %d requests of %d keys, %d failed, %d mixed, %d first answers disagreed (re-asked) %s\n",
+		st.Requests, *batch, st.Failed, st.Mixed, st.FirstMixed, st.FirstErr)
+	fmt.Fprintf(stdout, "Paddle-like client (fan-out, replicas in turn, no re-asks): %d requests of %d keys, %d failed, %d mixed batches, %d flip-backs, window p50 %s / p99 %s / max %s ms %s\n",
+		ps.Requests, *batch, ps.Failed, ps.Mixed, ps.FlipBacks, ms(pipeline.Percentile(ps.Windows, 50)), ms(pipeline.Percentile(ps.Windows, 99)), ms(ps.MaxWindow()), ps.FirstErr)
+	fmt.Fprintf(stdout, "latency: steady p50 %s / p99 %s ms; first request after a switch p50 %s / max %s ms (%d)\n",
+		ms(pipeline.Percentile(ps.Steady, 50)), ms(pipeline.Percentile(ps.Steady, 99)), ms(pipeline.Percentile(ps.FirstAfterSwitch, 50)), ms(pipeline.Percentile(ps.FirstAfterSwitch, 100)), len(ps.FirstAfterSwitch))
+	fmt.Fprintf(stdout, "rollout failed=%d mixed=%d window_ms=%s\n", ps.Failed+st.Failed, ps.Mixed, ms(ps.MaxWindow()))
 	return nil
 }
 

@@ -61,7 +61,7 @@ func runTransfer(args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&o.BuildAttempts, "build-attempts", 3, "builds of one version before it is marked failed (then only a newer donefile line is tried)")
 	fs.IntVar(&o.Retries, "retries", 3, "extra attempts of one call")
 	fs.DurationVar(&o.Backoff, "backoff", 200e6, "first pause between attempts (doubles, at most 5s)")
-	fs.DurationVar(&o.SwitchDelay, "switch-delay", 100e6, "replicas switch together this long after the commit is sent")
+	fs.DurationVar(&o.SwitchDelay, "switch-delay", 250e6, "replicas switch together this long after the commit decision: every replica serves each request arriving from that instant on from the new version")
 	fs.DurationVar(&o.RetryAfter, "retry-after", 0, "first pause before retrying a failed rollout (doubles, at most 5m; default --poll)")
 	fs.DurationVar(&o.MaxRetryAfter, "max-retry-after", 5*60e9, "longest pause between rollout attempts")
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn, error")
