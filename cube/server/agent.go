@@ -291,6 +291,9 @@ func (a *agent) prepare(ctx context.Context, req PrepareRequest) {
 			err = ctx.Err()
 		}
 		a.s.store.mu.Unlock()
+		if err == nil {
+			a.s.warmBackground() // before "prepared": no switch to a cold version
+		}
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()

@@ -152,6 +152,7 @@ type Server struct {
 	inflight byteBudget              // baidu_std body bytes beyond FreeFrameBytes per connection
 	stopping atomic.Bool             // set by Shutdown before it expires the baidu_std read deadlines
 	faulted  atomic.Pointer[version] // the last version whose mapping faulted; never read again
+	spare    chan *connBuffers       // buffers of closed baidu_std connections, for new ones (warm.go)
 
 	mu     sync.Mutex
 	ln     net.Listener
@@ -170,6 +171,7 @@ func New(opts Options) (*Server, error) {
 		store: store{dataDir: opts.DataDir, shard: opts.Shard, inMemory: opts.InMemory},
 		log:   opts.Log.With("shard", opts.Shard),
 		conns: map[net.Conn]bool{},
+		spare: make(chan *connBuffers, spareBuffers),
 	}
 	s.inflight.max = opts.MaxInflightBytes
 	s.m = newMetrics(opts.Shard, func() float64 { return float64(s.inflight.used.Load()) })
@@ -200,6 +202,7 @@ func New(opts Options) (*Server, error) {
 	if err != nil {
 		s.log.Error("dictionary load problem", "err", err)
 	}
+	s.warmCurrent()
 	s.httpLn = newChanListener()
 	s.httpSrv = &http.Server{
 		Handler:           s.httpHandler(),
@@ -389,11 +392,13 @@ func (s *Server) serveRPC(c net.Conn, br *bufio.Reader) {
 		f        proto.Frame
 		buf      []byte
 		reserved int64 // bytes of buf's capacity taken from s.inflight
-		keys     []uint64
-		out      []byte
 		err      error
+		cb       = s.buffers()
+		keys     = cb.keys
+		out      = cb.out
 	)
 	defer func() { s.inflight.give(reserved) }()
+	defer func() { cb.keys, cb.out = keys, out; s.keepBuffers(cb) }()
 	grow := func(newCap int) error {
 		need := max(0, int64(newCap)-FreeFrameBytes) - reserved
 		if need <= 0 {
