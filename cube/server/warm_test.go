@@ -2,6 +2,7 @@ package server
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/elasticctr/terraform-provider-ctr/cube/build"
 	"github.com/elasticctr/terraform-provider-ctr/cube/client"
+	"github.com/elasticctr/terraform-provider-ctr/cube/proto"
 	"github.com/elasticctr/terraform-provider-ctr/cube/seqfile"
 )
 
@@ -40,22 +42,7 @@ func minorFaults(t *testing.T, pid int) int64 {
 // fails on.
 func TestFirstRequestIsWarm(t *testing.T) {
 	const n = 400_000
-	dir := t.TempDir()
-	in := filepath.Join(dir, "in")
-	os.MkdirAll(in, 0o755)
-	f, _ := os.Create(filepath.Join(in, "part-0"))
-	w, _ := seqfile.NewWriter(f, [16]byte{1})
-	v := make([]byte, 40)
-	for k := range uint64(n) {
-		binary.LittleEndian.PutUint64(v, k)
-		w.Append(k, v)
-	}
-	w.Close()
-	f.Close()
-	if _, err := build.Build(build.Options{Input: in, Output: filepath.Join(dir, "data"), Shards: 1, Dict: "d"}); err != nil {
-		t.Fatal(err)
-	}
-	p := startCube(t, filepath.Join(dir, "data"))
+	p := startCube(t, buildData(t, n))
 	keys := make([]uint64, 25_000)
 	seed := uint64(7)
 	for i := range keys {
@@ -81,4 +68,55 @@ func TestFirstRequestIsWarm(t *testing.T) {
 	if first > 250 {
 		t.Fatalf("the first 25,000-key request made the server touch %d new pages; want it warm (< 250)", first)
 	}
+}
+
+// TestKeyLimitProcess: the cube binary accepts what Paddle's server accepts
+// by default (no per-request key limit), and with --max-keys refuses with
+// EREQUEST, which brpc does not retry (2004 ELIMIT is retried four times and
+// then becomes zero embeddings in Paddle's client).
+func TestKeyLimitProcess(t *testing.T) {
+	data := buildData(t, 1000)
+	keys := make([]uint64, 150_000)
+	for i := range keys {
+		keys[i] = uint64(i)
+	}
+	seek := func(p *cubeProc, keys []uint64) ([]proto.Value, error) {
+		c, err := client.Dial(p.addr, 2*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		vals, _, err := c.Seek(keys, false, time.Now().Add(10*time.Second))
+		return vals, err
+	}
+	if vals, err := seek(startCube(t, data), keys); err != nil || len(vals) != len(keys) || vals[999].Status != 0 || vals[1000].Status != proto.StatusMiss {
+		t.Fatalf("150,000 keys with the default flags: %d values, %v", len(vals), err)
+	}
+	_, err := seek(startCube(t, data, "--max-keys", "100000"), keys)
+	var rerr *client.RPCError
+	if !errors.As(err, &rerr) || rerr.Code != proto.EREQUEST || !strings.Contains(rerr.Text, "--max-keys") {
+		t.Fatalf("150,000 keys with --max-keys 100000: %v; want EREQUEST (%d) naming the flag", err, proto.EREQUEST)
+	}
+}
+
+// buildData builds a one-shard dictionary of keys 0..n-1 and returns its
+// data directory.
+func buildData(t *testing.T, n int) string {
+	t.Helper()
+	dir := t.TempDir()
+	in := filepath.Join(dir, "in")
+	os.MkdirAll(in, 0o755)
+	f, _ := os.Create(filepath.Join(in, "part-0"))
+	w, _ := seqfile.NewWriter(f, [16]byte{1})
+	v := make([]byte, 40)
+	for k := range uint64(n) {
+		binary.LittleEndian.PutUint64(v, k)
+		w.Append(k, v)
+	}
+	w.Close()
+	f.Close()
+	if _, err := build.Build(build.Options{Input: in, Output: filepath.Join(dir, "data"), Shards: 1, Dict: "d"}); err != nil {
+		t.Fatal(err)
+	}
+	return filepath.Join(dir, "data")
 }
