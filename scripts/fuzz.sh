@@ -12,6 +12,7 @@ targets=(
   "./cube/proto FuzzReadFrame"
   "./cube/proto FuzzDecodeDict"
   "./cube/donefile FuzzParse"
+  "./cube/server FuzzDecodeSeekJSON"
   "./internal/cceemu FuzzParseAuthString"
   "./internal/cceemu FuzzRouteBodies"
   "./internal/stack FuzzTrainingJobFromSettings"
