@@ -103,14 +103,14 @@ var hostileKinds = []hostileKind{
 		if _, err := io.WriteString(c, "GET /healthz HTTP/1.1\r\nHost: cube\r\n\r\n"); err != nil {
 			return err
 		}
-		c.SetReadDeadline(time.Now().Add(10 * time.Second))
+		_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
 		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
 		if err != nil {
 			return err
 		}
 		_, err = io.Copy(io.Discard, resp.Body)
 		resp.Body.Close()
-		c.SetReadDeadline(time.Time{})
+		_ = c.SetReadDeadline(time.Time{})
 		return err
 	}},
 	{"64 MiB-declared baidu_std frames (1 MiB sent)", func(c net.Conn) error {
@@ -121,8 +121,8 @@ var hostileKinds = []hostileKind{
 		}
 		// The server may close the connection instead of buffering the
 		// rest (--max-inflight-bytes): that is the defence, not a failure.
-		c.SetWriteDeadline(time.Now().Add(10 * time.Second))
-		c.Write(frame[12:])
+		_ = c.SetWriteDeadline(time.Now().Add(10 * time.Second))
+		_, _ = c.Write(frame[12:])
 		return nil
 	}},
 }
@@ -207,7 +207,7 @@ func RunHostile(ctx context.Context, o HostileOptions, w io.Writer) error {
 	fmt.Fprintf(tw, "p99 latency\t%v\t%v\t\n", calm.P99.Round(time.Microsecond), loaded.P99.Round(time.Microsecond))
 	fmt.Fprintf(tw, "errors\t%d\t%d\t\n", calm.Errors+calm.Mismatches, loaded.Errors+loaded.Mismatches)
 	fmt.Fprintf(tw, "GET /healthz\t%v\t%v\t\n", calm.healthz.Round(time.Microsecond), loaded.healthz.Round(time.Microsecond))
-	tw.Flush()
+	_ = tw.Flush()
 	fmt.Fprintf(w, "server VmRSS before the hostile connections: %.1f MiB; peak (VmHWM) with them: %.1f MiB\n",
 		float64(rssBefore)/1024, float64(hwm)/1024)
 	fmt.Fprintf(w, "hostile connections still open at the end: %d of %d (the server's timeouts close the rest)\n", alive, len(conns))
@@ -281,7 +281,7 @@ func openHostile(ctx context.Context, addr string, n int) ([]net.Conn, []int, in
 // stillOpen tells whether the server has not closed c (a read that would
 // block, rather than EOF or a reset).
 func stillOpen(c net.Conn) bool {
-	c.SetReadDeadline(time.Now().Add(time.Millisecond))
+	_ = c.SetReadDeadline(time.Now().Add(time.Millisecond))
 	_, err := c.Read(make([]byte, 1))
 	var ne net.Error
 	return errors.As(err, &ne) && ne.Timeout()

@@ -123,7 +123,7 @@ func (s *Server) seekBodyLimit() int64 {
 // encoding/json would encode it.
 func writeSeekJSON(w *bufio.Writer, enc []byte, versionRequired bool) error {
 	var b []byte
-	w.WriteString(`{"values":[`)
+	_, _ = w.WriteString(`{"values":[`)
 	first := true
 	version, err := proto.EachDictValue(enc, func(v proto.Value) {
 		b = b[:0]
@@ -136,16 +136,16 @@ func writeSeekJSON(w *bufio.Writer, enc []byte, versionRequired bool) error {
 		b = append(b, `,"value":"`...)
 		b = base64.StdEncoding.AppendEncode(b, v.Value)
 		b = append(b, `"}`...)
-		w.Write(b)
+		_, _ = w.Write(b)
 	})
 	if err != nil {
 		return err // the binary response is ours; this does not happen
 	}
-	w.WriteString("]")
+	_, _ = w.WriteString("]")
 	if versionRequired {
 		v, _ := json.Marshal(version)
-		w.WriteString(`,"version":`)
-		w.Write(v)
+		_, _ = w.WriteString(`,"version":`)
+		_, _ = w.Write(v)
 	}
 	_, err = w.WriteString("}\n")
 	return err

@@ -25,7 +25,7 @@ func decodeSeekJSON(r *bufio.Reader, keys []uint64, maxKeys int) (out []uint64, 
 	if c, err := d.peek(); err != nil {
 		return out, false, false, err
 	} else if c == '}' {
-		d.r.ReadByte()
+		_, _ = d.r.ReadByte()
 		return out, false, false, d.end()
 	}
 	for {
@@ -172,7 +172,7 @@ func (d *jsonScanner) keys(out []uint64, maxKeys int) ([]uint64, bool, error) {
 	if c, err := d.peek(); err != nil {
 		return out, false, err
 	} else if c == ']' {
-		d.next()
+		_, _ = d.next()
 		return out, false, nil
 	}
 	for {
@@ -293,7 +293,7 @@ func (d *jsonScanner) skip(depth int) error {
 		_, err := d.str()
 		return err
 	case '{', '[':
-		d.next()
+		_, _ = d.next()
 		closing := byte('}')
 		if c == '[' {
 			closing = ']'
@@ -301,7 +301,7 @@ func (d *jsonScanner) skip(depth int) error {
 		if c, err := d.peek(); err != nil {
 			return err
 		} else if c == closing {
-			d.next()
+			_, _ = d.next()
 			return nil
 		}
 		for {
