@@ -75,7 +75,7 @@ func TestBuildPanicFailsTheVersion(t *testing.T) {
 	if calls.Load() != 2 || r.BuildAttempts != 2 {
 		t.Fatalf("builds run %d, counted %d; want 2 (--build-attempts)", calls.Load(), r.BuildAttempts)
 	}
-	if !strings.Contains(r.LastError, "panic: assignment to entry in nil map") || !strings.Contains(r.LastError, "transfer_test.go") {
+	if !strings.Contains(r.LastError, "panic: runtime error: index out of range") || !strings.Contains(r.LastError, "transfer_test.go") {
 		t.Fatalf("last error %q: want the panic and where it happened", r.LastError)
 	}
 	if st := tr.Status(context.Background()); st.Phase != PhaseFailed || !strings.Contains(st.Error, "panic") {
