@@ -154,27 +154,53 @@ func (c *codec) inflate(dst, src []byte, limit int) ([]byte, error) {
 }
 
 // readLimited reads r to its end into dst's storage, growing it as data
-// arrives (never by more than the limit allows), and fails once it passes
-// limit bytes.
+// arrives, never beyond limit bytes: past that it fails. Growing by copying
+// means up to about 1.5 × limit is held for a moment.
 func readLimited(dst []byte, r io.Reader, limit int) ([]byte, error) {
 	dst = dst[:0]
-	for {
+	for empty := 0; empty < maxEmptyReads; {
 		if len(dst) == cap(dst) {
-			grow := min(max(cap(dst), 4096), limit+1-len(dst))
+			if len(dst) >= limit {
+				return dst, probeEnd(r)
+			}
+			grow := min(max(cap(dst), 4096), limit-len(dst))
 			dst = append(dst, make([]byte, grow)...)[:len(dst)]
 		}
 		n, err := r.Read(dst[len(dst):cap(dst)])
 		dst = dst[:len(dst)+n]
-		if len(dst) > limit {
-			return dst, errTooLarge
-		}
-		if err == io.EOF {
+		switch {
+		case err == io.EOF:
 			return dst, nil
-		}
-		if err != nil {
+		case err != nil:
 			return dst, err
+		case n == 0:
+			empty++
+		default:
+			empty = 0
 		}
 	}
+	return dst, io.ErrNoProgress
+}
+
+// maxEmptyReads bounds the reads in a row that return nothing, as bufio
+// does: a decompressor stuck that way must not spin forever.
+const maxEmptyReads = 100
+
+// probeEnd checks that r, which has filled the limit, has nothing more.
+func probeEnd(r io.Reader) error {
+	var b [1]byte
+	for range maxEmptyReads {
+		n, err := r.Read(b[:])
+		switch {
+		case n > 0:
+			return errTooLarge
+		case err == io.EOF:
+			return nil
+		case err != nil:
+			return err
+		}
+	}
+	return io.ErrNoProgress
 }
 
 // unsnappy decodes Hadoop's SnappyCodec framing (BlockCompressorStream):
