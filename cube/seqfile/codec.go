@@ -159,14 +159,15 @@ func (c *codec) inflate(dst, src []byte, limit int) ([]byte, error) {
 func readLimited(dst []byte, r io.Reader, limit int) ([]byte, error) {
 	dst = dst[:0]
 	for empty := 0; empty < maxEmptyReads; {
+		if len(dst) >= limit {
+			return dst, probeEnd(r)
+		}
 		if len(dst) == cap(dst) {
-			if len(dst) >= limit {
-				return dst, probeEnd(r)
-			}
 			grow := min(max(cap(dst), 4096), limit-len(dst))
 			dst = append(dst, make([]byte, grow)...)[:len(dst)]
 		}
-		n, err := r.Read(dst[len(dst):cap(dst)])
+		// Never read past the limit, whatever capacity append gave.
+		n, err := r.Read(dst[len(dst):min(cap(dst), limit)])
 		dst = dst[:len(dst)+n]
 		switch {
 		case err == io.EOF:

@@ -13,7 +13,9 @@ import (
 	"testing"
 
 	"github.com/colinmarc/sequencefile"
+	"github.com/dsnet/compress/bzip2"
 	"github.com/golang/snappy"
+	"github.com/klauspost/compress/zstd"
 )
 
 // compressedFiles are real record- and block-compressed files of n records,
@@ -300,5 +302,37 @@ func TestFileShorterThanItsSize(t *testing.T) {
 	}
 	if errors.Is(err, io.EOF) || !strings.Contains(err.Error(), "file ended 10 bytes before its size") {
 		t.Fatalf("err = %v", err)
+	}
+}
+
+// TestDecompressLimitIsExact: output of exactly the limit is accepted, one
+// byte more is refused, for every codec.
+func TestDecompressLimitIsExact(t *testing.T) {
+	data := bytes.Repeat([]byte("cube"), 5000)
+	var bz bytes.Buffer
+	bw, _ := bzip2.NewWriter(&bz, nil)
+	bw.Write(data)
+	bw.Close()
+	zw, _ := zstd.NewWriter(nil)
+	cases := map[string][]byte{
+		GzipCodec:   gz(data),
+		SnappyCodec: hadoopSnappy(uint32(len(data)), data),
+		Bzip2Codec:  bz.Bytes(),
+		ZstdCodec:   zw.EncodeAll(data, nil),
+	}
+	for class, comp := range cases {
+		t.Run(class, func(t *testing.T) {
+			c, err := newCodec(class, 1<<20)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.close()
+			if out, err := c.decompress(nil, comp, len(data)); err != nil || !bytes.Equal(out, data) {
+				t.Fatalf("at the limit: %d bytes, err %v", len(out), err)
+			}
+			if _, err := c.decompress(nil, comp, len(data)-1); !errors.Is(err, errTooLarge) {
+				t.Fatalf("one byte over: err %v", err)
+			}
+		})
 	}
 }
