@@ -191,11 +191,8 @@ func (rd *Reader) remaining() int64 {
 // readFull returns the next n bytes, valid until the next read. A length
 // beyond the end of a file of known size fails before any allocation.
 func (rd *Reader) readFull(n int) ([]byte, error) {
-	if int64(n) > rd.remaining() {
-		if rd.remaining() == 0 {
-			return nil, io.EOF
-		}
-		return nil, io.ErrUnexpectedEOF
+	if rd.size >= 0 && int64(n) > rd.size-rd.off {
+		return nil, rd.pastEnd()
 	}
 	if n <= rd.br.Size() {
 		b, err := rd.br.Peek(n)
@@ -218,6 +215,14 @@ func (rd *Reader) readFull(n int) ([]byte, error) {
 	}
 	rd.off += int64(n)
 	return b, nil
+}
+
+// pastEnd is readFull's error for a read beyond the end of the file.
+func (rd *Reader) pastEnd() error {
+	if rd.off == rd.size {
+		return io.EOF
+	}
+	return io.ErrUnexpectedEOF
 }
 
 // atEOF reports a clean end of file at a record or block boundary, or an
