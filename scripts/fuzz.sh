@@ -8,6 +8,7 @@ cd "$(dirname "$0")/.."
 t="${1:-10s}"
 targets=(
   "./cube/seqfile FuzzReader"
+  "./cube/seqfile FuzzReaderCompressed"
   "./cube/dict FuzzOpen"
   "./cube/proto FuzzReadFrame"
   "./cube/proto FuzzDecodeDict"

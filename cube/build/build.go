@@ -34,16 +34,28 @@ type Options struct {
 	// for a base and "<depend>_<unix seconds>" for a delta, bumped by one
 	// second while the name is taken.
 	Version string
-	// Seq tunes the SequenceFile reader.
+	// Seq tunes the SequenceFile reader and holds its limits.
 	Seq seqfile.Options
+	// AllowEmpty publishes a model even when the input holds no record at
+	// all (no files, or only headers), where every key misses. If false,
+	// such an input fails with ErrEmptyInput: it is far more often a failed
+	// export than a wanted empty model, and rolled out it would blank the
+	// served one.
+	AllowEmpty bool
 	// Now defaults to time.Now.
 	Now func() time.Time
 	// Log defaults to slog.Default().
 	Log *slog.Logger
 }
 
+// ErrEmptyInput is the error of a build whose input holds no record while
+// Options.AllowEmpty is false.
+var ErrEmptyInput = errors.New("no records: refusing to publish a model where every key misses (allow it with --allow-empty)")
+
 // Build reads the input, writes every shard into a temporary directory under
-// Output and renames it into place. On error nothing is published.
+// Output and renames it into place. On error nothing is published. It first
+// removes the temporary directories of builds that were killed (see
+// layout.RemoveStale); those of builds still running are kept.
 func Build(opts Options) (*layout.Manifest, error) {
 	if err := opts.validate(); err != nil {
 		return nil, err
@@ -58,6 +70,7 @@ func Build(opts Options) (*layout.Manifest, error) {
 	if err := os.MkdirAll(opts.Output, 0o755); err != nil {
 		return nil, fmt.Errorf("create output %q: %w", opts.Output, err)
 	}
+	removeStale(opts)
 	m := &layout.Manifest{
 		Dict: opts.Dict, Mode: "base", ShardCount: opts.Shards,
 		Format: dict.FormatCurrent, Created: start.UTC(), Input: opts.Input,
@@ -87,15 +100,17 @@ func Build(opts Options) (*layout.Manifest, error) {
 		return nil, fmt.Errorf("version %q already exists in %q", m.Version, opts.Output)
 	}
 
-	tmp, err := os.MkdirTemp(opts.Output, ".tmp-"+m.Version+"-")
+	td, err := layout.CreateTemp(opts.Output, m.Version)
 	if err != nil {
-		return nil, fmt.Errorf("create build dir: %w", err)
+		return nil, err
 	}
+	tmp := td.Path
 	published := false
 	defer func() {
 		if !published {
 			_ = os.RemoveAll(tmp)
 		}
+		td.Close() // after the rename or removal: see layout.TempDir
 	}()
 
 	writers := make([]*dict.Writer, opts.Shards)
@@ -150,6 +165,18 @@ func Build(opts Options) (*layout.Manifest, error) {
 	return m, nil
 }
 
+// removeStale removes what killed builds left in the output directory. A
+// failure there is logged, not fatal: it costs disk space, not correctness.
+func removeStale(opts Options) {
+	removed, err := layout.RemoveStale(opts.Output)
+	for _, p := range removed {
+		opts.Log.Info("removed the directory of a build that did not finish", "dir", p)
+	}
+	if err != nil {
+		opts.Log.Warn("removing stale build directories", "output", opts.Output, "err", err)
+	}
+}
+
 func (o *Options) validate() error {
 	switch {
 	case o.Input == "":
@@ -176,7 +203,7 @@ func freeVersion(root, depend string, ts int64) string {
 			v = depend + "_" + v
 		}
 		if _, err := os.Stat(filepath.Join(root, v)); errors.Is(err, os.ErrNotExist) {
-			if ms, _ := filepath.Glob(filepath.Join(root, ".tmp-"+v+"-*")); len(ms) == 0 {
+			if ms, _ := filepath.Glob(filepath.Join(root, layout.TempPrefix+v+"-*")); len(ms) == 0 {
 				return v
 			}
 		}
@@ -209,9 +236,6 @@ func readInput(opts Options, m *layout.Manifest, writers []*dict.Writer) error {
 	if err != nil {
 		return err
 	}
-	if len(files) == 0 {
-		return fmt.Errorf("input %q: no files", opts.Input)
-	}
 	n := uint64(len(writers))
 	for _, f := range files {
 		if st, err := os.Stat(f); err == nil {
@@ -225,6 +249,9 @@ func readInput(opts Options, m *layout.Manifest, writers []*dict.Writer) error {
 			return err
 		}
 	}
+	if m.Records == 0 && !opts.AllowEmpty {
+		return fmt.Errorf("input %q (%d files): %w", opts.Input, len(files), ErrEmptyInput)
+	}
 	return nil
 }
 
@@ -232,6 +259,9 @@ func finishShard(dir string, m *layout.Manifest, i int, w *dict.Writer) (layout.
 	path := filepath.Join(dir, layout.ShardFile(i))
 	st, err := w.Finish()
 	if err != nil {
+		return layout.ShardManifest{}, err
+	}
+	if err := os.Chmod(path, publishedFileMode); err != nil {
 		return layout.ShardManifest{}, err
 	}
 	sum, err := fileSHA256(path)
@@ -259,13 +289,22 @@ func fileSHA256(path string) (string, error) {
 	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
+// publishedFileMode is the mode of every published file, whatever the
+// umask: servers and file servers may run as other users, and a version is
+// immutable once published.
+const publishedFileMode = 0o644
+
 func writeJSON(path string, v any) error {
 	b, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
 		return err
 	}
-	f, err := os.Create(path)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, publishedFileMode)
 	if err != nil {
+		return fmt.Errorf("write %q: %w", path, err)
+	}
+	if err := f.Chmod(publishedFileMode); err != nil {
+		f.Close()
 		return fmt.Errorf("write %q: %w", path, err)
 	}
 	if _, err := f.Write(append(b, '\n')); err != nil {

@@ -3,6 +3,7 @@ package build
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -159,6 +160,33 @@ func TestBadInputPublishesNothing(t *testing.T) {
 	ents, _ := os.ReadDir(out)
 	if len(ents) != 0 {
 		t.Fatalf("output holds %v after a failed build", ents)
+	}
+}
+
+// TestEmptyInput: an input without a single record fails with ErrEmptyInput
+// (so that the transfer can tell it from a broken file) and publishes
+// nothing, unless AllowEmpty; a delta with an empty patch likewise.
+func TestEmptyInput(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "in")
+	writeInput(t, in, 2, nil, nil) // two header-only part files
+	out := filepath.Join(dir, "out")
+	opts := Options{Input: in, Output: out, Shards: 2, Dict: "d", Now: clock(1700000000)}
+	if _, err := Build(opts); !errors.Is(err, ErrEmptyInput) || !strings.Contains(err.Error(), "2 files") {
+		t.Fatalf("err = %v, want ErrEmptyInput", err)
+	}
+	if ents, _ := os.ReadDir(out); len(ents) != 0 {
+		t.Fatalf("output holds %v after a refused build", ents)
+	}
+	opts.AllowEmpty = true
+	m, err := Build(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkShards(t, out, m.Version, 2, nil)
+	opts.AllowEmpty, opts.Base, opts.Now = false, m.Version, clock(1700000100)
+	if _, err := Build(opts); !errors.Is(err, ErrEmptyInput) {
+		t.Fatalf("empty patch: err = %v, want ErrEmptyInput", err)
 	}
 }
 

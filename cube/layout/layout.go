@@ -3,9 +3,11 @@
 //	<root>/<version>/manifest.json      the build's Manifest, written last
 //	<root>/<version>/shard-<i>.cube     shard i's dictionary (package dict)
 //	<root>/<version>/shard-<i>.json     shard i's ShardManifest
-//	<root>/.tmp-*                       builds in progress, never served
+//	<root>/.tmp-<version>-<random>      a build in progress, never served;
+//	                                    flock'ed while its build runs (temp.go)
 //
-// A version directory appears by rename(2) only when complete. Version names
+// A version directory appears by rename(2) only when complete, mode 0755
+// with files 0644 so that servers running as another user can read it. Version names
 // follow Paddle's cube: "<depend>" for a base, "<depend>_<build>" for a delta
 // on top of base "<depend>", both decimal unix timestamps.
 package layout

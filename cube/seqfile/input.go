@@ -64,17 +64,27 @@ func ReadAll(path string, opts Options, fn Func) error {
 	return nil
 }
 
-// ReadFile reads every record of one file.
+// ReadFile reads every record of one file, to its end.
 func ReadFile(path string, opts Options, fn Func) error {
 	f, err := os.Open(path)
 	if err != nil {
 		return fmt.Errorf("open input %q: %w", path, err)
 	}
 	defer f.Close()
-	rd, err := NewReader(f, path, opts)
+	st, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("stat input %q: %w", path, err)
+	}
+	var rd *Reader
+	if st.Mode().IsRegular() {
+		rd, err = NewReaderSize(f, st.Size(), path, opts)
+	} else {
+		rd, err = NewReader(f, path, opts) // a pipe: no size to check against
+	}
 	if err != nil {
 		return err
 	}
+	defer rd.Close()
 	for {
 		k, v, err := rd.Next()
 		if errors.Is(err, io.EOF) {

@@ -8,15 +8,22 @@
 // uint64), or use LongWritable (8 bytes big-endian) or Text (decimal) keys,
 // and may be record- or block-compressed.
 //
-// Uncompressed files, the ones Paddle writes and the hot path of a build,
-// are parsed here directly: that gives exact byte offsets in errors and reads
-// records without copying or allocating. Compressed files are delegated to
-// github.com/colinmarc/sequencefile, which implements Hadoop's codecs (gzip,
-// DefaultCodec/zlib, snappy, bzip2, zstd); its errors carry no offset, so
-// ours report the position in the file the library had reached. The library
-// also sizes its buffers from the lengths in the file, so a hostile compressed
-// file can make it allocate up to 2 GiB before failing; inputs come from our
-// own training jobs, and the fuzz target covers the uncompressed path only.
+// Every layout, compressed or not, is framed by our own code (block.go has
+// the block-compressed layout); codecs are only asked to decompress one
+// buffer whose compressed length the file states (codec.go). We used to hand
+// compressed files to github.com/colinmarc/sequencefile, but it treats a
+// short read as the end of the file (a corrupt length built a model of the
+// records before it), sizes its buffers from untrusted lengths, panics on
+// negative counts, and reports no offsets; patching around it would have
+// meant re-checking everything it parses, so we parse it ourselves.
+//
+// A file is consumed to its end or it is an error that names the file and
+// the byte offset: the end must fall on a record or block boundary, and
+// when the file size is known (NewReaderSize, ReadFile) it must be that size.
+// Lengths and counts are checked against Options' limits and against the
+// bytes left in the file before anything is allocated for them, and the
+// decompressed size of a record or block is bounded (Options.MaxRecord,
+// Options.MaxBlock), so a decompression bomb fails instead of taking memory.
 package seqfile
 
 import (
@@ -25,10 +32,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
-	"sort"
 	"strconv"
-
-	"github.com/colinmarc/sequencefile"
 )
 
 // Hadoop class names this package understands.
@@ -40,14 +44,38 @@ const (
 
 const syncSize = 16
 
+// Default limits (see Options).
+const (
+	DefaultMaxRecord = 64 << 20
+	DefaultMaxBlock  = 128 << 20
+)
+
 // Options tune how records are decoded. The zero value suits Paddle's files.
 type Options struct {
 	// KeyBigEndian decodes the 8 payload bytes of a length-prefixed
 	// BytesWritable key as big-endian (Java's ByteBuffer order). If false,
 	// they are little-endian, the same bytes Paddle's raw keys hold.
 	KeyBigEndian bool
-	// MaxRecord bounds a record's size in bytes. If 0, it defaults to 64 MiB.
+	// MaxRecord bounds a record's size in bytes, as stored and, for a
+	// record-compressed file, once its value is decompressed; it also bounds
+	// each key and value of a block. If 0, it defaults to DefaultMaxRecord.
 	MaxRecord int
+	// MaxBlock bounds the decompressed size in bytes of one block of a
+	// block-compressed file (its key lengths, keys, value lengths and values
+	// together), which is what a build holds in memory at once. Hadoop closes
+	// a block once it passes io.seqfile.compress.blocksize (1 MB by default),
+	// so a block is at most that plus one record. If 0, it defaults to
+	// DefaultMaxBlock.
+	MaxBlock int
+}
+
+func (o *Options) setDefaults() {
+	if o.MaxRecord <= 0 {
+		o.MaxRecord = DefaultMaxRecord
+	}
+	if o.MaxBlock <= 0 {
+		o.MaxBlock = DefaultMaxBlock
+	}
 }
 
 // Error is a problem with one input file.
@@ -87,15 +115,14 @@ type Reader struct {
 	opts   Options
 	Header Header
 
-	// uncompressed path
-	br  *bufio.Reader
-	off int64
-	buf []byte
+	br   *bufio.Reader
+	off  int64 // bytes consumed
+	size int64 // file size, or -1 if unknown
+	buf  []byte
 
-	// compressed path
-	lib     *sequencefile.Reader
-	counter *countingReader // bytes pulled from the file into libBuf
-	libBuf  *bufio.Reader   // what the library reads from
+	codec *codec // nil for an uncompressed file
+	value []byte // a record-compressed value, decompressed
+	blk   block  // the block being read, for a block-compressed file
 
 	layout layout
 	rec    int64 // records read
@@ -109,30 +136,29 @@ const (
 	layoutHadoop         // genuine writables
 )
 
-// NewReader reads the header of a SequenceFile from r; name is used in errors.
+// NewReader reads the header of a SequenceFile from r, whose size is not
+// known; name is used in errors. Prefer NewReaderSize when the size is known.
 func NewReader(r io.Reader, name string, opts Options) (*Reader, error) {
-	if opts.MaxRecord <= 0 {
-		opts.MaxRecord = 64 << 20
+	return newReader(r, -1, name, opts)
+}
+
+// NewReaderSize is NewReader for a file of size bytes: lengths are checked
+// against the bytes left before anything is allocated for them, nothing
+// beyond size is read, and the file must end exactly there.
+func NewReaderSize(r io.Reader, size int64, name string, opts Options) (*Reader, error) {
+	return newReader(io.LimitReader(r, size), size, name, opts)
+}
+
+func newReader(r io.Reader, size int64, name string, opts Options) (*Reader, error) {
+	opts.setDefaults()
+	rd := &Reader{name: name, opts: opts, size: size}
+	bufSize := 1 << 20
+	if size >= 0 {
+		bufSize = int(min(int64(bufSize), size)) // bufio makes it at least 16
 	}
-	rd := &Reader{name: name, opts: opts}
-	cr := &countingReader{r: r}
-	rd.br = bufio.NewReaderSize(cr, 1<<20)
+	rd.br = bufio.NewReaderSize(r, bufSize)
 	if err := rd.readHeader(); err != nil {
 		return nil, err
-	}
-	if rd.Header.Compressed {
-		// Hand the rest of the stream to the library. It needs its own view
-		// of the header to learn codec and sync marker, so replay ours.
-		hdr, err := rd.replayHeader()
-		if err != nil {
-			return nil, err
-		}
-		rd.counter = cr
-		rd.lib = sequencefile.NewReader(io.MultiReader(bytes.NewReader(hdr), rd.br))
-		if err := rd.lib.ReadHeader(); err != nil {
-			return nil, rd.errf(rd.off, err, "compressed header")
-		}
-		rd.libBuf, rd.br = rd.br, nil
 	}
 	switch rd.Header.KeyClass {
 	case BytesWritable, LongWritable, Text:
@@ -142,42 +168,32 @@ func NewReader(r io.Reader, name string, opts Options) (*Reader, error) {
 	return rd, nil
 }
 
-// replayHeader re-serialises the header bytes already consumed.
-func (rd *Reader) replayHeader() ([]byte, error) {
-	var b bytes.Buffer
-	h := &rd.Header
-	b.WriteString("SEQ")
-	b.WriteByte(byte(h.Version))
-	writeText(&b, h.KeyClass)
-	writeText(&b, h.ValueClass)
-	b.WriteByte(1)
-	if h.BlockCompressed {
-		b.WriteByte(1)
-	} else {
-		b.WriteByte(0)
+// Close releases the decompressor, if any. It does not close the file.
+func (rd *Reader) Close() {
+	if rd.codec != nil {
+		rd.codec.close()
 	}
-	writeText(&b, h.CompressionCodec)
-	var n [4]byte
-	binary.BigEndian.PutUint32(n[:], uint32(len(h.Metadata)))
-	b.Write(n[:])
-	keys := make([]string, 0, len(h.Metadata))
-	for k := range h.Metadata {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		writeText(&b, k)
-		writeText(&b, h.Metadata[k])
-	}
-	b.Write(h.Sync[:])
-	return b.Bytes(), nil
 }
 
 func (rd *Reader) errf(off int64, err error, format string, args ...any) error {
 	return &Error{File: rd.name, Offset: off, Reason: fmt.Sprintf(format, args...), Err: err}
 }
 
+// remaining is the number of bytes left in the file, or a huge number if the
+// size is not known.
+func (rd *Reader) remaining() int64 {
+	if rd.size < 0 {
+		return 1<<63 - 1
+	}
+	return rd.size - rd.off
+}
+
+// readFull returns the next n bytes, valid until the next read. A length
+// beyond the end of a file of known size fails before any allocation.
 func (rd *Reader) readFull(n int) ([]byte, error) {
+	if rd.size >= 0 && int64(n) > rd.size-rd.off {
+		return nil, rd.pastEnd()
+	}
 	if n <= rd.br.Size() {
 		b, err := rd.br.Peek(n)
 		if err != nil {
@@ -199,6 +215,23 @@ func (rd *Reader) readFull(n int) ([]byte, error) {
 	}
 	rd.off += int64(n)
 	return b, nil
+}
+
+// pastEnd is readFull's error for a read beyond the end of the file.
+func (rd *Reader) pastEnd() error {
+	if rd.off == rd.size {
+		return io.EOF
+	}
+	return io.ErrUnexpectedEOF
+}
+
+// atEOF reports a clean end of file at a record or block boundary, or an
+// error if a file of known size ended early (it shrank while being read).
+func (rd *Reader) atEOF() error {
+	if rd.size >= 0 && rd.off != rd.size {
+		return rd.errf(rd.off, io.ErrUnexpectedEOF, "file ended %d bytes before its size %d", rd.size-rd.off, rd.size)
+	}
+	return io.EOF
 }
 
 func (rd *Reader) readHeader() error {
@@ -229,32 +262,17 @@ func (rd *Reader) readHeader() error {
 		return rd.errf(flagsOff, nil, "block compression flag without compression flag")
 	}
 	if h.Compressed {
+		codecOff := rd.off
 		if h.CompressionCodec, err = rd.readText("compression codec"); err != nil {
 			return err
 		}
+		if rd.codec, err = newCodec(h.CompressionCodec, max(rd.opts.MaxBlock, rd.opts.MaxRecord)); err != nil {
+			return rd.errf(codecOff, err, "compression codec")
+		}
 	}
 	if h.Version >= 6 {
-		mdOff := rd.off
-		if b, err = rd.readFull(4); err != nil {
-			return rd.errf(mdOff, err, "reading metadata count")
-		}
-		n := binary.BigEndian.Uint32(b)
-		if n > 1<<16 {
-			return rd.errf(mdOff, nil, "metadata count %d is implausible", n)
-		}
-		if n > 0 {
-			h.Metadata = make(map[string]string, n)
-		}
-		for i := uint32(0); i < n; i++ {
-			k, err := rd.readText("metadata key")
-			if err != nil {
-				return err
-			}
-			v, err := rd.readText("metadata value")
-			if err != nil {
-				return err
-			}
-			h.Metadata[k] = v
+		if err := rd.readMetadata(); err != nil {
+			return err
 		}
 	}
 	syncOff := rd.off
@@ -263,6 +281,34 @@ func (rd *Reader) readHeader() error {
 	}
 	copy(h.Sync[:], b)
 	h.Size = rd.off
+	return nil
+}
+
+func (rd *Reader) readMetadata() error {
+	mdOff := rd.off
+	b, err := rd.readFull(4)
+	if err != nil {
+		return rd.errf(mdOff, err, "reading metadata count")
+	}
+	n := binary.BigEndian.Uint32(b)
+	// Each entry takes at least two bytes (two empty Texts).
+	if n > 1<<16 || int64(n) > rd.remaining()/2 {
+		return rd.errf(mdOff, nil, "metadata count %d is implausible", n)
+	}
+	if n > 0 {
+		rd.Header.Metadata = make(map[string]string, n)
+	}
+	for i := uint32(0); i < n; i++ {
+		k, err := rd.readText("metadata key")
+		if err != nil {
+			return err
+		}
+		v, err := rd.readText("metadata value")
+		if err != nil {
+			return err
+		}
+		rd.Header.Metadata[k] = v
+	}
 	return nil
 }
 
@@ -296,14 +342,7 @@ func (rd *Reader) readVInt() (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	var u uint64
-	for _, c := range rest {
-		u = u<<8 | uint64(c)
-	}
-	if v < 0 {
-		u = ^u
-	}
-	return int64(u), nil
+	return vintValue(v, rest), nil
 }
 
 // decodeVInt decodes the first byte of a Hadoop VInt: either the value
@@ -320,29 +359,63 @@ func decodeVInt(first byte) (v int64, n int) {
 	}
 }
 
+// vintValue assembles the value of a VInt from decodeVInt's sign and the
+// bytes that follow the first.
+func vintValue(sign int64, rest []byte) int64 {
+	var u uint64
+	for _, c := range rest {
+		u = u<<8 | uint64(c)
+	}
+	if sign < 0 {
+		u = ^u
+	}
+	return int64(u)
+}
+
+// parseVInt decodes a VInt at the start of b, returning its length in bytes
+// (0 if b is too short).
+func parseVInt(b []byte) (int64, int) {
+	if len(b) == 0 {
+		return 0, 0
+	}
+	v, n := decodeVInt(b[0])
+	if n == 0 {
+		return v, 1
+	}
+	if len(b) < 1+n {
+		return 0, 0
+	}
+	return vintValue(v, b[1:1+n]), 1 + n
+}
+
 // Next returns the next record. The value slice is valid until the next call.
 // At the end of the file it returns io.EOF.
 func (rd *Reader) Next() (uint64, []byte, error) {
-	if rd.lib != nil {
-		return rd.nextCompressed()
+	if rd.Header.BlockCompressed {
+		return rd.nextInBlock()
 	}
+	return rd.nextRecord()
+}
+
+// nextRecord reads one record of an uncompressed or record-compressed file:
+//
+//	int32 record length | int32 key length | key | value (compressed or not)
+//
+// where a record length of -1 escapes a 16-byte sync marker instead.
+func (rd *Reader) nextRecord() (uint64, []byte, error) {
 	for {
 		recOff := rd.off
 		b, err := rd.readFull(4)
 		if err == io.EOF {
-			return 0, nil, io.EOF
+			return 0, nil, rd.atEOF()
 		}
 		if err != nil {
 			return 0, nil, rd.errf(recOff, err, "truncated record length")
 		}
 		recLen := int32(binary.BigEndian.Uint32(b))
 		if recLen == -1 {
-			s, err := rd.readFull(syncSize)
-			if err != nil {
-				return 0, nil, rd.errf(recOff, err, "truncated sync marker")
-			}
-			if !bytes.Equal(s, rd.Header.Sync[:]) {
-				return 0, nil, rd.errf(recOff+4, nil, "bad sync marker")
+			if err := rd.readSync(recOff); err != nil {
+				return 0, nil, err
 			}
 			continue
 		}
@@ -360,25 +433,28 @@ func (rd *Reader) Next() (uint64, []byte, error) {
 		if err != nil {
 			return 0, nil, rd.errf(recOff+8, err, "truncated record (%d bytes)", recLen)
 		}
-		return rd.decode(recOff, rec[:keyLen], rec[keyLen:])
-	}
-}
-
-func (rd *Reader) nextCompressed() (uint64, []byte, error) {
-	if !rd.lib.Scan() {
-		if err := rd.lib.Err(); err != nil {
-			return 0, nil, rd.errf(rd.libOffset(), err, "reading compressed data (offset is where reading stopped)")
+		key, val := rec[:keyLen], rec[keyLen:]
+		if rd.codec != nil {
+			if rd.value, err = rd.codec.decompress(rd.value, val, rd.opts.MaxRecord); err != nil {
+				return 0, nil, rd.errf(recOff+8+int64(keyLen), err, "record %d: compressed value of %d bytes", rd.rec+1, len(val))
+			}
+			val = rd.value
 		}
-		return 0, nil, io.EOF
+		return rd.decode(recOff, key, val)
 	}
-	return rd.decode(rd.libOffset(), rd.lib.Key(), rd.lib.Value())
 }
 
-// libOffset is the file position the library has consumed: what was pulled
-// from the file minus what still sits unread in the buffer. For a block
-// compressed file that is the end of the current block.
-func (rd *Reader) libOffset() int64 {
-	return rd.counter.n - int64(rd.libBuf.Buffered())
+// readSync reads the 16-byte sync marker after an escape at off and checks
+// it against the header's.
+func (rd *Reader) readSync(off int64) error {
+	s, err := rd.readFull(syncSize)
+	if err != nil {
+		return rd.errf(off, err, "truncated sync marker")
+	}
+	if !bytes.Equal(s, rd.Header.Sync[:]) {
+		return rd.errf(off+4, nil, "bad sync marker")
+	}
+	return nil
 }
 
 // decode turns serialized writables into a uint64 key and value bytes.
@@ -438,44 +514,16 @@ func (rd *Reader) decode(off int64, key, val []byte) (uint64, []byte, error) {
 }
 
 func unwrapText(b []byte) ([]byte, bool) {
-	if len(b) == 0 {
+	v, n := parseVInt(b)
+	if n == 0 || v < 0 || int64(len(b)-n) != v {
 		return nil, false
 	}
-	v, n := decodeVInt(b[0])
-	if n > 0 {
-		if len(b) < 1+n || n > 4 || v < 0 {
-			return nil, false
-		}
-		var u uint64
-		for _, c := range b[1 : 1+n] {
-			u = u<<8 | uint64(c)
-		}
-		v = int64(u)
-	}
-	if v < 0 || int64(len(b)-1-n) != v {
-		return nil, false
-	}
-	return b[1+n:], true
+	return b[n:], true
 }
 
 // Records returns the number of records read so far.
 func (rd *Reader) Records() int64 { return rd.rec }
 
-// Offset returns the number of bytes consumed (exact for uncompressed files).
-func (rd *Reader) Offset() int64 {
-	if rd.lib != nil {
-		return rd.libOffset()
-	}
-	return rd.off
-}
-
-type countingReader struct {
-	r io.Reader
-	n int64
-}
-
-func (c *countingReader) Read(p []byte) (int, error) {
-	n, err := c.r.Read(p)
-	c.n += int64(n)
-	return n, err
-}
+// Offset returns the number of bytes consumed: for a block-compressed file,
+// the end of the block being read.
+func (rd *Reader) Offset() int64 { return rd.off }

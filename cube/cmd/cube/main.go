@@ -25,6 +25,7 @@ import (
 	"github.com/elasticctr/terraform-provider-ctr/cube/build"
 	"github.com/elasticctr/terraform-provider-ctr/cube/client"
 	"github.com/elasticctr/terraform-provider-ctr/cube/proto"
+	"github.com/elasticctr/terraform-provider-ctr/cube/seqfile"
 	"github.com/elasticctr/terraform-provider-ctr/cube/server"
 )
 
@@ -145,6 +146,9 @@ func runBuild(args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&o.Base, "base", "", "make a delta: the base `VERSION` under --output that this input patches (upsert)")
 	fs.StringVar(&o.Version, "version", "", "version name (default <unix seconds>, or <depend>_<unix seconds> for a delta)")
 	fs.BoolVar(&o.Seq.KeyBigEndian, "key-big-endian", false, "decode 12-byte BytesWritable keys as big-endian (Java order) instead of little-endian")
+	fs.IntVar(&o.Seq.MaxRecord, "max-record", seqfile.DefaultMaxRecord, "largest record in `bytes`, as stored and once decompressed (also each key and value of a block)")
+	fs.IntVar(&o.Seq.MaxBlock, "max-block", seqfile.DefaultMaxBlock, "largest decompressed block of a block-compressed file in `bytes` (a build holds up to about twice this at once)")
+	fs.BoolVar(&o.AllowEmpty, "allow-empty", false, "publish a model even if the input holds no record at all (every key would miss); refused by default")
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn, error")
 	if err := parse(fs, args); err != nil {
 		return err
