@@ -201,8 +201,13 @@ func TestTransferHostileInput(t *testing.T) {
 		if !strings.Contains(reason, "max-input-bytes") {
 			t.Fatalf("reason %q: want the size cap", reason)
 		}
-		if _, err := os.Stat(filepath.Join(inputDir, "2000")); !os.IsNotExist(err) {
-			t.Fatalf("the failed version's mirror is still on disk (%v)", err)
+		// /status reports the failure before the transfer has removed the mirror.
+		deadline := time.Now().Add(10 * time.Second)
+		for _, err := os.Stat(filepath.Join(inputDir, "2000")); !os.IsNotExist(err); _, err = os.Stat(filepath.Join(inputDir, "2000")) {
+			if time.Now().After(deadline) {
+				t.Fatalf("the failed version's mirror is still on disk 10 s after it failed (%v)", err)
+			}
+			time.Sleep(20 * time.Millisecond)
 		}
 		publish(t, c, "3000", 3, "")
 		served(t, c, "3000")
