@@ -80,8 +80,28 @@ func (o *Options) defaults() error {
 	if o.Against != "redis" {
 		return fmt.Errorf("--against %q: only redis is supported", o.Against)
 	}
+	if o.Conns <= 0 {
+		o.Conns = 8
+	}
+	if err := o.workload(1_000_000, 10*time.Second); err != nil {
+		return err
+	}
+	if o.RedisServer == "" {
+		p, err := exec.LookPath("redis-server")
+		if err != nil {
+			return errors.New("redis-server not found in PATH: run `make deps` (it calls cube/scripts/install-redis.sh, which installs Debian's redis-server)")
+		}
+		o.RedisServer = p
+	}
+	return nil
+}
+
+// workload applies the defaults every benchmark of a cube server shares:
+// keys (if 0) and measuring time (if 0) as given, 40-byte values, batches of
+// 1,000 keys, a silent log, this binary as the server.
+func (o *Options) workload(keys int, d time.Duration) error {
 	if o.Keys <= 0 {
-		o.Keys = 1_000_000
+		o.Keys = keys
 	}
 	if o.ValueSize <= 0 {
 		o.ValueSize = 40
@@ -93,10 +113,7 @@ func (o *Options) defaults() error {
 		o.Batch = 1000
 	}
 	if o.Duration <= 0 {
-		o.Duration = 10 * time.Second
-	}
-	if o.Conns <= 0 {
-		o.Conns = 8
+		o.Duration = d
 	}
 	if o.Log == nil {
 		o.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -108,14 +125,18 @@ func (o *Options) defaults() error {
 		}
 		o.CubeBinary = exe
 	}
-	if o.RedisServer == "" {
-		p, err := exec.LookPath("redis-server")
-		if err != nil {
-			return errors.New("redis-server not found in PATH: run `make deps` (it calls cube/scripts/install-redis.sh, which installs Debian's redis-server)")
-		}
-		o.RedisServer = p
-	}
 	return nil
+}
+
+// workDir returns dir, or else a new temporary directory that done removes.
+func workDir(dir, prefix string) (work string, done func(), err error) {
+	if dir != "" {
+		return dir, func() {}, nil
+	}
+	if work, err = os.MkdirTemp("", prefix); err != nil {
+		return "", nil, err
+	}
+	return work, func() { _ = os.RemoveAll(work) }, nil
 }
 
 // value is the benchmark value of key k: the key, then filler.
@@ -133,14 +154,11 @@ func Run(ctx context.Context, o Options, w io.Writer) error {
 	if err := o.defaults(); err != nil {
 		return err
 	}
-	work := o.WorkDir
-	if work == "" {
-		var err error
-		if work, err = os.MkdirTemp("", "cube-bench-"); err != nil {
-			return err
-		}
-		defer func() { _ = os.RemoveAll(work) }()
+	work, done, err := workDir(o.WorkDir, "cube-bench-")
+	if err != nil {
+		return err
 	}
+	defer done()
 	fmt.Fprintf(w, "cube bench: %d keys x %d B values, batch %d, %d connections, %s per system, GOMAXPROCS %d\n",
 		o.Keys, o.ValueSize, o.Batch, o.Conns, o.Duration, runtime.GOMAXPROCS(0))
 

@@ -6,10 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
-	"os"
 	"path/filepath"
 	"sync"
 	"syscall"
@@ -38,7 +36,9 @@ type HostileOptions struct {
 	WorkDir string
 }
 
-func (o *HostileOptions) defaults() error {
+// defaults applies the defaults of o and returns the options of the normal
+// client's workload.
+func (o *HostileOptions) defaults() (Options, error) {
 	if o.Conns <= 0 {
 		o.Conns = 2400
 	}
@@ -47,29 +47,10 @@ func (o *HostileOptions) defaults() error {
 		o.Conns = max(0, int(lim.Cur)-200)
 	}
 	o.Conns -= o.Conns % len(hostileKinds)
-	if o.Keys <= 0 {
-		o.Keys = 100_000
-	}
-	if o.ValueSize <= 0 {
-		o.ValueSize = 40
-	}
-	if o.ValueSize < 8 {
-		return errors.New("--value-size must be at least 8 (values carry their key for checking)")
-	}
-	if o.Batch <= 0 {
-		o.Batch = 1000
-	}
-	if o.Duration <= 0 {
-		o.Duration = 5 * time.Second
-	}
-	if o.CubeBinary == "" {
-		exe, err := os.Executable()
-		if err != nil {
-			return err
-		}
-		o.CubeBinary = exe
-	}
-	return nil
+	bo := Options{Keys: o.Keys, ValueSize: o.ValueSize, Batch: o.Batch, Duration: o.Duration, Conns: 1,
+		CubeBinary: o.CubeBinary, ServerArgs: o.ServerArgs}
+	err := bo.workload(100_000, 5*time.Second)
+	return bo, err
 }
 
 // hostileKind opens one hostile connection: it sends what a peer that never
@@ -137,20 +118,15 @@ type hostileResult struct {
 // baidu_std client alone, then with o.Conns hostile connections open, and
 // prints both side by side with the server's peak resident memory.
 func RunHostile(ctx context.Context, o HostileOptions, w io.Writer) error {
-	if err := o.defaults(); err != nil {
+	bo, err := o.defaults()
+	if err != nil {
 		return err
 	}
-	work := o.WorkDir
-	if work == "" {
-		dir, err := os.MkdirTemp("", "cube-bench-hostile-")
-		if err != nil {
-			return err
-		}
-		defer os.RemoveAll(dir)
-		work = dir
+	work, done, err := workDir(o.WorkDir, "cube-bench-hostile-")
+	if err != nil {
+		return err
 	}
-	bo := Options{Keys: o.Keys, ValueSize: o.ValueSize, Batch: o.Batch, Duration: o.Duration, Conns: 1,
-		CubeBinary: o.CubeBinary, ServerArgs: o.ServerArgs, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	defer done()
 	data := filepath.Join(work, "data")
 	if _, err := prepare(work, data, bo); err != nil {
 		return err
@@ -161,7 +137,7 @@ func RunHostile(ctx context.Context, o HostileOptions, w io.Writer) error {
 	}
 	defer srv.stop()
 	fmt.Fprintf(w, "cube bench hostile: %d keys x %d B, batch %d, 1 client connection, %v per phase, %d hostile connections\n",
-		o.Keys, o.ValueSize, o.Batch, o.Duration, o.Conns)
+		bo.Keys, bo.ValueSize, bo.Batch, bo.Duration, o.Conns)
 
 	calm, err := measure(ctx, bo, srv)
 	if err != nil {

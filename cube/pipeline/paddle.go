@@ -2,8 +2,6 @@ package pipeline
 
 import (
 	"context"
-	"encoding/binary"
-	"fmt"
 	"slices"
 	"sort"
 	"sync"
@@ -165,10 +163,7 @@ func (c *Cluster) LoadPaddle(ctx context.Context, workers, batch int) (*PaddleSt
 			seed := uint64(w*104729 + 17)
 			newest := ""
 			for ctx.Err() == nil {
-				for i := range keys {
-					seed = seed*6364136223846793005 + 1442695040888963407
-					keys[i] = (seed >> 33) % uint64(c.opts.Keys)
-				}
+				c.randomKeys(keys, &seed)
 				rctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 				sent := time.Now()
 				res, answers, err := cl.SeekShards(rctx, keys)
@@ -179,9 +174,8 @@ func (c *Cluster) LoadPaddle(ctx context.Context, workers, batch int) (*PaddleSt
 					if failed {
 						break
 					}
-					if !r.Found() || len(r.Value) != c.opts.ValueSize || binary.LittleEndian.Uint64(r.Value) != keys[i] {
+					if err = c.checkValue(keys[i], r); err != nil {
 						failed = true
-						err = fmt.Errorf("key %d: status %d, %d bytes", keys[i], r.Status, len(r.Value))
 					}
 				}
 				o.record(sent, recv, answers, failed, err)

@@ -457,10 +457,7 @@ func (c *Cluster) Load(ctx context.Context, workers, batch int) (*LoadStats, err
 			keys := make([]uint64, batch)
 			seed := uint64(w*7919 + 1)
 			for ctx.Err() == nil {
-				for i := range keys {
-					seed = seed*6364136223846793005 + 1442695040888963407
-					keys[i] = (seed >> 33) % uint64(c.opts.Keys)
-				}
+				c.randomKeys(keys, &seed)
 				rctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 				res, _, firstMixed, err := cl.SeekConsistent(rctx, keys, time.Second)
 				cancel()
@@ -470,11 +467,8 @@ func (c *Cluster) Load(ctx context.Context, workers, batch int) (*LoadStats, err
 					if err != nil {
 						break
 					}
-					if !r.Found() || len(r.Value) != c.opts.ValueSize || binary.LittleEndian.Uint64(r.Value) != keys[i] {
+					if err = c.checkValue(keys[i], r); err != nil {
 						failed = true
-						if err == nil {
-							err = fmt.Errorf("key %d: status %d, %d bytes", keys[i], r.Status, len(r.Value))
-						}
 						break
 					}
 					if i == 0 {
@@ -503,6 +497,23 @@ func (c *Cluster) Load(ctx context.Context, workers, batch int) (*LoadStats, err
 	}
 	wg.Wait()
 	return &st, nil
+}
+
+// randomKeys fills keys with keys of the cluster's versions, drawn from seed.
+func (c *Cluster) randomKeys(keys []uint64, seed *uint64) {
+	for i := range keys {
+		*seed = *seed*6364136223846793005 + 1442695040888963407
+		keys[i] = (*seed >> 33) % uint64(c.opts.Keys)
+	}
+}
+
+// checkValue says what is wrong with key's result, if anything: every key
+// exists and its value starts with the key.
+func (c *Cluster) checkValue(key uint64, r client.Result) error {
+	if !r.Found() || len(r.Value) != c.opts.ValueSize || binary.LittleEndian.Uint64(r.Value) != key {
+		return fmt.Errorf("key %d: status %d, %d bytes", key, r.Status, len(r.Value))
+	}
+	return nil
 }
 
 // samePatchFamily: a delta keeps the base's values for the keys it does not

@@ -291,9 +291,6 @@ func (a *agent) prepare(ctx context.Context, req PrepareRequest) {
 			err = ctx.Err()
 		}
 		a.s.store.mu.Unlock()
-		if err == nil {
-			a.s.warmBackground() // before "prepared": no switch to a cold version
-		}
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -511,7 +508,8 @@ func (a *agent) commit(req CommitRequest) error {
 	if late > 0 {
 		switched = now
 	}
-	if err := writeFileAtomic(filepath.Join(a.s.opts.DataDir, CurrentFile), []byte(currentFileContent(req.Version, req.AtUnixMs, old))); err != nil {
+	// The instant written is the scheduled one: a retried commit keeps the first.
+	if err := writeFileAtomic(filepath.Join(a.s.opts.DataDir, CurrentFile), []byte(currentFileContent(req.Version, at.UnixMilli(), old))); err != nil {
 		a.s.store.mu.Lock()
 		a.s.store.unschedule(req.Version)
 		a.s.store.mu.Unlock()

@@ -176,6 +176,7 @@ func New(opts Options) (*Server, error) {
 	s.inflight.max = opts.MaxInflightBytes
 	s.m = newMetrics(opts.Shard, func() float64 { return float64(s.inflight.used.Load()) })
 	s.store.onChange = s.dictChanged
+	s.store.warm = s.warmUp
 	if opts.Agent {
 		a, err := newAgent(s)
 		if err != nil {
@@ -202,7 +203,6 @@ func New(opts Options) (*Server, error) {
 	if err != nil {
 		s.log.Error("dictionary load problem", "err", err)
 	}
-	s.warmCurrent()
 	s.httpLn = newChanListener()
 	s.httpSrv = &http.Server{
 		Handler:           s.httpHandler(),

@@ -23,22 +23,7 @@ func serve(tb testing.TB, n int) (*Server, string) {
 // serveWith is serve with options adjusted by set (if not nil).
 func serveWith(tb testing.TB, n int, set func(*Options)) (*Server, string) {
 	tb.Helper()
-	dir := tb.TempDir()
-	in := filepath.Join(dir, "in")
-	os.MkdirAll(in, 0o755)
-	f, _ := os.Create(filepath.Join(in, "part-0"))
-	w, _ := seqfile.NewWriter(f, [16]byte{1})
-	v := make([]byte, 40)
-	for k := 0; k < n; k++ {
-		binary.LittleEndian.PutUint64(v, uint64(k))
-		w.Append(uint64(k), v)
-	}
-	w.Close()
-	f.Close()
-	if _, err := build.Build(build.Options{Input: in, Output: filepath.Join(dir, "data"), Shards: 1, Dict: "d"}); err != nil {
-		tb.Fatal(err)
-	}
-	opts := Options{DataDir: filepath.Join(dir, "data")}
+	opts := Options{DataDir: buildData(tb, n)}
 	if set != nil {
 		set(&opts)
 	}

@@ -61,6 +61,9 @@ type store struct {
 	loading atomic.Bool
 
 	onChange func() // called with mu held after cur or bg changed
+	// warm, if set, is called by open on every version that passed its
+	// checks, before it can be served; an error refuses the version.
+	warm func(*version) error
 }
 
 // scheduled is a version due to become current at atUnixNano. It holds a
@@ -209,7 +212,14 @@ func (s *store) open(name string) (*version, error) {
 	if err != nil {
 		return nil, err
 	}
-	return newVersion(name, d), nil
+	v := newVersion(name, d)
+	if s.warm != nil {
+		if err := s.warm(v); err != nil {
+			v.release()
+			return nil, err
+		}
+	}
+	return v, nil
 }
 
 // loadNewest loads, at startup, the version named by CurrentFile (the last

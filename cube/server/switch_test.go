@@ -10,17 +10,8 @@ import (
 // requests get the old one; settle installs it and releases the old one
 // once its last request lets go.
 func TestScheduledSwitchAtInstant(t *testing.T) {
-	data := t.TempDir()
-	publish(t, data, "1000", 1)
-	publish(t, data, "2000", 2)
-	s := &store{dataDir: data}
-	if _, err := s.loadNewest(); err != nil {
-		t.Fatal(err)
-	}
+	s := twoVersions(t)
 	s.mu.Lock()
-	if err := s.bgLoad("/1000"); err != nil { // newest is 2000; switch back to 1000
-		t.Fatal(err)
-	}
 	at := time.Now().Add(200 * time.Millisecond)
 	got, err := s.schedule("1000", at)
 	s.mu.Unlock()
@@ -70,17 +61,8 @@ func TestScheduledSwitchAtInstant(t *testing.T) {
 // TestUnscheduleBeforeInstant: an abort before the instant keeps the old
 // version, for every request before and after the instant.
 func TestUnscheduleBeforeInstant(t *testing.T) {
-	data := t.TempDir()
-	publish(t, data, "1000", 1)
-	publish(t, data, "2000", 2)
-	s := &store{dataDir: data}
-	if _, err := s.loadNewest(); err != nil {
-		t.Fatal(err)
-	}
+	s := twoVersions(t)
 	s.mu.Lock()
-	if err := s.bgLoad("/1000"); err != nil {
-		t.Fatal(err)
-	}
 	at := time.Now().Add(50 * time.Millisecond)
 	if _, err := s.schedule("1000", at); err != nil {
 		t.Fatal(err)
@@ -96,4 +78,23 @@ func TestUnscheduleBeforeInstant(t *testing.T) {
 	s.bgUnload()
 	s.mu.Unlock()
 	s.close()
+}
+
+// twoVersions is a store serving version 2000 (the newest) with 1000 loaded
+// in the background, ready to be scheduled.
+func twoVersions(t *testing.T) *store {
+	t.Helper()
+	data := t.TempDir()
+	publish(t, data, "1000", 1)
+	publish(t, data, "2000", 2)
+	s := &store{dataDir: data}
+	if _, err := s.loadNewest(); err != nil {
+		t.Fatal(err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.bgLoad("/1000"); err != nil {
+		t.Fatal(err)
+	}
+	return s
 }

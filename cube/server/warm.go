@@ -1,6 +1,8 @@
 package server
 
 import (
+	"fmt"
+	"runtime/debug"
 	"slices"
 
 	"github.com/elasticctr/terraform-provider-ctr/cube/proto"
@@ -54,50 +56,48 @@ func (s *Server) keepBuffers(b *connBuffers) {
 	}
 }
 
-// warmUp runs one request of warmKeys keys through the lookup and encoding
-// path of v (the version served at start, or one just prepared, before it is
-// reported prepared and so before any switch to it), so that a kept buffer
-// set is sized for large requests and the heap has grown once before the
-// first client arrives. The dictionary's own pages are resident already:
-// dict.Open reads every page of the mapping to verify its checksums.
-func (s *Server) warmUp(v *version) {
-	if v == nil {
-		return
-	}
+// warmUp runs one request of up to warmKeys keys of v — keys it holds, so
+// that values are read and encoded, not only misses — through the lookup and
+// encoding path. The store calls it on every version it opens (at start, on
+// the agent's prepare, on Paddle's bg_load_* commands), so before the version
+// can be served or switched to: a kept buffer set is then sized for large
+// requests and the heap has grown once. The dictionary's own pages are
+// resident already: dict.Open reads every page of the mapping to verify its
+// checksums. A fault while reading (the file truncated meanwhile) is
+// returned, and the version is refused.
+func (s *Server) warmUp(v *version) error {
 	n := min(v.d.Len(), warmKeys)
 	if n == 0 {
-		return
+		return nil
 	}
 	b := s.buffers()
+	defer s.keepBuffers(b)
 	b.keys = b.keys[:0]
-	for k := range uint64(n) {
-		b.keys = append(b.keys, k)
+	var err error
+	func() {
+		defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+		defer func() {
+			if r := recover(); r != nil {
+				if _, ok := r.(interface{ Addr() uintptr }); !ok {
+					panic(r) // not a memory fault: a bug
+				}
+				err = fmt.Errorf("version %q: mapping faulted while warming it", v.name)
+			}
+		}()
+		v.d.Range(func(key uint64, _ []byte) bool {
+			b.keys = append(b.keys, key)
+			return len(b.keys) < n
+		})
+	}()
+	if err != nil {
+		return err
 	}
 	meta := proto.RpcMeta{HasResponse: true}
 	out, start, metaSize := proto.BeginFrame(b.out[:0], &meta)
-	out, _, _, err := s.lookup(slices.Grow(out, n*missSize), v, b.keys)
-	if err == nil {
-		b.out = proto.FinishFrame(out, start, metaSize)
+	out, _, _, err = s.lookup(slices.Grow(out, n*missSize), v, b.keys)
+	if err != nil {
+		return err
 	}
-	s.keepBuffers(b)
-}
-
-// warmCurrent warms the version served now.
-func (s *Server) warmCurrent() {
-	if v := s.store.acquire(); v != nil {
-		s.warmUp(v)
-		v.release()
-	}
-}
-
-// warmBackground warms the background version.
-func (s *Server) warmBackground() {
-	s.store.mu.Lock()
-	v := s.store.bg.Load()
-	ok := v != nil && tryRef(v)
-	s.store.mu.Unlock()
-	if ok {
-		s.warmUp(v)
-		v.release()
-	}
+	b.out = proto.FinishFrame(out, start, metaSize)
+	return nil
 }

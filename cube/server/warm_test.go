@@ -1,7 +1,6 @@
 package server
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -11,10 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/elasticctr/terraform-provider-ctr/cube/build"
 	"github.com/elasticctr/terraform-provider-ctr/cube/client"
 	"github.com/elasticctr/terraform-provider-ctr/cube/proto"
-	"github.com/elasticctr/terraform-provider-ctr/cube/seqfile"
 )
 
 // minorFaults reads minflt of /proc/<pid>/stat: pages the process touched
@@ -99,24 +96,11 @@ func TestKeyLimitProcess(t *testing.T) {
 	}
 }
 
-// buildData builds a one-shard dictionary of keys 0..n-1 and returns its
-// data directory.
-func buildData(t *testing.T, n int) string {
-	t.Helper()
-	dir := t.TempDir()
-	in := filepath.Join(dir, "in")
-	os.MkdirAll(in, 0o755)
-	f, _ := os.Create(filepath.Join(in, "part-0"))
-	w, _ := seqfile.NewWriter(f, [16]byte{1})
-	v := make([]byte, 40)
-	for k := range uint64(n) {
-		binary.LittleEndian.PutUint64(v, k)
-		w.Append(k, v)
-	}
-	w.Close()
-	f.Close()
-	if _, err := build.Build(build.Options{Input: in, Output: filepath.Join(dir, "data"), Shards: 1, Dict: "d"}); err != nil {
-		t.Fatal(err)
-	}
-	return filepath.Join(dir, "data")
+// buildData builds a one-shard dictionary of keys 0..n-1 with 40-byte
+// values (the key, then zeros) and returns its data directory.
+func buildData(tb testing.TB, n int) string {
+	tb.Helper()
+	data := filepath.Join(tb.TempDir(), "data")
+	publishSized(tb, data, "", n, 40, 0)
+	return data
 }

@@ -104,7 +104,8 @@ func hostileInputs(t *testing.T) (string, *atomic.Int64) {
 	for _, d := range []string{"endless", "liar", "trickle"} {
 		mux.HandleFunc("GET /"+d+"/{$}", func(w http.ResponseWriter, _ *http.Request) { listing(w) })
 	}
-	mux.HandleFunc("GET /endless/part-00000", func(w http.ResponseWriter, r *http.Request) {
+	// forever writes until the client goes away, counting what it sent.
+	forever := func(w http.ResponseWriter, r *http.Request) {
 		buf := bytes.Repeat([]byte{'x'}, 32<<10)
 		for r.Context().Err() == nil {
 			n, err := w.Write(buf)
@@ -113,18 +114,12 @@ func hostileInputs(t *testing.T) (string, *atomic.Int64) {
 				return
 			}
 		}
-	})
+	}
+	mux.HandleFunc("GET /endless/part-00000", forever)
 	mux.HandleFunc("GET /liar/part-00000", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Length", fmt.Sprint(int64(1)<<40))
 		w.WriteHeader(http.StatusOK)
-		buf := bytes.Repeat([]byte{'x'}, 32<<10)
-		for r.Context().Err() == nil {
-			n, err := w.Write(buf)
-			sent.Add(int64(n))
-			if err != nil {
-				return
-			}
-		}
+		forever(w, r)
 	})
 	mux.HandleFunc("GET /trickle/part-00000", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Length", "100")
