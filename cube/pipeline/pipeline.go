@@ -152,6 +152,7 @@ type Cluster struct {
 	Token      string
 	FileServer *Proc
 	Transfer   *Proc
+	FilesAddr  string    // the transfer's /files/ (--files-listen)
 	Servers    [][]*Proc // [shard][replica]
 	Conf       client.DictConf
 }
@@ -204,7 +205,12 @@ func Start(o Options) (*Cluster, error) {
 	if c.Transfer, err = newProc("transfer"); err != nil {
 		return nil, err
 	}
-	public := "http://" + c.Transfer.Addr
+	// The built versions are served apart from the status API, as in the
+	// cluster, where a NetworkPolicy admits only cube servers to them.
+	if c.FilesAddr, err = freeAddr(); err != nil {
+		return nil, err
+	}
+	public := "http://" + c.FilesAddr
 	dict := o.Dict
 	if dict == "" {
 		dict = "demo"
@@ -212,7 +218,7 @@ func Start(o Options) (*Cluster, error) {
 	c.Conf = client.DictConf{DictName: dict, Shard: o.Shards, Dup: o.Replicas, Timeout: 1000, Retry: o.Replicas, Type: "ipport_list"}
 	targs := []string{"transfer", "--donefile", c.Donefile, "--dict", dict, "--shards", strconv.Itoa(o.Shards),
 		"--work", filepath.Join(o.Dir, "transfer"), "--control-token-file", c.TokenFile, "--public-url", public,
-		"--mode", "base_delta", "--poll", o.Poll.String(), "--retry-after", "500ms"}
+		"--files-listen", c.FilesAddr, "--mode", "base_delta", "--poll", o.Poll.String(), "--retry-after", "500ms"}
 	for s := range o.Shards {
 		var addrs []string
 		var row []*Proc

@@ -82,15 +82,28 @@ type Status struct {
 	History []Record      `json:"history"`
 }
 
-// Handler serves GET /status, /healthz, /metrics, POST /trigger (token) and
-// the published versions under /files/ (read-only).
-func (t *Transfer) Handler() (http.Handler, error) {
-	files, err := fileserver.New(fileserver.Options{Root: t.outputDir(), Log: t.log})
+// Handlers returns the status API (GET /status, /healthz, /metrics, POST
+// /trigger with the token) and the published versions under /files/
+// (read-only, what agents download). With together, the API serves /files/
+// as well and files is nil; apart, each can listen on its own port, so that
+// a NetworkPolicy can let only cube servers download the model while the
+// status stays readable by whoever runs the stack.
+func (t *Transfer) Handlers(together bool) (api, files http.Handler, err error) {
+	fh, err := fileserver.New(fileserver.Options{Root: t.outputDir(), Log: t.log})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
+	fmux := http.NewServeMux()
+	fmux.Handle("/files/", http.StripPrefix("/files", fh))
+	fmux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	})
 	mux := http.NewServeMux()
-	mux.Handle("/files/", http.StripPrefix("/files", files))
+	if together {
+		mux.Handle("/files/", fmux)
+	} else {
+		files = fmux
+	}
 	mux.HandleFunc("GET /status", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, t.Status(r.Context()))
 	})
@@ -106,7 +119,7 @@ func (t *Transfer) Handler() (http.Handler, error) {
 		t.Trigger()
 		writeJSON(w, http.StatusAccepted, map[string]string{"status": "polling"})
 	})
-	return mux, nil
+	return mux, files, nil
 }
 
 // Status asks every replica (in parallel, 1 s each) and reports them with

@@ -22,6 +22,7 @@ import (
 	"github.com/elasticctr/terraform-provider-ctr/cube/build"
 	"github.com/elasticctr/terraform-provider-ctr/cube/donefile"
 	"github.com/elasticctr/terraform-provider-ctr/cube/layout"
+	"github.com/elasticctr/terraform-provider-ctr/cube/seqfile"
 )
 
 // Options configure a Transfer. Zero durations take the documented defaults.
@@ -67,6 +68,12 @@ type Options struct {
 	// the version is marked failed and the transfer waits for a newer
 	// donefile line. If 0, 3.
 	BuildAttempts int
+	// Seq is how the builds read the input (key order, record and block
+	// limits); zero limits take seqfile's defaults.
+	Seq seqfile.Options
+	// AllowEmpty publishes a version whose input holds no record (every key
+	// misses); if false such a version fails (build.ErrEmptyInput).
+	AllowEmpty bool
 	// Retries is the number of extra attempts of one call. If 0, 3.
 	Retries int
 	// Backoff is the first pause between attempts, doubling. If 0, 200 ms.
@@ -672,7 +679,7 @@ func (t *Transfer) buildVersion(ctx context.Context, r *Rollout, tm *Timings) er
 	}
 	bs := time.Now()
 	m, err := t.safeBuild(build.Options{Input: in, Output: t.outputDir(), Shards: t.opts.Shards, Dict: t.opts.Dict,
-		Base: r.Base, Version: r.Version, Log: t.log})
+		Base: r.Base, Version: r.Version, Seq: t.opts.Seq, AllowEmpty: t.opts.AllowEmpty, Log: t.log})
 	if err != nil {
 		return &brokenError{err: fmt.Errorf("build: %w", err)}
 	}

@@ -131,3 +131,28 @@ func TestBuildThatKilledTheProcessIsNotRerun(t *testing.T) {
 		t.Fatalf("last error %q", e)
 	}
 }
+
+// TestEmptyInputRefusedUnlessAllowed: a version whose input holds no record
+// fails with the builder's reason; with AllowEmpty the same input is built
+// (and goes on to be prepared).
+func TestEmptyInputRefusedUnlessAllowed(t *testing.T) {
+	for _, allow := range []bool{false, true} {
+		dir := t.TempDir()
+		work, donefile := filepath.Join(dir, "work"), filepath.Join(dir, "base.txt")
+		os.MkdirAll(filepath.Join(dir, "in"), 0o755)
+		appendLine(t, donefile, `{"id":"1000","key":"1000","input":"in"}`)
+		tr := testTransfer(t, work, donefile)
+		tr.opts.AllowEmpty = allow
+		if !allow {
+			stepUntil(t, tr, func(s State) bool { return s.InFlight != nil && s.InFlight.Phase == PhaseFailed })
+			if e := tr.snapshot().InFlight.LastError; !strings.Contains(e, build.ErrEmptyInput.Error()) {
+				t.Fatalf("last error %q, want the empty-input refusal", e)
+			}
+			continue
+		}
+		stepUntil(t, tr, func(s State) bool { return s.InFlight != nil && s.InFlight.Phase == PhasePreparing })
+		if _, err := layout.ReadManifest(tr.outputDir(), tr.snapshot().InFlight.Version); err != nil {
+			t.Fatalf("allowed empty input was not published: %v", err)
+		}
+	}
+}

@@ -136,6 +136,15 @@ func runVersion(args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
+// inputFlags are how the builder reads its input, for both `cube build`
+// and the builds of `cube transfer`.
+func inputFlags(fs *flag.FlagSet, seq *seqfile.Options, allowEmpty *bool) {
+	fs.BoolVar(&seq.KeyBigEndian, "key-big-endian", false, "decode 12-byte BytesWritable keys as big-endian (Java order) instead of little-endian")
+	fs.IntVar(&seq.MaxRecord, "max-record", seqfile.DefaultMaxRecord, "largest record in `bytes`, as stored and once decompressed (also each key and value of a block)")
+	fs.IntVar(&seq.MaxBlock, "max-block", seqfile.DefaultMaxBlock, "largest decompressed block of a block-compressed file in `bytes` (a build holds up to about twice this at once)")
+	fs.BoolVar(allowEmpty, "allow-empty", false, "publish a model even if the input holds no record at all (every key would miss); refused by default")
+}
+
 func runBuild(args []string, stdout, stderr io.Writer) error {
 	fs := flags("build", "--input DIR --output DIR --shards N --dict NAME [--base VERSION]", stdout, stderr)
 	var o build.Options
@@ -145,10 +154,7 @@ func runBuild(args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&o.Dict, "dict", "", "dictionary `name` (cube.conf dict_name)")
 	fs.StringVar(&o.Base, "base", "", "make a delta: the base `VERSION` under --output that this input patches (upsert)")
 	fs.StringVar(&o.Version, "version", "", "version name (default <unix seconds>, or <depend>_<unix seconds> for a delta)")
-	fs.BoolVar(&o.Seq.KeyBigEndian, "key-big-endian", false, "decode 12-byte BytesWritable keys as big-endian (Java order) instead of little-endian")
-	fs.IntVar(&o.Seq.MaxRecord, "max-record", seqfile.DefaultMaxRecord, "largest record in `bytes`, as stored and once decompressed (also each key and value of a block)")
-	fs.IntVar(&o.Seq.MaxBlock, "max-block", seqfile.DefaultMaxBlock, "largest decompressed block of a block-compressed file in `bytes` (a build holds up to about twice this at once)")
-	fs.BoolVar(&o.AllowEmpty, "allow-empty", false, "publish a model even if the input holds no record at all (every key would miss); refused by default")
+	inputFlags(fs, &o.Seq, &o.AllowEmpty)
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn, error")
 	if err := parse(fs, args); err != nil {
 		return err

@@ -44,7 +44,8 @@ func runTransfer(args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&o.Shards, "shards", 0, "shard count `N`")
 	fs.Var(reps, "shard-replicas", "`I=HOST:PORT,HOST:PORT` cube servers (with --agent) of shard I; repeat once per shard")
 	fs.StringVar(&o.Work, "work", "", "`directory` for state, downloaded input and built versions (served under /files/)")
-	listen := fs.String("listen", "127.0.0.1:8099", "`HOST:PORT` of the status API and /files/")
+	listen := fs.String("listen", "127.0.0.1:8099", "`HOST:PORT` of the status API (and of /files/ unless --files-listen is set)")
+	filesListen := fs.String("files-listen", "", "`HOST:PORT` of /files/ (the built versions agents download), apart from the status API so that a NetworkPolicy can admit only cube servers to it; default: on --listen")
 	tokenFile := fs.String("control-token-file", "", "bearer token `file` for the agents (or $CUBE_CONTROL_TOKEN)")
 	fs.StringVar(&o.PublicURL, "public-url", "", "`URL` at which agents reach this transfer (they download <URL>/files/<version>/shard-<i>.cube)")
 	fs.StringVar(&o.Mode, "mode", "base", "base (base.txt only) or base_delta (also patch.txt)")
@@ -64,6 +65,7 @@ func runTransfer(args []string, stdout, stderr io.Writer) error {
 	fs.DurationVar(&o.SwitchDelay, "switch-delay", 250e6, "replicas switch together this long after the commit decision: every replica serves each request arriving from that instant on from the new version")
 	fs.DurationVar(&o.RetryAfter, "retry-after", 0, "first pause before retrying a failed rollout (doubles, at most 5m; default --poll)")
 	fs.DurationVar(&o.MaxRetryAfter, "max-retry-after", 5*60e9, "longest pause between rollout attempts")
+	inputFlags(fs, &o.Seq, &o.AllowEmpty)
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn, error")
 	if err := parse(fs, args); err != nil {
 		return err
@@ -90,17 +92,29 @@ func runTransfer(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	h, err := t.Handler()
+	api, files, err := t.Handlers(*filesListen == "")
 	if err != nil {
 		return err
 	}
-	ln, err := net.Listen("tcp", *listen)
-	if err != nil {
-		return err
+	ls := []listener{{h: api}}
+	if files != nil {
+		ls = append(ls, listener{h: files})
 	}
-	o.Log.Info("listening", "addr", ln.Addr().String(), "donefile", o.Donefile, "shards", o.Shards, "version", version)
+	for i, addr := range []string{*listen, *filesListen}[:len(ls)] {
+		if ls[i].ln, err = net.Listen("tcp", addr); err != nil {
+			for _, l := range ls[:i] {
+				l.ln.Close()
+			}
+			return err
+		}
+	}
+	filesAddr := ""
+	if files != nil {
+		filesAddr = ls[1].ln.Addr().String()
+	}
+	o.Log.Info("listening", "addr", ls[0].ln.Addr().String(), "filesAddr", filesAddr, "donefile", o.Donefile, "shards", o.Shards, "version", version)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	go t.Run(ctx)
-	return serveUntilSignal(ln, h)
+	return serveUntilSignal(ls...)
 }
