@@ -23,9 +23,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/elasticctr/terraform-provider-ctr/cube/api"
 	"github.com/elasticctr/terraform-provider-ctr/cube/client"
 	"github.com/elasticctr/terraform-provider-ctr/cube/seqfile"
-	"github.com/elasticctr/terraform-provider-ctr/cube/transfer"
 )
 
 // Options configure a Cluster.
@@ -38,6 +38,8 @@ type Options struct {
 	Keys      int           // keys per version (0..Keys-1)
 	ValueSize int           // bytes per value, >= 10; 40 as Paddle's demos
 	Poll      time.Duration // transfer --poll
+	// HealInterval is the transfer's --heal-interval; 250 ms when 0.
+	HealInterval time.Duration
 	// TransferArgs and ServerArgs are appended to the commands.
 	TransferArgs, ServerArgs []string
 	Progress                 io.Writer // step-by-step narration (nil: none)
@@ -155,6 +157,47 @@ type Cluster struct {
 	FilesAddr  string    // the transfer's /files/ (--files-listen)
 	Servers    [][]*Proc // [shard][replica]
 	Conf       client.DictConf
+
+	newServer    func(shard, replica int) (*Proc, error)
+	transferArgs []string // without the --shard-replicas of the current layout
+}
+
+// DataDir is the data directory of replica r of shard s.
+func (c *Cluster) DataDir(s, r int) string {
+	return filepath.Join(c.Dir, fmt.Sprintf("node-%d-%d", s, r))
+}
+
+// layout sets the transfer's replica flags and the cube.conf from Servers.
+func (c *Cluster) layout() {
+	args := append([]string(nil), c.transferArgs...)
+	c.Conf.Nodes = nil
+	for s, row := range c.Servers {
+		var addrs []string
+		for _, p := range row {
+			addrs = append(addrs, p.Addr)
+		}
+		args = append(args, "--shard-replicas", fmt.Sprintf("%d=%s", s, strings.Join(addrs, ",")))
+		c.Conf.Nodes = append(c.Conf.Nodes, client.Node{IPPortList: "list://" + strings.Join(addrs, ",")})
+	}
+	c.Conf.Dup = len(c.Servers[0])
+	c.Transfer.SetArgs(func([]string) []string { return append(args, c.opts.TransferArgs...) })
+}
+
+// AddReplica starts one more replica of shard s, empty, and restarts the
+// transfer with it in its replica list (as ctr_cube does on replicas = N+1).
+func (c *Cluster) AddReplica(s int) (*Proc, error) {
+	p, err := c.newServer(s, len(c.Servers[s]))
+	if err != nil {
+		return nil, err
+	}
+	c.say("adding %s on %s", p.Name, p.Addr)
+	if err := p.Start(); err != nil {
+		return nil, err
+	}
+	c.Servers[s] = append(c.Servers[s], p)
+	c.layout()
+	c.Transfer.Stop()
+	return p, c.Transfer.Start()
 }
 
 func freeAddr() (string, error) {
@@ -179,6 +222,9 @@ func Start(o Options) (*Cluster, error) {
 	}
 	if o.Poll <= 0 {
 		o.Poll = 100 * time.Millisecond
+	}
+	if o.HealInterval <= 0 {
+		o.HealInterval = 250 * time.Millisecond
 	}
 	c := &Cluster{opts: o, Dir: o.Dir, Root: filepath.Join(o.Dir, "fileserver"), Token: "demo-token-" + strconv.Itoa(os.Getpid())}
 	for _, d := range []string{filepath.Join(c.Root, "donefile"), filepath.Join(c.Root, "data"), filepath.Join(o.Dir, "logs")} {
@@ -218,25 +264,29 @@ func Start(o Options) (*Cluster, error) {
 	c.Conf = client.DictConf{DictName: dict, Shard: o.Shards, Dup: o.Replicas, Timeout: 1000, Retry: o.Replicas, Type: "ipport_list"}
 	targs := []string{"transfer", "--donefile", c.Donefile, "--dict", dict, "--shards", strconv.Itoa(o.Shards),
 		"--work", filepath.Join(o.Dir, "transfer"), "--control-token-file", c.TokenFile, "--public-url", public,
-		"--files-listen", c.FilesAddr, "--mode", "base_delta", "--poll", o.Poll.String(), "--retry-after", "500ms"}
+		"--files-listen", c.FilesAddr, "--mode", "base_delta", "--poll", o.Poll.String(), "--heal-interval", o.HealInterval.String(), "--retry-after", "500ms"}
+	c.newServer = func(s, r int) (*Proc, error) {
+		p, err := newProc(fmt.Sprintf("server-%d-%d", s, r), "server", "--data", c.DataDir(s, r),
+			"--shard", strconv.Itoa(s), "--control-token-file", c.TokenFile, "--agent", "--source-url", public+"/files/")
+		if err != nil {
+			return nil, err
+		}
+		p.args = append(p.args, o.ServerArgs...)
+		return p, nil
+	}
 	for s := range o.Shards {
-		var addrs []string
 		var row []*Proc
 		for r := range o.Replicas {
-			p, err := newProc(fmt.Sprintf("server-%d-%d", s, r), "server", "--data", filepath.Join(o.Dir, fmt.Sprintf("node-%d-%d", s, r)),
-				"--shard", strconv.Itoa(s), "--control-token-file", c.TokenFile, "--agent", "--source-url", public+"/files/")
+			p, err := c.newServer(s, r)
 			if err != nil {
 				return nil, err
 			}
-			p.args = append(p.args, o.ServerArgs...)
 			row = append(row, p)
-			addrs = append(addrs, p.Addr)
 		}
 		c.Servers = append(c.Servers, row)
-		targs = append(targs, "--shard-replicas", fmt.Sprintf("%d=%s", s, strings.Join(addrs, ",")))
-		c.Conf.Nodes = append(c.Conf.Nodes, client.Node{IPPortList: "list://" + strings.Join(addrs, ",")})
 	}
-	c.Transfer.args = append(targs, append(c.Transfer.args, o.TransferArgs...)...)
+	c.transferArgs = append(targs, c.Transfer.args...)
+	c.layout()
 	c.say("starting the file server on %s (root %s)", c.FileServer.Addr, c.Root)
 	if err := c.FileServer.Start(); err != nil {
 		return c, err
@@ -347,8 +397,8 @@ func (c *Cluster) AppendDonefile(name, text string) error {
 }
 
 // Status reads the transfer's GET /status.
-func (c *Cluster) Status() (transfer.Status, error) {
-	var st transfer.Status
+func (c *Cluster) Status() (api.Status, error) {
+	var st api.Status
 	resp, err := http.Get("http://" + c.Transfer.Addr + "/status")
 	if err != nil {
 		return st, err
@@ -360,9 +410,9 @@ func (c *Cluster) Status() (transfer.Status, error) {
 
 // WaitServed waits until the transfer reports donefile id served and every
 // replica serves that version; it returns the rollout's record.
-func (c *Cluster) WaitServed(id string, timeout time.Duration) (transfer.Record, error) {
+func (c *Cluster) WaitServed(id string, timeout time.Duration) (api.Record, error) {
 	deadline := time.Now().Add(timeout)
-	var last transfer.Status
+	var last api.Status
 	for time.Now().Before(deadline) {
 		st, err := c.Status()
 		if err == nil {
@@ -377,10 +427,10 @@ func (c *Cluster) WaitServed(id string, timeout time.Duration) (transfer.Record,
 		time.Sleep(25 * time.Millisecond)
 	}
 	b, _ := json.Marshal(last)
-	return transfer.Record{}, fmt.Errorf("id %s not served within %s; last status %s", id, timeout, b)
+	return api.Record{}, fmt.Errorf("id %s not served within %s; last status %s", id, timeout, b)
 }
 
-func allServe(st transfer.Status, v string) bool {
+func allServe(st api.Status, v string) bool {
 	for _, s := range st.Shards {
 		for _, r := range s.Replicas {
 			if r.ServedVersion != v {

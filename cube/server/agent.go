@@ -9,7 +9,7 @@ package server
 //	POST /agent/prepare  {"version","dict","shard","url","sha256","size"}  → 202, loads in the background
 //	POST /agent/commit   {"version","at_unix_ms"}                         → 200 once serving it
 //	POST /agent/abort    {"version"}                                      → 200, unloads and deletes it
-//	GET  /agent/status                                                    → AgentStatus
+//	GET  /agent/status                                                    → api.AgentStatus
 //
 // all behind "Authorization: Bearer <token>".
 
@@ -32,6 +32,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/elasticctr/terraform-provider-ctr/cube/api"
 	"github.com/elasticctr/terraform-provider-ctr/cube/layout"
 )
 
@@ -42,11 +43,6 @@ import (
 // reads it; "at <unix ms>" and "previous <version>" lines may follow: a
 // commit whose switch instant had not come when the process died.
 const CurrentFile = "VERSION"
-
-// maxCommitAhead bounds how far ahead a commit instant may lie; a commit
-// further ahead is refused (a clock that far off is a fault to fix, not to
-// wait out).
-const maxCommitAhead = 5 * time.Second
 
 func currentFileContent(version string, atUnixMs int64, previous string) string {
 	out := version + "\n"
@@ -83,56 +79,6 @@ func readCurrentFile(dataDir string) (version string, atUnixMs int64, previous s
 	return version, atUnixMs, previous
 }
 
-// Agent states reported by GET /agent/status.
-const (
-	AgentIdle      = "idle"
-	AgentPreparing = "preparing"
-	AgentPrepared  = "prepared"
-	AgentFailed    = "failed"
-)
-
-// PrepareRequest is the body of POST /agent/prepare: where shard Shard of
-// Version is, and what it must hash to.
-type PrepareRequest struct {
-	Version string `json:"version"`
-	Dict    string `json:"dict"`
-	Shard   int    `json:"shard"`
-	URL     string `json:"url"`    // the shard file; must be under --source-url
-	SHA256  string `json:"sha256"` // hex, required
-	Size    int64  `json:"size"`   // bytes, required
-}
-
-// CommitRequest is the body of POST /agent/commit. AtUnixMs, if set, is the
-// wall-clock instant to switch at (at most maxCommitAhead ahead): the
-// transfer gives every replica the same instant, and each serves every
-// request that arrives from that instant on from the new version, so the
-// replicas switch together to within their clocks' skew.
-type CommitRequest struct {
-	Version  string `json:"version"`
-	AtUnixMs int64  `json:"at_unix_ms,omitempty"`
-}
-
-// AbortRequest is the body of POST /agent/abort; an empty Version aborts
-// whatever is in flight.
-type AbortRequest struct {
-	Version string `json:"version"`
-}
-
-// AgentStatus is the reply of every agent endpoint.
-type AgentStatus struct {
-	Shard             int      `json:"shard"`
-	State             string   `json:"state"`
-	Version           string   `json:"version"` // in flight (preparing, prepared or failed)
-	Error             string   `json:"error,omitempty"`
-	ServedVersion     string   `json:"served_version"`
-	BackgroundVersion string   `json:"background_version"`
-	PreviousVersion   string   `json:"previous_version"`
-	SwitchedAtUnixUs  int64    `json:"switched_at_unix_us,omitempty"`
-	DownloadMs        int64    `json:"download_ms"` // last prepare: download + sha256
-	LoadMs            int64    `json:"load_ms"`     // last prepare: map + checksums`
-	OnDisk            []string `json:"on_disk"`
-}
-
 type agent struct {
 	s         *Server
 	source    *url.URL
@@ -162,7 +108,7 @@ func newAgent(s *Server) (*agent, error) {
 	if err != nil || (src.Scheme != "http" && src.Scheme != "https") || src.Host == "" {
 		return nil, fmt.Errorf("agent: --source-url %q: want http(s)://host[:port]/path", s.opts.SourceURL)
 	}
-	a := &agent{s: s, source: src, state: AgentIdle, diskSlack: s.opts.DiskReserve}
+	a := &agent{s: s, source: src, state: api.AgentIdle, diskSlack: s.opts.DiskReserve}
 	a.client = &http.Client{CheckRedirect: func(r *http.Request, _ []*http.Request) error {
 		return a.allowed(r.URL)
 	}}
@@ -211,11 +157,11 @@ func decodeBody(w http.ResponseWriter, r *http.Request, v any) bool {
 	return true
 }
 
-func (a *agent) status() AgentStatus {
+func (a *agent) status() api.AgentStatus {
 	cur, bg := a.s.store.versionNames()
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	st := AgentStatus{Shard: a.s.opts.Shard, State: a.state, Version: a.version, Error: a.err,
+	st := api.AgentStatus{Shard: a.s.opts.Shard, State: a.state, Version: a.version, Error: a.err,
 		ServedVersion: cur, BackgroundVersion: bg, PreviousVersion: a.previous}
 	st.DownloadMs, st.LoadMs = a.dlMs, a.loadMs
 	if !a.switched.IsZero() {
@@ -231,7 +177,7 @@ func validVersion(v string) bool {
 }
 
 func (a *agent) httpPrepare(w http.ResponseWriter, r *http.Request) {
-	var req PrepareRequest
+	var req api.PrepareRequest
 	if !decodeBody(w, r, &req) {
 		return
 	}
@@ -255,7 +201,7 @@ func (a *agent) httpPrepare(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	a.mu.Lock()
-	if a.version == req.Version && (a.state == AgentPreparing || a.state == AgentPrepared) {
+	if a.version == req.Version && (a.state == api.AgentPreparing || a.state == api.AgentPrepared) {
 		a.mu.Unlock()
 		writeJSON(w, http.StatusAccepted, a.status()) // a retry: idempotent
 		return
@@ -263,7 +209,7 @@ func (a *agent) httpPrepare(w http.ResponseWriter, r *http.Request) {
 	prev, prevDone := a.cancel, a.done
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	a.state, a.version, a.err, a.cancel, a.done = AgentPreparing, req.Version, "", cancel, done
+	a.state, a.version, a.err, a.cancel, a.done = api.AgentPreparing, req.Version, "", cancel, done
 	a.mu.Unlock()
 	go func() {
 		defer close(done)
@@ -279,7 +225,7 @@ func (a *agent) httpPrepare(w http.ResponseWriter, r *http.Request) {
 
 // prepare downloads, verifies and background-loads one shard, then records
 // the outcome unless the request was superseded or aborted meanwhile.
-func (a *agent) prepare(ctx context.Context, req PrepareRequest) {
+func (a *agent) prepare(ctx context.Context, req api.PrepareRequest) {
 	start := time.Now()
 	err := a.fetch(ctx, req)
 	fetched := time.Now()
@@ -298,12 +244,12 @@ func (a *agent) prepare(ctx context.Context, req PrepareRequest) {
 		return
 	}
 	if err != nil {
-		a.state, a.err = AgentFailed, err.Error()
+		a.state, a.err = api.AgentFailed, err.Error()
 		a.s.log.Error("agent: prepare failed", "version", req.Version, "err", err)
 		a.s.m.agentOps.WithLabelValues("prepare", "error").Inc()
 		return
 	}
-	a.state = AgentPrepared
+	a.state = api.AgentPrepared
 	a.dlMs, a.loadMs = fetched.Sub(start).Milliseconds(), time.Since(fetched).Milliseconds()
 	a.s.log.Info("agent: prepared", "version", req.Version, "duration_ms", time.Since(start).Milliseconds())
 	a.s.m.agentOps.WithLabelValues("prepare", "ok").Inc()
@@ -312,7 +258,7 @@ func (a *agent) prepare(ctx context.Context, req PrepareRequest) {
 // fetch puts <data>/<version>/shard-<i>.cube in place, verified. A version
 // directory already there (an earlier prepare, or the previous version kept
 // for rollback) is reused if it verifies.
-func (a *agent) fetch(ctx context.Context, req PrepareRequest) error {
+func (a *agent) fetch(ctx context.Context, req api.PrepareRequest) error {
 	data := a.s.opts.DataDir
 	sm := layout.ShardManifest{Dict: req.Dict, Version: req.Version, Shard: req.Shard, File: layout.ShardFile(req.Shard), Size: req.Size, SHA256: req.SHA256}
 	final := filepath.Join(data, req.Version)
@@ -435,7 +381,7 @@ func (a *agent) checkDisk(need int64) error {
 }
 
 func (a *agent) httpCommit(w http.ResponseWriter, r *http.Request) {
-	var req CommitRequest
+	var req api.CommitRequest
 	if !decodeBody(w, r, &req) {
 		return
 	}
@@ -456,13 +402,13 @@ func (a *agent) httpCommit(w http.ResponseWriter, r *http.Request) {
 // commit makes req.Version current. It is idempotent (committing the served
 // version succeeds) and also serves rollback: a version still on disk (the
 // previous one) is loaded first if it is not the background one.
-func (a *agent) commit(req CommitRequest) error {
+func (a *agent) commit(req api.CommitRequest) error {
 	if cur, _ := a.s.store.versionNames(); cur == req.Version {
 		return nil
 	}
 	if _, bg := a.s.store.versionNames(); bg != req.Version {
 		a.mu.Lock()
-		preparing := a.version == req.Version && a.state == AgentPreparing
+		preparing := a.version == req.Version && a.state == api.AgentPreparing
 		a.mu.Unlock()
 		if preparing {
 			return fmt.Errorf("version %q is still being prepared", req.Version)
@@ -488,8 +434,8 @@ func (a *agent) commit(req CommitRequest) error {
 	if req.AtUnixMs > 0 {
 		at = time.UnixMilli(req.AtUnixMs)
 	}
-	if at.After(now.Add(maxCommitAhead)) {
-		return fmt.Errorf("commit instant %s is more than %s ahead", at.UTC().Format(time.RFC3339Nano), maxCommitAhead)
+	if at.After(now.Add(api.MaxCommitAhead)) {
+		return fmt.Errorf("commit instant %s is more than %s ahead", at.UTC().Format(time.RFC3339Nano), api.MaxCommitAhead)
 	}
 	a.s.store.mu.Lock()
 	old, _ := a.s.store.versionNames()
@@ -530,7 +476,7 @@ func (a *agent) commit(req CommitRequest) error {
 	}
 	a.switched = switched
 	if a.version == req.Version {
-		a.state, a.version, a.err, a.cancel = AgentIdle, "", "", nil
+		a.state, a.version, a.err, a.cancel = api.AgentIdle, "", "", nil
 	}
 	keep := map[string]bool{req.Version: true, a.previous: true, a.version: true}
 	a.mu.Unlock()
@@ -561,7 +507,7 @@ func (a *agent) gc(keep map[string]bool) {
 }
 
 func (a *agent) httpAbort(w http.ResponseWriter, r *http.Request) {
-	var req AbortRequest
+	var req api.AbortRequest
 	if !decodeBody(w, r, &req) {
 		return
 	}
@@ -586,7 +532,7 @@ func (a *agent) abort(version string) error {
 			a.cancel()
 		}
 		wait = a.done
-		a.state, a.version, a.err, a.cancel = AgentIdle, "", "", nil
+		a.state, a.version, a.err, a.cancel = api.AgentIdle, "", "", nil
 	}
 	prev := a.previous
 	a.mu.Unlock()

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/elasticctr/terraform-provider-ctr/cube/api"
 	"github.com/elasticctr/terraform-provider-ctr/cube/build"
 	"github.com/elasticctr/terraform-provider-ctr/cube/layout"
 	"github.com/elasticctr/terraform-provider-ctr/cube/seqfile"
@@ -76,7 +77,7 @@ func (e *agentEnv) start(reserve int64) {
 	e.srv, e.addr = srv, ln.Addr().String()
 }
 
-func (e *agentEnv) call(method, path, token string, body any) (int, AgentStatus, string) {
+func (e *agentEnv) call(method, path, token string, body any) (int, api.AgentStatus, string) {
 	e.t.Helper()
 	var rd io.Reader
 	if body != nil {
@@ -93,17 +94,17 @@ func (e *agentEnv) call(method, path, token string, body any) (int, AgentStatus,
 	}
 	defer resp.Body.Close()
 	raw, _ := io.ReadAll(resp.Body)
-	var st AgentStatus
+	var st api.AgentStatus
 	json.Unmarshal(raw, &st)
 	return resp.StatusCode, st, string(raw)
 }
 
 func (e *agentEnv) prepare(version string, sm layout.ShardManifest) (int, string) {
-	code, _, raw := e.call("POST", "/agent/prepare", testToken, PrepareRequest{Version: version, Dict: "d", URL: e.source + version + "/" + sm.File, SHA256: sm.SHA256, Size: sm.Size})
+	code, _, raw := e.call("POST", "/agent/prepare", testToken, api.PrepareRequest{Version: version, Dict: "d", URL: e.source + version + "/" + sm.File, SHA256: sm.SHA256, Size: sm.Size})
 	return code, raw
 }
 
-func (e *agentEnv) waitState(want string) AgentStatus {
+func (e *agentEnv) waitState(want string) api.AgentStatus {
 	e.t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
@@ -136,12 +137,12 @@ func TestAgentPrepareCommitAbort(t *testing.T) {
 	if code, _, _ := e.call("GET", "/agent/status", "", nil); code != http.StatusUnauthorized {
 		t.Fatalf("status without token: %d", code)
 	}
-	if code, _, _ := e.call("POST", "/agent/prepare", "wrong", PrepareRequest{}); code != http.StatusUnauthorized {
+	if code, _, _ := e.call("POST", "/agent/prepare", "wrong", api.PrepareRequest{}); code != http.StatusUnauthorized {
 		t.Fatalf("prepare with wrong token: %d", code)
 	}
 	// URLs outside --source-url are refused, whatever the token.
 	for _, u := range []string{"http://example.invalid/files/1000/shard-0.cube", e.source + "../etc/passwd", strings.Replace(e.source, "/files/", "/other/", 1) + "x"} {
-		code, _, raw := e.call("POST", "/agent/prepare", testToken, PrepareRequest{Version: "1000", URL: u, SHA256: sm1.SHA256, Size: sm1.Size})
+		code, _, raw := e.call("POST", "/agent/prepare", testToken, api.PrepareRequest{Version: "1000", URL: u, SHA256: sm1.SHA256, Size: sm1.Size})
 		if code != http.StatusBadRequest {
 			t.Fatalf("url %s: %d %s", u, code, raw)
 		}
@@ -149,18 +150,18 @@ func TestAgentPrepareCommitAbort(t *testing.T) {
 	if code, raw := e.prepare("1000", sm1); code != http.StatusAccepted {
 		t.Fatalf("prepare: %d %s", code, raw)
 	}
-	e.waitState(AgentPrepared)
+	e.waitState(api.AgentPrepared)
 	if cur, bg := e.srv.store.versionNames(); cur != "" || bg != "1000" {
 		t.Fatalf("after prepare cur=%q bg=%q", cur, bg)
 	}
-	if code, _, raw := e.call("POST", "/agent/commit", testToken, CommitRequest{Version: "1000"}); code != 200 {
+	if code, _, raw := e.call("POST", "/agent/commit", testToken, api.CommitRequest{Version: "1000"}); code != 200 {
 		t.Fatalf("commit %d %s", code, raw)
 	}
 	if e.ready() != 200 {
 		t.Fatal("not ready after commit")
 	}
 	// Committing again is a no-op success (the transfer retries).
-	if code, _, _ := e.call("POST", "/agent/commit", testToken, CommitRequest{Version: "1000"}); code != 200 {
+	if code, _, _ := e.call("POST", "/agent/commit", testToken, api.CommitRequest{Version: "1000"}); code != 200 {
 		t.Fatal("second commit")
 	}
 
@@ -169,17 +170,17 @@ func TestAgentPrepareCommitAbort(t *testing.T) {
 	bad := sm2
 	bad.SHA256 = strings.Repeat("0", 64)
 	e.prepare("2000", bad)
-	st := e.waitState(AgentFailed)
+	st := e.waitState(api.AgentFailed)
 	if !strings.Contains(st.Error, "sha256") || st.ServedVersion != "1000" {
 		t.Fatalf("corrupt: %+v", st)
 	}
-	if code, _, _ := e.call("POST", "/agent/commit", testToken, CommitRequest{Version: "2000"}); code == 200 {
+	if code, _, _ := e.call("POST", "/agent/commit", testToken, api.CommitRequest{Version: "2000"}); code == 200 {
 		t.Fatal("commit of a failed version succeeded")
 	}
 	// Prepare then abort: unloaded, files removed, 1000 still served.
 	e.prepare("2000", sm2)
-	e.waitState(AgentPrepared)
-	if code, _, raw := e.call("POST", "/agent/abort", testToken, AbortRequest{Version: "2000"}); code != 200 {
+	e.waitState(api.AgentPrepared)
+	if code, _, raw := e.call("POST", "/agent/abort", testToken, api.AbortRequest{Version: "2000"}); code != 200 {
 		t.Fatalf("abort %d %s", code, raw)
 	}
 	if cur, bg := e.srv.store.versionNames(); cur != "1000" || bg != "" {
@@ -191,26 +192,26 @@ func TestAgentPrepareCommitAbort(t *testing.T) {
 	// Prepare 2000 again (kill -9 after prepare is simulated by a restart):
 	// the restarted server serves the committed 1000, not the newer 2000.
 	e.prepare("2000", sm2)
-	e.waitState(AgentPrepared)
+	e.waitState(api.AgentPrepared)
 	e.srv.Close()
 	e.start(1)
 	if cur, _ := e.srv.store.versionNames(); cur != "1000" {
 		t.Fatalf("restart serves %q, want the committed 1000", cur)
 	}
 	// Commit after the restart loads it from disk.
-	if code, _, raw := e.call("POST", "/agent/commit", testToken, CommitRequest{Version: "2000", AtUnixMs: time.Now().Add(50 * time.Millisecond).UnixMilli()}); code != 200 {
+	if code, _, raw := e.call("POST", "/agent/commit", testToken, api.CommitRequest{Version: "2000", AtUnixMs: time.Now().Add(50 * time.Millisecond).UnixMilli()}); code != 200 {
 		t.Fatalf("commit after restart %d %s", code, raw)
 	}
 	// Third version: GC keeps current and previous only.
 	sm3 := publish(t, e.out, "3000", 3)
 	e.prepare("3000", sm3)
-	e.waitState(AgentPrepared)
-	_, st, _ = e.call("POST", "/agent/commit", testToken, CommitRequest{Version: "3000"})
+	e.waitState(api.AgentPrepared)
+	_, st, _ = e.call("POST", "/agent/commit", testToken, api.CommitRequest{Version: "3000"})
 	if st.ServedVersion != "3000" || st.PreviousVersion != "2000" || fmt.Sprint(st.OnDisk) != "[2000 3000]" {
 		t.Fatalf("after third commit: %+v", st)
 	}
 	// Rollback to the previous version is a commit of it.
-	if _, st, _ = e.call("POST", "/agent/commit", testToken, CommitRequest{Version: "2000"}); st.ServedVersion != "2000" {
+	if _, st, _ = e.call("POST", "/agent/commit", testToken, api.CommitRequest{Version: "2000"}); st.ServedVersion != "2000" {
 		t.Fatalf("rollback: %+v", st)
 	}
 }
@@ -219,7 +220,7 @@ func TestAgentDiskFull(t *testing.T) {
 	e := startAgent(t, t.TempDir(), 1<<62) // more than any disk: "full"
 	sm := publish(t, e.out, "1000", 1)
 	e.prepare("1000", sm)
-	if st := e.waitState(AgentFailed); !strings.Contains(st.Error, "disk space") {
+	if st := e.waitState(api.AgentFailed); !strings.Contains(st.Error, "disk space") {
 		t.Fatalf("%+v", st)
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/elasticctr/terraform-provider-ctr/cube/api"
 	"github.com/elasticctr/terraform-provider-ctr/cube/layout"
 	"github.com/elasticctr/terraform-provider-ctr/cube/proto"
 )
@@ -190,7 +191,7 @@ func New(opts Options) (*Server, error) {
 		// the replicas that did not die.
 		s.log.Info("agent: resuming a commit", "version", v, "at_unix_ms", at, "serving_until_then", previous)
 		go func() {
-			if err := s.agent.commit(CommitRequest{Version: v, AtUnixMs: at}); err != nil {
+			if err := s.agent.commit(api.CommitRequest{Version: v, AtUnixMs: at}); err != nil {
 				s.log.Error("agent: resumed commit failed", "version", v, "err", err)
 			}
 		}()

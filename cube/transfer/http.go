@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/elasticctr/terraform-provider-ctr/cube/api"
 	"github.com/elasticctr/terraform-provider-ctr/cube/fileserver"
 )
 
@@ -23,6 +24,8 @@ type metrics struct {
 	phase            prometheus.Gauge
 	window           prometheus.Gauge
 	duration         prometheus.Gauge
+	heals            *prometheus.CounterVec
+	replicas         *prometheus.GaugeVec
 }
 
 func newMetrics() *metrics {
@@ -33,16 +36,20 @@ func newMetrics() *metrics {
 		donefileWarnings: prometheus.NewCounter(prometheus.CounterOpts{Name: "cube_transfer_donefile_warnings_total",
 			Help: "Donefile lines skipped (garbage, partial)."}),
 		info: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "cube_transfer_served_version_info",
-			Help: "1 for the version every replica serves."}, []string{"version"}),
+			Help: "1 for the version the transfer last rolled out to every replica (the one it heals replicas to)."}, []string{"version"}),
 		phase: prometheus.NewGauge(prometheus.GaugeOpts{Name: "cube_transfer_phase",
 			Help: "Rollout phase now: 0 idle/building, 1 preparing, 2 committing."}),
 		window: prometheus.NewGauge(prometheus.GaugeOpts{Name: "cube_transfer_switch_window_seconds",
 			Help: "Last rollout: first to last replica switching."}),
 		duration: prometheus.NewGauge(prometheus.GaugeOpts{Name: "cube_transfer_rollout_seconds",
 			Help: "Last rollout: donefile line seen to every replica serving."}),
+		heals: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "cube_transfer_heals_total",
+			Help: "Replicas brought back to the decided version without a new model, by result (healed, failed)."}, []string{"result"}),
+		replicas: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "cube_transfer_replicas",
+			Help: "Replicas at the last heal pass, by state: serving the decided version, behind it, unreachable."}, []string{"state"}),
 	}
 	m.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		m.rollouts, m.donefileWarnings, m.info, m.phase, m.window, m.duration)
+		m.rollouts, m.donefileWarnings, m.info, m.phase, m.window, m.duration, m.heals, m.replicas)
 	return m
 }
 
@@ -51,35 +58,6 @@ func (m *metrics) served(v string) {
 	if v != "" {
 		m.info.WithLabelValues(v).Set(1)
 	}
-}
-
-// ReplicaStatus is one replica in GET /status.
-type ReplicaStatus struct {
-	Addr          string `json:"addr"`
-	ServedVersion string `json:"served_version"`
-	State         string `json:"state"` // the agent's state, or "unreachable"
-	Version       string `json:"version,omitempty"`
-	Error         string `json:"error,omitempty"`
-}
-
-// ShardStatus is one shard in GET /status.
-type ShardStatus struct {
-	Shard    int             `json:"shard"`
-	Replicas []ReplicaStatus `json:"replicas"`
-}
-
-// Status is the reply of GET /status.
-type Status struct {
-	Dict          string `json:"dict"`
-	ServedVersion string `json:"served_version"`
-	InFlight      string `json:"in_flight"`
-	Phase         string `json:"phase,omitempty"`
-	// Error says why the last version failed for good (phase "failed"; then
-	// InFlight is empty and Rollout says which version it was).
-	Error   string        `json:"error,omitempty"`
-	Rollout *Rollout      `json:"rollout,omitempty"`
-	Shards  []ShardStatus `json:"shards"`
-	History []Record      `json:"history"`
 }
 
 // Handlers returns the status API (GET /status, /healthz, /metrics, POST
@@ -123,16 +101,16 @@ func (t *Transfer) Handlers(together bool) (api, files http.Handler, err error) 
 }
 
 // Status asks every replica (in parallel, 1 s each) and reports them with
-// the transfer's own state.
-func (t *Transfer) Status(ctx context.Context) Status {
+// the transfer's own state; the served version is what they report.
+func (t *Transfer) Status(ctx context.Context) api.Status {
 	st := t.snapshot()
-	out := Status{Dict: t.opts.Dict, ServedVersion: st.Served, Rollout: st.InFlight, History: st.History}
+	out := api.Status{Dict: t.opts.Dict, DecidedVersion: st.Served, Rollout: st.InFlight, History: st.History}
 	if n := len(out.History); n > 20 {
 		out.History = out.History[n-20:]
 	}
 	if st.InFlight != nil {
 		out.InFlight, out.Phase = st.InFlight.Version, st.InFlight.Phase
-		if st.InFlight.Phase == PhaseFailed {
+		if st.InFlight.Phase == api.PhaseFailed {
 			// Not in flight any more: nothing will happen to it. Readers that wait
 			// for "nothing in flight" (ctr_cube's re-shard) must not wait on it.
 			out.InFlight = ""
@@ -140,17 +118,17 @@ func (t *Transfer) Status(ctx context.Context) Status {
 				st.InFlight.Version, st.InFlight.ID, st.InFlight.LastError)
 		}
 	}
-	out.Shards = make([]ShardStatus, t.opts.Shards)
+	out.Shards = make([]api.ShardStatus, t.opts.Shards)
 	var wg sync.WaitGroup
 	for s, addrs := range t.opts.Replicas {
-		out.Shards[s] = ShardStatus{Shard: s, Replicas: make([]ReplicaStatus, len(addrs))}
+		out.Shards[s] = api.ShardStatus{Shard: s, Replicas: make([]api.ReplicaStatus, len(addrs))}
 		for i, a := range addrs {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
 				c, cancel := context.WithTimeout(ctx, time.Second)
 				defer cancel()
-				rs := ReplicaStatus{Addr: a}
+				rs := api.ReplicaStatus{Addr: a}
 				as, err := t.call(c, replica{s, a}, "/agent/status", nil)
 				if err != nil {
 					rs.State, rs.Error = "unreachable", err.Error()
@@ -162,6 +140,7 @@ func (t *Transfer) Status(ctx context.Context) Status {
 		}
 	}
 	wg.Wait()
+	out.Summarize()
 	return out
 }
 

@@ -11,8 +11,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/elasticctr/terraform-provider-ctr/cube/api"
 	"github.com/elasticctr/terraform-provider-ctr/cube/layout"
-	"github.com/elasticctr/terraform-provider-ctr/cube/server"
 )
 
 // replica addresses one cube server (with --agent).
@@ -33,8 +33,8 @@ func (t *Transfer) replicas() []replica {
 
 // call POSTs (or GETs, with a nil body) one agent endpoint within
 // StepTimeout and decodes its status. 4xx answers are permanent.
-func (t *Transfer) call(ctx context.Context, r replica, path string, body any) (server.AgentStatus, error) {
-	var st server.AgentStatus
+func (t *Transfer) call(ctx context.Context, r replica, path string, body any) (api.AgentStatus, error) {
+	var st api.AgentStatus
 	ctx, cancel := context.WithTimeout(ctx, t.opts.StepTimeout)
 	defer cancel()
 	method, rd := http.MethodGet, io.Reader(nil)
@@ -86,21 +86,26 @@ func forEach(rs []replica, f func(r replica) error) error {
 // shard of r.Version, and waits until all report "prepared", within
 // PrepareTimeout. A replica whose prepare failed (a download cut short) is
 // asked again, a bounded number of times.
-func (t *Transfer) prepareAll(ctx context.Context, r *Rollout, tm *Timings) error {
-	m, err := layout.ReadManifest(t.outputDir(), r.Version)
+func (t *Transfer) prepareAll(ctx context.Context, r *api.Rollout, tm *api.Timings) error {
+	return t.prepare(ctx, r.Version, t.replicas(), tm)
+}
+
+// prepare prepares version on the replicas rs; see prepareAll.
+func (t *Transfer) prepare(ctx context.Context, version string, rs []replica, tm *api.Timings) error {
+	m, err := layout.ReadManifest(t.outputDir(), version)
 	if err != nil {
 		return err
 	}
 	if len(m.Shards) != t.opts.Shards {
-		return fmt.Errorf("version %q has %d shards, want %d", r.Version, len(m.Shards), t.opts.Shards)
+		return fmt.Errorf("version %q has %d shards, want %d", version, len(m.Shards), t.opts.Shards)
 	}
 	ctx, cancel := context.WithTimeout(ctx, t.opts.PrepareTimeout)
 	defer cancel()
 	var mu sync.Mutex
-	return forEach(t.replicas(), func(rp replica) error {
+	return forEach(rs, func(rp replica) error {
 		sm := m.Shards[rp.shard]
-		req := server.PrepareRequest{Version: r.Version, Dict: t.opts.Dict, Shard: rp.shard,
-			URL: fmt.Sprintf("%s/files/%s/%s", t.opts.PublicURL, r.Version, sm.File), SHA256: sm.SHA256, Size: sm.Size}
+		req := api.PrepareRequest{Version: version, Dict: t.opts.Dict, Shard: rp.shard,
+			URL: fmt.Sprintf("%s/files/%s/%s", t.opts.PublicURL, version, sm.File), SHA256: sm.SHA256, Size: sm.Size}
 		send := func() error {
 			return retry(ctx, t.opts.Retries, t.opts.Backoff, func() error {
 				_, err := t.call(ctx, rp, "/agent/prepare", req)
@@ -114,16 +119,16 @@ func (t *Transfer) prepareAll(ctx context.Context, r *Rollout, tm *Timings) erro
 		for {
 			st, err := t.call(ctx, rp, "/agent/status", nil)
 			switch {
-			case err == nil && (st.ServedVersion == r.Version || (st.Version == r.Version && st.State == server.AgentPrepared)):
+			case err == nil && (st.ServedVersion == version || (st.Version == version && st.State == api.AgentPrepared)):
 				mu.Lock()
 				tm.DistribMs = max(tm.DistribMs, st.DownloadMs)
 				tm.LoadMs = max(tm.LoadMs, st.LoadMs)
 				mu.Unlock()
 				return nil
-			case err == nil && (st.Version != r.Version || st.State == server.AgentFailed || st.State == server.AgentIdle):
+			case err == nil && (st.Version != version || st.State == api.AgentFailed || st.State == api.AgentIdle):
 				// Failed, or the agent restarted and forgot: ask again, boundedly.
 				if resent >= t.opts.Retries {
-					return fmt.Errorf("replica %s shard %d: prepare %s: %s %s", rp.addr, rp.shard, r.Version, st.State, st.Error)
+					return fmt.Errorf("replica %s shard %d: prepare %s: %s %s", rp.addr, rp.shard, version, st.State, st.Error)
 				}
 				resent++
 				t.log.Warn("replica not preparing; asking again", "replica", rp.addr, "shard", rp.shard, "state", st.State, "err", st.Error)
@@ -135,7 +140,7 @@ func (t *Transfer) prepareAll(ctx context.Context, r *Rollout, tm *Timings) erro
 			}
 			select {
 			case <-ctx.Done():
-				return fmt.Errorf("replica %s shard %d: prepare %s: %w (deadline %s)", rp.addr, rp.shard, r.Version, ctx.Err(), t.opts.PrepareTimeout)
+				return fmt.Errorf("replica %s shard %d: prepare %s: %w (deadline %s)", rp.addr, rp.shard, version, ctx.Err(), t.opts.PrepareTimeout)
 			case <-time.After(50 * time.Millisecond):
 			}
 		}
@@ -146,7 +151,7 @@ func (t *Transfer) prepareAll(ctx context.Context, r *Rollout, tm *Timings) erro
 // SwitchDelay ahead, and retries (boundedly per round; the phase persists)
 // until every replica serves it. A replica that lost its prepared copy (a
 // restart with an empty disk) is prepared again first.
-func (t *Transfer) commitAll(ctx context.Context, r *Rollout, tm *Timings) error {
+func (t *Transfer) commitAll(ctx context.Context, r *api.Rollout, tm *api.Timings) error {
 	at := r.CommitAt
 	if at == 0 { // state written before CommitAt existed
 		at = time.Now().Add(t.opts.SwitchDelay).UnixMilli()
@@ -157,17 +162,14 @@ func (t *Transfer) commitAll(ctx context.Context, r *Rollout, tm *Timings) error
 	)
 	err := forEach(t.replicas(), func(rp replica) error {
 		return retry(ctx, t.opts.Retries, t.opts.Backoff, func() error {
-			st, err := t.call(ctx, rp, "/agent/commit", server.CommitRequest{Version: r.Version, AtUnixMs: at})
+			st, err := t.call(ctx, rp, "/agent/commit", api.CommitRequest{Version: r.Version, AtUnixMs: at})
 			var perm permanentError
 			if errors.As(err, &perm) {
 				// 409: not prepared here any more. Prepare it again (the
 				// decision is taken), then let the retry commit.
 				t.log.Warn("replica cannot commit; preparing it again", "replica", rp.addr, "err", err)
-				one := &Transfer{opts: t.opts, log: t.log, http: t.http, m: t.m}
-				one.opts.Replicas = make([][]string, t.opts.Shards)
-				one.opts.Replicas[rp.shard] = []string{rp.addr}
-				var discard Timings
-				if perr := one.prepareAll(ctx, r, &discard); perr != nil {
+				var discard api.Timings
+				if perr := t.prepare(ctx, r.Version, []replica{rp}, &discard); perr != nil {
 					return perr
 				}
 				return fmt.Errorf("retry commit after re-prepare: %w", err.(permanentError).error)
@@ -200,7 +202,7 @@ func (t *Transfer) commitAll(ctx context.Context, r *Rollout, tm *Timings) error
 func (t *Transfer) abortAll(ctx context.Context, v string) {
 	err := forEach(t.replicas(), func(rp replica) error {
 		return retry(ctx, t.opts.Retries, t.opts.Backoff, func() error {
-			_, err := t.call(ctx, rp, "/agent/abort", server.AbortRequest{Version: v})
+			_, err := t.call(ctx, rp, "/agent/abort", api.AbortRequest{Version: v})
 			return err
 		})
 	})

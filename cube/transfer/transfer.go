@@ -19,6 +19,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/elasticctr/terraform-provider-ctr/cube/api"
 	"github.com/elasticctr/terraform-provider-ctr/cube/build"
 	"github.com/elasticctr/terraform-provider-ctr/cube/donefile"
 	"github.com/elasticctr/terraform-provider-ctr/cube/layout"
@@ -83,6 +84,10 @@ type Options struct {
 	// commit that arrives late makes its replica switch late. If 0, 250 ms
 	// (100 ms was overrun by commits on a loaded 2-core machine).
 	SwitchDelay time.Duration
+	// HealInterval is how often every replica is asked what it serves; one
+	// that does not serve the decided version is prepared and switched to it
+	// (see heal). If 0, 5 s.
+	HealInterval time.Duration
 	// RetryAfter is the first pause before retrying a failed rollout,
 	// doubling up to MaxRetryAfter. If 0, Poll.
 	RetryAfter time.Duration
@@ -141,6 +146,7 @@ func (o *Options) defaults() error {
 	}
 	def(&o.Backoff, 200*time.Millisecond)
 	def(&o.SwitchDelay, 250*time.Millisecond)
+	def(&o.HealInterval, 5*time.Second)
 	def(&o.RetryAfter, o.Poll)
 	def(&o.MaxRetryAfter, 5*time.Minute)
 	if o.Retries <= 0 {
@@ -152,71 +158,14 @@ func (o *Options) defaults() error {
 	return nil
 }
 
-// Phases of a rollout in flight, persisted so that a restart resumes it.
-const (
-	PhaseBuilding   = "building"
-	PhasePreparing  = "preparing"
-	PhaseCommitting = "committing" // decided: only ever rolls forward
-	// PhaseFailed: the version cannot be built (its build failed or panicked
-	// BuildAttempts times, or its input is over MaxInputBytes). It is not
-	// tried again; the transfer waits for a newer donefile line.
-	PhaseFailed = "failed"
-)
-
-// Rollout is a version in flight.
-type Rollout struct {
-	ID        string    `json:"id"`   // donefile id
-	Key       string    `json:"key"`  // donefile key (the base's id)
-	Mode      string    `json:"mode"` // base or delta
-	Input     string    `json:"input"`
-	Version   string    `json:"version"` // cube version name, fixed when triggered
-	Base      string    `json:"base,omitempty"`
-	Phase     string    `json:"phase"`
-	Triggered time.Time `json:"triggered"`
-	Attempts  int       `json:"attempts"`
-	// BuildAttempts counts builds started, saved before each one begins, so
-	// that a build that takes the process down (out of memory) is counted too
-	// and a restart does not loop on it.
-	BuildAttempts int       `json:"build_attempts,omitempty"`
-	LastError     string    `json:"last_error,omitempty"`
-	NextTry       time.Time `json:"next_try"`
-	// CommitAt is the instant every replica switches (Unix ms), fixed with the decision to
-	// commit and persisted with it: a transfer that restarts mid-commit sends the same
-	// instant, so replicas told before and after the crash still switch together.
-	CommitAt int64 `json:"commit_at,omitempty"`
-}
-
-// Record is one finished rollout attempt.
-type Record struct {
-	ID       string    `json:"id"`
-	Version  string    `json:"version"`
-	Mode     string    `json:"mode"`
-	Result   string    `json:"result"` // served, aborted
-	Error    string    `json:"error,omitempty"`
-	Finished time.Time `json:"finished"`
-	Timings
-}
-
-// Timings split a rollout's duration, in milliseconds.
-type Timings struct {
-	TotalMs    int64 `json:"total_ms"`    // donefile line seen → every replica serving
-	DownloadMs int64 `json:"download_ms"` // input download
-	BuildMs    int64 `json:"build_ms"`
-	DistribMs  int64 `json:"distribution_ms"` // agents downloading + verifying shards (slowest replica)
-	LoadMs     int64 `json:"load_ms"`         // agents mapping + checksumming (slowest replica)
-	PrepareMs  int64 `json:"prepare_ms"`      // the whole prepare phase
-	SwitchMs   int64 `json:"switch_ms"`       // the commit phase
-	WindowUs   int64 `json:"window_us"`       // first to last replica switching
-}
-
 // State is what the transfer remembers across restarts (<work>/state.json).
 type State struct {
-	Served   string   `json:"served_version"`
-	ServedID string   `json:"served_id"` // donefile id of the served version
-	BaseID   string   `json:"base_id"`   // donefile id of the served base
-	Previous string   `json:"previous_version,omitempty"`
-	InFlight *Rollout `json:"in_flight,omitempty"`
-	History  []Record `json:"history"`
+	Served   string       `json:"served_version"`
+	ServedID string       `json:"served_id"` // donefile id of the served version
+	BaseID   string       `json:"base_id"`   // donefile id of the served base
+	Previous string       `json:"previous_version,omitempty"`
+	InFlight *api.Rollout `json:"in_flight,omitempty"`
+	History  []api.Record `json:"history"`
 }
 
 // Transfer is the rollout controller.
@@ -230,6 +179,10 @@ type Transfer struct {
 
 	mu    sync.Mutex
 	state State
+
+	// switching is held by a rollout from its prepare phase to its end and
+	// by heal: they never interleave (see heal).
+	switching sync.Mutex
 }
 
 // New loads the persisted state from Work.
@@ -262,7 +215,7 @@ func New(opts Options) (*Transfer, error) {
 	return t, nil
 }
 
-func inFlightVersion(r *Rollout) string {
+func inFlightVersion(r *api.Rollout) string {
 	if r == nil {
 		return ""
 	}
@@ -280,7 +233,7 @@ func (t *Transfer) inputDir() string  { return filepath.Join(t.opts.Work, "input
 // version by one replica and then the old one by its sibling; so if saving
 // the state (an fsync) ate half the delay, the instant is moved and saved
 // again before any replica has heard of it.
-func (t *Transfer) decide(log *slog.Logger, r *Rollout) error {
+func (t *Transfer) decide(log *slog.Logger, r *api.Rollout) error {
 	for attempt := 1; ; attempt++ {
 		r.CommitAt = time.Now().Add(t.opts.SwitchDelay).UnixMilli()
 		if err := t.update(func(s *State) { s.InFlight = r }); err != nil {
@@ -340,7 +293,7 @@ func (t *Transfer) snapshot() State {
 		r := *s.InFlight
 		s.InFlight = &r
 	}
-	s.History = append([]Record(nil), s.History...)
+	s.History = append([]api.Record(nil), s.History...)
 	return s
 }
 
@@ -363,6 +316,7 @@ func (t *Transfer) Trigger() {
 // Run polls the donefile and rolls versions out until ctx ends.
 func (t *Transfer) Run(ctx context.Context) {
 	ctx = withLog(ctx, t.log)
+	go t.healLoop(ctx)
 	for {
 		t.step(ctx)
 		select {
@@ -378,7 +332,7 @@ func (t *Transfer) Run(ctx context.Context) {
 func (t *Transfer) step(ctx context.Context) {
 	st := t.snapshot()
 	r := st.InFlight
-	if r != nil && r.Phase == PhaseCommitting {
+	if r != nil && r.Phase == api.PhaseCommitting {
 		// Decided: finish it. Nothing in the donefile can change a decision,
 		// so it is not read: a donefile server that hangs must not hold up
 		// a switch that replicas may already have been told about.
@@ -395,7 +349,7 @@ func (t *Transfer) step(ctx context.Context) {
 	case next != nil && (r == nil || next.ID != r.ID || next.Mode != r.Mode):
 		if r != nil {
 			t.log.Info("newer version in the donefile supersedes the one in flight", "old", r.Version, "old_phase", r.Phase, "new_id", next.ID)
-			if r.Phase != PhaseBuilding && r.Phase != PhaseFailed { // no replica has been asked for it otherwise
+			if r.Phase != api.PhaseBuilding && r.Phase != api.PhaseFailed { // no replica has been asked for it otherwise
 				t.abortAll(ctx, r.Version)
 			}
 			t.dropInput(r)
@@ -406,7 +360,7 @@ func (t *Transfer) step(ctx context.Context) {
 		}
 		r = next
 		t.log.Info("new version triggered", "id", r.ID, "key", r.Key, "mode", r.Mode, "version", r.Version, "input", r.Input)
-	case r == nil || r.Phase == PhaseFailed:
+	case r == nil || r.Phase == api.PhaseFailed:
 		return // nothing new; a failed version waits for a newer line
 	}
 	if time.Now().Before(r.NextTry) {
@@ -418,7 +372,7 @@ func (t *Transfer) step(ctx context.Context) {
 // nextFromDonefile returns the rollout the donefile asks for, or nil. A new
 // base wins over patches; in base_delta mode the first patch of the served
 // base newer than the served version comes next.
-func (t *Transfer) nextFromDonefile(ctx context.Context, st State) (*Rollout, error) {
+func (t *Transfer) nextFromDonefile(ctx context.Context, st State) (*api.Rollout, error) {
 	b, err := t.readDonefile(ctx, t.opts.Donefile)
 	if err != nil {
 		return nil, err
@@ -436,8 +390,8 @@ func (t *Transfer) nextFromDonefile(ctx context.Context, st State) (*Rollout, er
 		if st.InFlight != nil && st.InFlight.ID == last.ID && st.InFlight.Mode == "base" {
 			return st.InFlight, nil
 		}
-		return &Rollout{ID: last.ID, Key: last.Key, Mode: "base", Input: donefile.InputLocation(t.opts.Donefile, last.Input),
-			Version: t.newVersion("", st), Phase: PhaseBuilding, Triggered: now}, nil
+		return &api.Rollout{ID: last.ID, Key: last.Key, Mode: "base", Input: donefile.InputLocation(t.opts.Donefile, last.Input),
+			Version: t.newVersion("", st), Phase: api.PhaseBuilding, Triggered: now}, nil
 	}
 	if t.opts.Mode != "base_delta" || st.Served == "" {
 		return nil, nil
@@ -457,14 +411,14 @@ func (t *Transfer) nextFromDonefile(ctx context.Context, st State) (*Rollout, er
 			continue
 		}
 		if st.InFlight != nil && st.InFlight.ID == p.ID && st.InFlight.Mode == "delta" {
-			if st.InFlight.Phase == PhaseFailed {
+			if st.InFlight.Phase == api.PhaseFailed {
 				continue // broken; a newer patch (on the served version) goes ahead of it
 			}
 			return st.InFlight, nil
 		}
 		depend, _, _ := layout.ParseVersion(st.Served)
-		return &Rollout{ID: p.ID, Key: p.Key, Mode: "delta", Input: donefile.InputLocation(patchLoc, p.Input),
-			Version: t.newVersion(strconv.FormatInt(depend, 10), st), Base: st.Served, Phase: PhaseBuilding, Triggered: now}, nil
+		return &api.Rollout{ID: p.ID, Key: p.Key, Mode: "delta", Input: donefile.InputLocation(patchLoc, p.Input),
+			Version: t.newVersion(strconv.FormatInt(depend, 10), st), Base: st.Served, Phase: api.PhaseBuilding, Triggered: now}, nil
 	}
 	return nil, nil
 }
@@ -484,7 +438,7 @@ func (t *Transfer) readDonefile(ctx context.Context, loc string) ([]byte, error)
 // the served version was built for another shard count (the transfer restarted with a new
 // --shards: ctr_cube re-sharded). Keys move between shards, so every shard needs new files;
 // in base_delta mode the base's patches are applied again afterwards, one by one.
-func (t *Transfer) reshard(bases []donefile.Entry, st State, now time.Time) *Rollout {
+func (t *Transfer) reshard(bases []donefile.Entry, st State, now time.Time) *api.Rollout {
 	if st.Served == "" {
 		return nil
 	}
@@ -501,8 +455,8 @@ func (t *Transfer) reshard(bases []donefile.Entry, st State, now time.Time) *Rol
 		}
 		t.log.Info("re-sharding: rebuilding the served base for the new shard count", "served", st.Served,
 			"built_for_shards", m.ShardCount, "shards", t.opts.Shards)
-		return &Rollout{ID: e.ID, Key: e.Key, Mode: "base", Input: donefile.InputLocation(t.opts.Donefile, e.Input),
-			Version: t.newVersion("", st), Phase: PhaseBuilding, Triggered: now}
+		return &api.Rollout{ID: e.ID, Key: e.Key, Mode: "base", Input: donefile.InputLocation(t.opts.Donefile, e.Input),
+			Version: t.newVersion("", st), Phase: api.PhaseBuilding, Triggered: now}
 	}
 	t.log.Warn("re-sharding: the served base is no longer in the donefile; new shards stay empty until the next version",
 		"served", st.Served, "base_id", st.BaseID)
@@ -537,18 +491,22 @@ func (t *Transfer) newVersion(depend string, st State) string {
 // rollout drives r through build, prepare and commit, and records the
 // outcome. Failures before the commit decision abort everywhere and retry
 // the whole rollout later with backoff.
-func (t *Transfer) rollout(ctx context.Context, r *Rollout) {
+func (t *Transfer) rollout(ctx context.Context, r *api.Rollout) {
 	log := t.log.With("version", r.Version, "id", r.ID, "mode", r.Mode)
-	var tm Timings
+	var tm api.Timings
 	start := time.Now()
 	var err error
-	if r.Phase == PhaseBuilding {
+	if r.Phase == api.PhaseBuilding {
 		if err = t.buildVersion(ctx, r, &tm); err == nil {
-			r.Phase = PhasePreparing
+			r.Phase = api.PhasePreparing
 			err = t.update(func(s *State) { s.InFlight = r })
 		}
 	}
-	if err == nil && r.Phase == PhasePreparing {
+	if err == nil {
+		t.switching.Lock()
+		defer t.switching.Unlock()
+	}
+	if err == nil && r.Phase == api.PhasePreparing {
 		t.m.phase.Set(1)
 		ps := time.Now()
 		err = t.prepareAll(ctx, r, &tm)
@@ -558,11 +516,11 @@ func (t *Transfer) rollout(ctx context.Context, r *Rollout) {
 			t.abortAll(ctx, r.Version)
 		} else {
 			// The decision point: once persisted, the rollout only moves forward.
-			r.Phase = PhaseCommitting
+			r.Phase = api.PhaseCommitting
 			err = t.decide(log, r)
 		}
 	}
-	if err == nil && r.Phase == PhaseCommitting {
+	if err == nil && r.Phase == api.PhaseCommitting {
 		t.m.phase.Set(2)
 		cs := time.Now()
 		err = t.commitAll(ctx, r, &tm)
@@ -592,7 +550,7 @@ func (t *Transfer) rollout(ctx context.Context, r *Rollout) {
 			s.BaseID = r.ID
 		}
 		s.InFlight = nil
-		s.History = append(s.History, Record{ID: r.ID, Version: r.Version, Mode: r.Mode, Result: "served", Finished: time.Now(), Timings: tm})
+		s.History = append(s.History, api.Record{ID: r.ID, Version: r.Version, Mode: r.Mode, Result: "served", Finished: time.Now(), Timings: tm})
 	}); uerr != nil {
 		log.Error("could not save that the version is served", "err", uerr)
 	}
@@ -609,7 +567,7 @@ func (t *Transfer) rollout(ctx context.Context, r *Rollout) {
 // (brokenError: over the size cap, or its build failed BuildAttempts times)
 // is marked failed for good and its files removed; anything else (a replica
 // down, a download cut) is retried after a pause that doubles each time.
-func (t *Transfer) failed(log *slog.Logger, r *Rollout, err error, tm Timings) {
+func (t *Transfer) failed(log *slog.Logger, r *api.Rollout, err error, tm api.Timings) {
 	var broken *brokenError
 	final := errors.As(err, &broken) && (broken.final || r.BuildAttempts >= t.opts.BuildAttempts)
 	delay := min(t.opts.RetryAfter<<min(r.Attempts, 10), t.opts.MaxRetryAfter)
@@ -625,10 +583,10 @@ func (t *Transfer) failed(log *slog.Logger, r *Rollout, err error, tm Timings) {
 			s.InFlight.Phase = r.Phase
 			s.InFlight.BuildAttempts = r.BuildAttempts
 			if final {
-				s.InFlight.Phase = PhaseFailed
+				s.InFlight.Phase = api.PhaseFailed
 			}
 		}
-		s.History = append(s.History, Record{ID: r.ID, Version: r.Version, Mode: r.Mode, Result: "failed", Error: err.Error(), Finished: time.Now(), Timings: tm})
+		s.History = append(s.History, api.Record{ID: r.ID, Version: r.Version, Mode: r.Mode, Result: "failed", Error: err.Error(), Finished: time.Now(), Timings: tm})
 	}); uerr != nil {
 		log.Error("could not save the failed attempt", "err", uerr)
 	}
@@ -654,7 +612,7 @@ func (b *brokenError) Unwrap() error { return b.err }
 
 // buildVersion downloads the input and builds r.Version, unless a complete
 // build of it is already published (a restart after the build).
-func (t *Transfer) buildVersion(ctx context.Context, r *Rollout, tm *Timings) error {
+func (t *Transfer) buildVersion(ctx context.Context, r *api.Rollout, tm *api.Timings) error {
 	if _, err := layout.ReadManifest(t.outputDir(), r.Version); err == nil {
 		return nil
 	}
@@ -689,7 +647,7 @@ func (t *Transfer) buildVersion(ctx context.Context, r *Rollout, tm *Timings) er
 }
 
 // mirrorInput fetches r's input within InputTimeout.
-func (t *Transfer) mirrorInput(ctx context.Context, r *Rollout) (string, int64, error) {
+func (t *Transfer) mirrorInput(ctx context.Context, r *api.Rollout) (string, int64, error) {
 	ictx, cancel := context.WithTimeout(ctx, t.opts.InputTimeout)
 	defer cancel()
 	in, n, err := t.fetchInput(ictx, r.Input, filepath.Join(t.inputDir(), r.ID))
@@ -756,7 +714,7 @@ func stackSummary(stack []byte) []string {
 // dropInput removes what a version that will not be rolled out left on the
 // work disk, its mirrored input and any partial build, so that the next
 // version has the room.
-func (t *Transfer) dropInput(r *Rollout) {
+func (t *Transfer) dropInput(r *api.Rollout) {
 	removeGlob(filepath.Join(t.outputDir(), ".tmp-"+r.Version+"-*"))
 	if err := os.RemoveAll(filepath.Join(t.inputDir(), r.ID)); err != nil {
 		t.log.Warn("could not remove the input of a dropped version", "version", r.Version, "err", err)
@@ -789,10 +747,10 @@ func (t *Transfer) gc() {
 
 // gcInputs removes every mirrored input but that of r, the rollout in
 // flight (nil: none), unless r has failed.
-func (t *Transfer) gcInputs(r *Rollout) {
+func (t *Transfer) gcInputs(r *api.Rollout) {
 	ents, _ := os.ReadDir(t.inputDir())
 	for _, e := range ents {
-		if r == nil || r.Phase == PhaseFailed || e.Name() != r.ID {
+		if r == nil || r.Phase == api.PhaseFailed || e.Name() != r.ID {
 			_ = os.RemoveAll(filepath.Join(t.inputDir(), e.Name()))
 		}
 	}

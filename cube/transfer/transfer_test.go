@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/elasticctr/terraform-provider-ctr/cube/api"
 	"github.com/elasticctr/terraform-provider-ctr/cube/build"
 	"github.com/elasticctr/terraform-provider-ctr/cube/layout"
 )
@@ -70,7 +71,7 @@ func TestBuildPanicFailsTheVersion(t *testing.T) {
 		_ = s[calls.Load()] // an index out of range: a runtime panic inside the build call
 		return nil, nil
 	}
-	stepUntil(t, tr, func(s State) bool { return s.InFlight != nil && s.InFlight.Phase == PhaseFailed })
+	stepUntil(t, tr, func(s State) bool { return s.InFlight != nil && s.InFlight.Phase == api.PhaseFailed })
 	r := tr.snapshot().InFlight
 	if calls.Load() != 2 || r.BuildAttempts != 2 {
 		t.Fatalf("builds run %d, counted %d; want 2 (--build-attempts)", calls.Load(), r.BuildAttempts)
@@ -78,7 +79,7 @@ func TestBuildPanicFailsTheVersion(t *testing.T) {
 	if !strings.Contains(r.LastError, "panic: runtime error: index out of range") || !strings.Contains(r.LastError, "transfer_test.go") {
 		t.Fatalf("last error %q: want the panic and where it happened", r.LastError)
 	}
-	if st := tr.Status(context.Background()); st.Phase != PhaseFailed || !strings.Contains(st.Error, "panic") {
+	if st := tr.Status(context.Background()); st.Phase != api.PhaseFailed || !strings.Contains(st.Error, "panic") {
 		t.Fatalf("status phase %q error %q", st.Phase, st.Error)
 	}
 	for range 20 {
@@ -103,7 +104,7 @@ func TestBuildPanicFailsTheVersion(t *testing.T) {
 	// A newer line is tried; a plain build error fails it the same way.
 	appendLine(t, donefile, `{"id":"2000","key":"2000","input":"in"}`)
 	stepUntil(t, tr2, func(s State) bool {
-		return s.InFlight != nil && s.InFlight.ID == "2000" && s.InFlight.Phase == PhaseFailed
+		return s.InFlight != nil && s.InFlight.ID == "2000" && s.InFlight.Phase == api.PhaseFailed
 	})
 	if calls.Load() != 4 || !strings.Contains(tr2.snapshot().InFlight.LastError, "a build error") {
 		t.Fatalf("builds %d, state %+v", calls.Load(), tr2.snapshot().InFlight)
@@ -126,7 +127,7 @@ func TestBuildThatKilledTheProcessIsNotRerun(t *testing.T) {
 		t.Fatal("built again")
 		return nil, nil
 	}
-	stepUntil(t, tr, func(s State) bool { return s.InFlight != nil && s.InFlight.Phase == PhaseFailed })
+	stepUntil(t, tr, func(s State) bool { return s.InFlight != nil && s.InFlight.Phase == api.PhaseFailed })
 	if e := tr.snapshot().InFlight.LastError; !strings.Contains(e, "none finished") {
 		t.Fatalf("last error %q", e)
 	}
@@ -144,13 +145,13 @@ func TestEmptyInputRefusedUnlessAllowed(t *testing.T) {
 		tr := testTransfer(t, work, donefile)
 		tr.opts.AllowEmpty = allow
 		if !allow {
-			stepUntil(t, tr, func(s State) bool { return s.InFlight != nil && s.InFlight.Phase == PhaseFailed })
+			stepUntil(t, tr, func(s State) bool { return s.InFlight != nil && s.InFlight.Phase == api.PhaseFailed })
 			if e := tr.snapshot().InFlight.LastError; !strings.Contains(e, build.ErrEmptyInput.Error()) {
 				t.Fatalf("last error %q, want the empty-input refusal", e)
 			}
 			continue
 		}
-		stepUntil(t, tr, func(s State) bool { return s.InFlight != nil && s.InFlight.Phase == PhasePreparing })
+		stepUntil(t, tr, func(s State) bool { return s.InFlight != nil && s.InFlight.Phase == api.PhasePreparing })
 		if _, err := layout.ReadManifest(tr.outputDir(), tr.snapshot().InFlight.Version); err != nil {
 			t.Fatalf("allowed empty input was not published: %v", err)
 		}

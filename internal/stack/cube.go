@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/elasticctr/terraform-provider-ctr/cube/api"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -135,9 +136,16 @@ func (c Cube) labels(component string) map[string]string {
 // replicas of the shard.
 func (c Cube) ShardService(i int32) string { return fmt.Sprintf("%s-shard-%d", c.Name, i) }
 
-// ReplicaAddr is the stable address of replica r of shard i (a StatefulSet pod).
+// ReplicasService is the headless Service that governs every shard's StatefulSet and
+// publishes its pods' DNS names whether they are ready or not: the transfer must reach a
+// replica that serves nothing yet (first rollout, a restart with an empty disk, a new
+// replica) to make it serve. Clients use the shard Services, which list ready pods only.
+func (c Cube) ReplicasService() string { return c.Name + "-replicas" }
+
+// ReplicaAddr is the stable address of replica r of shard i (a StatefulSet pod), through
+// ReplicasService.
 func (c Cube) ReplicaAddr(i, r int32) string {
-	return fmt.Sprintf("%s-%d.%s.%s.svc:%d", c.ShardService(i), r, c.ShardService(i), c.Namespace, c.Port)
+	return fmt.Sprintf("%s-%d.%s.%s.svc:%d", c.ShardService(i), r, c.ReplicasService(), c.Namespace, c.Port)
 }
 
 // TransferURL is the in-cluster URL of the transfer (status API and published shards).
@@ -183,8 +191,8 @@ func (c Cube) CubeConf() string {
 	return string(b) + "\n"
 }
 
-// RenderCube renders a cube's objects in apply order: the control token Secret, per shard a
-// headless Service and a StatefulSet, then the transfer's claim, Service and Deployment (its
+// RenderCube renders a cube's objects in apply order: the control token Secret, the
+// replicas' governing Service, per shard a headless Service and a StatefulSet, then the transfer's claim, Service and Deployment (its
 // primary object, carrying the settings annotation).
 func RenderCube(given Cube) (Set, error) {
 	if errs := given.Validate(); len(errs) > 0 {
@@ -202,6 +210,16 @@ func RenderCube(given Cube) (Set, error) {
 		ObjectMeta: meta(c.Name+"-control", c.Namespace, c.labels(componentCubeControl)),
 		Type:       corev1.SecretTypeOpaque,
 		Data:       map[string][]byte{cubeTokenKey: []byte(c.Token)},
+	}))
+	add(toObject(&corev1.Service{
+		TypeMeta:   typeMeta("v1", "Service"),
+		ObjectMeta: meta(c.ReplicasService(), c.Namespace, c.labels(componentCubeServer)),
+		Spec: corev1.ServiceSpec{
+			ClusterIP:                corev1.ClusterIPNone,
+			PublishNotReadyAddresses: true,
+			Selector:                 map[string]string{LabelInstance: c.Name, LabelComponent: componentCubeServer},
+			Ports:                    []corev1.ServicePort{{Name: "cube", Port: c.Port, TargetPort: intstr.FromString("cube"), Protocol: corev1.ProtocolTCP}},
+		},
 	}))
 	for i := int32(0); i < c.Shards; i++ {
 		add(toObject(c.shardService(i)))
@@ -240,8 +258,8 @@ func (c Cube) shardService(i int32) *corev1.Service {
 		TypeMeta:   typeMeta("v1", "Service"),
 		ObjectMeta: meta(c.ShardService(i), c.Namespace, l),
 		Spec: corev1.ServiceSpec{
-			// Headless: the name resolves to the ready replicas themselves (what brpc's domain
-			// naming service balances over), and gives each pod a stable DNS name.
+			// Headless: the name resolves to the ready replicas themselves, what brpc's domain
+			// naming service balances over. (Each pod's own DNS name is ReplicasService's.)
 			ClusterIP: corev1.ClusterIPNone,
 			Selector:  c.shardSelector(i),
 			Ports:     []corev1.ServicePort{{Name: "cube", Port: c.Port, TargetPort: intstr.FromString("cube"), Protocol: corev1.ProtocolTCP}},
@@ -287,7 +305,7 @@ func (c Cube) shardStatefulSet(i int32) *appsv1.StatefulSet {
 		TypeMeta:   typeMeta("apps/v1", "StatefulSet"),
 		ObjectMeta: meta(c.ShardService(i), c.Namespace, l),
 		Spec: appsv1.StatefulSetSpec{
-			ServiceName:         c.ShardService(i),
+			ServiceName:         c.ReplicasService(),
 			Replicas:            ptr.To(c.Replicas),
 			PodManagementPolicy: appsv1.ParallelPodManagement,
 			Selector:            &metav1.LabelSelector{MatchLabels: c.shardSelector(i)},
@@ -452,32 +470,28 @@ func (c Cube) Validate() FieldErrors {
 // in the old layout), on every replica of every shard, with nothing in flight. The removed
 // shards of a shrinking cube are deleted only then.
 func CubeLayoutServes(status []byte, shards int32, before string) (bool, string, error) {
-	var st struct {
-		Served   string `json:"served_version"`
-		InFlight string `json:"in_flight"`
-		Shards   []struct {
-			Shard    int `json:"shard"`
-			Replicas []struct {
-				Served string `json:"served_version"`
-			} `json:"replicas"`
-		} `json:"shards"`
+	st, err := DecodeTransferStatus(status)
+	if err != nil {
+		return false, "", err
 	}
-	if err := json.Unmarshal(status, &st); err != nil {
-		return false, "", fmt.Errorf("transfer status: %w", err)
-	}
-	state := fmt.Sprintf("transfer serves %q on %d shards", st.Served, len(st.Shards))
+	state := fmt.Sprintf("replicas serve %q on %d shards", st.ServedVersion, len(st.Shards))
 	if st.InFlight != "" {
 		state += fmt.Sprintf(", %q in flight", st.InFlight)
 	}
-	if st.Served == "" || st.Served == before || st.InFlight != "" || len(st.Shards) != int(shards) {
+	if st.ServedVersion == "" || st.ServedVersion == before || st.InFlight != "" || len(st.Shards) != int(shards) {
 		return false, state, nil
 	}
-	for _, s := range st.Shards {
-		for _, r := range s.Replicas {
-			if r.Served != st.Served {
-				return false, state + fmt.Sprintf(", shard %d lags", s.Shard), nil
-			}
-		}
+	if lag := st.Lagging(); len(lag) > 0 {
+		return false, state + fmt.Sprintf(", shard %d lags", lag[0].Shard), nil
 	}
 	return true, state, nil
+}
+
+// DecodeTransferStatus decodes the transfer's GET /status.
+func DecodeTransferStatus(b []byte) (api.Status, error) {
+	var st api.Status
+	if err := json.Unmarshal(b, &st); err != nil {
+		return st, fmt.Errorf("transfer status: %w", err)
+	}
+	return st, nil
 }

@@ -2,8 +2,10 @@ package stack
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 
+	"github.com/elasticctr/terraform-provider-ctr/cube/api"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -99,16 +101,18 @@ func TestCube_Validate(t *testing.T) {
 }
 
 func TestCubeLayoutServes(t *testing.T) {
-	status := func(served, inFlight string, replicas ...[]string) []byte {
-		var shards []map[string]any
+	// The status as the transfer writes it: what it decided, and what each replica reports.
+	status := func(decided, inFlight string, replicas ...[]string) []byte {
+		st := api.Status{DecidedVersion: decided, InFlight: inFlight}
 		for i, rs := range replicas {
-			var reps []map[string]string
+			sh := api.ShardStatus{Shard: i}
 			for _, v := range rs {
-				reps = append(reps, map[string]string{"served_version": v})
+				sh.Replicas = append(sh.Replicas, api.ReplicaStatus{ServedVersion: v})
 			}
-			shards = append(shards, map[string]any{"shard": i, "replicas": reps})
+			st.Shards = append(st.Shards, sh)
 		}
-		b, _ := json.Marshal(map[string]any{"served_version": served, "in_flight": inFlight, "shards": shards})
+		st.Summarize()
+		b, _ := json.Marshal(st)
 		return b
 	}
 	for name, c := range map[string]struct {
@@ -121,6 +125,7 @@ func TestCubeLayoutServes(t *testing.T) {
 		"a replica lags":                {status("v2", "", []string{"v2", "v1"}, []string{"v2"}), false},
 		"old shard count":               {status("v2", "", []string{"v2"}, []string{"v2"}, []string{"v2"}), false},
 		"no model yet":                  {status("", "", []string{""}, []string{""}), false},
+		"a shard is dark":               {status("v2", "", []string{"v2"}, []string{""}), false},
 	} {
 		got, state, err := CubeLayoutServes(c.status, 2, "v1")
 		require.NoError(t, err, name)
@@ -128,4 +133,45 @@ func TestCubeLayoutServes(t *testing.T) {
 	}
 	_, _, err := CubeLayoutServes([]byte("<html>"), 2, "v1")
 	assert.Error(t, err)
+}
+
+// TestRenderCube_TransferReachesReplicasThatServeNothing: every replica address the transfer
+// is given is a pod DNS name of a headless Service that publishes not-ready pods and governs
+// that pod's StatefulSet. A replica turns Ready only once it serves a version, so through a
+// Service listing ready pods only, the transfer could never reach a replica to make it serve
+// (the first rollout, a restart with an empty disk, a new replica).
+func TestRenderCube_TransferReachesReplicasThatServeNothing(t *testing.T) {
+	set, err := RenderCube(Cube{Name: "c", Namespace: "n", Shards: 2, Replicas: 2, DonefileURL: testDonefile, Token: "t"})
+	require.NoError(t, err)
+	services, governs := map[string]bool{}, map[string]string{} // Service → publishes not-ready; StatefulSet → serviceName
+	var args []string
+	for _, o := range set {
+		u := o.Object.Object
+		switch o.Object.GetKind() {
+		case "Service":
+			services[o.Object.GetName()] = u["spec"].(map[string]any)["publishNotReadyAddresses"] == true
+		case "StatefulSet":
+			governs[o.Object.GetName()] = u["spec"].(map[string]any)["serviceName"].(string)
+		case "Deployment":
+			for _, a := range u["spec"].(map[string]any)["template"].(map[string]any)["spec"].(map[string]any)["containers"].([]any)[0].(map[string]any)["args"].([]any) {
+				args = append(args, a.(string))
+			}
+		}
+	}
+	var addrs []string
+	for i, a := range args {
+		if a == "--shard-replicas" {
+			_, list, _ := strings.Cut(args[i+1], "=")
+			addrs = append(addrs, strings.Split(list, ",")...)
+		}
+	}
+	require.Len(t, addrs, 4)
+	for _, a := range addrs {
+		parts := strings.SplitN(a, ".", 3) // pod.service.namespace.svc:port
+		require.Len(t, parts, 3, a)
+		pod, svc := parts[0], parts[1]
+		sts := pod[:strings.LastIndex(pod, "-")]
+		assert.Equal(t, svc, governs[sts], "%s: StatefulSet %s must be governed by %s for the pod name to resolve", a, sts, svc)
+		assert.True(t, services[svc], "%s: Service %s must publish pods that are not ready", a, svc)
+	}
 }

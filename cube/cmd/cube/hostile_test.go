@@ -17,8 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/elasticctr/terraform-provider-ctr/cube/api"
 	"github.com/elasticctr/terraform-provider-ctr/cube/pipeline"
-	"github.com/elasticctr/terraform-provider-ctr/cube/transfer"
 )
 
 // hostileArgs: small bounds so that each hostile peer is seen to fail
@@ -28,9 +28,9 @@ var hostileArgs = []string{"--read-idle-timeout", "300ms", "--header-timeout", "
 	"--retry-after", "200ms", "--max-retry-after", "1s", "--step-timeout", "1s", "--prepare-timeout", "5s"}
 
 // waitStatus polls the transfer's /status until cond holds (20 s at most).
-func waitStatus(t *testing.T, c *pipeline.Cluster, what string, cond func(transfer.Status) bool) transfer.Status {
+func waitStatus(t *testing.T, c *pipeline.Cluster, what string, cond func(api.Status) bool) api.Status {
 	t.Helper()
-	var last transfer.Status
+	var last api.Status
 	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); {
 		if st, err := c.Status(); err == nil {
 			if cond(st) {
@@ -49,8 +49,8 @@ func waitStatus(t *testing.T, c *pipeline.Cluster, what string, cond func(transf
 // and returns the reason it gives.
 func failedFor(t *testing.T, c *pipeline.Cluster, id string) string {
 	t.Helper()
-	st := waitStatus(t, c, "version "+id+" marked failed", func(st transfer.Status) bool {
-		return st.Phase == transfer.PhaseFailed && st.Rollout != nil && st.Rollout.ID == id
+	st := waitStatus(t, c, "version "+id+" marked failed", func(st api.Status) bool {
+		return st.Phase == api.PhaseFailed && st.Rollout != nil && st.Rollout.ID == id
 	})
 	if st.InFlight != "" {
 		t.Fatalf("failed version still reported in flight (%q)", st.InFlight)
@@ -355,7 +355,7 @@ func TestTransferDonefileHangs(t *testing.T) {
 	t.Run("decided commit resumes without the donefile", func(t *testing.T) {
 		restart(false, "--donefile", c.Donefile, "--switch-delay", "3s")
 		publish(t, c, "2000", 2, "")
-		waitPhase(t, c, transfer.PhaseCommitting)
+		waitPhase(t, c, api.PhaseCommitting)
 		// Dead after deciding; back with a donefile server that hangs for a minute.
 		restart(true, "--donefile", hung, "--donefile-timeout", "60s", "--switch-delay", "30ms")
 		rec, err := c.WaitServed("2000", 15*time.Second)

@@ -1,0 +1,62 @@
+// Package api declares the JSON documents that cube processes exchange over
+// HTTP: the agent's requests and status (cube server --agent) and the
+// transfer's GET /status. Writers and readers (the transfer, the pipeline
+// harness, the Terraform provider) all import these; none keeps a copy.
+package api
+
+import "time"
+
+// MaxCommitAhead bounds how far ahead of the agent's clock a commit instant
+// may lie; a commit further ahead is refused (a clock that far off is a
+// fault to fix, not to wait out).
+const MaxCommitAhead = 5 * time.Second
+
+// Agent states reported by GET /agent/status.
+const (
+	AgentIdle      = "idle"
+	AgentPreparing = "preparing"
+	AgentPrepared  = "prepared"
+	AgentFailed    = "failed"
+)
+
+// PrepareRequest is the body of POST /agent/prepare: where shard Shard of
+// Version is, and what it must hash to.
+type PrepareRequest struct {
+	Version string `json:"version"`
+	Dict    string `json:"dict"`
+	Shard   int    `json:"shard"`
+	URL     string `json:"url"`    // the shard file; must be under --source-url
+	SHA256  string `json:"sha256"` // hex, required
+	Size    int64  `json:"size"`   // bytes, required
+}
+
+// CommitRequest is the body of POST /agent/commit. AtUnixMs, if set, is the
+// wall-clock instant to switch at (at most MaxCommitAhead ahead): the
+// transfer gives every replica the same instant, and each serves every
+// request that arrives from that instant on from the new version, so the
+// replicas switch together to within their clocks' skew.
+type CommitRequest struct {
+	Version  string `json:"version"`
+	AtUnixMs int64  `json:"at_unix_ms,omitempty"`
+}
+
+// AbortRequest is the body of POST /agent/abort; an empty Version aborts
+// whatever is in flight.
+type AbortRequest struct {
+	Version string `json:"version"`
+}
+
+// AgentStatus is the reply of every agent endpoint.
+type AgentStatus struct {
+	Shard             int      `json:"shard"`
+	State             string   `json:"state"`
+	Version           string   `json:"version"` // in flight (preparing, prepared or failed)
+	Error             string   `json:"error,omitempty"`
+	ServedVersion     string   `json:"served_version"`
+	BackgroundVersion string   `json:"background_version"`
+	PreviousVersion   string   `json:"previous_version"`
+	SwitchedAtUnixUs  int64    `json:"switched_at_unix_us,omitempty"`
+	DownloadMs        int64    `json:"download_ms"` // last prepare: download + sha256
+	LoadMs            int64    `json:"load_ms"`     // last prepare: map + checksums`
+	OnDisk            []string `json:"on_disk"`
+}

@@ -1,0 +1,152 @@
+package api
+
+import "time"
+
+// Phases of a rollout in flight, persisted so that a restart resumes it.
+const (
+	PhaseBuilding   = "building"
+	PhasePreparing  = "preparing"
+	PhaseCommitting = "committing" // decided: only ever rolls forward
+	// PhaseFailed: the version cannot be built (its build failed or panicked
+	// BuildAttempts times, or its input is over MaxInputBytes). It is not
+	// tried again; the transfer waits for a newer donefile line.
+	PhaseFailed = "failed"
+)
+
+// Rollout is a version in flight.
+type Rollout struct {
+	ID        string    `json:"id"`   // donefile id
+	Key       string    `json:"key"`  // donefile key (the base's id)
+	Mode      string    `json:"mode"` // base or delta
+	Input     string    `json:"input"`
+	Version   string    `json:"version"` // cube version name, fixed when triggered
+	Base      string    `json:"base,omitempty"`
+	Phase     string    `json:"phase"`
+	Triggered time.Time `json:"triggered"`
+	Attempts  int       `json:"attempts"`
+	// BuildAttempts counts builds started, saved before each one begins, so
+	// that a build that takes the process down (out of memory) is counted too
+	// and a restart does not loop on it.
+	BuildAttempts int       `json:"build_attempts,omitempty"`
+	LastError     string    `json:"last_error,omitempty"`
+	NextTry       time.Time `json:"next_try"`
+	// CommitAt is the instant every replica switches (Unix ms), fixed with the decision to
+	// commit and persisted with it: a transfer that restarts mid-commit sends the same
+	// instant, so replicas told before and after the crash still switch together.
+	CommitAt int64 `json:"commit_at,omitempty"`
+}
+
+// Record is one finished rollout attempt.
+type Record struct {
+	ID       string    `json:"id"`
+	Version  string    `json:"version"`
+	Mode     string    `json:"mode"`
+	Result   string    `json:"result"` // served, aborted
+	Error    string    `json:"error,omitempty"`
+	Finished time.Time `json:"finished"`
+	Timings
+}
+
+// Timings split a rollout's duration, in milliseconds.
+type Timings struct {
+	TotalMs    int64 `json:"total_ms"`    // donefile line seen → every replica serving
+	DownloadMs int64 `json:"download_ms"` // input download
+	BuildMs    int64 `json:"build_ms"`
+	DistribMs  int64 `json:"distribution_ms"` // agents downloading + verifying shards (slowest replica)
+	LoadMs     int64 `json:"load_ms"`         // agents mapping + checksumming (slowest replica)
+	PrepareMs  int64 `json:"prepare_ms"`      // the whole prepare phase
+	SwitchMs   int64 `json:"switch_ms"`       // the commit phase
+	WindowUs   int64 `json:"window_us"`       // first to last replica switching
+}
+
+// ReplicaStatus is one replica in GET /status.
+type ReplicaStatus struct {
+	Addr          string `json:"addr"`
+	ServedVersion string `json:"served_version"`
+	State         string `json:"state"` // the agent's state, or "unreachable"
+	Version       string `json:"version,omitempty"`
+	Error         string `json:"error,omitempty"`
+}
+
+// ShardStatus is one shard in GET /status.
+type ShardStatus struct {
+	Shard int `json:"shard"`
+	// Serving counts the replicas that serve the Status's ServedVersion.
+	Serving  int             `json:"serving"`
+	Replicas []ReplicaStatus `json:"replicas"`
+}
+
+// Status is the reply of GET /status.
+type Status struct {
+	Dict string `json:"dict"`
+	// ServedVersion is what the replicas report (see Summarize): the
+	// version that at least one replica of every shard serves, so that
+	// every key can be answered from it; "" when there is none.
+	ServedVersion string `json:"served_version"`
+	// DecidedVersion is the version the transfer last rolled out to every
+	// replica: the one it prepares and switches replicas that do not serve
+	// it to (a restart with an empty disk, a new replica).
+	DecidedVersion string `json:"decided_version"`
+	InFlight      string `json:"in_flight"`
+	Phase         string `json:"phase,omitempty"`
+	// Error says why the last version failed for good (phase "failed"; then
+	// InFlight is empty and Rollout says which version it was).
+	Error   string        `json:"error,omitempty"`
+	Rollout *Rollout      `json:"rollout,omitempty"`
+	Shards  []ShardStatus `json:"shards"`
+	History []Record      `json:"history"`
+}
+
+// Summarize sets ServedVersion and every shard's Serving from what the
+// replicas report. Of the versions that at least one replica of every shard
+// serves, it picks the decided one; failing that (the transfer lost its
+// state), the one most replicas serve, then the newer name.
+func (s *Status) Summarize() {
+	counts := map[string][]int{} // version → replicas serving it, per shard
+	for i, sh := range s.Shards {
+		for _, r := range sh.Replicas {
+			if r.ServedVersion == "" {
+				continue
+			}
+			if counts[r.ServedVersion] == nil {
+				counts[r.ServedVersion] = make([]int, len(s.Shards))
+			}
+			counts[r.ServedVersion][i]++
+		}
+	}
+	best, bestN := "", 0
+	for v, c := range counts {
+		n := 0
+		for _, k := range c {
+			if k == 0 {
+				n = -1
+				break
+			}
+			n += k
+		}
+		switch {
+		case n < 0, best == s.DecidedVersion && best != "":
+		case v == s.DecidedVersion, n > bestN, n == bestN && v > best:
+			best, bestN = v, n
+		}
+	}
+	s.ServedVersion = best
+	for i := range s.Shards {
+		s.Shards[i].Serving = 0
+		if best != "" {
+			s.Shards[i].Serving = counts[best][i]
+		}
+	}
+}
+
+// Lagging returns the shards where some replica does not serve
+// ServedVersion (all of them when nothing is served).
+func (s Status) Lagging() []ShardStatus {
+	var out []ShardStatus
+	for _, sh := range s.Shards {
+		if s.ServedVersion == "" || sh.Serving < len(sh.Replicas) {
+			out = append(out, sh)
+		}
+	}
+	return out
+}

@@ -1,0 +1,110 @@
+package transfer
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/elasticctr/terraform-provider-ctr/cube/api"
+	"github.com/elasticctr/terraform-provider-ctr/cube/layout"
+)
+
+// healLoop runs heal every HealInterval until ctx ends.
+func (t *Transfer) healLoop(ctx context.Context) {
+	tick := time.NewTicker(t.opts.HealInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+			t.heal(ctx)
+		}
+	}
+}
+
+// heal brings every replica that does not serve the decided version (one
+// restarted with an empty disk, rescheduled to another node, or just added)
+// to it without waiting for a new model: prepare, then switch at once.
+//
+// It holds t.switching, as a rollout does from its prepare phase to its
+// end, so the two never interleave: a replica is never healed to a version
+// that its siblings are about to leave, and a rollout never finds a replica
+// half-healed. While a decision is unfinished (phase committing), the
+// version every replica must reach is the new one, and the rollout's own
+// retries bring them there; heal leaves them to it.
+func (t *Transfer) heal(ctx context.Context) {
+	t.switching.Lock()
+	defer t.switching.Unlock()
+	st := t.snapshot()
+	if st.Served == "" || (st.InFlight != nil && st.InFlight.Phase == api.PhaseCommitting) {
+		return
+	}
+	if m, err := layout.ReadManifest(t.outputDir(), st.Served); err != nil || m.ShardCount != t.opts.Shards {
+		// Built for another shard count: the re-shard rollout reaches every replica.
+		return
+	}
+	type lag struct {
+		rp     replica
+		serves string
+	}
+	var (
+		mu          sync.Mutex
+		behind      []lag
+		unreachable int
+	)
+	_ = forEach(t.replicas(), func(rp replica) error {
+		as, err := t.call(ctx, rp, "/agent/status", nil)
+		mu.Lock()
+		defer mu.Unlock()
+		switch {
+		case err != nil:
+			unreachable++
+		case as.ServedVersion != st.Served:
+			behind = append(behind, lag{rp, as.ServedVersion})
+		}
+		return nil
+	})
+	n := len(t.replicas())
+	t.m.replicas.WithLabelValues("serving").Set(float64(n - len(behind) - unreachable))
+	t.m.replicas.WithLabelValues("behind").Set(float64(len(behind)))
+	t.m.replicas.WithLabelValues("unreachable").Set(float64(unreachable))
+	var wg sync.WaitGroup
+	for _, l := range behind {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			start := time.Now()
+			err := t.healOne(ctx, l.rp, st.Served)
+			log := t.log.With("replica", l.rp.addr, "shard", l.rp.shard, "served", l.serves, "version", st.Served)
+			if err != nil {
+				if ctx.Err() == nil {
+					t.m.heals.WithLabelValues("failed").Inc()
+					log.Warn("replica does not serve the decided version and could not be healed; trying again", "err", err,
+						"retry_in", t.opts.HealInterval.String())
+				}
+				return
+			}
+			t.m.heals.WithLabelValues("healed").Inc()
+			log.Info("replica healed: it serves the decided version again", "duration_ms", time.Since(start).Milliseconds())
+		}()
+	}
+	wg.Wait()
+}
+
+// healOne prepares version on rp and switches it at once (it serves an
+// older version or nothing: there is no instant to agree on).
+func (t *Transfer) healOne(ctx context.Context, rp replica, version string) error {
+	var discard api.Timings
+	if err := t.prepare(ctx, version, []replica{rp}, &discard); err != nil {
+		return err
+	}
+	return retry(ctx, t.opts.Retries, t.opts.Backoff, func() error {
+		st, err := t.call(ctx, rp, "/agent/commit", api.CommitRequest{Version: version})
+		if err == nil && st.ServedVersion != version {
+			err = fmt.Errorf("replica %s shard %d: serves %q after commit", rp.addr, rp.shard, st.ServedVersion)
+		}
+		return err
+	})
+}
