@@ -87,8 +87,8 @@ type Status struct {
 	// replica: the one it prepares and switches replicas that do not serve
 	// it to (a restart with an empty disk, a new replica).
 	DecidedVersion string `json:"decided_version"`
-	InFlight      string `json:"in_flight"`
-	Phase         string `json:"phase,omitempty"`
+	InFlight       string `json:"in_flight"`
+	Phase          string `json:"phase,omitempty"`
 	// Error says why the last version failed for good (phase "failed"; then
 	// InFlight is empty and Rollout says which version it was).
 	Error   string        `json:"error,omitempty"`
