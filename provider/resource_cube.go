@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
@@ -70,6 +69,7 @@ type cubeModel struct {
 	Endpoints       types.List        `tfsdk:"endpoints"`
 	TransferURL     types.String      `tfsdk:"transfer_url"`
 	ServedVersion   types.String      `tfsdk:"served_version"`
+	ServingReplicas types.List        `tfsdk:"serving_replicas"`
 }
 
 type resourcesModel struct {
@@ -181,7 +181,9 @@ func (r *cubeResource) Schema(ctx context.Context, _ resource.SchemaRequest, res
 			"endpoints":    schema.ListAttribute{Computed: true, ElementType: types.StringType, MarkdownDescription: "Address of each shard's Service, shard by shard."},
 			"transfer_url": schema.StringAttribute{Computed: true, MarkdownDescription: "In-cluster URL of the transfer's status API."},
 			"served_version": schema.StringAttribute{Computed: true,
-				MarkdownDescription: "Model version every shard serves, read from the transfer at refresh (empty until the first model, or when the transfer cannot be reached)."},
+				MarkdownDescription: "Model version the replicas report serving, read through the transfer at refresh: the version at least one replica of every shard serves. Empty until the first model, while a shard has no replica serving, or when the transfer cannot be reached."},
+			"serving_replicas": schema.ListAttribute{Computed: true, ElementType: types.Int64Type,
+				MarkdownDescription: "Per shard, how many replicas serve `served_version`, as they report it at refresh (null when the transfer cannot be reached). When a shard has fewer than `replicas`, the plan shows a warning naming the replicas and what they serve; the transfer heals them by itself."},
 		},
 	}
 }
@@ -290,7 +292,7 @@ func (r *cubeResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRe
 		var state cubeModel
 		resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
 		if !state.Manifests.Equal(plan.Manifests) {
-			plan.ServedVersion = types.StringUnknown()
+			plan.ServedVersion, plan.ServingReplicas = types.StringUnknown(), types.ListUnknown(types.Int64Type)
 		}
 		if o, n := state.Shards.ValueInt64(), plan.Shards.ValueInt64(); o != n {
 			resp.Diagnostics.AddWarning("Cube Will Be Re-sharded",
@@ -359,7 +361,7 @@ func (r *cubeResource) apply(ctx context.Context, plan, prior *cubeModel, state 
 		return
 	}
 	plan.computed(ctx, c, set, diags)
-	plan.ServedVersion = types.StringValue("")
+	plan.ServedVersion, plan.ServingReplicas = types.StringValue(""), types.ListNull(types.Int64Type)
 	diags.Append(state.Set(ctx, plan)...)
 	for _, o := range set {
 		var cond kube.Condition
@@ -385,7 +387,8 @@ func (r *cubeResource) apply(ctx context.Context, plan, prior *cubeModel, state 
 		diags.AddError("Apply Cube Error", "Could not remove objects that are no longer rendered: "+err.Error())
 		return
 	}
-	plan.ServedVersion = types.StringValue(servedVersion(ctx, kc, c.Defaulted()))
+	var discard diag.Diagnostics // a fresh apply's pods may not serve yet: no warning here
+	readServing(ctx, kc, c.Defaulted(), plan, &discard)
 	diags.Append(state.Set(ctx, plan)...)
 }
 
@@ -426,26 +429,6 @@ func waitNewLayout(ctx context.Context, kc *kube.Client, c stack.Cube, before st
 	}
 }
 
-// servedVersion asks the transfer (through the API server's service proxy) which version
-// every shard serves; "" when none yet or when it cannot be asked.
-func servedVersion(ctx context.Context, kc *kube.Client, c stack.Cube) string {
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	body, err := kc.ServiceProxyGet(ctx, c.Namespace, c.Name+"-transfer", fmt.Sprint(c.TransferPort), "status")
-	if err != nil {
-		tflog.Warn(ctx, fmt.Sprintf("cube %s/%s: could not ask the transfer for the served version: %s", c.Namespace, c.Name, err))
-		return ""
-	}
-	var st struct {
-		ServedVersion string `json:"served_version"`
-	}
-	if err := json.Unmarshal(body, &st); err != nil {
-		tflog.Warn(ctx, "cube transfer status: "+err.Error())
-		return ""
-	}
-	return st.ServedVersion
-}
-
 func (r *cubeResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
 	var st cubeModel
 	resp.Diagnostics.Append(req.State.Get(ctx, &st)...)
@@ -480,7 +463,7 @@ func (r *cubeResource) Read(ctx context.Context, req resource.ReadRequest, resp 
 	}
 	st.computed(ctx, c, nil, &resp.Diagnostics)
 	st.Manifests = manifests
-	st.ServedVersion = types.StringValue(servedVersion(ctx, kc, c.Defaulted()))
+	readServing(ctx, kc, c.Defaulted(), &st, &resp.Diagnostics)
 	resp.Diagnostics.Append(resp.State.Set(ctx, &st)...)
 }
 

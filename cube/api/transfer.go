@@ -100,7 +100,8 @@ type Status struct {
 // Summarize sets ServedVersion and every shard's Serving from what the
 // replicas report. Of the versions that at least one replica of every shard
 // serves, it picks the decided one; failing that (the transfer lost its
-// state), the one most replicas serve, then the newer name.
+// state), the one most replicas serve, then the newer name. Serving counts
+// the replicas that serve the Reference version.
 func (s *Status) Summarize() {
 	counts := map[string][]int{} // version → replicas serving it, per shard
 	for i, sh := range s.Shards {
@@ -131,20 +132,30 @@ func (s *Status) Summarize() {
 		}
 	}
 	s.ServedVersion = best
+	ref := s.Reference()
 	for i := range s.Shards {
 		s.Shards[i].Serving = 0
-		if best != "" {
-			s.Shards[i].Serving = counts[best][i]
+		if counts[ref] != nil {
+			s.Shards[i].Serving = counts[ref][i]
 		}
 	}
 }
 
-// Lagging returns the shards where some replica does not serve
-// ServedVersion (all of them when nothing is served).
+// Reference is the version each shard's Serving counts: ServedVersion, or,
+// while no version is served on every shard, DecidedVersion.
+func (s Status) Reference() string {
+	if s.ServedVersion != "" {
+		return s.ServedVersion
+	}
+	return s.DecidedVersion
+}
+
+// Lagging returns the shards where some replica does not serve the
+// Reference version (every shard when there is none).
 func (s Status) Lagging() []ShardStatus {
 	var out []ShardStatus
 	for _, sh := range s.Shards {
-		if s.ServedVersion == "" || sh.Serving < len(sh.Replicas) {
+		if s.Reference() == "" || sh.Serving < len(sh.Replicas) {
 			out = append(out, sh)
 		}
 	}

@@ -28,7 +28,7 @@ func TestSummarize(t *testing.T) {
 	}{
 		{"all serve the decided version", "2", shards([]string{"2", "2"}, []string{"2", "2"}), "2", []int{2, 2}, 0},
 		{"a wiped replica", "2", shards([]string{"2", ""}, []string{"2", "2"}), "2", []int{1, 2}, 1},
-		{"a dark shard", "2", shards([]string{"2", "2"}, []string{"", ""}), "", []int{0, 0}, 2},
+		{"a dark shard", "2", shards([]string{"2", "2"}, []string{"", ""}), "", []int{2, 0}, 1},
 		{"a replica behind", "2", shards([]string{"1", "2"}, []string{"2", "1"}), "2", []int{1, 1}, 2},
 		{"decided wins over a majority", "2", shards([]string{"1", "2"}, []string{"1", "2"}, []string{"2", "1", "1"}), "2", []int{1, 1, 1}, 3},
 		{"decided not on every shard", "2", shards([]string{"1", "2"}, []string{"1", "1"}), "1", []int{1, 2}, 1},

@@ -68,9 +68,10 @@ func TestReplicasHeal(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if st.ServedVersion != "" || st.DecidedVersion != v || st.Shards[0].Serving != 0 || len(st.Lagging()) != 2 {
-			t.Fatalf("with shard 0 down: served %q decided %q, shard 0 serving %d, lagging %d; want \"\", %q, 0, 2",
-				st.ServedVersion, st.DecidedVersion, st.Shards[0].Serving, len(st.Lagging()), v)
+		lag := st.Lagging()
+		if st.ServedVersion != "" || st.DecidedVersion != v || st.Shards[0].Serving != 0 || st.Shards[1].Serving != 2 || len(lag) != 1 || lag[0].Shard != 0 {
+			t.Fatalf("with shard 0 down: served %q decided %q, serving %d/%d, lagging %+v; want \"\", %q, 0/2, shard 0",
+				st.ServedVersion, st.DecidedVersion, st.Shards[0].Serving, st.Shards[1].Serving, lag, v)
 		}
 		for r := range 2 {
 			if err := c.Servers[0][r].Start(); err != nil {

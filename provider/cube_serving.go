@@ -1,0 +1,81 @@
+package provider
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+	"github.com/hashicorp/terraform-plugin-log/tflog"
+
+	"github.com/elasticctr/terraform-provider-ctr/cube/api"
+	"github.com/elasticctr/terraform-provider-ctr/internal/kube"
+	"github.com/elasticctr/terraform-provider-ctr/internal/stack"
+)
+
+// readServing asks the transfer (through the API server's service proxy) what every replica
+// serves, and sets served_version and serving_replicas from what the replicas report. When
+// the transfer cannot be asked, served_version is "" and serving_replicas null. A shard whose
+// replicas do not all serve the decided version is a warning: it shows in the plan.
+func readServing(ctx context.Context, kc *kube.Client, c stack.Cube, m *cubeModel, diags *diag.Diagnostics) {
+	m.ServedVersion, m.ServingReplicas = types.StringValue(""), types.ListNull(types.Int64Type)
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	body, err := kc.ServiceProxyGet(ctx, c.Namespace, c.Name+"-transfer", fmt.Sprint(c.TransferPort), "status")
+	if err != nil {
+		tflog.Warn(ctx, fmt.Sprintf("cube %s/%s: could not ask the transfer what the replicas serve: %s", c.Namespace, c.Name, err))
+		return
+	}
+	st, err := stack.DecodeTransferStatus(body)
+	if err != nil {
+		tflog.Warn(ctx, fmt.Sprintf("cube %s/%s: %s", c.Namespace, c.Name, err))
+		return
+	}
+	var warn string
+	m.ServedVersion, m.ServingReplicas, warn = servingValues(st)
+	if warn != "" {
+		diags.AddWarning("Cube Replicas Not Serving", fmt.Sprintf("Cube %s/%s: %s", c.Namespace, c.Name, warn))
+	}
+}
+
+// servingValues turns the transfer's status into served_version, serving_replicas and,
+// when a version was rolled out but some replica does not serve it, a warning that says
+// which and what the transfer does about it.
+func servingValues(st api.Status) (types.String, types.List, string) {
+	counts := make([]int64, len(st.Shards))
+	for i, sh := range st.Shards {
+		counts[i] = int64(sh.Serving)
+	}
+	list, _ := types.ListValueFrom(context.Background(), types.Int64Type, counts) // []int64 always converts
+	if st.DecidedVersion == "" {
+		return types.StringValue(st.ServedVersion), list, "" // no model rolled out yet
+	}
+	ref := st.Reference()
+	var lines []string
+	for _, sh := range st.Lagging() {
+		var why []string
+		for _, r := range sh.Replicas {
+			if r.ServedVersion != ref {
+				s := fmt.Sprintf("%s serves %q (%s", r.Addr, r.ServedVersion, r.State)
+				if r.Error != "" {
+					s += ": " + r.Error
+				}
+				why = append(why, s+")")
+			}
+		}
+		lines = append(lines, fmt.Sprintf("shard %d: %d of %d replicas serve %q; %s", sh.Shard, sh.Serving, len(sh.Replicas),
+			ref, strings.Join(why, "; ")))
+	}
+	if len(lines) == 0 {
+		return types.StringValue(st.ServedVersion), list, ""
+	}
+	what := fmt.Sprintf("the transfer rolled out version %q, but not every replica serves it:\n  %s\n", st.DecidedVersion, strings.Join(lines, "\n  "))
+	if st.ServedVersion == "" {
+		what += "A shard with no replica serving it fails every lookup of its keys. "
+	}
+	what += "The transfer prepares and switches such replicas by itself (every --heal-interval, 5 s by default) once they answer; " +
+		"if this persists, look at those pods (kubectl describe / logs) and at the transfer's log."
+	return types.StringValue(st.ServedVersion), list, what
+}
