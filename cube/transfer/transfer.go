@@ -26,6 +26,10 @@ import (
 	"github.com/elasticctr/terraform-provider-ctr/cube/seqfile"
 )
 
+// DefaultHealInterval is how often, by default, every replica is asked
+// what it serves (Options.HealInterval).
+const DefaultHealInterval = 5 * time.Second
+
 // Options configure a Transfer. Zero durations take the documented defaults.
 type Options struct {
 	Donefile  string     // base.txt, a local path or http(s) URL; patch.txt is its sibling
@@ -86,7 +90,7 @@ type Options struct {
 	SwitchDelay time.Duration
 	// HealInterval is how often every replica is asked what it serves; one
 	// that does not serve the decided version is prepared and switched to it
-	// (see heal). If 0, 5 s.
+	// (see heal). If 0, DefaultHealInterval.
 	HealInterval time.Duration
 	// RetryAfter is the first pause before retrying a failed rollout,
 	// doubling up to MaxRetryAfter. If 0, Poll.
@@ -146,7 +150,7 @@ func (o *Options) defaults() error {
 	}
 	def(&o.Backoff, 200*time.Millisecond)
 	def(&o.SwitchDelay, 250*time.Millisecond)
-	def(&o.HealInterval, 5*time.Second)
+	def(&o.HealInterval, DefaultHealInterval)
 	def(&o.RetryAfter, o.Poll)
 	def(&o.MaxRetryAfter, 5*time.Minute)
 	if o.Retries <= 0 {

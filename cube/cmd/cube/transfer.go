@@ -63,7 +63,7 @@ func runTransfer(args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&o.Retries, "retries", 3, "extra attempts of one call")
 	fs.DurationVar(&o.Backoff, "backoff", 200e6, "first pause between attempts (doubles, at most 5s)")
 	fs.DurationVar(&o.SwitchDelay, "switch-delay", 250e6, "replicas switch together this long after the commit decision: every replica serves each request arriving from that instant on from the new version")
-	fs.DurationVar(&o.HealInterval, "heal-interval", 5e9, "how often every replica is asked what it serves; one that does not serve the decided version (restarted empty, rescheduled, added) is prepared and switched to it")
+	fs.DurationVar(&o.HealInterval, "heal-interval", transfer.DefaultHealInterval, "how often every replica is asked what it serves; one that does not serve the decided version (restarted empty, rescheduled, added) is prepared and switched to it")
 	fs.DurationVar(&o.RetryAfter, "retry-after", 0, "first pause before retrying a failed rollout (doubles, at most 5m; default --poll)")
 	fs.DurationVar(&o.MaxRetryAfter, "max-retry-after", 5*60e9, "longest pause between rollout attempts")
 	inputFlags(fs, &o.Seq, &o.AllowEmpty)
