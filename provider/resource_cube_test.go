@@ -77,11 +77,34 @@ func TestAccCube_Lifecycle(t *testing.T) {
 						knownvalue.StringExact(fmt.Sprintf("%s-shard-1.%s.svc:8027", name, ns)),
 					})),
 					statecheck.ExpectKnownValue(cubeAddr, tfjsonpath.New("cube_conf"), knownvalue.StringRegexp(regexp.MustCompile(`"ipport_list": "http://`+name+`-shard-1\.`))),
-					statecheck.ExpectKnownValue(cubeAddr, tfjsonpath.New("manifests"), knownvalue.MapSizeExact(8)),
+					statecheck.ExpectKnownValue(cubeAddr, tfjsonpath.New("manifests"), knownvalue.MapSizeExact(9)),
+					// No transfer runs on kwok nodes: nothing reports serving, and nothing is claimed.
+					statecheck.ExpectKnownValue(cubeAddr, tfjsonpath.New("serving_replicas"), knownvalue.Null()),
+					statecheck.ExpectKnownValue(cubeAddr, tfjsonpath.New("served_version"), knownvalue.StringExact("")),
 					statecheck.ExpectKnownValue(cubeAddr, tfjsonpath.New("image"), knownvalue.StringExact("ghcr.io/elasticctr/cube:latest")),
 					statecheck.ExpectSensitiveValue(cubeAddr, tfjsonpath.New("control_token")),
 				},
-				Check: resource.ComposeTestCheckFunc(k.statefulSetReplicas(ns, name+"-shard-0", 2), k.statefulSetReplicas(ns, name+"-shard-1", 2)),
+				Check: resource.ComposeTestCheckFunc(k.statefulSetReplicas(ns, name+"-shard-0", 2), k.statefulSetReplicas(ns, name+"-shard-1", 2),
+					func(*terraform.State) error {
+						// The transfer reaches replicas that are not Ready (they serve nothing yet)
+						// through a Service that publishes them and governs every shard.
+						ctx := context.Background()
+						svc, err := k.cs.CoreV1().Services(ns).Get(ctx, name+"-replicas", metav1.GetOptions{})
+						if err != nil {
+							return err
+						}
+						if !svc.Spec.PublishNotReadyAddresses {
+							return fmt.Errorf("service %s does not publish not-ready replicas", svc.Name)
+						}
+						sts, err := k.cs.AppsV1().StatefulSets(ns).Get(ctx, name+"-shard-1", metav1.GetOptions{})
+						if err != nil {
+							return err
+						}
+						if sts.Spec.ServiceName != svc.Name {
+							return fmt.Errorf("statefulset %s is governed by %q, want %q", sts.Name, sts.Spec.ServiceName, svc.Name)
+						}
+						return nil
+					}),
 			},
 			{
 				Config: cubeConfig(ns, name, "  replicas = 3"),
