@@ -77,7 +77,7 @@ func TestAccCube_Lifecycle(t *testing.T) {
 						knownvalue.StringExact(fmt.Sprintf("%s-shard-1.%s.svc:8027", name, ns)),
 					})),
 					statecheck.ExpectKnownValue(cubeAddr, tfjsonpath.New("cube_conf"), knownvalue.StringRegexp(regexp.MustCompile(`"ipport_list": "http://`+name+`-shard-1\.`))),
-					statecheck.ExpectKnownValue(cubeAddr, tfjsonpath.New("manifests"), knownvalue.MapSizeExact(8)),
+					statecheck.ExpectKnownValue(cubeAddr, tfjsonpath.New("manifests"), knownvalue.MapSizeExact(10)), // Secret, 2 NetworkPolicies, 2 × (Service, StatefulSet), transfer claim, Service, Deployment
 					statecheck.ExpectKnownValue(cubeAddr, tfjsonpath.New("image"), knownvalue.StringExact("ghcr.io/elasticctr/cube:latest")),
 					statecheck.ExpectSensitiveValue(cubeAddr, tfjsonpath.New("control_token")),
 				},
