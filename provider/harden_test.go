@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
 	"github.com/hashicorp/terraform-plugin-testing/plancheck"
@@ -16,6 +17,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -275,7 +277,8 @@ func TestAccCube_NetworkPoliciesAndHardenedPods(t *testing.T) {
 	k := requireCluster(t)
 	ns, name := k.namespace(t), "cube-"+jobName()[3:]
 	owner := stack.Owner(stack.CubeType, name)
-	config := func(extra string) string {
+	servingOwner := stack.Owner(stack.ServingType, "srv")
+	configWith := func(extra, servingExtra string) string {
 		return cubeConfig(ns, name, `  stack = "shop"
   replicas = 1
 `+extra) + fmt.Sprintf(`
@@ -284,24 +287,27 @@ resource "ctr_serving" "test" {
   namespace = %[1]q
   stack     = "shop"
   cube_conf = ctr_cube.test.cube_conf
+%[2]s
   timeouts  = { create = "3m", update = "3m", delete = "3m" }
 }
-`, ns)
+`, ns, servingExtra)
 	}
+	config := func(extra string) string { return configWith(extra, "") }
 	defaults := func(string) hardening {
 		return hardening{seccomp: corev1.SeccompProfileTypeRuntimeDefault, runAsUser: cubeUser(), readOnlyRoot: true}
 	}
 	servingDefaults := func(string) hardening { return hardening{seccomp: corev1.SeccompProfileTypeRuntimeDefault} }
 	resource.Test(t, resource.TestCase{
 		ProtoV6ProviderFactories: providerFactories,
-		CheckDestroy:             k.checkNothingOwnedOf(ns, owner, stack.CubeKinds),
+		CheckDestroy: resource.ComposeTestCheckFunc(k.checkNothingOwnedOf(ns, owner, stack.CubeKinds),
+			k.checkNothingOwnedOf(ns, servingOwner, stack.ServingKinds)),
 		Steps: []resource.TestStep{
 			{
 				Config: config(""),
 				Check: resource.ComposeTestCheckFunc(
 					k.checkCubePolicies(ns, name, "srv"),
 					k.checkPods(ns, owner, 3, defaults),
-					k.checkPods(ns, stack.Owner(stack.ServingType, "srv"), 1, servingDefaults),
+					k.checkPods(ns, servingOwner, 1, servingDefaults),
 					k.checkCubeMemory(ns, name+"-shard-0", stack.DefaultCubeMemory),
 				),
 			},
@@ -326,11 +332,14 @@ resource "ctr_serving" "test" {
 				),
 			},
 			{
-				Config: config(`  network_policy = { allow_from = [{ namespace_labels = { "kubernetes.io/metadata.name" = "monitoring" }, pod_labels = { app = "prometheus" } }] }
-`),
+				Config: configWith(`  network_policy = { allow_from = [{ namespace_labels = { "kubernetes.io/metadata.name" = "monitoring" }, pod_labels = { app = "prometheus" } }] }
+`, `  security_context = { add_capabilities = ["CHOWN", "FOWNER"], run_as_non_root = false }`),
 				Check: resource.ComposeTestCheckFunc(
 					k.checkCubePolicies(ns, name, "srv"),
 					k.checkPods(ns, owner, 3, defaults),
+					k.checkPods(ns, servingOwner, 1, func(string) hardening {
+						return hardening{seccomp: corev1.SeccompProfileTypeRuntimeDefault, addCaps: []corev1.Capability{"CHOWN", "FOWNER"}}
+					}),
 					func(*terraform.State) error {
 						srv, err := k.cs.NetworkingV1().NetworkPolicies(ns).Get(context.Background(), name+"-server", metav1.GetOptions{})
 						if err != nil {
@@ -350,6 +359,13 @@ resource "ctr_serving" "test" {
 				ResourceName:            cubeAddr,
 				ImportState:             true,
 				ImportStateId:           ns + "/" + name,
+				ImportStateVerify:       true,
+				ImportStateVerifyIgnore: []string{"timeouts"},
+			},
+			{
+				ResourceName:            servingAddr,
+				ImportState:             true,
+				ImportStateId:           ns + "/srv",
 				ImportStateVerify:       true,
 				ImportStateVerifyIgnore: []string{"timeouts"},
 			},
@@ -486,4 +502,47 @@ func TestAccTrainingJob_UploadTokenAndHardenedPods(t *testing.T) {
 			},
 		},
 	})
+}
+
+// TestVolcanoTasksDiffer: a job whose tasks a provider version renders differently (here: one
+// without the hardened securityContext, as an earlier version rendered it) is replaced; a
+// change outside the tasks (the gang size) is not a reason.
+func TestVolcanoTasksDiffer(t *testing.T) {
+	ctx := context.Background()
+	manifests := func(j stack.TrainingJob, strip bool) types.Map {
+		set, err := stack.RenderTrainingJob(j)
+		if err != nil {
+			t.Fatal(err)
+		}
+		job := set.Find(stack.VolcanoJobKey(j.Name))
+		if strip {
+			tasks, _, _ := unstructured.NestedSlice(job.Object, "spec", "tasks")
+			for _, task := range tasks {
+				unstructured.RemoveNestedField(task.(map[string]any), "template", "spec", "securityContext")
+			}
+			if err := unstructured.SetNestedSlice(job.Object, tasks, "spec", "tasks"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		m, err := set.Manifests()
+		if err != nil {
+			t.Fatal(err)
+		}
+		v, d := types.MapValueFrom(ctx, types.StringType, m)
+		if d.HasError() {
+			t.Fatal(d)
+		}
+		return v
+	}
+	key := stack.VolcanoJobKey("j")
+	now := manifests(stack.TrainingJob{Name: "j", Namespace: "n"}, false)
+	if !volcanoTasksDiffer(manifests(stack.TrainingJob{Name: "j", Namespace: "n"}, true), now, key) {
+		t.Error("pods rendered without the hardened securityContext must count as changed tasks")
+	}
+	if volcanoTasksDiffer(now, manifests(stack.TrainingJob{Name: "j", Namespace: "n", MinAvailable: 1}, false), key) {
+		t.Error("min_available changes in place, not in the tasks")
+	}
+	if volcanoTasksDiffer(types.MapUnknown(types.StringType), now, key) || volcanoTasksDiffer(now, types.MapNull(types.StringType), key) {
+		t.Error("unknown or missing manifests are no reason to replace")
+	}
 }

@@ -154,6 +154,11 @@ func TestCube_InvalidInputs(t *testing.T) {
 		{`donefile_url = "ftp://x/base.txt"`, `donefile_url: "ftp://x/base.txt" must be an http:// or https:// URL`},
 		{`resources = { requests = { memory = "lots" } }`, `resources.requests\["memory"\]: "lots" is not a quantity`},
 		{`port = 8099`, `transfer_port: must differ from port`},
+		{`transfer_files_port = 8099`, `transfer_files_port: must differ from transfer_port`},
+		{`network_policy = { allow_from = [{ pod_labels = {} }] }`, `network_policy.allow_from\[0\]: needs pod_labels, namespace_labels or both`},
+		{`network_policy = { enabled = false, allow_from = [{ pod_labels = { a = "b" } }] }`, `network_policy.allow_from: has no effect with enabled = false`},
+		{`security_context = { seccomp_profile = "Localhost" }`, `Attribute security_context.seccomp_profile value must be one of`},
+		{`security_context = { add_capabilities = ["cap_chown"] }`, `security_context.add_capabilities\[0\]: "cap_chown" is not a capability name`},
 	}
 	var steps []resource.TestStep
 	for _, c := range cases {
