@@ -99,7 +99,7 @@ func gvrOf(gvk schema.GroupVersionKind) schema.GroupVersionResource {
 	plural := map[string]string{
 		"ServiceAccount": "serviceaccounts", "Role": "roles", "RoleBinding": "rolebindings", "Secret": "secrets",
 		"ConfigMap": "configmaps", "PersistentVolumeClaim": "persistentvolumeclaims", "Deployment": "deployments",
-		"Service": "services", "Job": "jobs", "StatefulSet": "statefulsets", "Pod": "pods", "ReplicaSet": "replicasets", "PodGroup": "podgroups",
+		"Service": "services", "NetworkPolicy": "networkpolicies", "Job": "jobs", "StatefulSet": "statefulsets", "Pod": "pods", "ReplicaSet": "replicasets", "PodGroup": "podgroups",
 	}[gvk.Kind]
 	return gvk.GroupVersion().WithResource(plural)
 }

@@ -2,8 +2,6 @@ package provider
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"strings"
 	"time"
@@ -11,10 +9,12 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
 	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
+	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/booldefault"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/int64default"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/objectplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
@@ -41,35 +41,38 @@ func NewCubeResource() resource.Resource { return &cubeResource{} }
 type cubeResource struct{ data *providerData }
 
 type cubeModel struct {
-	ID              types.String      `tfsdk:"id"`
-	Name            types.String      `tfsdk:"name"`
-	Namespace       types.String      `tfsdk:"namespace"`
-	Stack           types.String      `tfsdk:"stack"`
-	Dict            types.String      `tfsdk:"dict"`
-	Shards          types.Int64       `tfsdk:"shards"`
-	Replicas        types.Int64       `tfsdk:"replicas"`
-	Image           types.String      `tfsdk:"image"`
-	DonefileURL     types.String      `tfsdk:"donefile_url"`
-	Mode            types.String      `tfsdk:"mode"`
-	Port            types.Int64       `tfsdk:"port"`
-	TransferPort    types.Int64       `tfsdk:"transfer_port"`
-	Resources       *resourcesModel   `tfsdk:"resources"`
-	Storage         *cubeStorageModel `tfsdk:"storage"`
-	TransferStorage types.String      `tfsdk:"transfer_storage"`
-	NodeSelector    types.Map         `tfsdk:"node_selector"`
-	Tolerations     []tolerationModel `tfsdk:"tolerations"`
-	TimeoutMS       types.Int64       `tfsdk:"timeout_ms"`
-	Retry           types.Int64       `tfsdk:"retry"`
-	BackupRequestMS types.Int64       `tfsdk:"backup_request_ms"`
-	ControlToken    types.String      `tfsdk:"control_token"`
-	Kubernetes      types.Object      `tfsdk:"kubernetes"`
-	Timeouts        timeouts.Value    `tfsdk:"timeouts"`
-	Manifests       types.Map         `tfsdk:"manifests"`
-	CubeConf        types.String      `tfsdk:"cube_conf"`
-	Endpoints       types.List        `tfsdk:"endpoints"`
-	TransferURL     types.String      `tfsdk:"transfer_url"`
-	ServedVersion   types.String      `tfsdk:"served_version"`
-	ServingReplicas types.List        `tfsdk:"serving_replicas"`
+	ID              types.String          `tfsdk:"id"`
+	Name            types.String          `tfsdk:"name"`
+	Namespace       types.String          `tfsdk:"namespace"`
+	Stack           types.String          `tfsdk:"stack"`
+	Dict            types.String          `tfsdk:"dict"`
+	Shards          types.Int64           `tfsdk:"shards"`
+	Replicas        types.Int64           `tfsdk:"replicas"`
+	Image           types.String          `tfsdk:"image"`
+	DonefileURL     types.String          `tfsdk:"donefile_url"`
+	Mode            types.String          `tfsdk:"mode"`
+	Port            types.Int64           `tfsdk:"port"`
+	TransferPort    types.Int64           `tfsdk:"transfer_port"`
+	FilesPort       types.Int64           `tfsdk:"transfer_files_port"`
+	Resources       *resourcesModel       `tfsdk:"resources"`
+	Storage         *cubeStorageModel     `tfsdk:"storage"`
+	TransferStorage types.String          `tfsdk:"transfer_storage"`
+	NodeSelector    types.Map             `tfsdk:"node_selector"`
+	Tolerations     []tolerationModel     `tfsdk:"tolerations"`
+	TimeoutMS       types.Int64           `tfsdk:"timeout_ms"`
+	Retry           types.Int64           `tfsdk:"retry"`
+	BackupRequestMS types.Int64           `tfsdk:"backup_request_ms"`
+	SecurityContext *securityContextModel `tfsdk:"security_context"`
+	NetworkPolicy   *networkPolicyModel   `tfsdk:"network_policy"`
+	ControlToken    types.String          `tfsdk:"control_token"`
+	Kubernetes      types.Object          `tfsdk:"kubernetes"`
+	Timeouts        timeouts.Value        `tfsdk:"timeouts"`
+	Manifests       types.Map             `tfsdk:"manifests"`
+	CubeConf        types.String          `tfsdk:"cube_conf"`
+	Endpoints       types.List            `tfsdk:"endpoints"`
+	TransferURL     types.String          `tfsdk:"transfer_url"`
+	ServedVersion   types.String          `tfsdk:"served_version"`
+	ServingReplicas types.List            `tfsdk:"serving_replicas"`
 }
 
 type resourcesModel struct {
@@ -80,6 +83,16 @@ type resourcesModel struct {
 type cubeStorageModel struct {
 	Size         types.String `tfsdk:"size"`
 	StorageClass types.String `tfsdk:"storage_class"`
+}
+
+type networkPolicyModel struct {
+	Enabled   types.Bool         `tfsdk:"enabled"`
+	AllowFrom []networkPeerModel `tfsdk:"allow_from"`
+}
+
+type networkPeerModel struct {
+	NamespaceLabels types.Map `tfsdk:"namespace_labels"`
+	PodLabels       types.Map `tfsdk:"pod_labels"`
 }
 
 type tolerationModel struct {
@@ -99,18 +112,13 @@ func (r *cubeResource) Configure(_ context.Context, req resource.ConfigureReques
 	}
 }
 
-// defaultCubeImage is this repository's cube image at the provider's own version.
-func (r *cubeResource) defaultCubeImage() string { return defaultCubeImage(r.data) }
-
-// defaultCubeImage is the image of cube servers, the transfer and the file server unless a
-// resource names another: this repository's image at the provider's own version ("latest"
-// for development builds).
-func defaultCubeImage(data *providerData) string {
-	v := "latest"
-	if data != nil && data.version != "" && data.version != "dev" && data.version != "test" {
-		v = data.version // the release builds the image with the same version string (make images)
+// providerVersion is the provider's version, which picks the default images of this
+// repository (stack.CubeImage) for ctr_cube and the training job's file server.
+func providerVersion(data *providerData) string {
+	if data == nil {
+		return ""
 	}
-	return stack.CubeImageRepository + ":" + v
+	return data.version
 }
 
 func (r *cubeResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
@@ -121,7 +129,14 @@ func (r *cubeResource) Schema(ctx context.Context, _ resource.SchemaRequest, res
 	resp.Schema = schema.Schema{
 		MarkdownDescription: "The cube sparse-parameter service: `shards` × `replicas` cube servers (one StatefulSet and one headless " +
 			"Service per shard, so that shard i has a stable name), the transfer that watches the training job's donefile and rolls new " +
-			"model versions out to every replica, and the shared control token. Exports the `cube_conf` Paddle Serving reads.",
+			"model versions out to every replica, and the shared control token. Exports the `cube_conf` Paddle Serving reads.\n\n" +
+			"**Network policies.** Unless `network_policy.enabled = false`, two NetworkPolicies admit only the cube's transfer and the " +
+			"`ctr_serving` pods of the same `stack` (in the cube's namespace) to the cube servers' `port`, and only the cube servers to the " +
+			"transfer's `transfer_files_port` (the model's published shards); the transfer's status port (`transfer_port`) stays open, " +
+			"since Terraform reads `/status` through the API server. NetworkPolicies take effect only where the cluster's network plugin " +
+			"enforces them (e.g. Calico, Cilium, or a cloud's policy-enforcing CNI); elsewhere they are accepted and ignored.\n\n" +
+			"**Pods.** " + hardenedDefaults + " This repository's image also runs as user and group 65532 (non-root, with `fsGroup` 65532 so " +
+			"that it writes its dictionary and work volumes) on a read-only root filesystem. `security_context` relaxes any of it.",
 		Attributes: map[string]schema.Attribute{
 			"id": schema.StringAttribute{Computed: true, MarkdownDescription: "`namespace/name`.", PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown()}},
 			"name": schema.StringAttribute{Required: true, PlanModifiers: replaceStr(),
@@ -137,7 +152,7 @@ func (r *cubeResource) Schema(ctx context.Context, _ resource.SchemaRequest, res
 				"new shards' objects are created, removed ones deleted, and the transfer restarts and rebuilds every shard from the last model.", stack.DefaultCubeShards, 1, 256),
 			"replicas": num("Cube servers per shard.", stack.DefaultCubeReplicas, 1, 32),
 			"image": schema.StringAttribute{Optional: true, Computed: true,
-				MarkdownDescription: "Image with the `cube` binary, for servers and transfer. Defaults to `" + stack.CubeImageRepository + ":<provider version>`, built from this repository.",
+				MarkdownDescription: "Image with the `cube` binary, for servers and transfer. Defaults to `" + stack.CubeImageRepository + ":<provider version>`, built from this repository (`latest` for a development build of the provider).",
 				PlanModifiers:       []planmodifier.String{stringplanmodifier.UseStateForUnknown()}},
 			"donefile_url": schema.StringAttribute{Required: true,
 				MarkdownDescription: "URL of the donefile (`base.txt`) the transfer watches: `ctr_training_job.<name>.donefile_url`."},
@@ -145,8 +160,13 @@ func (r *cubeResource) Schema(ctx context.Context, _ resource.SchemaRequest, res
 				MarkdownDescription: "`base`: roll out base versions only; `base_delta`: also the patches in `patch.txt`. Defaults to `base`.",
 				Validators:          []validator.String{stringvalidator.OneOf(stack.CubeModes...)}},
 			"port":          num("Port of the cube servers (baidu_std and HTTP).", stack.DefaultCubePort, 1, 65535),
-			"transfer_port": num("Port of the transfer (status API, published shards).", stack.DefaultTransferPort, 1, 65535),
-			"resources": schema.SingleNestedAttribute{Optional: true, MarkdownDescription: "Requests and limits of each cube server.",
+			"transfer_port": num("Port of the transfer's status API (`/status`, `/healthz`, `/metrics`, `POST /trigger`).", stack.DefaultTransferPort, 1, 65535),
+			"transfer_files_port": num("Port at which the transfer publishes built shards (`/files/`) for the cube servers to download; "+
+				"only cube servers may reach it while the network policies are enabled. Must differ from `transfer_port`.", stack.DefaultTransferFilesPort, 1, 65535),
+			"resources": schema.SingleNestedAttribute{Optional: true, MarkdownDescription: "Requests and limits of each cube server. A cube server always has a memory limit: " +
+				"the memory request when only a request is given, else `" + stack.DefaultCubeMemory + "` as both request and limit. The dictionary is memory-mapped: " +
+				"its page cache counts against the limit but is reclaimed under pressure, so a limit below the shard's dictionary size slows lookups " +
+				"(they read from disk) rather than killing the pod; to keep a shard in memory, ask for its dictionary size plus about 512Mi.",
 				Attributes: map[string]schema.Attribute{
 					"requests": schema.MapAttribute{Optional: true, ElementType: types.StringType, MarkdownDescription: "e.g. `{ cpu = \"2\", memory = \"8Gi\" }`."},
 					"limits":   schema.MapAttribute{Optional: true, ElementType: types.StringType, MarkdownDescription: "e.g. `{ memory = \"16Gi\" }`."},
@@ -169,6 +189,25 @@ func (r *cubeResource) Schema(ctx context.Context, _ resource.SchemaRequest, res
 			"timeout_ms":        num("cube.conf `timeout`: Paddle Serving's per-request timeout in milliseconds.", stack.DefaultCubeTimeoutMS, 1, 600000),
 			"retry":             num("cube.conf `retry`: Paddle Serving's retries on another replica.", stack.DefaultCubeRetry, 0, 10),
 			"backup_request_ms": num("cube.conf `backup_request`: send a backup request after this many milliseconds; 0 disables it.", 0, 0, 600000),
+			"security_context": securityContextAttribute("the cube servers' and the transfer's pods",
+				"This repository's image also runs as user and group 65532 with `runAsNonRoot`, `fsGroup` 65532 and a read-only root filesystem."),
+			"network_policy": schema.SingleNestedAttribute{Optional: true,
+				MarkdownDescription: "Who may reach the cube (see above). Unset: the policies are rendered with no extra peers. " +
+					"Turning them off or changing the peers updates the NetworkPolicies in place (turned off, they are deleted).",
+				Attributes: map[string]schema.Attribute{
+					"enabled": schema.BoolAttribute{Optional: true, Computed: true, Default: booldefault.StaticBool(true),
+						MarkdownDescription: "Render the NetworkPolicies. Defaults to `true`; `false` lets every pod that can route to the cube reach its servers and the model."},
+					"allow_from": schema.ListNestedAttribute{Optional: true,
+						MarkdownDescription: "Further peers admitted to the cube servers' `port` (not to the model files), e.g. a Prometheus that scrapes `/metrics`, " +
+							"or a Paddle Serving deployed by other means. Each peer is a NetworkPolicy peer: the pods with `pod_labels` in the cube's namespace, " +
+							"the pods with `pod_labels` in the namespaces with `namespace_labels`, or every pod of the namespaces with `namespace_labels`.",
+						NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
+							"namespace_labels": schema.MapAttribute{Optional: true, ElementType: types.StringType,
+								MarkdownDescription: "Labels of the peers' namespaces, e.g. `{ \"kubernetes.io/metadata.name\" = \"monitoring\" }`."},
+							"pod_labels": schema.MapAttribute{Optional: true, ElementType: types.StringType,
+								MarkdownDescription: "Labels of the peer pods, e.g. `{ \"app.kubernetes.io/name\" = \"prometheus\" }`."},
+						}}},
+				}},
 			"control_token": schema.StringAttribute{Optional: true, Computed: true, Sensitive: true,
 				MarkdownDescription: "Shared token of the control endpoints (agent, transfer, ControlService), stored in a Secret. Generated when unset.",
 				PlanModifiers:       []planmodifier.String{stringplanmodifier.UseStateForUnknown()}},
@@ -179,7 +218,7 @@ func (r *cubeResource) Schema(ctx context.Context, _ resource.SchemaRequest, res
 			"cube_conf": schema.StringAttribute{Computed: true,
 				MarkdownDescription: "Paddle Serving's `cube.conf` (JSON) for this cube: one `http://<shard service>:<port>` per shard, which brpc re-resolves to the shard's ready replicas."},
 			"endpoints":    schema.ListAttribute{Computed: true, ElementType: types.StringType, MarkdownDescription: "Address of each shard's Service, shard by shard."},
-			"transfer_url": schema.StringAttribute{Computed: true, MarkdownDescription: "In-cluster URL of the transfer's status API."},
+			"transfer_url": schema.StringAttribute{Computed: true, MarkdownDescription: "In-cluster URL of the transfer's status API (`transfer_port`)."},
 			"served_version": schema.StringAttribute{Computed: true,
 				MarkdownDescription: "Model version the replicas report serving, read through the transfer at refresh: the version at least one replica of every shard serves. Empty until the first model, while a shard has no replica serving, or when the transfer cannot be reached."},
 			"serving_replicas": schema.ListAttribute{Computed: true, ElementType: types.Int64Type,
@@ -189,8 +228,16 @@ func (r *cubeResource) Schema(ctx context.Context, _ resource.SchemaRequest, res
 }
 
 func (m *cubeModel) known() bool {
-	for _, v := range []interface{ IsUnknown() bool }{m.Name, m.Namespace, m.Stack, m.Dict, m.Shards, m.Replicas, m.Image, m.DonefileURL, m.Mode,
-		m.Port, m.TransferPort, m.TransferStorage, m.NodeSelector, m.TimeoutMS, m.Retry, m.BackupRequestMS} {
+	vals := []attr.Value{m.Name, m.Namespace, m.Stack, m.Dict, m.Shards, m.Replicas, m.Image, m.DonefileURL, m.Mode,
+		m.Port, m.TransferPort, m.FilesPort, m.TransferStorage, m.NodeSelector, m.TimeoutMS, m.Retry, m.BackupRequestMS}
+	vals = append(vals, m.SecurityContext.values()...)
+	if p := m.NetworkPolicy; p != nil {
+		vals = append(vals, p.Enabled)
+		for _, peer := range p.AllowFrom {
+			vals = append(vals, peer.NamespaceLabels, peer.PodLabels)
+		}
+	}
+	for _, v := range vals {
 		if v.IsUnknown() {
 			return false
 		}
@@ -203,7 +250,7 @@ func (m *cubeModel) cube(ctx context.Context) (stack.Cube, diag.Diagnostics) {
 	c := stack.Cube{Name: m.Name.ValueString(), Namespace: m.Namespace.ValueString(), Stack: m.Stack.ValueString(), Dict: m.Dict.ValueString(),
 		Shards: int32(m.Shards.ValueInt64()), Replicas: int32(m.Replicas.ValueInt64()), Image: m.Image.ValueString(),
 		DonefileURL: m.DonefileURL.ValueString(), Mode: m.Mode.ValueString(), Port: int32(m.Port.ValueInt64()),
-		TransferPort: int32(m.TransferPort.ValueInt64()), TransferStorage: m.TransferStorage.ValueString(),
+		TransferPort: int32(m.TransferPort.ValueInt64()), TransferFilesPort: int32(m.FilesPort.ValueInt64()), TransferStorage: m.TransferStorage.ValueString(),
 		TimeoutMS: int32(m.TimeoutMS.ValueInt64()), Retry: int32(m.Retry.ValueInt64()), BackupRequestMS: int32(m.BackupRequestMS.ValueInt64()),
 		Token: m.ControlToken.ValueString()}
 	if r := m.Resources; r != nil {
@@ -222,6 +269,23 @@ func (m *cubeModel) cube(ctx context.Context) (stack.Cube, diag.Diagnostics) {
 	}
 	for _, t := range m.Tolerations {
 		c.Tolerations = append(c.Tolerations, stack.Toleration{Key: t.Key.ValueString(), Operator: t.Operator.ValueString(), Value: t.Value.ValueString(), Effect: t.Effect.ValueString()})
+	}
+	c.SecurityContext = m.SecurityContext.stack(ctx, &diags)
+	if p := m.NetworkPolicy; p != nil {
+		c.NetworkPolicy = &stack.NetworkPolicy{}
+		if !p.Enabled.IsNull() && !p.Enabled.IsUnknown() {
+			c.NetworkPolicy.Enabled = p.Enabled.ValueBoolPointer()
+		}
+		for _, peer := range p.AllowFrom {
+			var sp stack.NetworkPeer
+			if !peer.NamespaceLabels.IsNull() {
+				diags.Append(peer.NamespaceLabels.ElementsAs(ctx, &sp.NamespaceLabels, false)...)
+			}
+			if !peer.PodLabels.IsNull() {
+				diags.Append(peer.PodLabels.ElementsAs(ctx, &sp.PodLabels, false)...)
+			}
+			c.NetworkPolicy.AllowFrom = append(c.NetworkPolicy.AllowFrom, sp)
+		}
 	}
 	return c, diags
 }
@@ -273,7 +337,7 @@ func (r *cubeResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRe
 		return
 	}
 	if plan.Image.IsUnknown() && req.State.Raw.IsNull() {
-		plan.Image = types.StringValue(r.defaultCubeImage())
+		plan.Image = types.StringValue(stack.CubeImage(providerVersion(r.data)))
 	}
 	if !plan.known() {
 		plan.Manifests, plan.CubeConf = types.MapUnknown(types.StringType), types.StringUnknown()
@@ -311,12 +375,12 @@ func (r *cubeResource) Create(ctx context.Context, req resource.CreateRequest, r
 		return
 	}
 	if plan.ControlToken.IsUnknown() || plan.ControlToken.IsNull() {
-		b := make([]byte, 24)
-		if _, err := rand.Read(b); err != nil {
+		tok, err := newToken()
+		if err != nil {
 			resp.Diagnostics.AddError("Create Cube Error", "generate the control token: "+err.Error())
 			return
 		}
-		plan.ControlToken = types.StringValue(hex.EncodeToString(b))
+		plan.ControlToken = types.StringValue(tok)
 	}
 	timeout, d := plan.Timeouts.Create(ctx, 20*time.Minute)
 	resp.Diagnostics.Append(d...)
@@ -491,6 +555,7 @@ func (r *cubeResource) importSettings(ctx context.Context, kc *kube.Client, st *
 	st.Shards, st.Replicas = types.Int64Value(int64(c.Shards)), types.Int64Value(int64(c.Replicas))
 	st.Image, st.DonefileURL, st.Mode = optionalString(c.Image), types.StringValue(c.DonefileURL), optionalString(c.Mode)
 	st.Port, st.TransferPort = types.Int64Value(int64(c.Port)), types.Int64Value(int64(c.TransferPort))
+	st.FilesPort = types.Int64Value(int64(c.Defaulted().TransferFilesPort))
 	st.TransferStorage = optionalString(c.TransferStorage)
 	st.TimeoutMS, st.Retry, st.BackupRequestMS = types.Int64Value(int64(c.TimeoutMS)), types.Int64Value(int64(c.Retry)), types.Int64Value(int64(c.BackupRequestMS))
 	st.NodeSelector, st.ControlToken = optionalStringMap(ctx, c.NodeSelector, diags), optionalString(token)
@@ -503,6 +568,15 @@ func (r *cubeResource) importSettings(ctx context.Context, kc *kube.Client, st *
 	}
 	for _, t := range c.Tolerations {
 		st.Tolerations = append(st.Tolerations, tolerationModel{Key: optionalString(t.Key), Operator: optionalString(t.Operator), Value: optionalString(t.Value), Effect: optionalString(t.Effect)})
+	}
+	st.SecurityContext = securityContextFromStack(ctx, c.SecurityContext, diags)
+	st.NetworkPolicy = nil
+	if p := c.NetworkPolicy; p != nil {
+		st.NetworkPolicy = &networkPolicyModel{Enabled: types.BoolValue(p.Enabled == nil || *p.Enabled)}
+		for _, peer := range p.AllowFrom {
+			st.NetworkPolicy.AllowFrom = append(st.NetworkPolicy.AllowFrom, networkPeerModel{
+				NamespaceLabels: optionalStringMap(ctx, peer.NamespaceLabels, diags), PodLabels: optionalStringMap(ctx, peer.PodLabels, diags)})
+		}
 	}
 	return !diags.HasError()
 }

@@ -77,7 +77,7 @@ func TestAccCube_Lifecycle(t *testing.T) {
 						knownvalue.StringExact(fmt.Sprintf("%s-shard-1.%s.svc:8027", name, ns)),
 					})),
 					statecheck.ExpectKnownValue(cubeAddr, tfjsonpath.New("cube_conf"), knownvalue.StringRegexp(regexp.MustCompile(`"ipport_list": "http://`+name+`-shard-1\.`))),
-					statecheck.ExpectKnownValue(cubeAddr, tfjsonpath.New("manifests"), knownvalue.MapSizeExact(9)),
+					statecheck.ExpectKnownValue(cubeAddr, tfjsonpath.New("manifests"), knownvalue.MapSizeExact(11)), // Secret, 2 NetworkPolicies, the replicas' Service, 2 × (Service, StatefulSet), transfer claim, Service, Deployment
 					// No transfer runs on kwok nodes: nothing reports serving, and nothing is claimed.
 					statecheck.ExpectKnownValue(cubeAddr, tfjsonpath.New("serving_replicas"), knownvalue.Null()),
 					statecheck.ExpectKnownValue(cubeAddr, tfjsonpath.New("served_version"), knownvalue.StringExact("")),
@@ -177,6 +177,11 @@ func TestCube_InvalidInputs(t *testing.T) {
 		{`donefile_url = "ftp://x/base.txt"`, `donefile_url: "ftp://x/base.txt" must be an http:// or https:// URL`},
 		{`resources = { requests = { memory = "lots" } }`, `resources.requests\["memory"\]: "lots" is not a quantity`},
 		{`port = 8099`, `transfer_port: must differ from port`},
+		{`transfer_files_port = 8099`, `transfer_files_port: must differ from transfer_port`},
+		{`network_policy = { allow_from = [{ pod_labels = {} }] }`, `network_policy.allow_from\[0\]: needs pod_labels, namespace_labels or both`},
+		{`network_policy = { enabled = false, allow_from = [{ pod_labels = { a = "b" } }] }`, `network_policy.allow_from: has no effect with enabled = false`},
+		{`security_context = { seccomp_profile = "Localhost" }`, `Attribute security_context.seccomp_profile value must be one of`},
+		{`security_context = { add_capabilities = ["cap_chown"] }`, `security_context.add_capabilities\[0\]: "cap_chown" is not a capability name`},
 	}
 	var steps []resource.TestStep
 	for _, c := range cases {

@@ -38,23 +38,24 @@ func NewServingResource() resource.Resource { return &servingResource{} }
 type servingResource struct{ data *providerData }
 
 type servingModel struct {
-	ID          types.String    `tfsdk:"id"`
-	Name        types.String    `tfsdk:"name"`
-	Namespace   types.String    `tfsdk:"namespace"`
-	Stack       types.String    `tfsdk:"stack"`
-	Image       types.String    `tfsdk:"image"`
-	Replicas    types.Int64     `tfsdk:"replicas"`
-	Port        types.Int64     `tfsdk:"port"`
-	ServiceType types.String    `tfsdk:"service_type"`
-	ModelURL    types.String    `tfsdk:"model_url"`
-	Args        types.List      `tfsdk:"args"`
-	Env         types.Map       `tfsdk:"env"`
-	Resources   *resourcesModel `tfsdk:"resources"`
-	CubeConf    types.String    `tfsdk:"cube_conf"`
-	Kubernetes  types.Object    `tfsdk:"kubernetes"`
-	Timeouts    timeouts.Value  `tfsdk:"timeouts"`
-	Manifests   types.Map       `tfsdk:"manifests"`
-	URL         types.String    `tfsdk:"url"`
+	ID              types.String          `tfsdk:"id"`
+	Name            types.String          `tfsdk:"name"`
+	Namespace       types.String          `tfsdk:"namespace"`
+	Stack           types.String          `tfsdk:"stack"`
+	Image           types.String          `tfsdk:"image"`
+	Replicas        types.Int64           `tfsdk:"replicas"`
+	Port            types.Int64           `tfsdk:"port"`
+	ServiceType     types.String          `tfsdk:"service_type"`
+	ModelURL        types.String          `tfsdk:"model_url"`
+	Args            types.List            `tfsdk:"args"`
+	Env             types.Map             `tfsdk:"env"`
+	Resources       *resourcesModel       `tfsdk:"resources"`
+	SecurityContext *securityContextModel `tfsdk:"security_context"`
+	CubeConf        types.String          `tfsdk:"cube_conf"`
+	Kubernetes      types.Object          `tfsdk:"kubernetes"`
+	Timeouts        timeouts.Value        `tfsdk:"timeouts"`
+	Manifests       types.Map             `tfsdk:"manifests"`
+	URL             types.String          `tfsdk:"url"`
 }
 
 func (r *servingResource) Metadata(_ context.Context, req resource.MetadataRequest, resp *resource.MetadataResponse) {
@@ -71,7 +72,11 @@ func (r *servingResource) Schema(ctx context.Context, _ resource.SchemaRequest, 
 	resp.Schema = schema.Schema{
 		MarkdownDescription: "Paddle Serving with the CTR model, reading sparse parameters from `ctr_cube`: a Deployment started with " +
 			"`--enable_cube=true`, the cube's `cube.conf` mounted from a ConfigMap at `/serving/conf/cube.conf`, and a Service. A changed " +
-			"`cube.conf` rolls the pods (a checksum annotation), because Serving reads it only at start. Apply waits for the rollout.",
+			"`cube.conf` rolls the pods (a checksum annotation), because Serving reads it only at start. Apply waits for the rollout.\n\n" +
+			"**Pods.** " + hardenedDefaults + " Paddle Serving's images run as root and write inside their own filesystem (the unpacked model), " +
+			"so neither a non-root user nor a read-only root filesystem is forced. `security_context` relaxes these defaults. " +
+			"The serving pods carry `app.kubernetes.io/part-of = <stack>` and `app.kubernetes.io/component = serving`: a `ctr_cube` with the " +
+			"same `stack` in the same namespace admits exactly these pods to its shards through its NetworkPolicy.",
 		Attributes: map[string]schema.Attribute{
 			"id": schema.StringAttribute{Computed: true, MarkdownDescription: "`namespace/name`.", PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown()}},
 			"name": schema.StringAttribute{Required: true, PlanModifiers: replaceStr(), MarkdownDescription: "Name of the Deployment and Service.",
@@ -97,7 +102,10 @@ func (r *servingResource) Schema(ctx context.Context, _ resource.SchemaRequest, 
 					"requests": schema.MapAttribute{Optional: true, ElementType: types.StringType, MarkdownDescription: "e.g. `{ cpu = \"4\" }`."},
 					"limits":   schema.MapAttribute{Optional: true, ElementType: types.StringType, MarkdownDescription: "e.g. `{ memory = \"8Gi\" }`."},
 				}},
-			"cube_conf":  schema.StringAttribute{Required: true, MarkdownDescription: "The `cube.conf` to mount: `ctr_cube.<name>.cube_conf`."},
+			"cube_conf": schema.StringAttribute{Required: true, MarkdownDescription: "The `cube.conf` to mount: `ctr_cube.<name>.cube_conf`."},
+			"security_context": securityContextAttribute("the serving pods",
+				"Paddle Serving's images run as root: no user and no read-only root filesystem are forced on them. If the image needs a "+
+					"capability back (e.g. `tar` restoring file owners needs `CHOWN`), add it with `add_capabilities`."),
 			"kubernetes": connectionResourceAttribute(),
 			"timeouts":   timeouts.Attributes(ctx, timeouts.Opts{Create: true, Update: true, Delete: true}),
 			"manifests": schema.MapAttribute{Computed: true, ElementType: types.StringType,
@@ -108,7 +116,9 @@ func (r *servingResource) Schema(ctx context.Context, _ resource.SchemaRequest, 
 }
 
 func (m *servingModel) known() bool {
-	for _, v := range []attr.Value{m.Name, m.Namespace, m.Stack, m.Image, m.Replicas, m.Port, m.ServiceType, m.ModelURL, m.Args, m.Env, m.CubeConf} {
+	vals := append([]attr.Value{m.Name, m.Namespace, m.Stack, m.Image, m.Replicas, m.Port, m.ServiceType, m.ModelURL, m.Args, m.Env, m.CubeConf},
+		m.SecurityContext.values()...)
+	for _, v := range vals {
 		if v.IsUnknown() {
 			return false
 		}
@@ -121,6 +131,7 @@ func (m *servingModel) serving(ctx context.Context) (stack.Serving, diag.Diagnos
 	s := stack.Serving{Name: m.Name.ValueString(), Namespace: m.Namespace.ValueString(), Stack: m.Stack.ValueString(), Image: m.Image.ValueString(),
 		Replicas: int32(m.Replicas.ValueInt64()), Port: int32(m.Port.ValueInt64()), ServiceType: m.ServiceType.ValueString(),
 		ModelURL: m.ModelURL.ValueString(), CubeConf: m.CubeConf.ValueString()}
+	s.SecurityContext = m.SecurityContext.stack(ctx, &diags)
 	if !m.Args.IsNull() {
 		diags.Append(m.Args.ElementsAs(ctx, &s.Args, false)...)
 	}
@@ -301,6 +312,7 @@ func (r *servingResource) importSettings(ctx context.Context, kc *kube.Client, s
 		st.Args = v
 	}
 	st.Resources = nil
+	st.SecurityContext = securityContextFromStack(ctx, s.SecurityContext, diags)
 	if s.Requests != nil || s.Limits != nil {
 		st.Resources = &resourcesModel{Requests: optionalStringMap(ctx, s.Requests, diags), Limits: optionalStringMap(ctx, s.Limits, diags)}
 	}

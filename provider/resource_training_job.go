@@ -3,6 +3,7 @@ package provider
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"strings"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-log/tflog"
+	"sigs.k8s.io/yaml"
 
 	"github.com/elasticctr/terraform-provider-ctr/internal/kube"
 	"github.com/elasticctr/terraform-provider-ctr/internal/stack"
@@ -86,6 +88,7 @@ func (r *trainingJobResource) ModifyPlan(ctx context.Context, req resource.Modif
 	if unknownAttrs(req.Plan.Raw, trainingJobObjects...) {
 		resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("manifests"), types.MapUnknown(types.StringType))...)
 		resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("min_available"), types.Int64Unknown())...)
+		resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("upload_token"), types.StringUnknown())...)
 		return
 	}
 	var plan, config trainingJobModel
@@ -97,6 +100,7 @@ func (r *trainingJobResource) ModifyPlan(ctx context.Context, req resource.Modif
 	if !plan.known() || config.MinAvailable.IsUnknown() {
 		plan.Manifests = types.MapUnknown(types.StringType)
 		plan.FileServerURL, plan.DonefileURL = types.StringUnknown(), types.StringUnknown()
+		plan.UploadToken = types.StringUnknown() // whether uploads take a token may depend on what is unknown
 		if config.MinAvailable.IsNull() {
 			plan.MinAvailable = types.Int64Unknown()
 		}
@@ -108,7 +112,7 @@ func (r *trainingJobResource) ModifyPlan(ctx context.Context, req resource.Modif
 	if diags.HasError() {
 		return
 	}
-	j.DefaultImage = defaultCubeImage(r.data)
+	j.ProviderVersion = providerVersion(r.data)
 	d := j.Defaulted()
 	if config.MinAvailable.IsNull() {
 		// The gang is the whole job unless configured: follows replica changes.
@@ -131,6 +135,12 @@ func (r *trainingJobResource) ModifyPlan(ctx context.Context, req resource.Modif
 	plan.FileServerURL = types.StringValue(d.FileServerURL())
 	plan.DonefileURL = types.StringValue(d.DonefileURL())
 	plan.ID = types.StringValue(j.Namespace + "/" + j.Name)
+	switch {
+	case !plan.tokenUploads():
+		plan.UploadToken = types.StringNull()
+	case plan.UploadToken.IsNull():
+		plan.UploadToken = types.StringUnknown() // generated at apply
+	}
 	var reasons []string
 	if !req.State.Raw.IsNull() {
 		var state trainingJobModel
@@ -141,6 +151,15 @@ func (r *trainingJobResource) ModifyPlan(ctx context.Context, req resource.Modif
 			plan.Phase = types.StringUnknown()
 		}
 		reasons = replaceReasons(&state, &plan)
+		if state.tokenUploads() != plan.tokenUploads() {
+			resp.RequiresReplace = append(resp.RequiresReplace, path.Root("file_server").AtName("upload"))
+		}
+		if len(reasons) == 0 && volcanoTasksDiffer(state.Manifests, plan.Manifests, stack.VolcanoJobKey(j.Name)) {
+			// Volcano refuses any change to a submitted job's tasks, even one that comes from
+			// a new provider version rendering them differently (e.g. hardened pods).
+			reasons = append(reasons, "the training pods' template (rendered differently by this provider version)")
+			resp.RequiresReplace = append(resp.RequiresReplace, path.Root("manifests"))
+		}
 	}
 	resp.Diagnostics.Append(resp.Plan.Set(ctx, &plan)...)
 
@@ -191,12 +210,23 @@ type stateLike interface {
 // file server and for the job to run. State is saved before waiting, so a failed wait
 // leaves a resource Terraform knows about (tainted) rather than orphaned objects.
 func (r *trainingJobResource) apply(ctx context.Context, plan *trainingJobModel, state stateLike, diags *diag.Diagnostics, verb string) {
+	switch {
+	case !plan.tokenUploads():
+		plan.UploadToken = types.StringNull()
+	case plan.UploadToken.IsUnknown() || plan.UploadToken.IsNull():
+		tok, err := newToken()
+		if err != nil {
+			diags.AddError(verb+" Training Job Error", "generate the upload token: "+err.Error())
+			return
+		}
+		plan.UploadToken = types.StringValue(tok)
+	}
 	j, d := plan.job(ctx, plan.MinAvailable)
 	diags.Append(d...)
 	if diags.HasError() {
 		return
 	}
-	j.DefaultImage = defaultCubeImage(r.data)
+	j.ProviderVersion = providerVersion(r.data)
 	set, err := stack.RenderTrainingJob(j)
 	if err != nil {
 		diags.AddError(verb+" Training Job Error", err.Error())
@@ -264,7 +294,7 @@ func (r *trainingJobResource) Read(ctx context.Context, req resource.ReadRequest
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	j.DefaultImage = defaultCubeImage(r.data)
+	j.ProviderVersion = providerVersion(r.data)
 	set, err := stack.RenderTrainingJob(j)
 	if err != nil {
 		resp.Diagnostics.AddError("Read Training Job Error", err.Error())
@@ -331,6 +361,14 @@ func (r *trainingJobResource) importSettings(ctx context.Context, c *kube.Client
 		}
 		j.Dataset.HDFSUGI = stack.DatasetUGI(secret)
 	}
+	if j.FileServer.TokenUploads() {
+		secret, err := c.Get(ctx, stack.UploadSecretRef(ns, name))
+		if err != nil {
+			diags.AddError("Import Training Job Error", err.Error())
+			return false
+		}
+		j.UploadToken = stack.UploadToken(secret)
+	}
 	diags.Append(st.fromJob(ctx, j)...)
 	return !diags.HasError()
 }
@@ -366,4 +404,30 @@ func (r *trainingJobResource) ImportState(ctx context.Context, req resource.Impo
 	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("id"), req.ID)...)
 	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("namespace"), ns)...)
 	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("name"), name)...)
+}
+
+// volcanoTasksDiffer reports whether the tasks of the Volcano Job (manifests key) differ
+// between the state's manifests and the plan's. Unknown or missing manifests do not differ.
+func volcanoTasksDiffer(state, plan types.Map, key string) bool {
+	tasks := func(m types.Map) (any, bool) {
+		if m.IsNull() || m.IsUnknown() {
+			return nil, false
+		}
+		v, ok := m.Elements()[key].(types.String)
+		if !ok || v.IsNull() || v.IsUnknown() {
+			return nil, false
+		}
+		var job struct {
+			Spec struct {
+				Tasks any `json:"tasks"`
+			} `json:"spec"`
+		}
+		if err := yaml.Unmarshal([]byte(v.ValueString()), &job); err != nil {
+			return nil, false
+		}
+		return job.Spec.Tasks, true
+	}
+	a, okA := tasks(state)
+	b, okB := tasks(plan)
+	return okA && okB && !reflect.DeepEqual(a, b)
 }

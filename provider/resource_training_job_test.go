@@ -273,6 +273,9 @@ func TestTrainingJob_InvalidInputs(t *testing.T) {
 		{`policies = [{ event = "PodExploded", action = "RestartJob" }]`, `Attribute policies\[0\].event value must be one of`},
 		{`env = { "1BAD" = "x" }`, `env\["1BAD"\]: "1BAD" is not a valid environment variable name`},
 		{`image = ""`, `Attribute image string length must be at least 1`},
+		{`file_server = { upload_insecure = true }`, `file_server.upload_insecure: has no effect without upload = true`},
+		{`security_context = { run_as_user = 0, run_as_non_root = true }`, `security_context.run_as_non_root: contradicts run_as_user = 0`},
+		{`file_server = { security_context = { fs_group = -1 } }`, `Attribute file_server.security_context.fs_group value must be between 0 and`},
 	}
 	var steps []resource.TestStep
 	for _, c := range cases {

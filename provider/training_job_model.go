@@ -14,31 +14,33 @@ import (
 
 // trainingJobModel is the Terraform state of ctr_training_job.
 type trainingJobModel struct {
-	ID              types.String     `tfsdk:"id"`
-	Name            types.String     `tfsdk:"name"`
-	Namespace       types.String     `tfsdk:"namespace"`
-	Stack           types.String     `tfsdk:"stack"`
-	Mode            types.String     `tfsdk:"mode"`
-	Image           types.String     `tfsdk:"image"`
-	ImagePullPolicy types.String     `tfsdk:"image_pull_policy"`
-	Command         types.List       `tfsdk:"command"`
-	Entry           types.String     `tfsdk:"entry"`
-	Env             types.Map        `tfsdk:"env"`
-	Port            types.Int64      `tfsdk:"port"`
-	Queue           types.String     `tfsdk:"queue"`
-	SchedulerName   types.String     `tfsdk:"scheduler_name"`
-	MinAvailable    types.Int64      `tfsdk:"min_available"`
-	MaxRetry        types.Int64      `tfsdk:"max_retry"`
-	PServer         *taskModel       `tfsdk:"pserver"`
-	Trainer         *taskModel       `tfsdk:"trainer"`
-	Worker          *taskModel       `tfsdk:"worker"`
-	Policies        []policyModel    `tfsdk:"policies"`
-	Dataset         *datasetModel    `tfsdk:"dataset"`
-	SlotConfig      types.String     `tfsdk:"slot_config"`
-	ModelOutput     *modelOutputMdl  `tfsdk:"model_output"`
-	FileServer      *fileServerModel `tfsdk:"file_server"`
-	Kubernetes      types.Object     `tfsdk:"kubernetes"`
-	Timeouts        timeouts.Value   `tfsdk:"timeouts"`
+	ID              types.String          `tfsdk:"id"`
+	Name            types.String          `tfsdk:"name"`
+	Namespace       types.String          `tfsdk:"namespace"`
+	Stack           types.String          `tfsdk:"stack"`
+	Mode            types.String          `tfsdk:"mode"`
+	Image           types.String          `tfsdk:"image"`
+	ImagePullPolicy types.String          `tfsdk:"image_pull_policy"`
+	Command         types.List            `tfsdk:"command"`
+	Entry           types.String          `tfsdk:"entry"`
+	Env             types.Map             `tfsdk:"env"`
+	Port            types.Int64           `tfsdk:"port"`
+	Queue           types.String          `tfsdk:"queue"`
+	SchedulerName   types.String          `tfsdk:"scheduler_name"`
+	MinAvailable    types.Int64           `tfsdk:"min_available"`
+	MaxRetry        types.Int64           `tfsdk:"max_retry"`
+	PServer         *taskModel            `tfsdk:"pserver"`
+	Trainer         *taskModel            `tfsdk:"trainer"`
+	Worker          *taskModel            `tfsdk:"worker"`
+	Policies        []policyModel         `tfsdk:"policies"`
+	Dataset         *datasetModel         `tfsdk:"dataset"`
+	SlotConfig      types.String          `tfsdk:"slot_config"`
+	ModelOutput     *modelOutputMdl       `tfsdk:"model_output"`
+	FileServer      *fileServerModel      `tfsdk:"file_server"`
+	SecurityContext *securityContextModel `tfsdk:"security_context"`
+	UploadToken     types.String          `tfsdk:"upload_token"`
+	Kubernetes      types.Object          `tfsdk:"kubernetes"`
+	Timeouts        timeouts.Value        `tfsdk:"timeouts"`
 
 	Manifests     types.Map    `tfsdk:"manifests"`
 	Phase         types.String `tfsdk:"phase"`
@@ -78,11 +80,13 @@ type modelOutputMdl struct {
 }
 
 type fileServerModel struct {
-	Image       types.String `tfsdk:"image"`
-	Upload      types.Bool   `tfsdk:"upload"`
-	Port        types.Int64  `tfsdk:"port"`
-	ServiceType types.String `tfsdk:"service_type"`
-	Replicas    types.Int64  `tfsdk:"replicas"`
+	Image           types.String          `tfsdk:"image"`
+	Upload          types.Bool            `tfsdk:"upload"`
+	UploadInsecure  types.Bool            `tfsdk:"upload_insecure"`
+	Port            types.Int64           `tfsdk:"port"`
+	ServiceType     types.String          `tfsdk:"service_type"`
+	Replicas        types.Int64           `tfsdk:"replicas"`
+	SecurityContext *securityContextModel `tfsdk:"security_context"`
 }
 
 // known reports whether every value that rendering needs is known (not "known after apply").
@@ -104,8 +108,10 @@ func (m *trainingJobModel) known() bool {
 		vals = append(vals, o.Size, o.StorageClass, o.AccessMode, o.ExistingClaim, o.MountPath, o.DonefilePath)
 	}
 	if f := m.FileServer; f != nil {
-		vals = append(vals, f.Image, f.Upload, f.Port, f.ServiceType, f.Replicas)
+		vals = append(vals, f.Image, f.Upload, f.UploadInsecure, f.Port, f.ServiceType, f.Replicas)
+		vals = append(vals, f.SecurityContext.values()...)
 	}
+	vals = append(vals, m.SecurityContext.values()...)
 	for _, v := range vals {
 		if v.IsUnknown() {
 			return false
@@ -141,7 +147,9 @@ func (m *trainingJobModel) job(ctx context.Context, minAvailable types.Int64) (s
 		MaxRetry:        int32(m.MaxRetry.ValueInt64()),
 		SlotConfig:      m.SlotConfig.ValueString(),
 		Policies:        policies(m.Policies),
+		UploadToken:     m.UploadToken.ValueString(),
 	}
+	j.SecurityContext = m.SecurityContext.stack(ctx, &diags)
 	if !m.Command.IsNull() {
 		diags.Append(m.Command.ElementsAs(ctx, &j.Command, false)...)
 	}
@@ -173,8 +181,9 @@ func (m *trainingJobModel) job(ctx context.Context, minAvailable types.Int64) (s
 			MountPath: o.MountPath.ValueString(), DonefilePath: o.DonefilePath.ValueString()}
 	}
 	if f := m.FileServer; f != nil {
-		j.FileServer = &stack.FileServer{Image: f.Image.ValueString(), Upload: f.Upload.ValueBool(), Port: int32(f.Port.ValueInt64()),
-			ServiceType: f.ServiceType.ValueString(), Replicas: int32(f.Replicas.ValueInt64())}
+		j.FileServer = &stack.FileServer{Image: f.Image.ValueString(), Upload: f.Upload.ValueBool(), UploadInsecure: f.UploadInsecure.ValueBool(),
+			Port: int32(f.Port.ValueInt64()), ServiceType: f.ServiceType.ValueString(), Replicas: int32(f.Replicas.ValueInt64()),
+			SecurityContext: f.SecurityContext.stack(ctx, &diags)}
 	}
 	return j, diags
 }
@@ -236,9 +245,12 @@ func (m *trainingJobModel) fromJob(ctx context.Context, j stack.TrainingJob) dia
 	}
 	m.FileServer = nil
 	if f := j.FileServer; f != nil {
-		m.FileServer = &fileServerModel{Image: optionalString(f.Image), Upload: types.BoolValue(f.Upload), Port: optionalInt64(int64(f.Port)), ServiceType: optionalString(f.ServiceType),
-			Replicas: optionalInt64(int64(f.Replicas))}
+		m.FileServer = &fileServerModel{Image: optionalString(f.Image), Upload: types.BoolValue(f.Upload), UploadInsecure: types.BoolValue(f.UploadInsecure),
+			Port: optionalInt64(int64(f.Port)), ServiceType: optionalString(f.ServiceType), Replicas: optionalInt64(int64(f.Replicas)),
+			SecurityContext: securityContextFromStack(ctx, f.SecurityContext, &diags)}
 	}
+	m.SecurityContext = securityContextFromStack(ctx, j.SecurityContext, &diags)
+	m.UploadToken = optionalString(j.UploadToken)
 	return diags
 }
 
@@ -277,6 +289,12 @@ func replaceReasons(state, plan *trainingJobModel) []string {
 	if !reflect.DeepEqual(state.Policies, plan.Policies) {
 		out = append(out, "policies")
 	}
+	if !reflect.DeepEqual(state.SecurityContext, plan.SecurityContext) {
+		out = append(out, "security_context")
+	}
+	if state.tokenUploads() != plan.tokenUploads() {
+		out = append(out, "file_server.upload or upload_insecure (trainers get or lose the upload token)")
+	}
 	a, b := state.Dataset, plan.Dataset
 	if (a == nil) != (b == nil) {
 		out = append(out, "dataset")
@@ -294,4 +312,10 @@ func replaceReasons(state, plan *trainingJobModel) []string {
 		diff("model_output.mount_path", mo.MountPath, mn.MountPath)
 	}
 	return out
+}
+
+// tokenUploads reports whether the file server takes uploads with the upload token.
+func (m *trainingJobModel) tokenUploads() bool {
+	f := m.FileServer
+	return f != nil && f.Upload.ValueBool() && !f.UploadInsecure.ValueBool()
 }

@@ -91,7 +91,10 @@ func trainingJobSchema(ctx context.Context) schema.Schema {
 	return schema.Schema{
 		MarkdownDescription: "PaddlePaddle distributed training on Volcano, as ElasticCTR runs it: parameter servers and trainers " +
 			"(or collective GPU workers) gang-scheduled as one Volcano Job, a model-output volume, and a file server that " +
-			"publishes the model output over HTTP with directory listings for the cube transfer. Apply waits until the job runs.",
+			"publishes the model output over HTTP with directory listings for the cube transfer. Apply waits until the job runs.\n\n" +
+			"**Pods.** " + hardenedDefaults + " The file server, this repository's image, also runs as user 65532 on a read-only root " +
+			"filesystem; Paddle's training images run as root (see `security_context`). `security_context` and " +
+			"`file_server.security_context` relax these defaults.",
 		Attributes: map[string]schema.Attribute{
 			"id": schema.StringAttribute{Computed: true, MarkdownDescription: "`namespace/name` of the training job.",
 				PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown()}},
@@ -186,7 +189,14 @@ func trainingJobSchema(ctx context.Context) schema.Schema {
 					"image": schema.StringAttribute{Optional: true,
 						MarkdownDescription: "Image run as `fileserver --root DIR --listen HOST:PORT [--upload]`. Defaults to `" + stack.CubeImageRepository + ":<provider version>`, built from this repository (`cube fileserver`)."},
 					"upload": schema.BoolAttribute{Optional: true, Computed: true, Default: booldefault.StaticBool(false),
-						MarkdownDescription: "Accept uploads (HTTP PUT), as ElasticCTR's client uploads `slot.conf`. Defaults to `false` (read-only)."},
+						MarkdownDescription: "Accept uploads (HTTP PUT) into the model output, as ElasticCTR's client uploads `slot.conf`. Defaults to `false` " +
+							"(read-only, the volume mounted read-only). Uploads must carry `Authorization: Bearer <upload_token>`: the token is " +
+							"generated into the Secret `<name>-upload`, mounted into the file server (`--upload-token-file`) and given to trainers as " +
+							"`" + stack.UploadTokenEnv + "` by secret reference. Turning uploads with a token on or off replaces the job " +
+							"(the trainers' environment changes)."},
+					"upload_insecure": schema.BoolAttribute{Optional: true, Computed: true, Default: booldefault.StaticBool(false),
+						MarkdownDescription: "With `upload = true`, accept uploads from anyone, without a token (`--upload-insecure`): whoever reaches " +
+							"the file server may then overwrite the model the cube serves. For trusted networks only. Defaults to `false`."},
 					"port": schema.Int64Attribute{Optional: true, Computed: true, Default: int64default.StaticInt64(stack.DefaultFileServerPort),
 						MarkdownDescription: fmt.Sprintf("HTTP port of the pod and the Service. Defaults to `%d`.", stack.DefaultFileServerPort),
 						Validators:          []validator.Int64{int64validator.Between(1, 65535)}},
@@ -195,7 +205,24 @@ func trainingJobSchema(ctx context.Context) schema.Schema {
 						Validators:          []validator.String{stringvalidator.OneOf(stack.ServiceTypes...)}},
 					"replicas": schema.Int64Attribute{Optional: true, Computed: true, Default: int64default.StaticInt64(1),
 						MarkdownDescription: "File server replicas. Defaults to `1`.", Validators: []validator.Int64{int64validator.AtLeast(1)}},
+					"security_context": securityContextAttribute("the file server's pods",
+						"The file server (this repository's image) also runs as user and group 65532 with `runAsNonRoot`, `fsGroup` 65532 "+
+							"and a read-only root filesystem."),
 				}},
+			"security_context": func() schema.SingleNestedAttribute {
+				a := securityContextAttribute("the training pods (pserver, trainer, worker)",
+					"Paddle's training images run as root and write inside their own filesystem, so neither a non-root user nor a read-only "+
+						"root filesystem is forced on them; their pods get `fsGroup` 65532, the file server's group, so that trainers (root, "+
+						"but without capabilities) and the file server both write the model output. If an image needs a capability back (e.g. "+
+						"`tar` restoring file owners needs `CHOWN`), add it with `add_capabilities`. "+replaceReason)
+				a.PlanModifiers = []planmodifier.Object{objectplanmodifier.RequiresReplace()}
+				return a
+			}(),
+			"upload_token": schema.StringAttribute{Computed: true, Sensitive: true,
+				MarkdownDescription: "Bearer token of file server uploads (`file_server.upload = true` without `upload_insecure`), stored in the Secret `<name>-upload`: " +
+					"generated when uploads with a token are turned on, then kept. Null when uploads are off or open. Clients outside the cluster " +
+					"send it as `Authorization: Bearer <token>`.",
+				PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown()}},
 			"kubernetes": connectionResourceAttribute(),
 			"timeouts": timeouts.Attributes(ctx, timeouts.Opts{Create: true, Update: true, Delete: true,
 				CreateDescription: "How long to wait for the file server and the job to run. Defaults to `20m`."}),

@@ -3,6 +3,7 @@ package stack
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"strconv"
 	"strings"
 
@@ -20,8 +21,20 @@ import (
 const CubeType = "ctr_cube"
 
 // CubeImageRepository is where this repository's cube image is published; the provider's
-// default image is this repository at the provider's own version.
+// default image is this repository at the provider's own version (CubeImage).
 const CubeImageRepository = "ghcr.io/elasticctr/cube"
+
+// CubeImage is this repository's image at a provider version: the default image of cube
+// servers, the transfer and the training file server. The release builds the image with the
+// provider's version string (make images); a development build of the provider ("", "dev",
+// "test"), which has no published image of its own, uses "latest".
+func CubeImage(providerVersion string) string {
+	switch providerVersion {
+	case "", "dev", "test":
+		providerVersion = "latest"
+	}
+	return CubeImageRepository + ":" + providerVersion
+}
 
 // Defaults of a cube, applied by (*Cube).Defaulted.
 const (
@@ -30,11 +43,15 @@ const (
 	DefaultCubeReplicas      = 2
 	DefaultCubePort          = 8027
 	DefaultTransferPort      = 8099
+	DefaultTransferFilesPort = 8100
+	// DefaultCubeMemory is the memory request and limit of a cube server when resources name
+	// no memory; a memory request alone is also the limit (see serverResources).
+	DefaultCubeMemory        = "1Gi"
 	DefaultCubeMode          = "base"
 	DefaultCubeTimeoutMS     = 200
 	DefaultCubeRetry         = 3
 	DefaultTransferStorage   = "20Gi"
-	cubeTokenKey             = "token"
+	tokenKey                 = "token"
 	cubeTokenDir             = "/etc/cube"
 	componentCubeServer      = "cube-server"
 	componentCubeTransfer    = "cube-transfer"
@@ -65,10 +82,13 @@ type Cube struct {
 	DonefileURL string `json:"donefile_url"`
 	Mode        string `json:"mode,omitempty"`
 	Port        int32  `json:"port,omitempty"`
-	// TransferPort serves the transfer's status API and its published shards.
-	TransferPort int32             `json:"transfer_port,omitempty"`
-	Requests     map[string]string `json:"requests,omitempty"`
-	Limits       map[string]string `json:"limits,omitempty"`
+	// TransferPort serves the transfer's status API; TransferFilesPort the published shards
+	// that agents download, apart so that a NetworkPolicy can admit only cube servers to it.
+	TransferPort      int32 `json:"transfer_port,omitempty"`
+	TransferFilesPort int32 `json:"transfer_files_port,omitempty"`
+	// Requests and Limits of each cube server; see serverResources for the memory default.
+	Requests map[string]string `json:"requests,omitempty"`
+	Limits   map[string]string `json:"limits,omitempty"`
 	// Storage is per-replica dictionary storage: a PersistentVolumeClaim template when set,
 	// else an emptyDir (dictionaries come back from the transfer after a pod restart).
 	Storage         *CubeStorage      `json:"storage,omitempty"`
@@ -79,6 +99,10 @@ type Cube struct {
 	TimeoutMS       int32 `json:"timeout_ms,omitempty"`
 	Retry           int32 `json:"retry,omitempty"`
 	BackupRequestMS int32 `json:"backup_request_ms,omitempty"`
+	// SecurityContext overrides the hardened defaults of the servers' and transfer's pods.
+	SecurityContext *SecurityContext `json:"security_context,omitempty"`
+	// NetworkPolicy says who may reach the cube; nil renders the default policies.
+	NetworkPolicy *NetworkPolicy `json:"network_policy,omitempty"`
 	// Token is the shared control token; never in the settings annotation.
 	Token string `json:"-"`
 }
@@ -119,6 +143,7 @@ func (c Cube) Defaulted() Cube {
 	num(&d.Replicas, DefaultCubeReplicas)
 	num(&d.Port, DefaultCubePort)
 	num(&d.TransferPort, DefaultTransferPort)
+	num(&d.TransferFilesPort, DefaultTransferFilesPort)
 	num(&d.TimeoutMS, DefaultCubeTimeoutMS)
 	num(&d.Retry, DefaultCubeRetry)
 	if d.Token == "" {
@@ -148,10 +173,18 @@ func (c Cube) ReplicaAddr(i, r int32) string {
 	return fmt.Sprintf("%s-%d.%s.%s.svc:%d", c.ShardService(i), r, c.ReplicasService(), c.Namespace, c.Port)
 }
 
-// TransferURL is the in-cluster URL of the transfer (status API and published shards).
+// TransferURL is the in-cluster URL of the transfer's status API.
 func (c Cube) TransferURL() string {
-	return fmt.Sprintf("http://%s-transfer.%s.svc:%d", c.Name, c.Namespace, c.TransferPort)
+	return fmt.Sprintf("http://%s.%s.svc:%d", c.transferName(), c.Namespace, c.TransferPort)
 }
+
+// TransferFilesURL is the in-cluster URL at which cube servers download published shards
+// (<URL>/files/<version>/...): the transfer's --public-url.
+func (c Cube) TransferFilesURL() string {
+	return fmt.Sprintf("http://%s.%s.svc:%d", c.transferName(), c.Namespace, c.TransferFilesPort)
+}
+
+func (c Cube) transferName() string { return c.Name + "-transfer" }
 
 // Endpoints are the shards' Service addresses, shard by shard (on a defaulted cube).
 func (c Cube) Endpoints() []string {
@@ -192,7 +225,8 @@ func (c Cube) CubeConf() string {
 }
 
 // RenderCube renders a cube's objects in apply order: the control token Secret, the
-// replicas' governing Service, per shard a headless Service and a StatefulSet, then the transfer's claim, Service and Deployment (its
+// NetworkPolicies (before any pod they protect), the replicas' governing Service, per shard a
+// headless Service and a StatefulSet, then the transfer's claim, Service and Deployment (its
 // primary object, carrying the settings annotation).
 func RenderCube(given Cube) (Set, error) {
 	if errs := given.Validate(); len(errs) > 0 {
@@ -209,8 +243,11 @@ func RenderCube(given Cube) (Set, error) {
 		TypeMeta:   typeMeta("v1", "Secret"),
 		ObjectMeta: meta(c.Name+"-control", c.Namespace, c.labels(componentCubeControl)),
 		Type:       corev1.SecretTypeOpaque,
-		Data:       map[string][]byte{cubeTokenKey: []byte(c.Token)},
+		Data:       map[string][]byte{tokenKey: []byte(c.Token)},
 	}))
+	for _, np := range c.networkPolicies() {
+		add(toObject(np))
+	}
 	add(toObject(&corev1.Service{
 		TypeMeta:   typeMeta("v1", "Service"),
 		ObjectMeta: meta(c.ReplicasService(), c.Namespace, c.labels(componentCubeServer)),
@@ -227,7 +264,7 @@ func RenderCube(given Cube) (Set, error) {
 	}
 	add(toObject(&corev1.PersistentVolumeClaim{
 		TypeMeta:   typeMeta("v1", "PersistentVolumeClaim"),
-		ObjectMeta: meta(c.Name+"-transfer", c.Namespace, c.labels(componentCubeTransfer)),
+		ObjectMeta: meta(c.transferName(), c.Namespace, c.labels(componentCubeTransfer)),
 		Spec: corev1.PersistentVolumeClaimSpec{
 			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
 			Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse(c.TransferStorage)}},
@@ -235,10 +272,13 @@ func RenderCube(given Cube) (Set, error) {
 	}))
 	add(toObject(&corev1.Service{
 		TypeMeta:   typeMeta("v1", "Service"),
-		ObjectMeta: meta(c.Name+"-transfer", c.Namespace, c.labels(componentCubeTransfer)),
+		ObjectMeta: meta(c.transferName(), c.Namespace, c.labels(componentCubeTransfer)),
 		Spec: corev1.ServiceSpec{
-			Selector: map[string]string{LabelInstance: c.Name, LabelComponent: componentCubeTransfer},
-			Ports:    []corev1.ServicePort{{Name: "http", Port: c.TransferPort, TargetPort: intstr.FromString("http"), Protocol: corev1.ProtocolTCP}},
+			Selector: c.transferSelector(),
+			Ports: []corev1.ServicePort{
+				{Name: "http", Port: c.TransferPort, TargetPort: intstr.FromString("http"), Protocol: corev1.ProtocolTCP},
+				{Name: "files", Port: c.TransferFilesPort, TargetPort: intstr.FromString("files"), Protocol: corev1.ProtocolTCP},
+			},
 		},
 	}))
 	tr := toObject(c.transferDeployment())
@@ -247,8 +287,20 @@ func RenderCube(given Cube) (Set, error) {
 	return set, nil
 }
 
+// serverSelector selects the cube servers of every shard; shardSelector those of one.
+func (c Cube) serverSelector() map[string]string {
+	return map[string]string{LabelInstance: c.Name, LabelComponent: componentCubeServer}
+}
+
 func (c Cube) shardSelector(i int32) map[string]string {
-	return map[string]string{LabelInstance: c.Name, LabelComponent: componentCubeServer, labelShard: strconv.Itoa(int(i))}
+	l := c.serverSelector()
+	l[labelShard] = strconv.Itoa(int(i))
+	return l
+}
+
+// transferSelector selects the transfer's pod.
+func (c Cube) transferSelector() map[string]string {
+	return map[string]string{LabelInstance: c.Name, LabelComponent: componentCubeTransfer}
 }
 
 func (c Cube) shardService(i int32) *corev1.Service {
@@ -267,10 +319,28 @@ func (c Cube) shardService(i int32) *corev1.Service {
 	}
 }
 
-func (c Cube) podSecurity() (*corev1.PodSecurityContext, *corev1.SecurityContext) {
-	return &corev1.PodSecurityContext{RunAsNonRoot: ptr.To(true), RunAsUser: ptr.To[int64](cubeUID), RunAsGroup: ptr.To[int64](cubeUID), FSGroup: ptr.To[int64](cubeUID)},
-		&corev1.SecurityContext{AllowPrivilegeEscalation: ptr.To(false), ReadOnlyRootFilesystem: ptr.To(true),
-			Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}}}
+// serverResources are a cube server's requests and limits: the user's, with a memory limit
+// always. The dictionary is mapped from disk: its page cache counts against the limit but is
+// reclaimed under pressure (lookups then read from disk), so an undersized limit slows a
+// server rather than killing it, while the server's own memory stays bounded
+// (--max-inflight-bytes). With no memory given, DefaultCubeMemory is the request and the
+// limit; a memory request alone is also the limit.
+func (c Cube) serverResources() corev1.ResourceRequirements {
+	req, lim := maps.Clone(c.Requests), maps.Clone(c.Limits)
+	if req == nil {
+		req = map[string]string{}
+	}
+	if lim == nil {
+		lim = map[string]string{}
+	}
+	mem := string(corev1.ResourceMemory)
+	if _, ok := lim[mem]; !ok {
+		if _, ok := req[mem]; !ok {
+			req[mem] = DefaultCubeMemory
+		}
+		lim[mem] = req[mem]
+	}
+	return resources(&Task{Requests: req, Limits: lim}, false)
 }
 
 func (c Cube) tokenVolume() (corev1.Volume, corev1.VolumeMount) {
@@ -281,7 +351,7 @@ func (c Cube) tokenVolume() (corev1.Volume, corev1.VolumeMount) {
 func (c Cube) shardStatefulSet(i int32) *appsv1.StatefulSet {
 	l := c.labels(componentCubeServer)
 	l[labelShard] = strconv.Itoa(int(i))
-	podSec, sec := c.podSecurity()
+	podSec, sec := hardenedPod(cubeImageUser, c.SecurityContext)
 	tokVol, tokMount := c.tokenVolume()
 	container := corev1.Container{
 		Name:            "cube",
@@ -289,15 +359,15 @@ func (c Cube) shardStatefulSet(i int32) *appsv1.StatefulSet {
 		ImagePullPolicy: corev1.PullPolicy(c.ImagePullPolicy),
 		Args: []string{"server", "--data", cubeDataDir, "--shard", strconv.Itoa(int(i)),
 			"--listen", "0.0.0.0:" + strconv.Itoa(int(c.Port)),
-			"--control-token-file", cubeTokenDir + "/" + cubeTokenKey,
-			"--agent", "--source-url", c.TransferURL() + "/files/"},
+			"--control-token-file", cubeTokenDir + "/" + tokenKey,
+			"--agent", "--source-url", c.TransferFilesURL() + "/files/"},
 		Ports: []corev1.ContainerPort{{Name: "cube", ContainerPort: c.Port, Protocol: corev1.ProtocolTCP}},
 		// Ready means "serving a version": brpc's naming then only returns replicas that answer.
 		ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/readyz", Port: intstr.FromString("cube")}},
 			PeriodSeconds: 2},
 		LivenessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/healthz", Port: intstr.FromString("cube")}},
 			PeriodSeconds: 10, FailureThreshold: 3},
-		Resources:       resources(&Task{Requests: c.Requests, Limits: c.Limits}, false),
+		Resources:       c.serverResources(),
 		SecurityContext: sec,
 		VolumeMounts:    []corev1.VolumeMount{{Name: "data", MountPath: cubeDataDir}, tokMount},
 	}
@@ -343,7 +413,7 @@ func (c Cube) shardStatefulSet(i int32) *appsv1.StatefulSet {
 
 func (c Cube) transferDeployment() *appsv1.Deployment {
 	l := c.labels(componentCubeTransfer)
-	podSec, sec := c.podSecurity()
+	podSec, sec := hardenedPod(cubeImageUser, c.SecurityContext)
 	tokVol, tokMount := c.tokenVolume()
 	args := []string{"transfer", "--donefile", c.DonefileURL, "--dict", c.Dict, "--shards", strconv.Itoa(int(c.Shards))}
 	for i := int32(0); i < c.Shards; i++ {
@@ -354,15 +424,16 @@ func (c Cube) transferDeployment() *appsv1.Deployment {
 		args = append(args, "--shard-replicas", fmt.Sprintf("%d=%s", i, strings.Join(addrs, ",")))
 	}
 	args = append(args, "--work", cubeWorkDir, "--listen", "0.0.0.0:"+strconv.Itoa(int(c.TransferPort)),
-		"--control-token-file", cubeTokenDir+"/"+cubeTokenKey, "--public-url", c.TransferURL(), "--mode", c.Mode)
+		"--files-listen", "0.0.0.0:"+strconv.Itoa(int(c.TransferFilesPort)),
+		"--control-token-file", cubeTokenDir+"/"+tokenKey, "--public-url", c.TransferFilesURL(), "--mode", c.Mode)
 	return &appsv1.Deployment{
 		TypeMeta:   typeMeta("apps/v1", "Deployment"),
-		ObjectMeta: meta(c.Name+"-transfer", c.Namespace, l),
+		ObjectMeta: meta(c.transferName(), c.Namespace, l),
 		Spec: appsv1.DeploymentSpec{
 			Replicas: ptr.To[int32](1),
 			// One transfer at a time: two would race on the rollout and its state.
 			Strategy: appsv1.DeploymentStrategy{Type: appsv1.RecreateDeploymentStrategyType},
-			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{LabelInstance: c.Name, LabelComponent: componentCubeTransfer}},
+			Selector: &metav1.LabelSelector{MatchLabels: c.transferSelector()},
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: l},
 				Spec: corev1.PodSpec{
@@ -370,13 +441,14 @@ func (c Cube) transferDeployment() *appsv1.Deployment {
 					AutomountServiceAccountToken: ptr.To(false),
 					Containers: []corev1.Container{{
 						Name: "transfer", Image: c.Image, ImagePullPolicy: corev1.PullPolicy(c.ImagePullPolicy), Args: args,
-						Ports:           []corev1.ContainerPort{{Name: "http", ContainerPort: c.TransferPort, Protocol: corev1.ProtocolTCP}},
+						Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: c.TransferPort, Protocol: corev1.ProtocolTCP},
+							{Name: "files", ContainerPort: c.TransferFilesPort, Protocol: corev1.ProtocolTCP}},
 						ReadinessProbe:  &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/healthz", Port: intstr.FromString("http")}}},
 						SecurityContext: sec,
 						VolumeMounts:    []corev1.VolumeMount{{Name: "work", MountPath: cubeWorkDir}, tokMount},
 					}},
 					Volumes: []corev1.Volume{tokVol, {Name: "work", VolumeSource: corev1.VolumeSource{
-						PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: c.Name + "-transfer"}}}},
+						PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: c.transferName()}}}},
 					NodeSelector: c.NodeSelector,
 					Tolerations:  tolerations(c.Tolerations),
 				},
@@ -403,6 +475,7 @@ func orDefault(s, d string) string {
 // CubeKinds are the kinds a cube renders: what it prunes and deletes.
 var CubeKinds = []schema.GroupVersionKind{
 	{Version: "v1", Kind: "Secret"},
+	{Group: "networking.k8s.io", Version: "v1", Kind: "NetworkPolicy"},
 	{Version: "v1", Kind: "Service"},
 	{Group: "apps", Version: "v1", Kind: "StatefulSet"},
 	{Version: "v1", Kind: "PersistentVolumeClaim"},
@@ -440,15 +513,19 @@ func (c Cube) Validate() FieldErrors {
 	for _, p := range []struct {
 		path string
 		v    int32
-	}{{"port", c.Port}, {"transfer_port", c.TransferPort}} {
+	}{{"port", c.Port}, {"transfer_port", c.TransferPort}, {"transfer_files_port", c.TransferFilesPort}} {
 		if p.v < 0 || p.v > 65535 {
 			bad(p.path, "%d is not a TCP port; use 1-65535", p.v)
 		}
 	}
-	if c.Port != 0 && c.Port == c.TransferPort {
+	if d := c.Defaulted(); d.Port == d.TransferPort {
 		bad("transfer_port", "must differ from port")
+	} else if d.TransferFilesPort == d.TransferPort {
+		bad("transfer_files_port", "must differ from transfer_port: the files need their own port for the NetworkPolicy")
 	}
 	validateTask(bad, "resources", &Task{Requests: c.Requests, Limits: c.Limits})
+	validateSecurityContext(bad, "security_context", c.SecurityContext)
+	validateNetworkPolicy(bad, "network_policy", c.NetworkPolicy)
 	if c.Storage != nil && c.Storage.Size != "" {
 		if q, err := resource.ParseQuantity(c.Storage.Size); err != nil || q.Sign() <= 0 {
 			bad("storage.size", "%q is not a positive storage quantity, e.g. 10Gi", c.Storage.Size)

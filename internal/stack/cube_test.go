@@ -8,6 +8,7 @@ import (
 	"github.com/elasticctr/terraform-provider-ctr/cube/api"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"k8s.io/utils/ptr"
 )
 
 const testDonefile = "http://ctr-fileserver.default.svc:8080/output/ctr_cube/donefile/base.txt"
@@ -31,7 +32,11 @@ func TestRenderCube_Golden(t *testing.T) {
 		Shards: 3, Replicas: 1, Image: "ghcr.io/elasticctr/cube:v1.2.3", DonefileURL: testDonefile, Mode: "base_delta",
 		Requests: map[string]string{"cpu": "2", "memory": "8Gi"}, Storage: &CubeStorage{Size: "50Gi", StorageClass: "ssd"},
 		NodeSelector: map[string]string{"pool": "cube"}, Tolerations: []Toleration{{Key: "dedicated", Operator: "Equal", Value: "cube", Effect: "NoSchedule"}},
-		TimeoutMS: 100, Retry: 1, BackupRequestMS: 20, Token: "t0k3n"}))
+		TimeoutMS: 100, Retry: 1, BackupRequestMS: 20, Token: "t0k3n", TransferFilesPort: 9100,
+		SecurityContext: &SecurityContext{RunAsUser: ptr.To[int64](1000), ReadOnlyRootFilesystem: ptr.To(false), AddCapabilities: []string{"NET_BIND_SERVICE"}},
+		NetworkPolicy: &NetworkPolicy{AllowFrom: []NetworkPeer{
+			{PodLabels: map[string]string{"app": "prometheus"}, NamespaceLabels: map[string]string{"kubernetes.io/metadata.name": "monitoring"}},
+			{PodLabels: map[string]string{"app": "ctr-debug"}}}}}))
 }
 
 func TestCube_CubeConf(t *testing.T) {

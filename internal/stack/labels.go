@@ -140,13 +140,16 @@ func meta(name, namespace string, labels map[string]string) metav1.ObjectMeta {
 
 // commonLabels are the labels of every object of one resource instance and component.
 func commonLabels(stackName, instance, owner, component string) map[string]string {
-	return map[string]string{
-		LabelManagedBy: ManagedBy,
-		LabelPartOf:    stackName,
-		LabelInstance:  instance,
-		LabelComponent: component,
-		OwnerLabel:     owner,
-	}
+	l := stackComponent(stackName, component)
+	l[LabelManagedBy], l[LabelInstance], l[OwnerLabel] = ManagedBy, instance, owner
+	return l
+}
+
+// stackComponent selects the pods of one component of a stack, whichever resource renders
+// them: how one resource's NetworkPolicy admits the pods of another (every pod carries
+// these labels through commonLabels).
+func stackComponent(stackName, component string) map[string]string {
+	return map[string]string{LabelPartOf: stackName, LabelComponent: component}
 }
 
 // sortedKeys returns a map's keys in order, for deterministic env lists.

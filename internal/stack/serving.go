@@ -47,6 +47,8 @@ type Serving struct {
 	Limits          map[string]string `json:"limits,omitempty"`
 	// CubeConf is ctr_cube's cube_conf.
 	CubeConf string `json:"cube_conf"`
+	// SecurityContext overrides the hardened defaults of the serving pods.
+	SecurityContext *SecurityContext `json:"security_context,omitempty"`
 }
 
 // Defaulted returns a copy with every default filled in.
@@ -88,6 +90,7 @@ func RenderServing(given Serving) (Set, error) {
 	labels := commonLabels(s.Stack, s.Name, Owner(ServingType, s.Name), componentServing)
 	selector := map[string]string{LabelInstance: s.Name, LabelComponent: componentServing}
 	sum := sha256.Sum256([]byte(s.CubeConf))
+	podSec, sec := hardenedPod(servingImageUser, s.SecurityContext)
 	env := []corev1.EnvVar{{Name: "CUBE_CONF", Value: servingConfDir + "/cube.conf"}}
 	if s.ModelURL != "" {
 		env = append(env, corev1.EnvVar{Name: "MODEL_URL", Value: s.ModelURL})
@@ -110,13 +113,15 @@ func RenderServing(given Serving) (Set, error) {
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: labels, Annotations: map[string]string{CubeConfChecksumAnnotation: hex.EncodeToString(sum[:])}},
 				Spec: corev1.PodSpec{
+					SecurityContext: podSec,
 					Containers: []corev1.Container{{
 						Name: "serving", Image: s.Image, ImagePullPolicy: corev1.PullPolicy(s.ImagePullPolicy),
 						WorkingDir: "/serving", Args: s.Args, Env: env,
-						Ports:          []corev1.ContainerPort{{Name: "serving", ContainerPort: s.Port, Protocol: corev1.ProtocolTCP}},
-						ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromString("serving")}}},
-						Resources:      resources(&Task{Requests: s.Requests, Limits: s.Limits}, false),
-						VolumeMounts:   []corev1.VolumeMount{{Name: "cube-conf", MountPath: servingConfDir + "/cube.conf", SubPath: "cube.conf", ReadOnly: true}},
+						Ports:           []corev1.ContainerPort{{Name: "serving", ContainerPort: s.Port, Protocol: corev1.ProtocolTCP}},
+						ReadinessProbe:  &corev1.Probe{ProbeHandler: corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromString("serving")}}},
+						Resources:       resources(&Task{Requests: s.Requests, Limits: s.Limits}, false),
+						SecurityContext: sec,
+						VolumeMounts:    []corev1.VolumeMount{{Name: "cube-conf", MountPath: servingConfDir + "/cube.conf", SubPath: "cube.conf", ReadOnly: true}},
 					}},
 					Volumes: []corev1.Volume{{Name: "cube-conf", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
 						LocalObjectReference: corev1.LocalObjectReference{Name: s.Name + "-cube-conf"}}}}},
@@ -172,6 +177,7 @@ func (s Serving) Validate() FieldErrors {
 		bad("cube_conf", "needs at least one dictionary with dict_name and shard >= 1")
 	}
 	validateTask(bad, "resources", &Task{Requests: s.Requests, Limits: s.Limits})
+	validateSecurityContext(bad, "security_context", s.SecurityContext)
 	for k := range s.Env {
 		if msgs := validationEnvName(k); msgs {
 			bad(fmt.Sprintf("env[%q]", k), "%q is not a valid environment variable name", k)

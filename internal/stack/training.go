@@ -23,20 +23,24 @@ const TrainingJobType = "ctr_training_job"
 
 // Defaults of a training job, applied by (*TrainingJob).Defaulted. Documented in the schema.
 const (
-	DefaultImage            = "volcanosh/edlctr:v1"
-	DefaultPort             = 30236
-	DefaultQueue            = "default"
-	DefaultScheduler        = "volcano"
-	DefaultMaxRetry         = 3
-	DefaultReplicas         = 2
-	DefaultModelSize        = "10Gi"
-	DefaultModelMountPath   = "/output"
-	DefaultFileServerPort   = 8080
-	DefaultFileServerType   = "ClusterIP"
-	DefaultDonefilePath     = "ctr_cube/donefile/base.txt"
-	slotConfigKey           = "slot.conf"
-	slotConfigDir           = "/etc/ctr"
-	fileServerRoot          = "/web"
+	DefaultImage          = "volcanosh/edlctr:v1"
+	DefaultPort           = 30236
+	DefaultQueue          = "default"
+	DefaultScheduler      = "volcano"
+	DefaultMaxRetry       = 3
+	DefaultReplicas       = 2
+	DefaultModelSize      = "10Gi"
+	DefaultModelMountPath = "/output"
+	DefaultFileServerPort = 8080
+	DefaultFileServerType = "ClusterIP"
+	DefaultDonefilePath   = "ctr_cube/donefile/base.txt"
+	slotConfigKey         = "slot.conf"
+	slotConfigDir         = "/etc/ctr"
+	fileServerRoot        = "/web"
+	uploadTokenDir        = "/etc/ctr-upload"
+	// UploadTokenEnv is where trainers find the upload token (and where `cube fileserver`
+	// would read it from, were it not given --upload-token-file).
+	UploadTokenEnv          = "CUBE_UPLOAD_TOKEN"
 	ModePS                  = "ps"
 	ModeCollective          = "collective"
 	AccessReadWriteOnce     = "ReadWriteOnce"
@@ -83,9 +87,16 @@ type TrainingJob struct {
 	ModelOutput *ModelOutput `json:"model_output,omitempty"`
 	FileServer  *FileServer  `json:"file_server,omitempty"`
 
-	// DefaultImage is the image of the file server when none is given: the provider's cube
-	// image at its own version. Not a setting of the resource, so not in the annotation.
-	DefaultImage string `json:"-"`
+	// SecurityContext overrides the hardened defaults of the training pods (pserver,
+	// trainer, worker); the file server has its own.
+	SecurityContext *SecurityContext `json:"security_context,omitempty"`
+
+	// ProviderVersion picks the file server's default image, CubeImage(ProviderVersion).
+	// Not a setting of the resource, so not in the annotation.
+	ProviderVersion string `json:"-"`
+	// UploadToken is the bearer token of file server uploads (FileServer.TokenUploads); never
+	// in the settings annotation.
+	UploadToken string `json:"-"`
 }
 
 // Task is one Volcano task (pserver, trainer or worker).
@@ -132,11 +143,19 @@ type ModelOutput struct {
 type FileServer struct {
 	Image string `json:"image,omitempty"`
 	// Upload lets clients PUT files (ElasticCTR uploads slot.conf); read-only otherwise.
-	Upload      bool   `json:"upload,omitempty"`
-	Port        int32  `json:"port,omitempty"`
-	ServiceType string `json:"service_type,omitempty"`
-	Replicas    int32  `json:"replicas,omitempty"`
+	// Uploads need the job's upload token unless UploadInsecure opens them to anyone.
+	Upload         bool   `json:"upload,omitempty"`
+	UploadInsecure bool   `json:"upload_insecure,omitempty"`
+	Port           int32  `json:"port,omitempty"`
+	ServiceType    string `json:"service_type,omitempty"`
+	Replicas       int32  `json:"replicas,omitempty"`
+	// SecurityContext overrides the hardened defaults of the file server's pods.
+	SecurityContext *SecurityContext `json:"security_context,omitempty"`
 }
+
+// TokenUploads reports whether the file server takes uploads that need the upload token
+// (then an upload token Secret is rendered and trainers get the token).
+func (f *FileServer) TokenUploads() bool { return f != nil && f.Upload && !f.UploadInsecure }
 
 // Defaulted returns a copy with every default filled in. Render works on the defaulted copy;
 // the settings annotation keeps the job as given.
@@ -202,8 +221,7 @@ func (j TrainingJob) Defaulted() TrainingJob {
 	if d.FileServer != nil {
 		fs = *d.FileServer
 	}
-	def(&fs.Image, d.DefaultImage)
-	def(&fs.Image, CubeImageRepository+":latest")
+	def(&fs.Image, CubeImage(d.ProviderVersion))
 	def(&fs.ServiceType, DefaultFileServerType)
 	if fs.Port == 0 {
 		fs.Port = DefaultFileServerPort
@@ -212,6 +230,9 @@ func (j TrainingJob) Defaulted() TrainingJob {
 		fs.Replicas = 1
 	}
 	d.FileServer = &fs
+	if fs.TokenUploads() && d.UploadToken == "" {
+		d.UploadToken = placeholderTokenForPlans
+	}
 	return d
 }
 
@@ -240,6 +261,9 @@ func (j TrainingJob) DonefileURL() string {
 
 func (j TrainingJob) owner() string          { return Owner(TrainingJobType, j.Name) }
 func (j TrainingJob) fileServerName() string { return j.Name + "-fileserver" }
+func (j TrainingJob) uploadSecretName() string {
+	return j.Name + "-upload"
+}
 func (j TrainingJob) claimName() string {
 	if j.ModelOutput.ExistingClaim != "" {
 		return j.ModelOutput.ExistingClaim
@@ -284,6 +308,14 @@ func RenderTrainingJob(given TrainingJob) (Set, error) {
 			ObjectMeta: meta(j.Name+"-dataset", j.Namespace, j.labels(componentTraining)),
 			Type:       corev1.SecretTypeOpaque,
 			Data:       map[string][]byte{"HDFS_UGI": []byte(j.Dataset.HDFSUGI)},
+		}))
+	}
+	if j.FileServer.TokenUploads() {
+		add(toObject(&corev1.Secret{
+			TypeMeta:   typeMeta("v1", "Secret"),
+			ObjectMeta: meta(j.uploadSecretName(), j.Namespace, j.labels(componentFileServer)),
+			Type:       corev1.SecretTypeOpaque,
+			Data:       map[string][]byte{tokenKey: []byte(j.UploadToken)},
 		}))
 	}
 	if j.SlotConfig != "" {
@@ -332,6 +364,14 @@ func (j TrainingJob) fileServerSelector() map[string]string {
 
 func (j TrainingJob) renderFileServer() *appsv1.Deployment {
 	labels := j.labels(componentFileServer)
+	podSec, sec := hardenedPod(cubeImageUser, j.FileServer.SecurityContext)
+	mounts := []corev1.VolumeMount{{Name: "model-output", MountPath: cleanJoin(fileServerRoot, j.ModelOutput.MountPath), ReadOnly: !j.FileServer.Upload}}
+	volumes := []corev1.Volume{j.modelVolume()}
+	if j.FileServer.TokenUploads() {
+		mounts = append(mounts, corev1.VolumeMount{Name: "upload-token", MountPath: uploadTokenDir, ReadOnly: true})
+		volumes = append(volumes, corev1.Volume{Name: "upload-token", VolumeSource: corev1.VolumeSource{
+			Secret: &corev1.SecretVolumeSource{SecretName: j.uploadSecretName()}}})
+	}
 	return &appsv1.Deployment{
 		TypeMeta:   typeMeta("apps/v1", "Deployment"),
 		ObjectMeta: meta(j.fileServerName(), j.Namespace, labels),
@@ -341,6 +381,8 @@ func (j TrainingJob) renderFileServer() *appsv1.Deployment {
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: labels},
 				Spec: corev1.PodSpec{
+					SecurityContext:              podSec,
+					AutomountServiceAccountToken: ptr.To(false),
 					Containers: []corev1.Container{{
 						Name:  "fileserver",
 						Image: j.FileServer.Image,
@@ -349,9 +391,10 @@ func (j TrainingJob) renderFileServer() *appsv1.Deployment {
 						ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{
 							TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromString("http")},
 						}},
-						VolumeMounts: []corev1.VolumeMount{{Name: "model-output", MountPath: cleanJoin(fileServerRoot, j.ModelOutput.MountPath), ReadOnly: true}},
+						SecurityContext: sec,
+						VolumeMounts:    mounts,
 					}},
-					Volumes: []corev1.Volume{j.modelVolume()},
+					Volumes: volumes,
 				},
 			},
 		},
@@ -360,9 +403,11 @@ func (j TrainingJob) renderFileServer() *appsv1.Deployment {
 
 func (j TrainingJob) fileServerArgs() []string {
 	args := []string{"fileserver", "--root", fileServerRoot, "--listen", "0.0.0.0:" + strconv.Itoa(int(j.FileServer.Port))}
-	if j.FileServer.Upload {
-		// ElasticCTR's client uploads slot.conf without credentials; until the
-		// resource renders an upload token Secret, uploads stay open as they were.
+	switch {
+	case j.FileServer.TokenUploads():
+		args = append(args, "--upload", "--upload-token-file", uploadTokenDir+"/"+tokenKey)
+	case j.FileServer.Upload:
+		// upload_insecure: anyone who reaches the file server may write the model output.
 		args = append(args, "--upload", "--upload-insecure")
 	}
 	return args
@@ -428,6 +473,7 @@ func (j TrainingJob) task(name string, t *Task, role string) batchv1alpha1.TaskS
 	} else {
 		labels["paddle-job"] = j.Name
 	}
+	podSec, sec := hardenedPod(trainingImageUser, j.SecurityContext)
 	c := corev1.Container{
 		Name:            name,
 		Image:           j.Image,
@@ -436,10 +482,12 @@ func (j TrainingJob) task(name string, t *Task, role string) batchv1alpha1.TaskS
 		Env:             j.env(role),
 		Ports:           []corev1.ContainerPort{{Name: "paddle", ContainerPort: j.Port, Protocol: corev1.ProtocolTCP}},
 		Resources:       resources(t, j.Mode == ModeCollective),
+		SecurityContext: sec,
 	}
 	spec := corev1.PodSpec{
 		ServiceAccountName: j.Name,
 		RestartPolicy:      corev1.RestartPolicyOnFailure,
+		SecurityContext:    podSec,
 	}
 	if j.SlotConfig != "" {
 		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: "slot-conf", MountPath: slotConfigDir, ReadOnly: true})
@@ -530,6 +578,11 @@ func (j TrainingJob) env(role string) []corev1.EnvVar {
 				LocalObjectReference: corev1.LocalObjectReference{Name: j.Name + "-dataset"}, Key: "HDFS_UGI"}}})
 		}
 	}
+	if role == "TRAINER" && j.FileServer.TokenUploads() {
+		// Trainers may upload to the file server: the token by reference, never its value.
+		env = append(env, corev1.EnvVar{Name: UploadTokenEnv, ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
+			LocalObjectReference: corev1.LocalObjectReference{Name: j.uploadSecretName()}, Key: tokenKey}}})
+	}
 	// User variables come last and win over ours of the same name.
 	var out []corev1.EnvVar
 	for _, e := range env {
@@ -612,6 +665,14 @@ func VolcanoJobRef(namespace, name string) *unstructured.Unstructured {
 func DatasetSecretRef(namespace, name string) *unstructured.Unstructured {
 	return ref("v1", "Secret", namespace, name+"-dataset")
 }
+
+// UploadSecretRef is a reference to the Secret that holds a training job's upload token.
+func UploadSecretRef(namespace, name string) *unstructured.Unstructured {
+	return ref("v1", "Secret", namespace, TrainingJob{Name: name}.uploadSecretName())
+}
+
+// UploadToken returns the token stored in the upload token Secret ("" when there is none).
+func UploadToken(secret *unstructured.Unstructured) string { return SecretValue(secret, tokenKey) }
 
 // DatasetUGI returns the UGI stored in the dataset Secret ("" when there is none).
 func DatasetUGI(secret *unstructured.Unstructured) string { return SecretValue(secret, "HDFS_UGI") }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"k8s.io/utils/ptr"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
@@ -54,7 +55,10 @@ func TestRenderTrainingJob_Golden(t *testing.T) {
 				StartHour: "20200401/00", EndHour: "20200401/03", SparseDim: 1000001},
 			SlotConfig:  "1\n2\n3\n",
 			ModelOutput: &ModelOutput{Size: "50Gi", StorageClass: "cfs", AccessMode: AccessReadWriteMany},
-			FileServer:  &FileServer{Port: 9090, ServiceType: "LoadBalancer"},
+			FileServer: &FileServer{Port: 9090, ServiceType: "LoadBalancer", Upload: true,
+				SecurityContext: &SecurityContext{SeccompProfile: "Unconfined"}},
+			SecurityContext: &SecurityContext{RunAsUser: ptr.To[int64](1000), RunAsNonRoot: ptr.To(true), AddCapabilities: []string{"CHOWN"}},
+			ProviderVersion: "v1.2.3", UploadToken: "t0k3n",
 		},
 		"training_collective.yaml": {
 			Name: "wide-deep", Namespace: "gpu", Mode: ModeCollective,

@@ -178,7 +178,12 @@ func (j TrainingJob) Validate() FieldErrors {
 		if fs.Replicas < 0 {
 			bad("file_server.replicas", "%d is negative", fs.Replicas)
 		}
+		if fs.UploadInsecure && !fs.Upload {
+			bad("file_server.upload_insecure", "has no effect without upload = true")
+		}
+		validateSecurityContext(bad, "file_server.security_context", fs.SecurityContext)
 	}
+	validateSecurityContext(bad, "security_context", j.SecurityContext)
 	return errs
 }
 

@@ -8,6 +8,7 @@ variable "donefile_url" {
 resource "ctr_cube" "cube" {
   name         = "ctr-cube"
   namespace    = "default"
+  stack        = "elastic-ctr" # ctr_serving pods of the same stack may reach the shards
   dict         = "test_dict"
   shards       = 2
   replicas     = 2
@@ -20,6 +21,15 @@ resource "ctr_cube" "cube" {
   }
   storage = {
     size = "50Gi"
+  }
+
+  # Only the transfer and the stack's ctr_serving pods reach the shards (where the CNI
+  # enforces NetworkPolicies); admit a Prometheus in the monitoring namespace as well.
+  network_policy = {
+    allow_from = [{
+      namespace_labels = { "kubernetes.io/metadata.name" = "monitoring" }
+      pod_labels       = { "app.kubernetes.io/name" = "prometheus" }
+    }]
   }
 }
 

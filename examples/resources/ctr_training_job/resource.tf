@@ -32,9 +32,11 @@ resource "ctr_training_job" "ctr" {
     size = "10Gi"
   }
 
+  # Uploads need the generated upload_token (trainers get it as CUBE_UPLOAD_TOKEN).
   file_server = {
     port         = 8080
     service_type = "ClusterIP"
+    upload       = true
   }
 
   timeouts = {
@@ -52,6 +54,12 @@ variable "hdfs_ugi" {
 output "donefile_url" {
   description = "What the cube transfer watches."
   value       = ctr_training_job.ctr.donefile_url
+}
+
+output "upload_token" {
+  description = "Bearer token of uploads to the file server."
+  value       = ctr_training_job.ctr.upload_token
+  sensitive   = true
 }
 
 output "phase" {

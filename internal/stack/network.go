@@ -1,0 +1,116 @@
+package stack
+
+import (
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/validation"
+)
+
+// NetworkPolicy says who may reach a cube. By default (nil, or Enabled unset) two policies
+// are rendered: only the cube's transfer and the serving pods of its stack reach the cube
+// servers' port, and only the cube's servers reach the transfer's files port.
+type NetworkPolicy struct {
+	// Enabled false renders no policy: every pod that can route to the cube reaches it.
+	Enabled *bool `json:"enabled,omitempty"`
+	// AllowFrom are further peers admitted to the cube servers' port.
+	AllowFrom []NetworkPeer `json:"allow_from,omitempty"`
+}
+
+// NetworkPeer is a NetworkPolicy peer: pods with PodLabels (in the cube's namespace, or in
+// the namespaces with NamespaceLabels), or every pod of the namespaces with NamespaceLabels.
+type NetworkPeer struct {
+	NamespaceLabels map[string]string `json:"namespace_labels,omitempty"`
+	PodLabels       map[string]string `json:"pod_labels,omitempty"`
+}
+
+func (p *NetworkPolicy) enabled() bool { return p == nil || p.Enabled == nil || *p.Enabled }
+
+// ServingPeer selects the pods of ctr_serving in a stack: the peer the cube admits.
+func ServingPeer(stackName string) map[string]string {
+	return stackComponent(stackName, componentServing)
+}
+
+// networkPolicies are the cube's ingress policies, or none when disabled. The transfer's
+// status port stays open to all: Terraform reads /status through the API server's service
+// proxy, whose source address no policy can name portably.
+func (c Cube) networkPolicies() []*networkingv1.NetworkPolicy {
+	if !c.NetworkPolicy.enabled() {
+		return nil
+	}
+	tcp := corev1.ProtocolTCP
+	port := func(p int32) networkingv1.NetworkPolicyPort {
+		return networkingv1.NetworkPolicyPort{Protocol: &tcp, Port: ptrIntOrString(p)}
+	}
+	pods := func(sel map[string]string) networkingv1.NetworkPolicyPeer {
+		return networkingv1.NetworkPolicyPeer{PodSelector: &metav1.LabelSelector{MatchLabels: sel}}
+	}
+	cubeFrom := []networkingv1.NetworkPolicyPeer{pods(c.transferSelector()), pods(ServingPeer(c.Stack))}
+	if c.NetworkPolicy != nil {
+		for _, p := range c.NetworkPolicy.AllowFrom {
+			peer := networkingv1.NetworkPolicyPeer{}
+			if len(p.PodLabels) > 0 {
+				peer.PodSelector = &metav1.LabelSelector{MatchLabels: p.PodLabels}
+			}
+			if len(p.NamespaceLabels) > 0 {
+				peer.NamespaceSelector = &metav1.LabelSelector{MatchLabels: p.NamespaceLabels}
+			}
+			cubeFrom = append(cubeFrom, peer)
+		}
+	}
+	policy := func(name, component string, selector map[string]string, rules ...networkingv1.NetworkPolicyIngressRule) *networkingv1.NetworkPolicy {
+		return &networkingv1.NetworkPolicy{
+			TypeMeta:   typeMeta("networking.k8s.io/v1", "NetworkPolicy"),
+			ObjectMeta: meta(name, c.Namespace, c.labels(component)),
+			Spec: networkingv1.NetworkPolicySpec{
+				PodSelector: metav1.LabelSelector{MatchLabels: selector},
+				PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress},
+				Ingress:     rules,
+			},
+		}
+	}
+	return []*networkingv1.NetworkPolicy{
+		policy(c.Name+"-server", componentCubeServer, c.serverSelector(),
+			networkingv1.NetworkPolicyIngressRule{Ports: []networkingv1.NetworkPolicyPort{port(c.Port)}, From: cubeFrom}),
+		policy(c.transferName(), componentCubeTransfer, c.transferSelector(),
+			networkingv1.NetworkPolicyIngressRule{Ports: []networkingv1.NetworkPolicyPort{port(c.TransferFilesPort)}, From: []networkingv1.NetworkPolicyPeer{pods(c.serverSelector())}},
+			// No From: any source, for the status API.
+			networkingv1.NetworkPolicyIngressRule{Ports: []networkingv1.NetworkPolicyPort{port(c.TransferPort)}}),
+	}
+}
+
+func ptrIntOrString(p int32) *intstr.IntOrString {
+	v := intstr.FromInt32(p)
+	return &v
+}
+
+func validateNetworkPolicy(bad func(string, string, ...any), path string, p *NetworkPolicy) {
+	if p == nil {
+		return
+	}
+	if !p.enabled() && len(p.AllowFrom) > 0 {
+		bad(path+".allow_from", "has no effect with enabled = false (no policy is rendered); remove it or enable the policies")
+	}
+	labels := func(path string, m map[string]string) {
+		for k, v := range m {
+			if msgs := validation.IsQualifiedName(k); len(msgs) > 0 {
+				bad(fmt.Sprintf("%s[%q]", path, k), "%q is not a label key: %s", k, strings.Join(msgs, "; "))
+			}
+			if msgs := validation.IsValidLabelValue(v); len(msgs) > 0 {
+				bad(fmt.Sprintf("%s[%q]", path, k), "%q is not a label value: %s", v, strings.Join(msgs, "; "))
+			}
+		}
+	}
+	for i, peer := range p.AllowFrom {
+		at := fmt.Sprintf("%s.allow_from[%d]", path, i)
+		if len(peer.PodLabels) == 0 && len(peer.NamespaceLabels) == 0 {
+			bad(at, "needs pod_labels, namespace_labels or both, each with at least one label (to admit everyone, set enabled = false)")
+		}
+		labels(at+".pod_labels", peer.PodLabels)
+		labels(at+".namespace_labels", peer.NamespaceLabels)
+	}
+}
