@@ -3,18 +3,15 @@
 package build
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"strconv"
 	"time"
 
+	"github.com/elasticctr/terraform-provider-ctr/cube/atomicfile"
 	"github.com/elasticctr/terraform-provider-ctr/cube/dict"
 	"github.com/elasticctr/terraform-provider-ctr/cube/layout"
 	"github.com/elasticctr/terraform-provider-ctr/cube/seqfile"
@@ -144,10 +141,10 @@ func Build(opts Options) (*layout.Manifest, error) {
 		}
 		m.Shards = append(m.Shards, sm)
 	}
-	if err := writeJSON(filepath.Join(tmp, layout.ManifestName), m); err != nil {
+	if err := atomicfile.WriteJSON(filepath.Join(tmp, layout.ManifestName), m, publishedFileMode); err != nil {
 		return nil, err
 	}
-	if err := syncDir(tmp); err != nil {
+	if err := atomicfile.SyncDir(tmp); err != nil {
 		return nil, err
 	}
 	final := filepath.Join(opts.Output, m.Version)
@@ -155,7 +152,7 @@ func Build(opts Options) (*layout.Manifest, error) {
 		return nil, fmt.Errorf("publish %q: %w", final, err)
 	}
 	published = true
-	if err := syncDir(opts.Output); err != nil {
+	if err := atomicfile.SyncDir(opts.Output); err != nil {
 		return nil, err
 	}
 	el := opts.Now().Sub(start)
@@ -264,7 +261,7 @@ func finishShard(dir string, m *layout.Manifest, i int, w *dict.Writer) (layout.
 	if err := os.Chmod(path, publishedFileMode); err != nil {
 		return layout.ShardManifest{}, err
 	}
-	sum, err := fileSHA256(path)
+	sum, err := atomicfile.SHA256(path)
 	if err != nil {
 		return layout.ShardManifest{}, err
 	}
@@ -273,62 +270,13 @@ func finishShard(dir string, m *layout.Manifest, i int, w *dict.Writer) (layout.
 		File: layout.ShardFile(i), Count: st.Count, Size: st.FileSize,
 		IndexSize: st.IndexSize, ValuesSize: st.ValuesSize, MaxValue: st.MaxValue, SHA256: sum,
 	}
-	return sm, writeJSON(filepath.Join(dir, layout.ShardManifestFile(i)), sm)
-}
-
-func fileSHA256(path string) (string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", fmt.Errorf("hash %q: %w", path, err)
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
+	return sm, atomicfile.WriteJSON(filepath.Join(dir, layout.ShardManifestFile(i)), sm, publishedFileMode)
 }
 
 // publishedFileMode is the mode of every published file, whatever the
 // umask: servers and file servers may run as other users, and a version is
 // immutable once published.
 const publishedFileMode = 0o644
-
-func writeJSON(path string, v any) error {
-	b, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		return err
-	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, publishedFileMode)
-	if err != nil {
-		return fmt.Errorf("write %q: %w", path, err)
-	}
-	if err := f.Chmod(publishedFileMode); err != nil {
-		f.Close()
-		return fmt.Errorf("write %q: %w", path, err)
-	}
-	if _, err := f.Write(append(b, '\n')); err != nil {
-		f.Close()
-		return fmt.Errorf("write %q: %w", path, err)
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return fmt.Errorf("sync %q: %w", path, err)
-	}
-	return f.Close()
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("sync dir %q: %w", dir, err)
-	}
-	return nil
-}
 
 // VerifyShard checks a shard file against its manifest's size and sha256.
 func VerifyShard(path string, sm layout.ShardManifest) error {
@@ -339,7 +287,7 @@ func VerifyShard(path string, sm layout.ShardManifest) error {
 	if st.Size() != sm.Size {
 		return fmt.Errorf("shard %q: %d bytes, manifest says %d", path, st.Size(), sm.Size)
 	}
-	sum, err := fileSHA256(path)
+	sum, err := atomicfile.SHA256(path)
 	if err != nil {
 		return err
 	}

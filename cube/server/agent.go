@@ -15,8 +15,6 @@ package server
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -33,7 +31,9 @@ import (
 	"time"
 
 	"github.com/elasticctr/terraform-provider-ctr/cube/api"
+	"github.com/elasticctr/terraform-provider-ctr/cube/atomicfile"
 	"github.com/elasticctr/terraform-provider-ctr/cube/layout"
+	"github.com/elasticctr/terraform-provider-ctr/cube/retry"
 )
 
 // CurrentFile names the committed version in the data directory (Paddle's
@@ -262,7 +262,7 @@ func (a *agent) fetch(ctx context.Context, req api.PrepareRequest) error {
 	data := a.s.opts.DataDir
 	sm := layout.ShardManifest{Dict: req.Dict, Version: req.Version, Shard: req.Shard, File: layout.ShardFile(req.Shard), Size: req.Size, SHA256: req.SHA256}
 	final := filepath.Join(data, req.Version)
-	if fileSHA256(filepath.Join(final, sm.File)) == req.SHA256 {
+	if sum, err := atomicfile.SHA256(filepath.Join(final, sm.File)); err == nil && sum == req.SHA256 {
 		return nil
 	}
 	if err := a.checkDisk(req.Size); err != nil {
@@ -273,40 +273,35 @@ func (a *agent) fetch(ctx context.Context, req api.PrepareRequest) error {
 		return err
 	}
 	file := filepath.Join(tmp, sm.File)
-	var err error
-	for attempt := range 3 {
-		if err = a.download(ctx, req.URL, file, req.Size); err == nil {
-			break
-		}
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		a.s.log.Warn("agent: download failed, retrying", "url", req.URL, "attempt", attempt+1, "err", err)
-		select {
-		case <-time.After(time.Duration(200<<attempt) * time.Millisecond):
-		case <-ctx.Done():
-			return ctx.Err()
-		}
+	err := retry.Do(retry.WithLog(ctx, a.s.log.With("url", req.URL)), 2, 200*time.Millisecond, func() error {
+		return a.download(ctx, req.URL, file, req.Size)
+	})
+	if ctx.Err() != nil {
+		return ctx.Err()
 	}
 	if err != nil {
 		return err
 	}
-	if got := fileSHA256(file); got != req.SHA256 {
+	got, err := atomicfile.SHA256(file)
+	if err != nil {
+		return err
+	}
+	if got != req.SHA256 {
 		os.Remove(file) // do not resume from bad bytes
 		return fmt.Errorf("shard %q: sha256 %s, expected %s", req.URL, got, req.SHA256)
 	}
 	m := layout.Manifest{Dict: req.Dict, Version: req.Version, ShardCount: 0, Created: time.Now().UTC(), Shards: []layout.ShardManifest{sm}}
-	if err := writeJSONFile(filepath.Join(tmp, layout.ShardManifestFile(req.Shard)), sm); err != nil {
+	if err := atomicfile.WriteJSON(filepath.Join(tmp, layout.ShardManifestFile(req.Shard)), sm, 0o644); err != nil {
 		return err
 	}
-	if err := writeJSONFile(filepath.Join(tmp, layout.ManifestName), m); err != nil {
+	if err := atomicfile.WriteJSON(filepath.Join(tmp, layout.ManifestName), m, 0o644); err != nil {
 		return err
 	}
 	os.RemoveAll(final) // a damaged leftover
 	if err := os.Rename(tmp, final); err != nil {
 		return err
 	}
-	return syncDir(data)
+	return atomicfile.SyncDir(data)
 }
 
 // download fetches url into file, resuming a partial file with a Range
@@ -455,7 +450,7 @@ func (a *agent) commit(req api.CommitRequest) error {
 		switched = now
 	}
 	// The instant written is the scheduled one: a retried commit keeps the first.
-	if err := writeFileAtomic(filepath.Join(a.s.opts.DataDir, CurrentFile), []byte(currentFileContent(req.Version, at.UnixMilli(), old))); err != nil {
+	if err := atomicfile.WriteFile(filepath.Join(a.s.opts.DataDir, CurrentFile), []byte(currentFileContent(req.Version, at.UnixMilli(), old)), 0o644); err != nil {
 		a.s.store.mu.Lock()
 		a.s.store.unschedule(req.Version)
 		a.s.store.mu.Unlock()
@@ -467,7 +462,7 @@ func (a *agent) commit(req api.CommitRequest) error {
 	a.s.store.mu.Unlock()
 	if cur, _ := a.s.store.versionNames(); cur != req.Version {
 		// Aborted before its instant: the decision on disk is undone too.
-		_ = writeFileAtomic(filepath.Join(a.s.opts.DataDir, CurrentFile), []byte(currentFileContent(cur, 0, "")))
+		_ = atomicfile.WriteFile(filepath.Join(a.s.opts.DataDir, CurrentFile), []byte(currentFileContent(cur, 0, "")), 0o644)
 		return fmt.Errorf("the switch to %q was aborted before its instant; serving %q", req.Version, cur)
 	}
 	a.mu.Lock()
@@ -558,58 +553,4 @@ func (a *agent) abort(version string) error {
 	}
 	a.s.log.Info("agent: aborted", "version", version)
 	return nil
-}
-
-func fileSHA256(p string) string {
-	f, err := os.Open(p)
-	if err != nil {
-		return ""
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return ""
-	}
-	return hex.EncodeToString(h.Sum(nil))
-}
-
-func writeJSONFile(p string, v any) error {
-	b, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		return err
-	}
-	return writeFileAtomic(p, append(b, '\n'))
-}
-
-// writeFileAtomic writes p through a temporary file, fsync and rename.
-func writeFileAtomic(p string, b []byte) error {
-	tmp := p + ".tmp"
-	f, err := os.Create(tmp)
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(b)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, p)
-	}
-	if err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	return syncDir(filepath.Dir(p))
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/elasticctr/terraform-provider-ctr/cube/api"
 	"github.com/elasticctr/terraform-provider-ctr/cube/layout"
+	"github.com/elasticctr/terraform-provider-ctr/cube/retry"
 )
 
 // healLoop runs heal every HealInterval until ctx ends.
@@ -100,7 +101,7 @@ func (t *Transfer) healOne(ctx context.Context, rp replica, version string) erro
 	if err := t.prepare(ctx, version, []replica{rp}, &discard); err != nil {
 		return err
 	}
-	return retry(ctx, t.opts.Retries, t.opts.Backoff, func() error {
+	return retry.Do(ctx, t.opts.Retries, t.opts.Backoff, func() error {
 		st, err := t.call(ctx, rp, "/agent/commit", api.CommitRequest{Version: version})
 		if err == nil && st.ServedVersion != version {
 			err = fmt.Errorf("replica %s shard %d: serves %q after commit", rp.addr, rp.shard, st.ServedVersion)

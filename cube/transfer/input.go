@@ -12,6 +12,8 @@ import (
 	"regexp"
 	"strings"
 	"syscall"
+
+	"github.com/elasticctr/terraform-provider-ctr/cube/retry"
 )
 
 // completeMarker marks an input directory whose files all arrived in full.
@@ -135,8 +137,8 @@ func (t *Transfer) inputLimit() (int64, error) {
 // errInputTooLarge fails the version for good (and is not retried): the
 // same input will not shrink.
 func errInputTooLarge(what string, left int64) error {
-	return permanentError{&brokenError{final: true,
-		err: fmt.Errorf("%s, over what is left of the input size cap (%d bytes; --max-input-bytes)", what, left)}}
+	return retry.Permanent(&brokenError{final: true,
+		err: fmt.Errorf("%s, over what is left of the input size cap (%d bytes; --max-input-bytes)", what, left)})
 }
 
 // downloadFile fetches u into file, resuming a partial one, with bounded
@@ -147,7 +149,7 @@ func (t *Transfer) downloadFile(ctx context.Context, u, file string, left int64)
 		return 0, err
 	}
 	var n int64
-	err := retry(ctx, t.opts.Retries, t.opts.Backoff, func() error {
+	err := retry.Do(ctx, t.opts.Retries, t.opts.Backoff, func() error {
 		var err error
 		n, err = t.downloadOnce(ctx, u, file, left)
 		return err
@@ -184,7 +186,7 @@ func (t *Transfer) downloadOnce(ctx context.Context, u, file string, left int64)
 		flag |= os.O_TRUNC
 		have, want = 0, resp.ContentLength
 	default:
-		return 0, permanentIf(resp.StatusCode == http.StatusNotFound, fmt.Errorf("get %s: %s", u, resp.Status))
+		return 0, retry.PermanentIf(resp.StatusCode == http.StatusNotFound, fmt.Errorf("get %s: %s", u, resp.Status))
 	}
 	if resp.ContentLength >= 0 && want > left {
 		return 0, fmt.Errorf("get %s: %w", u, errInputTooLarge(fmt.Sprintf("declared size %d bytes", want), left)) // refused before a byte is written

@@ -13,6 +13,7 @@ import (
 
 	"github.com/elasticctr/terraform-provider-ctr/cube/api"
 	"github.com/elasticctr/terraform-provider-ctr/cube/layout"
+	"github.com/elasticctr/terraform-provider-ctr/cube/retry"
 )
 
 // replica addresses one cube server (with --agent).
@@ -59,7 +60,7 @@ func (t *Transfer) call(ctx context.Context, r replica, path string, body any) (
 	raw, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	if resp.StatusCode >= 300 {
 		err := fmt.Errorf("replica %s shard %d: %s %s: %s", r.addr, r.shard, path, resp.Status, bytes.TrimSpace(raw))
-		return st, permanentIf(resp.StatusCode >= 400 && resp.StatusCode < 500, err)
+		return st, retry.PermanentIf(resp.StatusCode >= 400 && resp.StatusCode < 500, err)
 	}
 	if err := json.Unmarshal(raw, &st); err != nil {
 		return st, fmt.Errorf("replica %s shard %d: %s: %w", r.addr, r.shard, path, err)
@@ -107,7 +108,7 @@ func (t *Transfer) prepare(ctx context.Context, version string, rs []replica, tm
 		req := api.PrepareRequest{Version: version, Dict: t.opts.Dict, Shard: rp.shard,
 			URL: fmt.Sprintf("%s/files/%s/%s", t.opts.PublicURL, version, sm.File), SHA256: sm.SHA256, Size: sm.Size}
 		send := func() error {
-			return retry(ctx, t.opts.Retries, t.opts.Backoff, func() error {
+			return retry.Do(ctx, t.opts.Retries, t.opts.Backoff, func() error {
 				_, err := t.call(ctx, rp, "/agent/prepare", req)
 				return err
 			})
@@ -161,10 +162,9 @@ func (t *Transfer) commitAll(ctx context.Context, r *api.Rollout, tm *api.Timing
 		switched []int64
 	)
 	err := forEach(t.replicas(), func(rp replica) error {
-		return retry(ctx, t.opts.Retries, t.opts.Backoff, func() error {
+		return retry.Do(ctx, t.opts.Retries, t.opts.Backoff, func() error {
 			st, err := t.call(ctx, rp, "/agent/commit", api.CommitRequest{Version: r.Version, AtUnixMs: at})
-			var perm permanentError
-			if errors.As(err, &perm) {
+			if retry.IsPermanent(err) {
 				// 409: not prepared here any more. Prepare it again (the
 				// decision is taken), then let the retry commit.
 				t.log.Warn("replica cannot commit; preparing it again", "replica", rp.addr, "err", err)
@@ -172,7 +172,8 @@ func (t *Transfer) commitAll(ctx context.Context, r *api.Rollout, tm *api.Timing
 				if perr := t.prepare(ctx, r.Version, []replica{rp}, &discard); perr != nil {
 					return perr
 				}
-				return fmt.Errorf("retry commit after re-prepare: %w", err.(permanentError).error)
+				// Not wrapped: what was permanent before the re-prepare is worth a retry now.
+				return fmt.Errorf("retry commit after re-prepare: %v", err)
 			}
 			if err != nil {
 				return err
@@ -201,7 +202,7 @@ func (t *Transfer) commitAll(ctx context.Context, r *api.Rollout, tm *api.Timing
 // committed version from its VERSION file) or at the next abort.
 func (t *Transfer) abortAll(ctx context.Context, v string) {
 	err := forEach(t.replicas(), func(rp replica) error {
-		return retry(ctx, t.opts.Retries, t.opts.Backoff, func() error {
+		return retry.Do(ctx, t.opts.Retries, t.opts.Backoff, func() error {
 			_, err := t.call(ctx, rp, "/agent/abort", api.AbortRequest{Version: v})
 			return err
 		})

@@ -20,9 +20,11 @@ import (
 	"time"
 
 	"github.com/elasticctr/terraform-provider-ctr/cube/api"
+	"github.com/elasticctr/terraform-provider-ctr/cube/atomicfile"
 	"github.com/elasticctr/terraform-provider-ctr/cube/build"
 	"github.com/elasticctr/terraform-provider-ctr/cube/donefile"
 	"github.com/elasticctr/terraform-provider-ctr/cube/layout"
+	"github.com/elasticctr/terraform-provider-ctr/cube/retry"
 	"github.com/elasticctr/terraform-provider-ctr/cube/seqfile"
 )
 
@@ -230,7 +232,6 @@ func (t *Transfer) statePath() string { return filepath.Join(t.opts.Work, "state
 func (t *Transfer) outputDir() string { return filepath.Join(t.opts.Work, "output") }
 func (t *Transfer) inputDir() string  { return filepath.Join(t.opts.Work, "input") }
 
-// save persists the state atomically; mu held.
 // decide persists the commit decision with the instant every replica will
 // switch at, SwitchDelay ahead. A replica whose commit arrives after the
 // instant switches late, and while it does a client can be answered the new
@@ -251,40 +252,13 @@ func (t *Transfer) decide(log *slog.Logger, r *api.Rollout) error {
 	}
 }
 
+// save persists the state atomically; mu held.
 func (t *Transfer) save() error {
 	if len(t.state.History) > 100 {
 		t.state.History = t.state.History[len(t.state.History)-100:]
 	}
-	b, err := json.MarshalIndent(t.state, "", "  ")
-	if err != nil {
-		return err
-	}
-	tmp := t.statePath() + ".tmp"
-	f, err := os.Create(tmp)
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(b)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, t.statePath())
-	}
-	if err != nil {
+	if err := atomicfile.WriteJSON(t.statePath(), t.state, 0o644); err != nil {
 		return fmt.Errorf("save transfer state: %w", err)
-	}
-	// The rename is durable once the directory is synced.
-	d, err := os.Open(t.opts.Work)
-	if err != nil {
-		return fmt.Errorf("save transfer state: %w", err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("save transfer state: sync %q: %w", t.opts.Work, err)
 	}
 	return nil
 }
@@ -319,7 +293,7 @@ func (t *Transfer) Trigger() {
 
 // Run polls the donefile and rolls versions out until ctx ends.
 func (t *Transfer) Run(ctx context.Context) {
-	ctx = withLog(ctx, t.log)
+	ctx = retry.WithLog(ctx, t.log)
 	go t.healLoop(ctx)
 	for {
 		t.step(ctx)

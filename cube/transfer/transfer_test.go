@@ -13,6 +13,7 @@ import (
 	"github.com/elasticctr/terraform-provider-ctr/cube/api"
 	"github.com/elasticctr/terraform-provider-ctr/cube/build"
 	"github.com/elasticctr/terraform-provider-ctr/cube/layout"
+	"github.com/elasticctr/terraform-provider-ctr/cube/retry"
 )
 
 // testTransfer is a transfer over a local donefile whose replica is a
@@ -43,7 +44,7 @@ func appendLine(t *testing.T, donefile, line string) {
 // stepUntil runs rounds of the transfer until cond holds (at most 10 s).
 func stepUntil(t *testing.T, tr *Transfer, cond func(State) bool) {
 	t.Helper()
-	ctx := withLog(context.Background(), tr.log)
+	ctx := retry.WithLog(context.Background(), tr.log)
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); {
 		tr.step(ctx)
 		if cond(tr.snapshot()) {
