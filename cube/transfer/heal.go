@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/elasticctr/terraform-provider-ctr/cube/api"
-	"github.com/elasticctr/terraform-provider-ctr/cube/layout"
 	"github.com/elasticctr/terraform-provider-ctr/cube/retry"
 )
 
@@ -39,46 +38,37 @@ func (t *Transfer) heal(ctx context.Context) {
 	t.switching.Lock()
 	defer t.switching.Unlock()
 	st := t.snapshot()
-	if st.Served == "" || (st.InFlight != nil && st.InFlight.Phase == api.PhaseCommitting) {
+	builtFor := t.builtFor(st.Served)
+	if !canHeal(st, builtFor, t.opts.Shards) {
 		return
 	}
-	if m, err := layout.ReadManifest(t.outputDir(), st.Served); err != nil || m.ShardCount != t.opts.Shards {
-		// Built for another shard count: the re-shard rollout reaches every replica.
-		return
+	rs := t.replicas()
+	reports, errs := make([]api.AgentStatus, len(rs)), make([]error, len(rs))
+	var wg sync.WaitGroup
+	for i, rp := range rs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			reports[i], errs[i] = t.call(ctx, rp, "/agent/status", nil)
+		}()
 	}
-	type lag struct {
-		rp     replica
-		serves string
+	wg.Wait()
+	behind, unreachable := healTargets(st.Served, rs, reports, errs)
+	serves := map[replica]string{}
+	for i, rp := range rs {
+		serves[rp] = reports[i].ServedVersion
 	}
-	var (
-		mu          sync.Mutex
-		behind      []lag
-		unreachable int
-	)
-	_ = forEach(t.replicas(), func(rp replica) error {
-		as, err := t.call(ctx, rp, "/agent/status", nil)
-		mu.Lock()
-		defer mu.Unlock()
-		switch {
-		case err != nil:
-			unreachable++
-		case as.ServedVersion != st.Served:
-			behind = append(behind, lag{rp, as.ServedVersion})
-		}
-		return nil
-	})
-	n := len(t.replicas())
+	n := len(rs)
 	t.m.replicas.WithLabelValues("serving").Set(float64(n - len(behind) - unreachable))
 	t.m.replicas.WithLabelValues("behind").Set(float64(len(behind)))
 	t.m.replicas.WithLabelValues("unreachable").Set(float64(unreachable))
-	var wg sync.WaitGroup
-	for _, l := range behind {
+	for _, rp := range behind {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			start := time.Now()
-			err := t.healOne(ctx, l.rp, st.Served)
-			log := t.log.With("replica", l.rp.addr, "shard", l.rp.shard, "served", l.serves, "version", st.Served)
+			err := t.healOne(ctx, rp, st.Served)
+			log := t.log.With("replica", rp.addr, "shard", rp.shard, "served", serves[rp], "version", st.Served)
 			if err != nil {
 				if ctx.Err() == nil {
 					t.m.heals.WithLabelValues("failed").Inc()

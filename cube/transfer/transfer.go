@@ -347,58 +347,75 @@ func (t *Transfer) step(ctx context.Context) {
 	t.rollout(ctx, r)
 }
 
-// nextFromDonefile returns the rollout the donefile asks for, or nil. A new
-// base wins over patches; in base_delta mode the first patch of the served
-// base newer than the served version comes next.
+// nextFromDonefile returns the rollout the donefile asks for (the one in
+// flight, if that is it), or nil; see nextBase and nextPatch. A new base
+// wins over patches.
 func (t *Transfer) nextFromDonefile(ctx context.Context, st State) (*api.Rollout, error) {
-	b, err := t.readDonefile(ctx, t.opts.Donefile)
+	bases, err := t.readEntries(ctx, t.opts.Donefile)
 	if err != nil {
 		return nil, err
 	}
-	bases, warns := donefile.Parse(b)
-	for _, w := range warns {
-		t.log.Warn("donefile line skipped", "file", t.opts.Donefile, "line", w.Line, "reason", w.Reason)
-		t.m.donefileWarnings.Inc()
+	builtFor := t.builtFor(st.Served)
+	w, ok, warn := nextBase(bases, st, builtFor, t.opts.Shards)
+	if warn != "" {
+		t.log.Warn(warn, "served", st.Served, "base_id", st.BaseID)
 	}
-	now := time.Now()
-	if r := t.reshard(bases, st, now); r != nil {
-		return r, nil
-	}
-	if last, ok := donefile.Last(bases); ok && newer(last.ID, st.BaseID) {
-		if st.InFlight != nil && st.InFlight.ID == last.ID && st.InFlight.Mode == "base" {
-			return st.InFlight, nil
+	loc := t.opts.Donefile
+	if !ok {
+		if t.opts.Mode != "base_delta" || st.Served == "" {
+			return nil, nil
 		}
-		return &api.Rollout{ID: last.ID, Key: last.Key, Mode: "base", Input: donefile.InputLocation(t.opts.Donefile, last.Input),
-			Version: t.newVersion("", st), Phase: api.PhaseBuilding, Triggered: now}, nil
-	}
-	if t.opts.Mode != "base_delta" || st.Served == "" {
-		return nil, nil
-	}
-	patchLoc := donefile.Sibling(t.opts.Donefile, "patch.txt")
-	b, err = t.readDonefile(ctx, patchLoc)
-	if err != nil {
-		return nil, err
-	}
-	patches, warns := donefile.Parse(b)
-	for _, w := range warns {
-		t.log.Warn("donefile line skipped", "file", patchLoc, "line", w.Line, "reason", w.Reason)
-		t.m.donefileWarnings.Inc()
-	}
-	for _, p := range patches {
-		if p.Key != st.BaseID || !newer(p.ID, st.ServedID) {
-			continue
+		loc = donefile.Sibling(t.opts.Donefile, "patch.txt")
+		patches, err := t.readEntries(ctx, loc)
+		if err != nil {
+			return nil, err
 		}
-		if st.InFlight != nil && st.InFlight.ID == p.ID && st.InFlight.Mode == "delta" {
-			if st.InFlight.Phase == api.PhaseFailed {
-				continue // broken; a newer patch (on the served version) goes ahead of it
-			}
-			return st.InFlight, nil
+		if w, ok = nextPatch(patches, st); !ok {
+			return nil, nil
 		}
+	}
+	if w.is(st.InFlight) {
+		return st.InFlight, nil
+	}
+	if w.Reshard {
+		t.log.Info("re-sharding: rebuilding the served base for the new shard count", "served", st.Served,
+			"built_for_shards", builtFor, "shards", t.opts.Shards)
+	}
+	r := &api.Rollout{ID: w.Entry.ID, Key: w.Entry.Key, Mode: w.Mode, Input: donefile.InputLocation(loc, w.Entry.Input),
+		Phase: api.PhaseBuilding, Triggered: time.Now()}
+	if w.Mode == "delta" {
 		depend, _, _ := layout.ParseVersion(st.Served)
-		return &api.Rollout{ID: p.ID, Key: p.Key, Mode: "delta", Input: donefile.InputLocation(patchLoc, p.Input),
-			Version: t.newVersion(strconv.FormatInt(depend, 10), st), Base: st.Served, Phase: api.PhaseBuilding, Triggered: now}, nil
+		r.Version, r.Base = t.newVersion(strconv.FormatInt(depend, 10), st), st.Served
+	} else {
+		r.Version = t.newVersion("", st)
 	}
-	return nil, nil
+	return r, nil
+}
+
+// builtFor is the shard count version was built for; 0 if unknown.
+func (t *Transfer) builtFor(version string) int {
+	if version == "" {
+		return 0
+	}
+	m, err := layout.ReadManifest(t.outputDir(), version)
+	if err != nil {
+		return 0
+	}
+	return m.ShardCount
+}
+
+// readEntries reads and parses one donefile, logging the lines it skips.
+func (t *Transfer) readEntries(ctx context.Context, loc string) ([]donefile.Entry, error) {
+	b, err := t.readDonefile(ctx, loc)
+	if err != nil {
+		return nil, err
+	}
+	es, warns := donefile.Parse(b)
+	for _, w := range warns {
+		t.log.Warn("donefile line skipped", "file", loc, "line", w.Line, "reason", w.Reason)
+		t.m.donefileWarnings.Inc()
+	}
+	return es, nil
 }
 
 // readDonefile reads one donefile within DonefileTimeout.
@@ -410,41 +427,6 @@ func (t *Transfer) readDonefile(ctx context.Context, loc string) ([]byte, error)
 		return nil, fmt.Errorf("%w (--donefile-timeout %s)", err, t.opts.DonefileTimeout)
 	}
 	return b, err
-}
-
-// reshard returns a rollout that rebuilds the served base in the current shard layout when
-// the served version was built for another shard count (the transfer restarted with a new
-// --shards: ctr_cube re-sharded). Keys move between shards, so every shard needs new files;
-// in base_delta mode the base's patches are applied again afterwards, one by one.
-func (t *Transfer) reshard(bases []donefile.Entry, st State, now time.Time) *api.Rollout {
-	if st.Served == "" {
-		return nil
-	}
-	m, err := layout.ReadManifest(t.outputDir(), st.Served)
-	if err != nil || m.ShardCount == t.opts.Shards {
-		return nil
-	}
-	for _, e := range bases {
-		if e.ID != st.BaseID {
-			continue
-		}
-		if st.InFlight != nil && st.InFlight.ID == e.ID && st.InFlight.Mode == "base" {
-			return st.InFlight
-		}
-		t.log.Info("re-sharding: rebuilding the served base for the new shard count", "served", st.Served,
-			"built_for_shards", m.ShardCount, "shards", t.opts.Shards)
-		return &api.Rollout{ID: e.ID, Key: e.Key, Mode: "base", Input: donefile.InputLocation(t.opts.Donefile, e.Input),
-			Version: t.newVersion("", st), Phase: api.PhaseBuilding, Triggered: now}
-	}
-	t.log.Warn("re-sharding: the served base is no longer in the donefile; new shards stay empty until the next version",
-		"served", st.Served, "base_id", st.BaseID)
-	return nil
-}
-
-func newer(id, than string) bool {
-	a, _ := strconv.ParseUint(id, 10, 63)
-	b, _ := strconv.ParseUint(than, 10, 63)
-	return than == "" || a > b
 }
 
 // newVersion names a version as Paddle's transfer does (§3.6): unix seconds
@@ -546,9 +528,8 @@ func (t *Transfer) rollout(ctx context.Context, r *api.Rollout) {
 // is marked failed for good and its files removed; anything else (a replica
 // down, a download cut) is retried after a pause that doubles each time.
 func (t *Transfer) failed(log *slog.Logger, r *api.Rollout, err error, tm api.Timings) {
-	var broken *brokenError
-	final := errors.As(err, &broken) && (broken.final || r.BuildAttempts >= t.opts.BuildAttempts)
-	delay := min(t.opts.RetryAfter<<min(r.Attempts, 10), t.opts.MaxRetryAfter)
+	final := givesUp(err, r.BuildAttempts, t.opts.BuildAttempts)
+	delay := retryDelay(r.Attempts, t.opts.RetryAfter, t.opts.MaxRetryAfter)
 	attempt := r.Attempts + 1
 	// If this save fails the in-memory state still holds the retry time; a restart then
 	// retries at once, which is safe: the persisted phase says where to resume.
@@ -576,17 +557,6 @@ func (t *Transfer) failed(log *slog.Logger, r *api.Rollout, err error, tm api.Ti
 	}
 	log.Error("rollout failed; will retry", "err", err, "attempt", attempt, "retry_in", delay.String(), "phase", r.Phase)
 }
-
-// brokenError is a failure that says the version itself cannot be built:
-// trying the same input again is bounded (BuildAttempts), or pointless
-// (final: the input is over the size cap).
-type brokenError struct {
-	err   error
-	final bool
-}
-
-func (b *brokenError) Error() string { return b.err.Error() }
-func (b *brokenError) Unwrap() error { return b.err }
 
 // buildVersion downloads the input and builds r.Version, unless a complete
 // build of it is already published (a restart after the build).

@@ -1,0 +1,124 @@
+package transfer
+
+import (
+	"errors"
+	"strconv"
+	"time"
+
+	"github.com/elasticctr/terraform-provider-ctr/cube/api"
+	"github.com/elasticctr/terraform-provider-ctr/cube/donefile"
+)
+
+// The transfer's decisions, as pure functions of what it has read: the
+// donefiles' entries, its persisted state, the agents' reports. The I/O
+// around them (reading, building, calling agents) is in transfer.go,
+// rollout.go and heal.go.
+
+// wanted is a version the donefile asks for.
+type wanted struct {
+	Entry   donefile.Entry
+	Mode    string // "base" or "delta"
+	Reshard bool   // the served base again, for a new shard count
+}
+
+// is reports whether the in-flight rollout r is w, so that it resumes
+// rather than starts over.
+func (w wanted) is(r *api.Rollout) bool {
+	return r != nil && r.ID == w.Entry.ID && r.Mode == w.Mode
+}
+
+// nextBase decides from base.txt. When the served version was built for
+// another shard count (builtFor, 0 if unknown, differs from shards: the
+// transfer restarted with a new --shards), the served base is rebuilt for
+// the new layout: keys move between shards, so every shard needs new
+// files (in base_delta mode its patches are applied again afterwards, one
+// by one). Otherwise the newest base newer than the served one. If the
+// served base has left the donefile, a re-shard cannot happen; warn says so.
+func nextBase(bases []donefile.Entry, st State, builtFor, shards int) (w wanted, ok bool, warn string) {
+	if st.Served != "" && builtFor != 0 && builtFor != shards {
+		for _, e := range bases {
+			if e.ID == st.BaseID {
+				return wanted{Entry: e, Mode: "base", Reshard: true}, true, ""
+			}
+		}
+		warn = "re-sharding: the served base is no longer in the donefile; new shards stay empty until the next version"
+	}
+	if last, found := donefile.Last(bases); found && newer(last.ID, st.BaseID) {
+		return wanted{Entry: last, Mode: "base"}, true, warn
+	}
+	return wanted{}, false, warn
+}
+
+// nextPatch decides from patch.txt (base_delta mode, a version served): the
+// first patch of the served base newer than the served version. A patch
+// that failed for good is passed over: a newer one (on the served version)
+// goes ahead of it.
+func nextPatch(patches []donefile.Entry, st State) (wanted, bool) {
+	for _, p := range patches {
+		if p.Key != st.BaseID || !newer(p.ID, st.ServedID) {
+			continue
+		}
+		w := wanted{Entry: p, Mode: "delta"}
+		if w.is(st.InFlight) && st.InFlight.Phase == api.PhaseFailed {
+			continue
+		}
+		return w, true
+	}
+	return wanted{}, false
+}
+
+// newer compares donefile ids as numbers; anything is newer than "".
+func newer(id, than string) bool {
+	a, _ := strconv.ParseUint(id, 10, 63)
+	b, _ := strconv.ParseUint(than, 10, 63)
+	return than == "" || a > b
+}
+
+// retryDelay is the pause before retrying a rollout that failed attempts
+// times: first, doubling, at most limit.
+func retryDelay(attempts int, first, limit time.Duration) time.Duration {
+	return min(first<<min(attempts, 10), limit)
+}
+
+// givesUp reports whether a failed rollout ends its version for good: the
+// version itself cannot be built (brokenError), for good at once (final: an
+// input over the size cap) or once builds has reached the attempts allowed.
+// Anything else (a replica down, a download cut) is retried.
+func givesUp(err error, builds, allowed int) bool {
+	var broken *brokenError
+	return errors.As(err, &broken) && (broken.final || builds >= allowed)
+}
+
+// brokenError is a failure that says the version itself cannot be built:
+// trying the same input again is bounded (BuildAttempts), or pointless
+// (final: the input is over the size cap).
+type brokenError struct {
+	err   error
+	final bool
+}
+
+func (b *brokenError) Error() string { return b.err.Error() }
+func (b *brokenError) Unwrap() error { return b.err }
+
+// healTargets returns the replicas that answered and do not serve the
+// decided version, and how many did not answer. reports[i] is rs[i]'s
+// agent status; errs[i] its error.
+func healTargets(decided string, rs []replica, reports []api.AgentStatus, errs []error) (behind []replica, unreachable int) {
+	for i, rp := range rs {
+		switch {
+		case errs[i] != nil:
+			unreachable++
+		case reports[i].ServedVersion != decided:
+			behind = append(behind, rp)
+		}
+	}
+	return behind, unreachable
+}
+
+// canHeal reports whether heal may run: a version was rolled out, built for
+// the current shard count (otherwise the re-shard rollout reaches every
+// replica), and no decided commit is unfinished (its own retries bring
+// every replica to the new version).
+func canHeal(st State, builtFor, shards int) bool {
+	return st.Served != "" && builtFor == shards && (st.InFlight == nil || st.InFlight.Phase != api.PhaseCommitting)
+}

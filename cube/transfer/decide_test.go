@@ -1,0 +1,151 @@
+package transfer
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/elasticctr/terraform-provider-ctr/cube/api"
+	"github.com/elasticctr/terraform-provider-ctr/cube/donefile"
+)
+
+func entries(ids ...string) []donefile.Entry {
+	var es []donefile.Entry
+	for _, id := range ids {
+		es = append(es, donefile.Entry{ID: id, Key: id, Input: "in/" + id})
+	}
+	return es
+}
+
+func patches(base string, ids ...string) []donefile.Entry {
+	var es []donefile.Entry
+	for _, id := range ids {
+		es = append(es, donefile.Entry{ID: id, Key: base, Input: "patch/" + id})
+	}
+	return es
+}
+
+func TestNextBase(t *testing.T) {
+	served := State{Served: "1700000000", ServedID: "2000", BaseID: "2000"}
+	for _, c := range []struct {
+		name              string
+		bases             []donefile.Entry
+		st                State
+		builtFor, shards  int
+		want              string // entry id, "" for none
+		reshard, warnings bool
+	}{
+		{"first base", entries("1000"), State{}, 0, 2, "1000", false, false},
+		{"the newest base only", entries("1000", "2000", "3000"), State{}, 0, 2, "3000", false, false},
+		{"nothing newer", entries("1000", "2000"), served, 2, 2, "", false, false},
+		{"a newer base", entries("2000", "3000"), served, 2, 2, "3000", false, false},
+		{"numeric, not lexical", entries("900", "10000"), State{Served: "v", BaseID: "9000"}, 2, 2, "10000", false, false},
+		{"re-shard rebuilds the served base", entries("1000", "2000"), served, 2, 3, "2000", true, false},
+		{"re-shard wins over a newer base", entries("2000", "3000"), served, 2, 3, "2000", true, false},
+		{"unknown layout: no re-shard", entries("2000"), served, 0, 3, "", false, false},
+		{"served base gone: warn, then newer", entries("3000"), served, 2, 3, "3000", false, true},
+		{"served base gone, nothing newer", entries("1000"), served, 2, 3, "", false, true},
+		{"empty donefile", nil, served, 2, 2, "", false, false},
+	} {
+		w, ok, warn := nextBase(c.bases, c.st, c.builtFor, c.shards)
+		got := ""
+		if ok {
+			got = w.Entry.ID
+		}
+		if got != c.want || w.Reshard != c.reshard || (warn != "") != c.warnings || (ok && w.Mode != "base") {
+			t.Errorf("%s: got %q reshard=%v mode=%q warn=%q; want %q reshard=%v warn=%v", c.name, got, w.Reshard, w.Mode, warn, c.want, c.reshard, c.warnings)
+		}
+	}
+}
+
+func TestNextPatch(t *testing.T) {
+	st := State{Served: "1700000000", ServedID: "2001", BaseID: "2000"}
+	failed := st
+	failed.InFlight = &api.Rollout{ID: "2002", Mode: "delta", Phase: api.PhaseFailed}
+	building := st
+	building.InFlight = &api.Rollout{ID: "2002", Mode: "delta", Phase: api.PhaseBuilding}
+	for _, c := range []struct {
+		name    string
+		patches []donefile.Entry
+		st      State
+		want    string
+	}{
+		{"the first newer patch of the served base", patches("2000", "2001", "2002", "2003"), st, "2002"},
+		{"patches of another base are ignored", append(patches("1000", "2005"), patches("2000", "2003")...), st, "2003"},
+		{"nothing newer", patches("2000", "2000", "2001"), st, ""},
+		{"a failed patch is passed over", patches("2000", "2002", "2003"), failed, "2003"},
+		{"only the failed one", patches("2000", "2002"), failed, ""},
+		{"the one in flight resumes", patches("2000", "2002", "2003"), building, "2002"},
+	} {
+		w, ok := nextPatch(c.patches, c.st)
+		got := ""
+		if ok {
+			got = w.Entry.ID
+		}
+		if got != c.want || (ok && w.Mode != "delta") {
+			t.Errorf("%s: got %q (mode %q), want %q", c.name, got, w.Mode, c.want)
+		}
+		if ok && c.st.InFlight != nil && w.is(c.st.InFlight) != (c.st.InFlight.ID == got) {
+			t.Errorf("%s: is(in flight) = %v", c.name, w.is(c.st.InFlight))
+		}
+	}
+}
+
+func TestRetryDelay(t *testing.T) {
+	for _, c := range []struct {
+		attempts int
+		want     time.Duration
+	}{{0, time.Second}, {1, 2 * time.Second}, {3, 8 * time.Second}, {9, 5 * time.Minute}, {1000, 5 * time.Minute}} {
+		if got := retryDelay(c.attempts, time.Second, 5*time.Minute); got != c.want {
+			t.Errorf("retryDelay(%d) = %s, want %s", c.attempts, got, c.want)
+		}
+	}
+}
+
+func TestGivesUp(t *testing.T) {
+	build := &brokenError{err: errors.New("build: bad input")}
+	for _, c := range []struct {
+		name            string
+		err             error
+		builds, allowed int
+		want            bool
+	}{
+		{"a replica down is retried", errors.New("replica x: connection refused"), 5, 3, false},
+		{"a build error, attempts left", build, 1, 3, false},
+		{"a build error, attempts used", build, 3, 3, true},
+		{"wrapped", fmt.Errorf("rollout: %w", build), 3, 3, true},
+		{"over the size cap: at once", &brokenError{err: errors.New("too large"), final: true}, 0, 3, true},
+	} {
+		if got := givesUp(c.err, c.builds, c.allowed); got != c.want {
+			t.Errorf("%s: givesUp = %v, want %v", c.name, got, c.want)
+		}
+	}
+}
+
+func TestHealDecisions(t *testing.T) {
+	rs := []replica{{0, "a"}, {0, "b"}, {1, "c"}, {1, "d"}}
+	reports := []api.AgentStatus{{ServedVersion: "2"}, {ServedVersion: ""}, {ServedVersion: "1"}, {}}
+	errs := []error{nil, nil, nil, errors.New("refused")}
+	behind, unreachable := healTargets("2", rs, reports, errs)
+	if len(behind) != 2 || behind[0].addr != "b" || behind[1].addr != "c" || unreachable != 1 {
+		t.Fatalf("behind %v unreachable %d; want b, c and 1", behind, unreachable)
+	}
+	for _, c := range []struct {
+		name             string
+		st               State
+		builtFor, shards int
+		want             bool
+	}{
+		{"nothing rolled out", State{}, 0, 2, false},
+		{"served, same layout", State{Served: "2"}, 2, 2, true},
+		{"built for another layout: the re-shard does it", State{Served: "2"}, 3, 2, false},
+		{"a build in flight", State{Served: "2", InFlight: &api.Rollout{Phase: api.PhaseBuilding}}, 2, 2, true},
+		{"a prepare that failed, waiting to retry", State{Served: "2", InFlight: &api.Rollout{Phase: api.PhasePreparing}}, 2, 2, true},
+		{"a decided commit unfinished", State{Served: "2", InFlight: &api.Rollout{Phase: api.PhaseCommitting}}, 2, 2, false},
+	} {
+		if got := canHeal(c.st, c.builtFor, c.shards); got != c.want {
+			t.Errorf("%s: canHeal = %v, want %v", c.name, got, c.want)
+		}
+	}
+}
