@@ -471,9 +471,7 @@ func (c *Cluster) CheckReplicasDirect(want string) error {
 			if err != nil {
 				continue // down or hung: answers nothing
 			}
-			var st struct {
-				ServedVersion string `json:"served_version"`
-			}
+			var st api.AgentStatus
 			err = json.NewDecoder(resp.Body).Decode(&st)
 			resp.Body.Close()
 			if err == nil && st.ServedVersion != want {
