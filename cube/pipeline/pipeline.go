@@ -25,6 +25,7 @@ import (
 
 	"github.com/elasticctr/terraform-provider-ctr/cube/api"
 	"github.com/elasticctr/terraform-provider-ctr/cube/client"
+	"github.com/elasticctr/terraform-provider-ctr/cube/donefile"
 	"github.com/elasticctr/terraform-provider-ctr/cube/seqfile"
 )
 
@@ -342,29 +343,54 @@ func Value(k uint64, gen byte, size int) []byte {
 	return v
 }
 
-// Publish writes a new input (SequenceFiles in Paddle's layout) for id and
-// appends its line to base.txt (or patch.txt for a patch of base key).
-// Patches hold every third key.
+// Publish writes a new input for id under the file server's root and
+// appends its line to the donefile, as a trainer does (see WriteModel).
 func (c *Cluster) Publish(id string, gen byte, patchOf string) error {
-	dir := filepath.Join(c.Root, "data", id)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
+	return WriteModel(c.Root, Model{ID: id, Gen: gen, PatchOf: patchOf, Keys: c.opts.Keys, ValueSize: c.opts.ValueSize})
+}
+
+// Model is a synthetic model version, as a trainer would write it.
+type Model struct {
+	ID        string // donefile id (a decimal number, increasing)
+	Gen       byte   // generation: every value's bytes after the key (see Value)
+	PatchOf   string // for a patch (patch.txt): the id of its base; "" for a base
+	Keys      int    // keys 0..Keys-1 (a patch holds every third)
+	ValueSize int    // bytes per value, >= 10
+}
+
+// WriteModel writes m as Paddle's trainers do: a SequenceFile in Paddle's
+// layout (raw 8-byte little-endian key, the value's bytes) at
+// <root>/data/<id>/part-00000, then its line in <root>/donefile/base.txt
+// (or patch.txt), which names the input as /data/<id>: the file server
+// serving <root> is what the transfer reads.
+func WriteModel(root string, m Model) error {
+	if m.ValueSize < 10 {
+		return fmt.Errorf("value size %d: want at least 10 bytes (the key and a generation)", m.ValueSize)
+	}
+	if _, err := strconv.ParseUint(m.ID, 10, 63); err != nil {
+		return fmt.Errorf("id %q: want a decimal number", m.ID)
+	}
+	dir := filepath.Join(root, "data", m.ID)
+	for _, d := range []string{dir, filepath.Join(root, "donefile")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return err
+		}
 	}
 	f, err := os.Create(filepath.Join(dir, "part-00000"))
 	if err != nil {
 		return err
 	}
-	w, err := seqfile.NewWriter(f, [16]byte{gen, 1, 2, 3})
+	w, err := seqfile.NewWriter(f, [16]byte{m.Gen, 1, 2, 3})
 	if err != nil {
 		f.Close()
 		return err
 	}
 	step := 1
-	if patchOf != "" {
+	if m.PatchOf != "" {
 		step = 3
 	}
-	for k := 0; k < c.opts.Keys; k += step {
-		if err := w.Append(uint64(k), Value(uint64(k), gen, c.opts.ValueSize)); err != nil {
+	for k := 0; k < m.Keys; k += step {
+		if err := w.Append(uint64(k), Value(uint64(k), m.Gen, m.ValueSize)); err != nil {
 			f.Close()
 			return err
 		}
@@ -373,19 +399,28 @@ func (c *Cluster) Publish(id string, gen byte, patchOf string) error {
 		f.Close()
 		return err
 	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
 	if err := f.Close(); err != nil {
 		return err
 	}
-	name, key := "base.txt", id
-	if patchOf != "" {
-		name, key = "patch.txt", patchOf
+	name, key := "base.txt", m.ID
+	if m.PatchOf != "" {
+		name, key = "patch.txt", m.PatchOf
 	}
-	return c.AppendDonefile(name, fmt.Sprintf(`{"id":"%s","key":"%s","input":"/data/%s"}`+"\n", id, key, id))
+	line, _ := json.Marshal(donefile.Entry{ID: m.ID, Key: key, Input: "/data/" + m.ID}) // plain strings: cannot fail
+	return appendFile(filepath.Join(root, "donefile", name), string(line)+"\n")
 }
 
 // AppendDonefile appends raw text to a donefile, as a trainer does.
 func (c *Cluster) AppendDonefile(name, text string) error {
-	f, err := os.OpenFile(filepath.Join(c.Root, "donefile", name), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	return appendFile(filepath.Join(c.Root, "donefile", name), text)
+}
+
+func appendFile(path, text string) error {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return err
 	}

@@ -3,6 +3,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/binary"
@@ -24,6 +25,7 @@ import (
 
 	"github.com/elasticctr/terraform-provider-ctr/cube/build"
 	"github.com/elasticctr/terraform-provider-ctr/cube/client"
+	"github.com/elasticctr/terraform-provider-ctr/cube/pipeline"
 	"github.com/elasticctr/terraform-provider-ctr/cube/proto"
 	"github.com/elasticctr/terraform-provider-ctr/cube/seqfile"
 	"github.com/elasticctr/terraform-provider-ctr/cube/server"
@@ -43,6 +45,7 @@ func commands() []command {
 		{"server", "serve one shard over baidu_std and HTTP on one port", runServer},
 		{"transfer", "watch a donefile, build, and roll versions out to every replica in two phases", runTransfer},
 		{"fileserver", "serve a model-output directory over HTTP (listings, HEAD, Range)", runFileserver},
+		{"model", "write a synthetic model as a trainer would (SequenceFiles + a donefile line): a smoke test without Paddle", runModel},
 		{"seek", "look keys up through cube.conf or one server", runSeek},
 		{"bench", "benchmark a cube server against Redis MGET; \"bench rollout\" measures rollouts under load, \"bench hostile\" latency under hostile connections", runBench},
 		{"demo", "run the whole pipeline on this machine: data, file server, transfer, shards, lookups, a rollout under load", runDemo},
@@ -258,12 +261,14 @@ func readSecret(file, env string) (string, error) {
 }
 
 func runSeek(args []string, stdout, stderr io.Writer) error {
-	fs := flags("seek", "(--conf cube.conf [--dict NAME] | --addr HOST:PORT) KEY...", stdout, stderr)
+	fs := flags("seek", "(--conf cube.conf [--dict NAME] | --addr HOST:PORT) [--first N] [--check G] KEY...", stdout, stderr)
 	conf := fs.String("conf", "", "Paddle Serving `cube.conf` to route keys by key % shard")
 	dict := fs.String("dict", "", "dict_name in --conf (default: the first entry)")
 	addr := fs.String("addr", "", "ask the one server at `HOST:PORT` (all keys)")
 	timeout := fs.Duration("timeout", 3*time.Second, "overall timeout")
 	format := fs.String("format", "base64", "value format: base64, hex, or float32 (little-endian floats, as Paddle's embeddings)")
+	first := fs.Int("first", 0, "also look up keys 0..`N`-1")
+	check := fs.Int("check", 0, "check every value is what `cube model --gen G` wrote for its key; print only the keys that are not, and a summary (exit 1 if any)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -272,6 +277,9 @@ func runSeek(args []string, stdout, stderr io.Writer) error {
 		return errUsage
 	}
 	var keys []uint64
+	for k := range *first {
+		keys = append(keys, uint64(k))
+	}
 	for _, a := range fs.Args() {
 		k, err := strconv.ParseUint(a, 10, 64)
 		if err != nil {
@@ -314,6 +322,9 @@ func runSeek(args []string, stdout, stderr io.Writer) error {
 	defer cancel()
 	res, ver, err := cl.Seek(ctx, keys)
 	fmt.Fprintf(stdout, "# version %s\n", ver)
+	if *check > 0 {
+		return checkValues(stdout, keys, res, byte(*check), err)
+	}
 	for i, r := range res {
 		switch {
 		case r.Failed:
@@ -325,6 +336,32 @@ func runSeek(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	return err
+}
+
+// checkValues reports every key whose value is not what `cube model --gen
+// gen` wrote, and fails if there is one.
+func checkValues(w io.Writer, keys []uint64, res []client.Result, gen byte, seekErr error) error {
+	bad := 0
+	for i, r := range res {
+		var why string
+		switch {
+		case r.Failed:
+			why = "FAILED"
+		case !r.Found():
+			why = "MISS"
+		case !bytes.Equal(r.Value, pipeline.Value(keys[i], gen, len(r.Value))):
+			why = "WRONG " + hex.EncodeToString(r.Value)
+		default:
+			continue
+		}
+		bad++
+		fmt.Fprintf(w, "%d\t%s\n", keys[i], why)
+	}
+	if bad > 0 || seekErr != nil {
+		return errors.Join(fmt.Errorf("%d of %d keys do not hold generation %d", bad, len(keys), gen), seekErr)
+	}
+	fmt.Fprintf(w, "checked %d keys: every value is generation %d's\n", len(keys), gen)
+	return nil
 }
 
 var valueFormats = map[string]func([]byte) string{

@@ -1,0 +1,52 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/elasticctr/terraform-provider-ctr/cube/client"
+)
+
+// TestModelStandIn: `cube model` writes what a trainer writes (a
+// Paddle-layout SequenceFile and a donefile line), the builder takes it, and
+// `cube seek --check` verifies every value through a cube.conf — and fails,
+// naming the keys, when the generation is not the one served.
+func TestModelStandIn(t *testing.T) {
+	dir := t.TempDir()
+	root := filepath.Join(dir, "model")
+	out := cube(t, "model", "--out", root, "--id", "1000", "--keys", "500", "--gen", "7")
+	if !strings.Contains(out, "model 1000 written") {
+		t.Fatalf("output %q", out)
+	}
+	line, err := os.ReadFile(filepath.Join(root, "donefile", "base.txt"))
+	if err != nil || strings.TrimSpace(string(line)) != `{"id":"1000","key":"1000","input":"/data/1000"}` {
+		t.Fatalf("donefile %q (%v)", line, err)
+	}
+	data := filepath.Join(dir, "dict")
+	cube(t, "build", "--input", filepath.Join(root, "data", "1000"), "--output", data, "--shards", "2", "--dict", "d")
+	conf := client.DictConf{DictName: "d", Shard: 2, Dup: 1, Timeout: 1000, Type: "ipport_list"}
+	for s := range 2 {
+		conf.Nodes = append(conf.Nodes, client.Node{IPPortList: "list://" + startServer(t, data, s)})
+	}
+	b, _ := json.Marshal([]client.DictConf{conf})
+	confPath := filepath.Join(dir, "cube.conf")
+	if err := os.WriteFile(confPath, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out := cube(t, "seek", "--conf", confPath, "--first", "500", "--check", "7"); !strings.Contains(out, "checked 500 keys: every value is generation 7's") {
+		t.Fatalf("check: %q", out)
+	}
+	cmd := exec.Command(cubeBin, "seek", "--conf", confPath, "--first", "3", "--check", "8", "600")
+	b, err = cmd.CombinedOutput()
+	if err == nil || !strings.Contains(string(b), "4 of 4 keys do not hold generation 8") || !strings.Contains(string(b), "600\tMISS") ||
+		!strings.Contains(string(b), "2\tWRONG") {
+		t.Fatalf("a wrong generation and a missing key: err %v, output %s", err, b)
+	}
+	if b, err := exec.Command(cubeBin, "model", "--out", root, "--id", "x").CombinedOutput(); err == nil || !strings.Contains(string(b), "decimal") {
+		t.Fatalf("a non-numeric id: err %v, output %s", err, b)
+	}
+}
