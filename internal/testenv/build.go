@@ -19,6 +19,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -177,6 +178,10 @@ func (b *Builder) buildVolcano(ctx context.Context, tmp string) error {
 
 // cached runs build into a temporary folder next to dir and renames it into place, so a
 // build interrupted half-way is never mistaken for a finished one.
+//
+// Builds of one thing are serialised by a lock file beside dir: a second build started
+// meanwhile (another checkout's make test, a helper's) waits for the first and then finds
+// its result, instead of building again and failing to rename onto it.
 func (b *Builder) cached(ctx context.Context, dir, what string, build func(tmp string) error) error {
 	if _, err := os.Stat(dir); err == nil {
 		fmt.Fprintf(b.Log, "testenv: %s: cached in %s\n", what, dir)
@@ -184,6 +189,15 @@ func (b *Builder) cached(ctx context.Context, dir, what string, build func(tmp s
 	}
 	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
 		return err
+	}
+	unlock, err := b.lock(ctx, dir+".lock", what)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	if _, err := os.Stat(dir); err == nil {
+		fmt.Fprintf(b.Log, "testenv: %s: built by the build we waited for, cached in %s\n", what, dir)
+		return nil
 	}
 	tmp, err := os.MkdirTemp(filepath.Dir(dir), ".build-")
 	if err != nil {
@@ -203,6 +217,34 @@ func (b *Builder) cached(ctx context.Context, dir, what string, build func(tmp s
 	}
 	fmt.Fprintf(b.Log, "testenv: built %s in %s\n", what, time.Since(start).Round(time.Second))
 	return nil
+}
+
+// lock takes an exclusive flock on path, waiting (and saying so every 30 s) while another
+// process holds it; the kernel releases it if that process dies.
+func (b *Builder) lock(ctx context.Context, path, what string) (unlock func(), err error) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err == nil {
+		return func() { f.Close() }, nil
+	}
+	fmt.Fprintf(b.Log, "testenv: another build of %s is running; waiting for it...\n", what)
+	stop := heartbeat(b.Log, "waiting for "+what, time.Now())
+	defer stop()
+	got := make(chan error, 1)
+	go func() { got <- syscall.Flock(int(f.Fd()), syscall.LOCK_EX) }()
+	select {
+	case err := <-got:
+		if err != nil {
+			f.Close()
+			return nil, fmt.Errorf("lock %q: %w", path, err)
+		}
+		return func() { f.Close() }, nil
+	case <-ctx.Done():
+		f.Close() // the flock still waiting ends with the process; it holds nothing meanwhile
+		return nil, ctx.Err()
+	}
 }
 
 // heartbeat prints a line every 30 s until stopped, so long builds visibly make progress.
