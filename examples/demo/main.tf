@@ -41,10 +41,8 @@ module "ctr" {
   workers              = { replicas = 2 }
   admin_password       = "Demo-Passw0rd"
   volcano_manifest_url = var.volcano_manifest_url
-  stack = {
-    training = { pservers = 1, trainers = 1 }
-    cube     = { shards = var.cube_shards, replicas = 1 }
-  }
+  training             = { pservers = 1, trainers = 1 }
+  cube                 = { shards = var.cube_shards, replicas = 1 }
 }
 
 output "cluster_id" {

@@ -6,6 +6,9 @@ resource "ctr_cluster" "this" {
     name        = var.name
     k8s_version = var.k8s_version
     vpc_id      = var.vpc_id
+    # The exported kubeconfig must reach the API server from where Terraform runs.
+    master          = { exposed_public = var.public_endpoint }
+    kubeconfig_type = var.public_endpoint ? "public" : "vpc"
     worker_pool = {
       replicas       = var.workers.replicas
       machine_spec   = var.workers.machine_spec
@@ -19,13 +22,15 @@ resource "ctr_cluster" "this" {
 }
 
 module "stack" {
-  source     = "../elastic-ctr"
-  kubernetes = ctr_cluster.this.kubernetes
-  name       = var.name
-  training   = lookup(var.stack, "training", {})
-  dataset    = lookup(var.stack, "dataset", null)
-  cube       = lookup(var.stack, "cube", {})
-  serving    = lookup(var.stack, "serving", {})
+  source       = "../elastic-ctr"
+  kubernetes   = ctr_cluster.this.kubernetes
+  name         = var.name
+  namespace    = var.namespace
+  training     = var.training
+  dataset      = var.dataset
+  model_output = var.model_output
+  cube         = var.cube
+  serving      = var.serving
 
   depends_on = [ctr_cluster.this]
 }

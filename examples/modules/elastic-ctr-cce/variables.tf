@@ -46,8 +46,88 @@ variable "volcano_manifest_url" {
   default     = null
 }
 
-variable "stack" {
-  description = "Settings passed to the elastic-ctr module (training, dataset, cube, serving); see its variables."
-  type        = any
-  default     = {}
+variable "public_endpoint" {
+  description = "Give the API server a public address and export a kubeconfig that uses it, so that Terraform can run outside the cluster's VPC. False: the VPC address (Terraform must run inside the VPC)."
+  type        = bool
+  default     = false
+}
+
+variable "namespace" {
+  description = "Namespace of the whole stack; it must exist."
+  type        = string
+  default     = "default"
+}
+
+# The stack's settings, passed to the elastic-ctr module as they are: the attributes and their
+# meaning are that module's (see its variables.tf and README), and so are the defaults, which
+# apply to whatever is left unset here.
+
+variable "training" {
+  description = "Training job; see the elastic-ctr module's variable of the same name."
+  type = object({
+    image    = optional(string)
+    entry    = optional(string)
+    mode     = optional(string)
+    pservers = optional(number)
+    trainers = optional(number)
+    workers  = optional(number)
+    gpus     = optional(number)
+    requests = optional(map(string))
+    limits   = optional(map(string))
+  })
+  default = {}
+}
+
+variable "dataset" {
+  description = "ElasticCTR's data.config; see the elastic-ctr module's variable of the same name. Null: none."
+  type = object({
+    hdfs_address = string
+    hdfs_ugi     = optional(string)
+    path         = string
+    start_hour   = string
+    end_hour     = string
+    sparse_dim   = optional(number)
+  })
+  default   = null
+  sensitive = true
+}
+
+variable "model_output" {
+  description = "The model-output volume; see the elastic-ctr module's variable of the same name."
+  type = object({
+    size          = optional(string)
+    storage_class = optional(string)
+    access_mode   = optional(string)
+  })
+  default = {}
+}
+
+variable "cube" {
+  description = "Cube; see the elastic-ctr module's variable of the same name."
+  type = object({
+    shards   = optional(number)
+    replicas = optional(number)
+    image    = optional(string)
+    mode     = optional(string)
+    requests = optional(map(string))
+    limits   = optional(map(string))
+    storage = optional(object({
+      size          = optional(string)
+      storage_class = optional(string)
+    }))
+  })
+  default = {}
+}
+
+variable "serving" {
+  description = "Paddle Serving; see the elastic-ctr module's variable of the same name."
+  type = object({
+    image        = optional(string)
+    model_url    = optional(string)
+    replicas     = optional(number)
+    service_type = optional(string)
+    requests     = optional(map(string))
+    limits       = optional(map(string))
+  })
+  default = {}
 }

@@ -2,6 +2,15 @@
 # parameter-server training, the cube sparse-parameter service fed by its donefile, and Paddle
 # Serving reading the cube.
 
+locals {
+  ps   = var.training.mode == "ps"
+  gpus = var.training.gpus > 0 ? var.training.gpus : null
+  resources = {
+    requests = var.training.requests
+    limits   = var.training.limits
+  }
+}
+
 resource "ctr_training_job" "this" {
   kubernetes = var.kubernetes
   name       = "${var.name}-train"
@@ -9,18 +18,16 @@ resource "ctr_training_job" "this" {
   stack      = var.name
   image      = var.training.image
   entry      = var.training.entry
-  pserver = {
-    replicas = var.training.pservers
-    requests = var.training.requests
-    limits   = var.training.limits
+  mode       = var.training.mode
+  pserver    = local.ps ? merge(local.resources, { replicas = var.training.pservers, gpus = null }) : null
+  trainer    = local.ps ? merge(local.resources, { replicas = var.training.trainers, gpus = local.gpus }) : null
+  worker     = local.ps ? null : merge(local.resources, { replicas = var.training.workers, gpus = local.gpus })
+  dataset    = var.dataset
+  model_output = {
+    size          = var.model_output.size
+    storage_class = var.model_output.storage_class
+    access_mode   = var.model_output.access_mode
   }
-  trainer = {
-    replicas = var.training.trainers
-    requests = var.training.requests
-    limits   = var.training.limits
-  }
-  dataset      = var.dataset
-  model_output = { size = var.model_output_size }
 }
 
 resource "ctr_cube" "this" {
@@ -33,6 +40,8 @@ resource "ctr_cube" "this" {
   replicas     = var.cube.replicas
   image        = var.cube.image
   mode         = var.cube.mode
+  resources    = var.cube.requests == null && var.cube.limits == null ? null : { requests = var.cube.requests, limits = var.cube.limits }
+  storage      = var.cube.storage
 }
 
 resource "ctr_serving" "this" {
@@ -44,5 +53,6 @@ resource "ctr_serving" "this" {
   replicas     = var.serving.replicas
   service_type = var.serving.service_type
   cube_conf    = ctr_cube.this.cube_conf
-  model_url    = "${ctr_training_job.this.file_server_url}/output/ctr_model.tar.gz"
+  model_url    = coalesce(var.serving.model_url, "${ctr_training_job.this.file_server_url}/output/ctr_model.tar.gz")
+  resources    = var.serving.requests == null && var.serving.limits == null ? null : { requests = var.serving.requests, limits = var.serving.limits }
 }

@@ -31,19 +31,30 @@ variable "namespace" {
 }
 
 variable "training" {
-  description = "Training job: image, entry, parameter servers, trainers, and resources per pod (Kubernetes quantities)."
+  description = "Training job: image, entry, mode (ps: parameter servers and trainers; collective: GPU workers), pod counts, GPUs per trainer or worker, and resources per pod (Kubernetes quantities)."
   type = object({
     image    = optional(string)
     entry    = optional(string, "cd /workspace/ctr && python train.py --is_local 0 --cloud_train 1")
+    mode     = optional(string, "ps")
     pservers = optional(number, 2)
     trainers = optional(number, 2)
+    workers  = optional(number, 2)
+    gpus     = optional(number, 0)
     requests = optional(map(string), {})
     limits   = optional(map(string), {})
   })
   default = {}
   validation {
-    condition     = var.training.pservers >= 1 && var.training.trainers >= 1
-    error_message = "training needs at least one parameter server and one trainer."
+    condition     = contains(["ps", "collective"], var.training.mode)
+    error_message = "training.mode must be ps or collective."
+  }
+  validation {
+    condition     = var.training.mode == "collective" ? var.training.workers >= 1 : (var.training.pservers >= 1 && var.training.trainers >= 1)
+    error_message = "training needs at least one parameter server and one trainer (mode ps), or one worker (mode collective)."
+  }
+  validation {
+    condition     = var.training.gpus >= 0 && floor(var.training.gpus) == var.training.gpus
+    error_message = "training.gpus must be a whole number, 0 or more."
   }
 }
 
@@ -61,19 +72,33 @@ variable "dataset" {
   sensitive = true
 }
 
-variable "model_output_size" {
-  description = "Size of the model-output volume, e.g. 10Gi."
-  type        = string
-  default     = "10Gi"
+variable "model_output" {
+  description = "The model-output volume: size, StorageClass (null: the cluster's default) and access mode. ReadWriteOnce keeps trainers beside the file server; ReadWriteMany (e.g. CFS on CCE) lets them spread."
+  type = object({
+    size          = optional(string, "10Gi")
+    storage_class = optional(string)
+    access_mode   = optional(string, "ReadWriteOnce")
+  })
+  default = {}
+  validation {
+    condition     = contains(["ReadWriteOnce", "ReadWriteMany"], var.model_output.access_mode)
+    error_message = "model_output.access_mode must be ReadWriteOnce or ReadWriteMany."
+  }
 }
 
 variable "cube" {
-  description = "Cube: shards, replicas per shard, image (default: the provider's own cube image) and rollout mode (base or base_delta)."
+  description = "Cube: shards, replicas per shard, image (default: the provider's own cube image), rollout mode (base or base_delta), resources per pod, and the replicas' storage (null: an emptyDir; the transfer heals a replica that comes back empty)."
   type = object({
     shards   = optional(number, 2)
     replicas = optional(number, 2)
     image    = optional(string)
     mode     = optional(string, "base")
+    requests = optional(map(string))
+    limits   = optional(map(string))
+    storage = optional(object({
+      size          = optional(string, "10Gi")
+      storage_class = optional(string)
+    }))
   })
   default = {}
   validation {
@@ -83,11 +108,14 @@ variable "cube" {
 }
 
 variable "serving" {
-  description = "Paddle Serving: image, replicas and Service type."
+  description = "Paddle Serving: image, where its dense model is fetched from (MODEL_URL; null: ctr_model.tar.gz on the training job's file server), replicas, Service type and resources per pod."
   type = object({
     image        = optional(string)
+    model_url    = optional(string)
     replicas     = optional(number, 1)
     service_type = optional(string, "ClusterIP")
+    requests     = optional(map(string))
+    limits       = optional(map(string))
   })
   default = {}
   validation {

@@ -2,7 +2,8 @@ terraform {
   required_version = ">= 1.11"
   required_providers {
     ctr = {
-      source = "elasticctr/ctr"
+      source  = "elasticctr/ctr"
+      version = ">= 0.1.0"
     }
   }
 }
