@@ -38,6 +38,7 @@ type flags struct {
 	version, revision   string
 	source, licenses    string
 	repository, out     string
+	push                bool
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -53,6 +54,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&f.licenses, "licenses", "", "SPDX `expression` for the licenses label (default NOASSERTION)")
 	fs.StringVar(&f.repository, "repository", image.Repository, "`repository` of the tarball's tag")
 	fs.StringVar(&f.out, "out", "", "output `directory` (required)")
+	fs.BoolVar(&f.push, "push", false, "then push the OCI layout (every platform built) to <repository>:<version>, with the credentials of ~/.docker/config.json ($DOCKER_CONFIG)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -122,6 +124,15 @@ func build(ctx context.Context, f flags, stdout io.Writer) error {
 		return err
 	}
 	fmt.Fprintf(stdout, "%s  %s  %d bytes  (docker load -i %s)\n", tarPath, tag, st.Size(), tarPath)
+	if !f.push {
+		return nil
+	}
+	fmt.Fprintf(stdout, "pushing %s ...\n", tag)
+	pushed, err := image.Push(ctx, oci, tag)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "pushed %s@%s\n", tag, pushed)
 	return nil
 }
 
