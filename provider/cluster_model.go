@@ -103,7 +103,7 @@ func (m *cceModel) clusterSpec() cce.ClusterSpec {
 		Name: m.Name.ValueString(), Description: m.Description.ValueString(), K8sVersion: m.K8sVersion.ValueString(),
 		Runtime: m.Runtime.ValueString(), RuntimeVersion: m.RuntimeVersion.ValueString(), VPCID: m.VPCID.ValueString(),
 		NetworkMode: m.NetworkMode.ValueString(), PodCIDR: m.PodCIDR.ValueString(), ServiceCIDR: m.ServiceCIDR.ValueString(),
-		MasterType: "managedPro", MasterFlavor: "l50",
+		MasterType: defaultMasterType, MasterFlavor: defaultMasterFlavor,
 	}
 	if ms := m.Master; ms != nil {
 		s.MasterType, s.MasterFlavor = ms.Type.ValueString(), ms.Flavor.ValueString()

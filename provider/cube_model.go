@@ -98,7 +98,7 @@ func (m *cubeModel) cube(ctx context.Context) (stack.Cube, diag.Diagnostics) {
 		Shards: int32(m.Shards.ValueInt64()), Replicas: int32(m.Replicas.ValueInt64()), Image: m.Image.ValueString(),
 		DonefileURL: m.DonefileURL.ValueString(), Mode: m.Mode.ValueString(), Port: int32(m.Port.ValueInt64()),
 		TransferPort: int32(m.TransferPort.ValueInt64()), TransferFilesPort: int32(m.FilesPort.ValueInt64()), TransferStorage: m.TransferStorage.ValueString(),
-		TimeoutMS: int32(m.TimeoutMS.ValueInt64()), Retry: int32(m.Retry.ValueInt64()), BackupRequestMS: int32(m.BackupRequestMS.ValueInt64()),
+		TimeoutMS: int32(m.TimeoutMS.ValueInt64()), Retry: int32Ptr(m.Retry), BackupRequestMS: int32(m.BackupRequestMS.ValueInt64()),
 		Token: m.ControlToken.ValueString()}
 	if r := m.Resources; r != nil {
 		if !r.Requests.IsNull() && !r.Requests.IsUnknown() {

@@ -23,7 +23,7 @@ import (
 func cubeSchema(ctx context.Context) schema.Schema {
 	num := func(desc string, def int64, min, max int64) schema.Int64Attribute {
 		return schema.Int64Attribute{Optional: true, Computed: true, Default: int64default.StaticInt64(def),
-			MarkdownDescription: fmt.Sprintf("%s Defaults to `%d`.", desc, def), Validators: []validator.Int64{int64validator.Between(min, max)}}
+			MarkdownDescription: fmt.Sprintf("%s From %d to %d. Defaults to `%d`.", desc, min, max, def), Validators: []validator.Int64{int64validator.Between(min, max)}}
 	}
 	return schema.Schema{
 		MarkdownDescription: "The cube sparse-parameter service: `shards` × `replicas` cube servers (one StatefulSet and one headless " +
@@ -37,31 +37,28 @@ func cubeSchema(ctx context.Context) schema.Schema {
 			"**Pods.** " + hardenedDefaults + " This repository's image also runs as user and group 65532 (non-root, with `fsGroup` 65532 so " +
 			"that it writes its dictionary and work volumes) on a read-only root filesystem. `security_context` relaxes any of it.",
 		Attributes: map[string]schema.Attribute{
-			"id": schema.StringAttribute{Computed: true, MarkdownDescription: "`namespace/name`.", PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown()}},
-			"name": schema.StringAttribute{Required: true, PlanModifiers: replaceStr(),
-				MarkdownDescription: fmt.Sprintf("Name prefix of every object. At most %d lowercase letters, digits and `-`.", stack.MaxNameLength),
-				Validators: []validator.String{stringvalidator.LengthBetween(1, stack.MaxNameLength),
-					stringvalidator.RegexMatches(dnsLabelRE, "must be lowercase letters, digits and '-', starting and ending with a letter or digit")}},
-			"namespace": schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString("default"), PlanModifiers: replaceStr(),
-				MarkdownDescription: "Namespace of every object. Defaults to `default`."},
-			"stack": schema.StringAttribute{Optional: true, MarkdownDescription: "The `app.kubernetes.io/part-of` label. Defaults to `name`."},
+			"id":        idAttribute(),
+			"name":      nameAttribute("Name prefix of every object."),
+			"namespace": namespaceAttribute("Namespace of every object."),
+			"stack":     stackAttribute("Name of the stack this cube belongs to"),
 			"dict": schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString(stack.DefaultCubeDict),
 				MarkdownDescription: "Dictionary name, Paddle Serving's `sparse_param_service_table_name`. Defaults to `" + stack.DefaultCubeDict + "`."},
 			"shards": num("Number of shards; key k lives on shard `k % shards`, as Paddle's client routes it. Changing it re-shards: "+
-				"new shards' objects are created, removed ones deleted, and the transfer restarts and rebuilds every shard from the last model.", stack.DefaultCubeShards, 1, 256),
-			"replicas": num("Cube servers per shard.", stack.DefaultCubeReplicas, 1, 32),
+				"new shards' objects are created, removed ones deleted, and the transfer restarts and rebuilds every shard from the last model.",
+				stack.DefaultCubeShards, stack.MinCubeShards, stack.MaxCubeShards),
+			"replicas": num("Cube servers per shard.", stack.DefaultCubeReplicas, stack.MinCubeReplicas, stack.MaxCubeReplicas),
 			"image": schema.StringAttribute{Optional: true, Computed: true,
 				MarkdownDescription: "Image with the `cube` binary, for servers and transfer. Defaults to `" + stack.CubeImageRepository + ":<provider version>`, built from this repository (`latest` for a development build of the provider).",
-				PlanModifiers:       []planmodifier.String{stringplanmodifier.UseStateForUnknown()}},
+				PlanModifiers:       []planmodifier.String{stringplanmodifier.UseStateForUnknown()}, Validators: imageValidators},
 			"donefile_url": schema.StringAttribute{Required: true,
 				MarkdownDescription: "URL of the donefile (`base.txt`) the transfer watches: `ctr_training_job.<name>.donefile_url`."},
 			"mode": schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString(stack.DefaultCubeMode),
 				MarkdownDescription: "`base`: roll out base versions only; `base_delta`: also the patches in `patch.txt`. Defaults to `base`.",
 				Validators:          []validator.String{stringvalidator.OneOf(stack.CubeModes...)}},
-			"port":          num("Port of the cube servers (baidu_std and HTTP).", stack.DefaultCubePort, 1, 65535),
-			"transfer_port": num("Port of the transfer's status API (`/status`, `/healthz`, `/metrics`, `POST /trigger`).", stack.DefaultTransferPort, 1, 65535),
-			"transfer_files_port": num("Port at which the transfer publishes built shards (`/files/`) for the cube servers to download; "+
-				"only cube servers may reach it while the network policies are enabled. Must differ from `transfer_port`.", stack.DefaultTransferFilesPort, 1, 65535),
+			"port":          portAttribute("Port of the cube servers (baidu_std and HTTP).", stack.DefaultCubePort),
+			"transfer_port": portAttribute("Port of the transfer's status API (`/status`, `/healthz`, `/metrics`, `POST /trigger`). Must differ from `port`.", stack.DefaultTransferPort),
+			"transfer_files_port": portAttribute("Port at which the transfer publishes built shards (`/files/`) for the cube servers to download; "+
+				"only cube servers may reach it while the network policies are enabled. Must differ from `port` and `transfer_port`.", stack.DefaultTransferFilesPort),
 			"resources": schema.SingleNestedAttribute{Optional: true, MarkdownDescription: "Requests and limits of each cube server. A cube server always has a memory limit: " +
 				"the memory request when only a request is given, else `" + stack.DefaultCubeMemory + "` as both request and limit. The dictionary is memory-mapped: " +
 				"its page cache counts against the limit but is reclaimed under pressure, so a limit below the shard's dictionary size slows lookups " +
@@ -74,20 +71,18 @@ func cubeSchema(ctx context.Context) schema.Schema {
 				MarkdownDescription: "Per-replica dictionary storage as a PersistentVolumeClaim. Unset: an emptyDir (a restarted pod gets its dictionary back from the transfer). Changing it replaces the cube.",
 				PlanModifiers:       []planmodifier.Object{objectplanmodifier.RequiresReplace()},
 				Attributes: map[string]schema.Attribute{
-					"size":          schema.StringAttribute{Optional: true, MarkdownDescription: "Claim size. Defaults to `10Gi`."},
+					"size":          schema.StringAttribute{Optional: true, MarkdownDescription: "Claim size. Defaults to `" + stack.DefaultCubeStorageSize + "`."},
 					"storage_class": schema.StringAttribute{Optional: true, MarkdownDescription: "StorageClass; the cluster default when unset."},
 				}},
 			"transfer_storage": schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString(stack.DefaultTransferStorage),
 				MarkdownDescription: "Size of the transfer's volume (downloads, built shards, state). Defaults to `" + stack.DefaultTransferStorage + "`."},
-			"node_selector": schema.MapAttribute{Optional: true, ElementType: types.StringType, MarkdownDescription: "Node selector of every cube pod."},
-			"tolerations": schema.ListNestedAttribute{Optional: true, MarkdownDescription: "Tolerations of every cube pod.",
-				NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
-					"key": schema.StringAttribute{Optional: true}, "operator": schema.StringAttribute{Optional: true},
-					"value": schema.StringAttribute{Optional: true}, "effect": schema.StringAttribute{Optional: true},
-				}}},
-			"timeout_ms":        num("cube.conf `timeout`: Paddle Serving's per-request timeout in milliseconds.", stack.DefaultCubeTimeoutMS, 1, 600000),
-			"retry":             num("cube.conf `retry`: Paddle Serving's retries on another replica.", stack.DefaultCubeRetry, 0, 10),
-			"backup_request_ms": num("cube.conf `backup_request`: send a backup request after this many milliseconds; 0 disables it.", 0, 0, 600000),
+			"node_selector": nodeSelectorAttribute("every cube pod"),
+			"tolerations":   tolerationsAttribute("every cube pod"),
+			"timeout_ms": num("cube.conf `timeout`: Paddle Serving's per-request timeout in milliseconds.",
+				stack.DefaultCubeTimeoutMS, stack.MinCubeTimeoutMS, stack.MaxCubeTimeoutMS),
+			"retry": num("cube.conf `retry`: Paddle Serving's retries on another replica; `0` turns retries off.", stack.DefaultCubeRetry, 0, stack.MaxCubeRetry),
+			"backup_request_ms": num("cube.conf `backup_request`: send a backup request after this many milliseconds; 0 disables it.",
+				0, 0, stack.MaxBackupRequestMS),
 			"security_context": securityContextAttribute("the cube servers' and the transfer's pods",
 				"This repository's image also runs as user and group 65532 with `runAsNonRoot`, `fsGroup` 65532 and a read-only root filesystem."),
 			"network_policy": schema.SingleNestedAttribute{Optional: true,
@@ -111,9 +106,8 @@ func cubeSchema(ctx context.Context) schema.Schema {
 				MarkdownDescription: "Shared token of the control endpoints (agent, transfer, ControlService), stored in a Secret. Generated when unset.",
 				PlanModifiers:       []planmodifier.String{stringplanmodifier.UseStateForUnknown()}},
 			"kubernetes": connectionResourceAttribute(),
-			"timeouts":   timeouts.Attributes(ctx, timeouts.Opts{Create: true, Update: true, Delete: true}),
-			"manifests": schema.MapAttribute{Computed: true, ElementType: types.StringType,
-				MarkdownDescription: "Every Kubernetes object this resource owns, `apiVersion/Kind/name` -> YAML, rendered at plan time."},
+			"timeouts":   timeoutsAttribute(ctx, timeouts.Opts{Create: true, Update: true, Delete: true}),
+			"manifests":  manifestsAttribute(),
 			"cube_conf": schema.StringAttribute{Computed: true,
 				MarkdownDescription: "Paddle Serving's `cube.conf` (JSON) for this cube: one `http://<shard service>:<port>` per shard, which brpc re-resolves to the shard's ready replicas."},
 			"endpoints":    schema.ListAttribute{Computed: true, ElementType: types.StringType, MarkdownDescription: "Address of each shard's Service, shard by shard."},

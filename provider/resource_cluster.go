@@ -327,10 +327,10 @@ func (r *clusterResource) importCCE(ctx context.Context, c *cce.Client, cl *cce.
 		Name: types.StringValue(spec.Name), Description: optionalString(spec.Description), K8sVersion: types.StringValue(spec.K8sVersion),
 		Runtime: optionalString(spec.Runtime), RuntimeVersion: optionalString(spec.RuntimeVersion), VPCID: types.StringValue(spec.VPCID),
 		NetworkMode: optionalString(spec.NetworkMode), PodCIDR: optionalString(spec.PodCIDR), ServiceCIDR: optionalString(spec.ServiceCIDR),
-		KubeconfigType: types.StringValue("vpc"), DeleteResource: types.BoolValue(true), DeleteCDSSnapshot: types.BoolValue(true),
+		KubeconfigType: types.StringValue(defaultKubeconfigType), DeleteResource: types.BoolValue(true), DeleteCDSSnapshot: types.BoolValue(true),
 	}
 	// A master with the defaults is what a configuration without a master block creates.
-	if !(spec.MasterType == "managedPro" && spec.MasterFlavor == "l50" && spec.MasterZone == "" && spec.MasterSubnetID == "" && !spec.ExposedPublic) {
+	if !(spec.MasterType == defaultMasterType && spec.MasterFlavor == defaultMasterFlavor && spec.MasterZone == "" && spec.MasterSubnetID == "" && !spec.ExposedPublic) {
 		st.CCE.Master = &masterModel{Type: optionalString(spec.MasterType), Flavor: optionalString(spec.MasterFlavor), Zone: optionalString(spec.MasterZone),
 			SubnetID: optionalString(spec.MasterSubnetID), ExposedPublic: types.BoolValue(spec.ExposedPublic)}
 	}

@@ -62,12 +62,7 @@ func (r *cubeResource) ValidateConfig(ctx context.Context, req resource.Validate
 	}
 	c, d := m.cube(ctx)
 	resp.Diagnostics.Append(d...)
-	if c.Namespace == "" {
-		c.Namespace = "default"
-	}
-	for _, e := range c.Validate() {
-		resp.Diagnostics.AddAttributeError(fieldPath(e.Path), "Invalid Cube Setting", "Attribute "+e.Path+": "+e.Detail)
-	}
+	resp.Diagnostics.Append(settingErrors("Cube", c.Validate())...)
 }
 
 func (r *cubeResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
@@ -95,7 +90,7 @@ func (r *cubeResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRe
 	resp.Diagnostics.Append(d...)
 	set, err := stack.RenderCube(c)
 	if err != nil {
-		resp.Diagnostics.AddError("Invalid Cube", err.Error())
+		resp.Diagnostics.Append(renderError("Cube", err)...)
 		return
 	}
 	plan.computed(ctx, c, set, &resp.Diagnostics)
@@ -304,7 +299,8 @@ func (r *cubeResource) importSettings(ctx context.Context, kc *kube.Client, st *
 	st.Port, st.TransferPort = types.Int64Value(int64(c.Port)), types.Int64Value(int64(c.TransferPort))
 	st.FilesPort = types.Int64Value(int64(c.Defaulted().TransferFilesPort))
 	st.TransferStorage = optionalString(c.TransferStorage)
-	st.TimeoutMS, st.Retry, st.BackupRequestMS = types.Int64Value(int64(c.TimeoutMS)), types.Int64Value(int64(c.Retry)), types.Int64Value(int64(c.BackupRequestMS))
+	d := c.Defaulted() // numbers the schema defaults are always in the settings; older settings left out zeros
+	st.TimeoutMS, st.Retry, st.BackupRequestMS = types.Int64Value(int64(d.TimeoutMS)), types.Int64Value(int64(*d.Retry)), types.Int64Value(int64(c.BackupRequestMS))
 	st.NodeSelector, st.ControlToken = optionalStringMap(ctx, c.NodeSelector, diags), optionalString(token)
 	st.Resources, st.Storage, st.Tolerations = nil, nil, nil
 	if c.Requests != nil || c.Limits != nil {

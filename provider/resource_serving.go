@@ -52,12 +52,7 @@ func (r *servingResource) ValidateConfig(ctx context.Context, req resource.Valid
 	}
 	s, d := m.serving(ctx)
 	resp.Diagnostics.Append(d...)
-	if s.Namespace == "" {
-		s.Namespace = "default"
-	}
-	for _, e := range s.Validate() {
-		resp.Diagnostics.AddAttributeError(fieldPath(e.Path), "Invalid Serving Setting", "Attribute "+e.Path+": "+e.Detail)
-	}
+	resp.Diagnostics.Append(settingErrors("Serving", s.Validate())...)
 }
 
 func (r *servingResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
@@ -82,7 +77,7 @@ func (r *servingResource) ModifyPlan(ctx context.Context, req resource.ModifyPla
 	resp.Diagnostics.Append(d...)
 	set, err := stack.RenderServing(s)
 	if err != nil {
-		resp.Diagnostics.AddError("Invalid Serving", err.Error())
+		resp.Diagnostics.Append(renderError("Serving", err)...)
 		return
 	}
 	plan.Manifests = manifestsValue(ctx, set, &resp.Diagnostics)

@@ -70,13 +70,7 @@ func (r *trainingJobResource) ValidateConfig(ctx context.Context, req resource.V
 	if diags.HasError() {
 		return
 	}
-	// Schema defaults are not applied to the configuration yet; fill the ones that checks need.
-	if j.Namespace == "" {
-		j.Namespace = "default"
-	}
-	for _, e := range j.Validate() {
-		resp.Diagnostics.AddAttributeError(fieldPath(e.Path), "Invalid Training Job Setting", "Attribute "+e.Path+": "+e.Detail)
-	}
+	resp.Diagnostics.Append(settingErrors("Training Job", j.Validate())...)
 }
 
 // ModifyPlan renders the Kubernetes objects at plan time, so that `manifests` shows the
@@ -121,7 +115,7 @@ func (r *trainingJobResource) ModifyPlan(ctx context.Context, req resource.Modif
 	}
 	set, err := stack.RenderTrainingJob(j)
 	if err != nil {
-		resp.Diagnostics.AddError("Invalid Training Job", err.Error())
+		resp.Diagnostics.Append(renderError("Training Job", err)...)
 		return
 	}
 	manifests, err := set.Manifests()

@@ -6,12 +6,9 @@ import (
 
 	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
 	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
-	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/int64default"
-	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringdefault"
-	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
@@ -28,22 +25,18 @@ func servingSchema(ctx context.Context) schema.Schema {
 			"The serving pods carry `app.kubernetes.io/part-of = <stack>` and `app.kubernetes.io/component = serving`: a `ctr_cube` with the " +
 			"same `stack` in the same namespace admits exactly these pods to its shards through its NetworkPolicy.",
 		Attributes: map[string]schema.Attribute{
-			"id": schema.StringAttribute{Computed: true, MarkdownDescription: "`namespace/name`.", PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown()}},
-			"name": schema.StringAttribute{Required: true, PlanModifiers: replaceStr(), MarkdownDescription: "Name of the Deployment and Service.",
-				Validators: []validator.String{stringvalidator.LengthBetween(1, stack.MaxNameLength),
-					stringvalidator.RegexMatches(dnsLabelRE, "must be lowercase letters, digits and '-', starting and ending with a letter or digit")}},
-			"namespace": schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString("default"), PlanModifiers: replaceStr(),
-				MarkdownDescription: "Namespace. Defaults to `default`."},
-			"stack": schema.StringAttribute{Optional: true, MarkdownDescription: "The `app.kubernetes.io/part-of` label. Defaults to `name`."},
-			"image": schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString(stack.DefaultServingImage),
+			"id":        idAttribute(),
+			"name":      nameAttribute("Name of the Deployment and Service."),
+			"namespace": namespaceAttribute("Namespace."),
+			"stack":     stackAttribute("Name of the stack this serving belongs to"),
+			"image": schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString(stack.DefaultServingImage), Validators: imageValidators,
 				MarkdownDescription: "Paddle Serving image with the CTR model's serving program. Defaults to `" + stack.DefaultServingImage + "`."},
-			"replicas": schema.Int64Attribute{Optional: true, Computed: true, Default: int64default.StaticInt64(1), MarkdownDescription: "Serving pods. Defaults to `1`.",
-				Validators: []validator.Int64{int64validator.AtLeast(1)}},
-			"port": schema.Int64Attribute{Optional: true, Computed: true, Default: int64default.StaticInt64(stack.DefaultServingPort),
-				MarkdownDescription: fmt.Sprintf("Port of the pods and the Service. Defaults to `%d`.", stack.DefaultServingPort), Validators: []validator.Int64{int64validator.Between(1, 65535)}},
-			"service_type": schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString("ClusterIP"),
-				MarkdownDescription: "One of " + quoted(stack.ServiceTypes) + ". Defaults to `ClusterIP`.", Validators: []validator.String{stringvalidator.OneOf(stack.ServiceTypes...)}},
-			"model_url": schema.StringAttribute{Optional: true, MarkdownDescription: "Where the dense model is fetched from (`MODEL_URL`), e.g. the training job's file server."},
+			"replicas": schema.Int64Attribute{Optional: true, Computed: true, Default: int64default.StaticInt64(stack.DefaultServingReplicas),
+				MarkdownDescription: fmt.Sprintf("Serving pods. Defaults to `%d`.", stack.DefaultServingReplicas),
+				Validators:          []validator.Int64{int64validator.AtLeast(1)}},
+			"port":         portAttribute("Port of the pods and the Service.", stack.DefaultServingPort),
+			"service_type": serviceTypeAttribute(),
+			"model_url":    schema.StringAttribute{Optional: true, MarkdownDescription: "Where the dense model is fetched from (`MODEL_URL`), e.g. the training job's file server."},
 			"args": schema.ListAttribute{Optional: true, ElementType: types.StringType,
 				MarkdownDescription: "Container arguments. Defaults to `[\"--port=<port>\", \"--enable_cube=true\"]`."},
 			"env": schema.MapAttribute{Optional: true, ElementType: types.StringType, MarkdownDescription: "Extra environment variables."},
@@ -57,10 +50,9 @@ func servingSchema(ctx context.Context) schema.Schema {
 				"Paddle Serving's images run as root: no user and no read-only root filesystem are forced on them. If the image needs a "+
 					"capability back (e.g. `tar` restoring file owners needs `CHOWN`), add it with `add_capabilities`."),
 			"kubernetes": connectionResourceAttribute(),
-			"timeouts":   timeouts.Attributes(ctx, timeouts.Opts{Create: true, Update: true, Delete: true}),
-			"manifests": schema.MapAttribute{Computed: true, ElementType: types.StringType,
-				MarkdownDescription: "Every Kubernetes object this resource owns, `apiVersion/Kind/name` -> YAML, rendered at plan time."},
-			"url": schema.StringAttribute{Computed: true, MarkdownDescription: "In-cluster URL of the serving Service."},
+			"timeouts":   timeoutsAttribute(ctx, timeouts.Opts{Create: true, Update: true, Delete: true}),
+			"manifests":  manifestsAttribute(),
+			"url":        schema.StringAttribute{Computed: true, MarkdownDescription: "In-cluster URL of the serving Service."},
 		},
 	}
 }

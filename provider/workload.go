@@ -2,6 +2,7 @@ package provider
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/hashicorp/terraform-plugin-framework/diag"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/elasticctr/terraform-provider-ctr/internal/kube"
 	"github.com/elasticctr/terraform-provider-ctr/internal/stack"
+	"github.com/elasticctr/terraform-provider-ctr/provider/internal/diagnostics"
 )
 
 // The steps every workload resource (ctr_cube, ctr_serving) shares with ctr_training_job:
@@ -66,4 +68,23 @@ func manifestsValue(ctx context.Context, set stack.Set, diags *diag.Diagnostics)
 	mv, d := types.MapValueFrom(ctx, types.StringType, m)
 	diags.Append(d...)
 	return mv
+}
+
+// settingErrors reports stack's FieldErrors, each at its attribute.
+func settingErrors(kind string, errs stack.FieldErrors) diag.Diagnostics {
+	var diags diag.Diagnostics
+	for _, e := range errs {
+		diags.Append(diagnostics.InvalidSetting(kind, fieldPath(e.Path), e.Detail))
+	}
+	return diags
+}
+
+// renderError reports a rendering that failed: settings errors at their attributes (found
+// at plan time when validation had to wait for values known only then), anything else as is.
+func renderError(kind string, err error) diag.Diagnostics {
+	var errs stack.FieldErrors
+	if errors.As(err, &errs) {
+		return settingErrors(kind, errs)
+	}
+	return diag.Diagnostics{diagnostics.Failed("Render "+kind+" Error", "Could not render the Kubernetes objects", "", err)}
 }

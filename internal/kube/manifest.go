@@ -21,48 +21,62 @@ import (
 // MaxManifestSize bounds a downloaded release manifest (Volcano's is ~1.5 MB).
 const MaxManifestSize = 32 << 20
 
-// FetchManifest reads a multi-document YAML manifest from an http(s):// or file:// URL (or a
-// plain path), for example Volcano's release manifest or a mirror of it.
-func FetchManifest(ctx context.Context, rawURL string) ([]byte, error) {
+// CheckManifestURL says whether FetchManifest can read a manifest URL: http://, https:// (with
+// a host) or file:// (with a path), for mirrors and air-gapped sites.
+func CheckManifestURL(rawURL string) error {
 	u, err := url.Parse(rawURL)
 	if err != nil {
-		return nil, fmt.Errorf("manifest URL %q: %w", rawURL, err)
+		return fmt.Errorf("%q is not a URL: %w", rawURL, err)
 	}
 	switch u.Scheme {
 	case "http", "https":
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, rawURL, nil)
-		if err != nil {
-			return nil, err
+		if u.Host == "" {
+			return fmt.Errorf("%q names no host", rawURL)
 		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			return nil, fmt.Errorf("download manifest %s: %w", rawURL, err)
+	case "file":
+		if u.Path == "" {
+			return fmt.Errorf("%q names no file: use file:///absolute/path", rawURL)
 		}
-		defer resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			return nil, fmt.Errorf("download manifest %s: HTTP %d", rawURL, resp.StatusCode)
-		}
-		data, err := io.ReadAll(io.LimitReader(resp.Body, MaxManifestSize+1))
-		if err != nil {
-			return nil, fmt.Errorf("download manifest %s: %w", rawURL, err)
-		}
-		if len(data) > MaxManifestSize {
-			return nil, fmt.Errorf("manifest %s is larger than %d bytes", rawURL, MaxManifestSize)
-		}
-		return data, nil
-	case "file", "":
-		p := u.Path
-		if u.Scheme == "" {
-			p = rawURL
-		}
-		data, err := os.ReadFile(p)
+	default:
+		return fmt.Errorf("%q: use an https://, http:// or file:// URL", rawURL)
+	}
+	return nil
+}
+
+// FetchManifest reads a multi-document YAML manifest from an http(s):// or file:// URL, for
+// example Volcano's release manifest or a mirror of it.
+func FetchManifest(ctx context.Context, rawURL string) ([]byte, error) {
+	if err := CheckManifestURL(rawURL); err != nil {
+		return nil, fmt.Errorf("manifest URL %w", err)
+	}
+	u, _ := url.Parse(rawURL) // checked above
+	if u.Scheme == "file" {
+		data, err := os.ReadFile(u.Path)
 		if err != nil {
 			return nil, fmt.Errorf("read manifest: %w", err)
 		}
 		return data, nil
-	default:
-		return nil, fmt.Errorf("manifest URL %q: use http://, https:// or file://", rawURL)
 	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, rawURL, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("download manifest %s: %w", rawURL, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("download manifest %s: HTTP %d", rawURL, resp.StatusCode)
+	}
+	data, err := io.ReadAll(io.LimitReader(resp.Body, MaxManifestSize+1))
+	if err != nil {
+		return nil, fmt.Errorf("download manifest %s: %w", rawURL, err)
+	}
+	if len(data) > MaxManifestSize {
+		return nil, fmt.Errorf("manifest %s is larger than %d bytes", rawURL, MaxManifestSize)
+	}
+	return data, nil
 }
 
 // kindOrder installs what others depend on first: namespaces and CRDs, then accounts and

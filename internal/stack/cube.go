@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"net/url"
 	"strconv"
 	"strings"
 
@@ -50,6 +51,7 @@ const (
 	DefaultCubeMode          = "base"
 	DefaultCubeTimeoutMS     = 200
 	DefaultCubeRetry         = 3
+	DefaultCubeStorageSize   = "10Gi"
 	DefaultTransferStorage   = "20Gi"
 	tokenKey                 = "token"
 	cubeTokenDir             = "/etc/cube"
@@ -63,10 +65,23 @@ const (
 	placeholderTokenForPlans = "(generated at apply)"
 )
 
+// Bounds of a cube's settings.
+const (
+	MinCubeShards      = 1
+	MaxCubeShards      = 256
+	MinCubeReplicas    = 1
+	MaxCubeReplicas    = 32
+	MinCubeTimeoutMS   = 1
+	MaxCubeTimeoutMS   = 600000
+	MaxCubeRetry       = 10
+	MaxBackupRequestMS = 600000
+)
+
 // CubeModes are the transfer's modes: base versions only, or bases and their patches.
 var CubeModes = []string{"base", "base_delta"}
 
-// Cube is everything a `ctr_cube` says. Zero values mean "default".
+// Cube is everything a `ctr_cube` says. Zero values mean "default", except where zero is a
+// valid setting of its own: those fields are pointers, nil meaning "default".
 type Cube struct {
 	Name      string `json:"name"`
 	Namespace string `json:"namespace"`
@@ -96,9 +111,10 @@ type Cube struct {
 	NodeSelector    map[string]string `json:"node_selector,omitempty"`
 	Tolerations     []Toleration      `json:"tolerations,omitempty"`
 	// cube.conf settings for Paddle Serving.
-	TimeoutMS       int32 `json:"timeout_ms,omitempty"`
-	Retry           int32 `json:"retry,omitempty"`
-	BackupRequestMS int32 `json:"backup_request_ms,omitempty"`
+	TimeoutMS int32 `json:"timeout_ms,omitempty"`
+	// Retry is Paddle Serving's retries on another replica; 0 turns retries off.
+	Retry           *int32 `json:"retry,omitempty"`
+	BackupRequestMS int32  `json:"backup_request_ms,omitempty"`
 	// SecurityContext overrides the hardened defaults of the servers' and transfer's pods.
 	SecurityContext *SecurityContext `json:"security_context,omitempty"`
 	// NetworkPolicy says who may reach the cube; nil renders the default policies.
@@ -137,7 +153,7 @@ func (c Cube) Defaulted() Cube {
 	def(&d.Stack, d.Name)
 	def(&d.Dict, DefaultCubeDict)
 	def(&d.Mode, DefaultCubeMode)
-	def(&d.ImagePullPolicy, string(corev1.PullIfNotPresent))
+	def(&d.ImagePullPolicy, DefaultPullPolicy)
 	def(&d.TransferStorage, DefaultTransferStorage)
 	num(&d.Shards, DefaultCubeShards)
 	num(&d.Replicas, DefaultCubeReplicas)
@@ -145,7 +161,9 @@ func (c Cube) Defaulted() Cube {
 	num(&d.TransferPort, DefaultTransferPort)
 	num(&d.TransferFilesPort, DefaultTransferFilesPort)
 	num(&d.TimeoutMS, DefaultCubeTimeoutMS)
-	num(&d.Retry, DefaultCubeRetry)
+	if d.Retry == nil {
+		d.Retry = ptr.To[int32](DefaultCubeRetry)
+	}
 	if d.Token == "" {
 		d.Token = placeholderTokenForPlans
 	}
@@ -215,7 +233,7 @@ func (c Cube) CubeConf() string {
 		LoadBalancer  string `json:"load_balancer"`
 		Nodes         []node `json:"nodes"`
 	}
-	d := dict{DictName: c.Dict, Shard: c.Shards, Dup: c.Replicas, Timeout: c.TimeoutMS, Retry: c.Retry,
+	d := dict{DictName: c.Dict, Shard: c.Shards, Dup: c.Replicas, Timeout: c.TimeoutMS, Retry: *c.Retry,
 		BackupRequest: c.BackupRequestMS, Type: "ipport_list", LoadBalancer: "rr"}
 	for _, e := range c.Endpoints() {
 		d.Nodes = append(d.Nodes, node{IPPortList: "http://" + e})
@@ -397,7 +415,7 @@ func (c Cube) shardStatefulSet(i int32) *appsv1.StatefulSet {
 			ObjectMeta: metav1.ObjectMeta{Name: "data"},
 			Spec: corev1.PersistentVolumeClaimSpec{
 				AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-				Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse(orDefault(c.Storage.Size, "10Gi"))}},
+				Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse(orDefault(c.Storage.Size, DefaultCubeStorageSize))}},
 			},
 		}
 		if c.Storage.StorageClass != "" {
@@ -488,58 +506,50 @@ func CubeFromSettings(s string) (Cube, error) { return fromSettings[Cube](s) }
 // CubeTransferKey is the manifests key of a cube's transfer Deployment (its primary object).
 func CubeTransferKey(name string) string { return "apps/v1/Deployment/" + name + "-transfer" }
 
-// Validate checks the cube as given and returns every problem found.
+// Validate checks what the schema cannot (see validate.go) and returns every problem found.
 func (c Cube) Validate() FieldErrors {
-	var errs FieldErrors
-	bad := func(path, format string, args ...any) {
-		errs = append(errs, FieldError{Path: path, Detail: fmt.Sprintf(format, args...)})
-	}
-	validateName(bad, "name", c.Name, MaxNameLength)
-	validateName(bad, "namespace", c.Namespace, 63)
-	if c.Shards < 0 || c.Shards > 256 {
-		bad("shards", "%d is out of range; use 1-256", c.Shards)
-	}
-	if c.Replicas < 0 || c.Replicas > 32 {
-		bad("replicas", "%d is out of range; use 1-32", c.Replicas)
-	}
+	var ch checker
+	ch.labelValue("stack", c.Stack)
 	if c.DonefileURL == "" {
-		bad("donefile_url", "is required: the training job's donefile_url")
-	} else if !strings.HasPrefix(c.DonefileURL, "http://") && !strings.HasPrefix(c.DonefileURL, "https://") {
-		bad("donefile_url", "%q must be an http:// or https:// URL of base.txt", c.DonefileURL)
+		ch.bad("donefile_url", "is required: the training job's donefile_url")
+	} else if u, err := url.Parse(c.DonefileURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		ch.bad("donefile_url", "%q must be an http:// or https:// URL of base.txt", c.DonefileURL)
 	}
-	if c.Mode != "" && !contains(CubeModes, c.Mode) {
-		bad("mode", "%q is not allowed; use one of %s", c.Mode, strings.Join(quoteAll(CubeModes), ", "))
+	c.checkPorts(&ch)
+	ch.resources("resources", c.Requests, c.Limits)
+	ch.securityContext("security_context", c.SecurityContext)
+	ch.networkPolicy("network_policy", c.NetworkPolicy)
+	if c.Storage != nil {
+		ch.quantity("storage.size", c.Storage.Size, DefaultCubeStorageSize)
+		ch.dnsSubdomain("storage.storage_class", c.Storage.StorageClass, "StorageClass")
 	}
-	for _, p := range []struct {
-		path string
-		v    int32
-	}{{"port", c.Port}, {"transfer_port", c.TransferPort}, {"transfer_files_port", c.TransferFilesPort}} {
-		if p.v < 0 || p.v > 65535 {
-			bad(p.path, "%d is not a TCP port; use 1-65535", p.v)
+	ch.quantity("transfer_storage", c.TransferStorage, DefaultTransferStorage)
+	ch.labels("node_selector", c.NodeSelector)
+	ch.tolerations("tolerations", c.Tolerations)
+	return ch.errs
+}
+
+// checkPorts refuses two uses of one port: the servers, the transfer's status API and its
+// files (apart, so that a NetworkPolicy admits only cube servers to them) each need their own.
+// The port that was set is blamed, not one left at its default.
+func (c Cube) checkPorts(ch *checker) {
+	d := c.Defaulted()
+	ports := []struct {
+		path       string
+		given, eff int32
+	}{{"port", c.Port, d.Port}, {"transfer_port", c.TransferPort, d.TransferPort}, {"transfer_files_port", c.TransferFilesPort, d.TransferFilesPort}}
+	for i := range ports {
+		for j := 0; j < i; j++ {
+			if ports[i].eff != ports[j].eff {
+				continue
+			}
+			at, other := ports[i], ports[j]
+			if at.given == 0 {
+				at, other = other, at
+			}
+			ch.bad(at.path, "%d is also the %s; the servers, the transfer's status API and its files each need a port of their own", at.eff, other.path)
 		}
 	}
-	if d := c.Defaulted(); d.Port == d.TransferPort {
-		bad("transfer_port", "must differ from port")
-	} else if d.TransferFilesPort == d.TransferPort {
-		bad("transfer_files_port", "must differ from transfer_port: the files need their own port for the NetworkPolicy")
-	}
-	validateTask(bad, "resources", &Task{Requests: c.Requests, Limits: c.Limits})
-	validateSecurityContext(bad, "security_context", c.SecurityContext)
-	validateNetworkPolicy(bad, "network_policy", c.NetworkPolicy)
-	if c.Storage != nil && c.Storage.Size != "" {
-		if q, err := resource.ParseQuantity(c.Storage.Size); err != nil || q.Sign() <= 0 {
-			bad("storage.size", "%q is not a positive storage quantity, e.g. 10Gi", c.Storage.Size)
-		}
-	}
-	if c.TransferStorage != "" {
-		if q, err := resource.ParseQuantity(c.TransferStorage); err != nil || q.Sign() <= 0 {
-			bad("transfer_storage", "%q is not a positive storage quantity, e.g. 20Gi", c.TransferStorage)
-		}
-	}
-	if c.TimeoutMS < 0 || c.Retry < 0 || c.BackupRequestMS < 0 {
-		bad("timeout_ms", "timeout_ms, retry and backup_request_ms must not be negative")
-	}
-	return errs
 }
 
 // CubeLayoutServes reads the transfer's status (GET /status) and reports whether the cube

@@ -32,12 +32,14 @@ const (
 	DefaultModelSize      = "10Gi"
 	DefaultModelMountPath = "/output"
 	DefaultFileServerPort = 8080
-	DefaultFileServerType = "ClusterIP"
-	DefaultDonefilePath   = "ctr_cube/donefile/base.txt"
-	slotConfigKey         = "slot.conf"
-	slotConfigDir         = "/etc/ctr"
-	fileServerRoot        = "/web"
-	uploadTokenDir        = "/etc/ctr-upload"
+	// DefaultFileServerReplicas serves the model output from one pod: enough for the
+	// transfer, the only reader that matters.
+	DefaultFileServerReplicas = 1
+	DefaultDonefilePath       = "ctr_cube/donefile/base.txt"
+	slotConfigKey             = "slot.conf"
+	slotConfigDir             = "/etc/ctr"
+	fileServerRoot            = "/web"
+	uploadTokenDir            = "/etc/ctr-upload"
 	// UploadTokenEnv is where trainers find the upload token (and where `cube fileserver`
 	// would read it from, were it not given --upload-token-file).
 	UploadTokenEnv          = "CUBE_UPLOAD_TOKEN"
@@ -49,6 +51,12 @@ const (
 	componentFileServer     = "fileserver"
 	componentModelOutput    = "model-output"
 	componentTrainingAccess = "training-rbac"
+)
+
+// Bounds of a training job's settings.
+const (
+	MinTaskReplicas = 1
+	MinMaxRetry     = 1
 )
 
 // DefaultCommand is the launcher of the PaddlePaddle EDL images: it finds the other pods
@@ -169,7 +177,7 @@ func (j TrainingJob) Defaulted() TrainingJob {
 	def(&d.Stack, d.Name)
 	def(&d.Mode, ModePS)
 	def(&d.Image, DefaultImage)
-	def(&d.ImagePullPolicy, string(corev1.PullIfNotPresent))
+	def(&d.ImagePullPolicy, DefaultPullPolicy)
 	def(&d.Queue, DefaultQueue)
 	def(&d.SchedulerName, DefaultScheduler)
 	if d.Command == nil {
@@ -222,12 +230,12 @@ func (j TrainingJob) Defaulted() TrainingJob {
 		fs = *d.FileServer
 	}
 	def(&fs.Image, CubeImage(d.ProviderVersion))
-	def(&fs.ServiceType, DefaultFileServerType)
+	def(&fs.ServiceType, DefaultServiceType)
 	if fs.Port == 0 {
 		fs.Port = DefaultFileServerPort
 	}
 	if fs.Replicas == 0 {
-		fs.Replicas = 1
+		fs.Replicas = DefaultFileServerReplicas
 	}
 	d.FileServer = &fs
 	if fs.TokenUploads() && d.UploadToken == "" {
