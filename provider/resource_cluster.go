@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/url"
 	"reflect"
+	"strings"
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
@@ -17,6 +18,7 @@ import (
 	"github.com/elasticctr/terraform-provider-ctr/internal/cce"
 	"github.com/elasticctr/terraform-provider-ctr/internal/kube"
 	"github.com/elasticctr/terraform-provider-ctr/internal/stack"
+	"github.com/elasticctr/terraform-provider-ctr/provider/internal/diagnostics"
 )
 
 var (
@@ -457,8 +459,11 @@ func (r *clusterResource) uninstallVolcano(ctx context.Context, st *clusterModel
 }
 
 func (r *clusterResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
-	if req.ID == "" {
-		resp.Diagnostics.AddError("Invalid Import ID", "Expected a CCE cluster ID, e.g. cce-abcd1234.")
+	// A CCE cluster ID is one word; an adopted cluster ("existing/<host>") is not imported:
+	// declare it with kubernetes = { ... } and apply, which adopts it.
+	if req.ID == "" || strings.ContainsAny(req.ID, "/ \t\n") {
+		resp.Diagnostics.Append(diagnostics.InvalidImportID(req.ID, "a CCE cluster ID, e.g. cce-abcd1234 (an existing cluster "+
+			"is not imported: declare it with kubernetes = { ... } and apply)"))
 		return
 	}
 	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("id"), req.ID)...)

@@ -3,7 +3,6 @@ package provider
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework/diag"
@@ -346,12 +345,5 @@ func (r *cubeResource) Delete(ctx context.Context, req resource.DeleteRequest, r
 }
 
 func (r *cubeResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
-	ns, name, ok := strings.Cut(req.ID, "/")
-	if !ok || ns == "" || name == "" {
-		resp.Diagnostics.AddError("Invalid Import ID", fmt.Sprintf("Expected NAMESPACE/NAME; got %q.", req.ID))
-		return
-	}
-	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("id"), req.ID)...)
-	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("namespace"), ns)...)
-	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("name"), name)...)
+	importByNamespaceName(ctx, req, resp)
 }

@@ -390,14 +390,7 @@ func (r *trainingJobResource) Delete(ctx context.Context, req resource.DeleteReq
 }
 
 func (r *trainingJobResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
-	ns, name, ok := strings.Cut(req.ID, "/")
-	if !ok || ns == "" || name == "" || strings.Contains(name, "/") {
-		resp.Diagnostics.AddError("Invalid Import ID", fmt.Sprintf("Expected NAMESPACE/NAME, e.g. default/ctr-demo; got %q.", req.ID))
-		return
-	}
-	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("id"), req.ID)...)
-	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("namespace"), ns)...)
-	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("name"), name)...)
+	importByNamespaceName(ctx, req, resp)
 }
 
 // volcanoTasksDiffer reports whether the tasks of the Volcano Job (manifests key) differ
