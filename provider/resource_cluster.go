@@ -256,18 +256,18 @@ func (r *clusterResource) installVolcano(ctx context.Context, m *clusterModel, p
 	var stale stack.Set
 	for _, k := range previous {
 		if !keep[k] {
-			if u := objectFromKey(k); u != nil {
+			if u := kube.RefFromManifestKey(k); u != nil {
 				stale = append(stale, stack.Object{Key: k, Object: u})
 			}
 		}
 	}
 	if len(stale) > 0 {
-		if err := c.DeleteSet(ctx, stale, progressInterval); err != nil {
+		if err := c.DeleteSet(ctx, stale); err != nil {
 			diags.AddError("Upgrade Volcano Error", "Could not remove objects the new release no longer has: "+err.Error())
 			return
 		}
 	}
-	if err := c.WaitInstalled(ctx, set, progressInterval); err != nil {
+	if err := c.WaitInstalled(ctx, set); err != nil {
 		diags.AddError("Install Volcano Error", "Volcano did not become ready: "+err.Error())
 		return
 	}
@@ -448,12 +448,12 @@ func (r *clusterResource) uninstallVolcano(ctx context.Context, st *clusterModel
 	}
 	var set stack.Set
 	for _, k := range keys {
-		if u := objectFromKey(k); u != nil {
+		if u := kube.RefFromManifestKey(k); u != nil {
 			set = append(set, stack.Object{Key: k, Object: u})
 		}
 	}
 	tflog.Info(ctx, fmt.Sprintf("uninstalling Volcano (%d objects)", len(set)))
-	if err := c.DeleteSet(ctx, set, progressInterval); err != nil {
+	if err := c.DeleteSet(ctx, set); err != nil {
 		diags.AddError("Uninstall Volcano Error", err.Error())
 	}
 }

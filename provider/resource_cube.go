@@ -10,9 +10,11 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-log/tflog"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/elasticctr/terraform-provider-ctr/internal/kube"
 	"github.com/elasticctr/terraform-provider-ctr/internal/stack"
+	"github.com/elasticctr/terraform-provider-ctr/provider/internal/diagnostics"
 )
 
 var (
@@ -178,7 +180,7 @@ func (r *cubeResource) apply(ctx context.Context, plan, prior *cubeModel, state 
 		default:
 			continue
 		}
-		if _, err := kc.WaitFor(ctx, o.Object, cond, progressInterval); err != nil {
+		if _, err := kc.WaitFor(ctx, o.Object, cond); err != nil {
 			diags.AddError("Apply Cube Error", err.Error())
 			return
 		}
@@ -202,36 +204,37 @@ func (r *cubeResource) apply(ctx context.Context, plan, prior *cubeModel, state 
 // needs them. When the transfer cannot be asked (no route from the API server to it), it
 // says so and lets the prune go ahead.
 func waitNewLayout(ctx context.Context, kc *kube.Client, c stack.Cube, before string, diags *diag.Diagnostics) bool {
-	last := time.Time{}
-	for {
-		body, err := kc.ServiceProxyGet(ctx, c.Namespace, c.Name+"-transfer", fmt.Sprint(c.TransferPort), "status")
+	what := fmt.Sprintf("cube %s/%s", c.Namespace, c.Name)
+	var unasked error
+	var st string // what the transfer last said
+	_, err := kc.Poll(ctx, 2*time.Second, func(ctx context.Context) (bool, string, error) {
+		body, err := transferStatus(ctx, kc, c)
 		if err != nil {
-			diags.AddWarning("Removed Shards Pruned Without Confirmation",
-				fmt.Sprintf("Cube %s/%s: the transfer could not be asked whether the %d-shard layout serves yet (%s); the removed shards are deleted now.",
-					c.Namespace, c.Name, c.Shards, err))
-			return true
+			unasked = err
+			return true, "", nil
 		}
-		ok, st, err := stack.CubeLayoutServes(body, c.Shards, before)
-		if err != nil {
-			diags.AddError("Apply Cube Error", err.Error())
-			return false
-		}
+		var ok bool
+		ok, st, err = stack.CubeLayoutServes(body, c.Shards, before)
 		if ok {
-			tflog.Info(ctx, fmt.Sprintf("cube %s/%s: the %d-shard layout serves (%s); removing the old shards", c.Namespace, c.Name, c.Shards, st))
-			return true
+			tflog.Info(ctx, fmt.Sprintf("%s: the %d-shard layout serves (%s); removing the old shards", what, c.Shards, st))
 		}
-		if time.Since(last) >= progressInterval {
-			tflog.Info(ctx, fmt.Sprintf("cube %s/%s: waiting for the %d-shard layout to serve before removing shards: %s", c.Namespace, c.Name, c.Shards, st))
-			last = time.Now()
-		}
-		select {
-		case <-ctx.Done():
-			diags.AddError("Apply Cube Error", fmt.Sprintf("Cube %s/%s: the %d-shard layout did not serve in time (%s); the removed shards are kept, apply again to finish.",
-				c.Namespace, c.Name, c.Shards, st))
-			return false
-		case <-time.After(2 * time.Second):
-		}
+		return ok, fmt.Sprintf("%s: waiting for the %d-shard layout to serve before removing shards: %s", what, c.Shards, st), err
+	})
+	switch {
+	case unasked != nil:
+		diags.Append(diagnostics.Warning("Removed Shards Pruned Without Confirmation",
+			fmt.Sprintf("Cube %s/%s: the transfer could not be asked whether the %d-shard layout serves yet (%s); the removed shards are deleted now",
+				c.Namespace, c.Name, c.Shards, unasked), ""))
+		return true
+	case wait.Interrupted(err):
+		diags.Append(diagnostics.Failed("Apply Cube Error", fmt.Sprintf("Cube %s/%s: the %d-shard layout did not serve in time (%s)", c.Namespace, c.Name, c.Shards, st),
+			"The removed shards are kept; apply again to finish.", nil))
+		return false
+	case err != nil:
+		diags.Append(diagnostics.Failed("Apply Cube Error", "Could not read the transfer's status", "", err))
+		return false
 	}
+	return true
 }
 
 func (r *cubeResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
@@ -274,7 +277,7 @@ func (r *cubeResource) Read(ctx context.Context, req resource.ReadRequest, resp 
 
 func (r *cubeResource) importSettings(ctx context.Context, kc *kube.Client, st *cubeModel, diags *diag.Diagnostics) bool {
 	ns, name := st.Namespace.ValueString(), st.Name.ValueString()
-	live, err := kc.Get(ctx, objectFromKey("apps/v1/Deployment/"+ns+"/"+name+"-transfer"))
+	live, err := kc.Get(ctx, stack.CubeTransferRef(ns, name))
 	if err != nil || live == nil {
 		if err != nil {
 			diags.AddError("Import Cube Error", err.Error())
@@ -286,12 +289,12 @@ func (r *cubeResource) importSettings(ctx context.Context, kc *kube.Client, st *
 		diags.AddError("Import Cube Error", fmt.Sprintf("Deployment %s/%s-transfer was not created by this provider: %s", ns, name, err))
 		return false
 	}
-	secret, err := kc.Get(ctx, objectFromKey("v1/Secret/"+ns+"/"+name+"-control"))
+	secret, err := kc.Get(ctx, stack.CubeControlSecretRef(ns, name))
 	if err != nil {
 		diags.AddError("Import Cube Error", err.Error())
 		return false
 	}
-	token := stack.SecretValue(secret, "token")
+	token := stack.ControlToken(secret)
 	st.Name, st.Namespace, st.Stack, st.Dict = types.StringValue(c.Name), types.StringValue(c.Namespace), optionalString(c.Stack), optionalString(c.Dict)
 	st.Shards, st.Replicas = types.Int64Value(int64(c.Shards)), types.Int64Value(int64(c.Replicas))
 	st.Image, st.DonefileURL, st.Mode = optionalString(c.Image), types.StringValue(c.DonefileURL), optionalString(c.Mode)
@@ -339,7 +342,7 @@ func (r *cubeResource) Delete(ctx context.Context, req resource.DeleteRequest, r
 		return
 	}
 	ns, name := st.Namespace.ValueString(), st.Name.ValueString()
-	if err := kc.DeleteAll(ctx, ns, stack.Owner(stack.CubeType, name), stack.CubeKinds, stack.ControllerKinds, progressInterval); err != nil {
+	if err := kc.DeleteAll(ctx, ns, stack.Owner(stack.CubeType, name), stack.CubeKinds, stack.ControllerKinds); err != nil {
 		resp.Diagnostics.AddError("Delete Cube Error", fmt.Sprintf("Could not delete everything cube %s/%s owns: %s", ns, name, err))
 	}
 }

@@ -131,7 +131,7 @@ func (r *servingResource) apply(ctx context.Context, plan *servingModel, state s
 	plan.URL = types.StringValue(s.Defaulted().URL())
 	plan.ID = types.StringValue(s.Namespace + "/" + s.Name)
 	diags.Append(state.Set(ctx, plan)...)
-	if _, err := kc.WaitFor(ctx, set.Find("apps/v1/Deployment/"+s.Name), kube.DeploymentAvailable, progressInterval); err != nil {
+	if _, err := kc.WaitFor(ctx, set.Find(stack.ServingDeploymentKey(s.Name)), kube.DeploymentAvailable); err != nil {
 		diags.AddError("Apply Serving Error", "Paddle Serving did not roll out: "+err.Error())
 	}
 }
@@ -176,7 +176,7 @@ func (r *servingResource) Read(ctx context.Context, req resource.ReadRequest, re
 
 func (r *servingResource) importSettings(ctx context.Context, kc *kube.Client, st *servingModel, diags *diag.Diagnostics) bool {
 	ns, name := st.Namespace.ValueString(), st.Name.ValueString()
-	live, err := kc.Get(ctx, objectFromKey("apps/v1/Deployment/"+ns+"/"+name))
+	live, err := kc.Get(ctx, stack.ServingDeploymentRef(ns, name))
 	if err != nil || live == nil {
 		if err != nil {
 			diags.AddError("Import Serving Error", err.Error())
@@ -221,7 +221,7 @@ func (r *servingResource) Delete(ctx context.Context, req resource.DeleteRequest
 		return
 	}
 	ns, name := st.Namespace.ValueString(), st.Name.ValueString()
-	if err := kc.DeleteAll(ctx, ns, stack.Owner(stack.ServingType, name), stack.ServingKinds, stack.ControllerKinds, progressInterval); err != nil {
+	if err := kc.DeleteAll(ctx, ns, stack.Owner(stack.ServingType, name), stack.ServingKinds, stack.ControllerKinds); err != nil {
 		resp.Diagnostics.AddError("Delete Serving Error", fmt.Sprintf("Could not delete everything serving %s/%s owns: %s", ns, name, err))
 	}
 }

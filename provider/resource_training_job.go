@@ -32,8 +32,6 @@ type trainingJobResource struct {
 	data *providerData
 }
 
-const progressInterval = 10 * time.Second
-
 func (r *trainingJobResource) Metadata(_ context.Context, req resource.MetadataRequest, resp *resource.MetadataResponse) {
 	resp.TypeName = req.ProviderTypeName + "_training_job"
 }
@@ -244,14 +242,13 @@ func (r *trainingJobResource) apply(ctx context.Context, plan *trainingJobModel,
 	diags.Append(state.Set(ctx, plan)...)
 
 	d0 := j.Defaulted()
-	tflog.Info(ctx, fmt.Sprintf("waiting for file server %s/%s-fileserver and Volcano job %s/%s to run", j.Namespace, j.Name, j.Namespace, j.Name))
-	fs := set.Find("apps/v1/Deployment/" + j.Name + "-fileserver")
-	if _, err := c.WaitFor(ctx, fs, kube.DeploymentAvailable, progressInterval); err != nil {
+	fs, job := set.Find(stack.FileServerKey(j.Name)), set.Find(stack.VolcanoJobKey(j.Name))
+	tflog.Info(ctx, fmt.Sprintf("waiting for %s and %s to run", kube.Describe(fs), kube.Describe(job)))
+	if _, err := c.WaitFor(ctx, fs, kube.DeploymentAvailable); err != nil {
 		diags.AddError(verb+" Training Job Error", "The file server did not become available: "+err.Error())
 		return
 	}
-	job := set.Find(stack.VolcanoJobKey(j.Name))
-	live, err := c.WaitFor(ctx, job, kube.VolcanoJobRunning, progressInterval)
+	live, err := c.WaitFor(ctx, job, kube.VolcanoJobRunning)
 	if err != nil {
 		diags.AddError(verb+" Training Job Error", fmt.Sprintf("Training job %s/%s did not reach Running (gang of %d pods): %s. "+
 			"If it stays Pending, the cluster may lack room for the whole gang; lower min_available or the task resources.",
@@ -383,7 +380,7 @@ func (r *trainingJobResource) Delete(ctx context.Context, req resource.DeleteReq
 		return
 	}
 	ns, name := st.Namespace.ValueString(), st.Name.ValueString()
-	err := c.DeleteAll(ctx, ns, stack.Owner(stack.TrainingJobType, name), stack.TrainingJobKinds, stack.ControllerKinds, progressInterval)
+	err := c.DeleteAll(ctx, ns, stack.Owner(stack.TrainingJobType, name), stack.TrainingJobKinds, stack.ControllerKinds)
 	if err != nil {
 		resp.Diagnostics.AddError("Delete Training Job Error", fmt.Sprintf("Could not delete everything training job %s/%s owns: %s", ns, name, err))
 	}

@@ -9,8 +9,9 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"regexp"
 	"sort"
-	"time"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
@@ -143,9 +144,37 @@ func ManifestKey(u *unstructured.Unstructured) string {
 	return u.GetAPIVersion() + "/" + u.GetKind() + "/" + u.GetNamespace() + "/" + u.GetName()
 }
 
+// RefFromManifestKey turns a ManifestKey back into a reference for reading or deleting the
+// object; nil when the key is not one.
+func RefFromManifestKey(key string) *unstructured.Unstructured {
+	parts := strings.Split(key, "/")
+	var apiVersion string
+	if len(parts) > 0 && coreVersionRE.MatchString(parts[0]) {
+		apiVersion, parts = parts[0], parts[1:]
+	} else if len(parts) > 1 {
+		apiVersion, parts = parts[0]+"/"+parts[1], parts[2:]
+	}
+	u := &unstructured.Unstructured{}
+	switch len(parts) {
+	case 2:
+		u.SetName(parts[1])
+	case 3:
+		u.SetNamespace(parts[1])
+		u.SetName(parts[2])
+	default:
+		return nil
+	}
+	u.SetAPIVersion(apiVersion)
+	u.SetKind(parts[0])
+	return u
+}
+
+// coreVersionRE matches the versions of the core group ("v1"), which has no group name.
+var coreVersionRE = regexp.MustCompile(`^v\d+((alpha|beta)\d+)?$`)
+
 // WaitInstalled waits until every CRD of the set is Established and every Deployment is
 // available.
-func (c *Client) WaitInstalled(ctx context.Context, set stack.Set, interval time.Duration) error {
+func (c *Client) WaitInstalled(ctx context.Context, set stack.Set) error {
 	for _, o := range set {
 		var cond Condition
 		switch o.Object.GetKind() {
@@ -156,7 +185,7 @@ func (c *Client) WaitInstalled(ctx context.Context, set stack.Set, interval time
 		default:
 			continue
 		}
-		if _, err := c.WaitFor(ctx, o.Object, cond, interval); err != nil {
+		if _, err := c.WaitFor(ctx, o.Object, cond); err != nil {
 			return err
 		}
 	}
@@ -164,13 +193,13 @@ func (c *Client) WaitInstalled(ctx context.Context, set stack.Set, interval time
 }
 
 // DeleteSet deletes the objects of a set in reverse install order and waits until all are gone.
-func (c *Client) DeleteSet(ctx context.Context, set stack.Set, interval time.Duration) error {
+func (c *Client) DeleteSet(ctx context.Context, set stack.Set) error {
 	for i := len(set) - 1; i >= 0; i-- {
 		if err := c.deleteOne(ctx, set[i].Object); err != nil {
 			return err
 		}
 	}
-	if err := c.waitGone(ctx, set, interval); err != nil {
+	if err := c.waitGone(ctx, set); err != nil {
 		return err
 	}
 	c.logf("all %d objects deleted", len(set))

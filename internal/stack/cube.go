@@ -8,14 +8,15 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/elasticctr/terraform-provider-ctr/cube/api"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
+
+	"github.com/elasticctr/terraform-provider-ctr/cube/api"
 )
 
 // CubeType is the Terraform resource type of the sparse-parameter service.
@@ -177,13 +178,13 @@ func (c Cube) labels(component string) map[string]string {
 
 // ShardService is the headless Service of shard i: its DNS name resolves to the ready
 // replicas of the shard.
-func (c Cube) ShardService(i int32) string { return fmt.Sprintf("%s-shard-%d", c.Name, i) }
+func (c Cube) ShardService(i int32) string { return cubeShardName(c.Name, i) }
 
 // ReplicasService is the headless Service that governs every shard's StatefulSet and
 // publishes its pods' DNS names whether they are ready or not: the transfer must reach a
 // replica that serves nothing yet (first rollout, a restart with an empty disk, a new
 // replica) to make it serve. Clients use the shard Services, which list ready pods only.
-func (c Cube) ReplicasService() string { return c.Name + "-replicas" }
+func (c Cube) ReplicasService() string { return cubeReplicasName(c.Name) }
 
 // ReplicaAddr is the stable address of replica r of shard i (a StatefulSet pod), through
 // ReplicasService.
@@ -193,16 +194,23 @@ func (c Cube) ReplicaAddr(i, r int32) string {
 
 // TransferURL is the in-cluster URL of the transfer's status API.
 func (c Cube) TransferURL() string {
-	return fmt.Sprintf("http://%s.%s.svc:%d", c.transferName(), c.Namespace, c.TransferPort)
+	return fmt.Sprintf("http://%s.%s.svc:%d", c.TransferService(), c.Namespace, c.TransferPort)
 }
 
 // TransferFilesURL is the in-cluster URL at which cube servers download published shards
 // (<URL>/files/<version>/...): the transfer's --public-url.
 func (c Cube) TransferFilesURL() string {
-	return fmt.Sprintf("http://%s.%s.svc:%d", c.transferName(), c.Namespace, c.TransferFilesPort)
+	return fmt.Sprintf("http://%s.%s.svc:%d", c.TransferService(), c.Namespace, c.TransferFilesPort)
 }
 
-func (c Cube) transferName() string { return c.Name + "-transfer" }
+// TransferService is the Service of the transfer's status API and files.
+func (c Cube) TransferService() string { return cubeTransferName(c.Name) }
+
+// TransferStatusPath is the transfer's status document (api.Status), GET on transfer_port.
+const TransferStatusPath = "status"
+
+// ControlToken returns the token stored in a cube's control Secret ("" when there is none).
+func ControlToken(secret *unstructured.Unstructured) string { return SecretValue(secret, tokenKey) }
 
 // Endpoints are the shards' Service addresses, shard by shard (on a defaulted cube).
 func (c Cube) Endpoints() []string {
@@ -258,8 +266,8 @@ func RenderCube(given Cube) (Set, error) {
 	var set Set
 	add := func(o Object) { set = append(set, o) }
 	add(toObject(&corev1.Secret{
-		TypeMeta:   typeMeta("v1", "Secret"),
-		ObjectMeta: meta(c.Name+"-control", c.Namespace, c.labels(componentCubeControl)),
+		TypeMeta:   kindSecret,
+		ObjectMeta: meta(cubeControlName(c.Name), c.Namespace, c.labels(componentCubeControl)),
 		Type:       corev1.SecretTypeOpaque,
 		Data:       map[string][]byte{tokenKey: []byte(c.Token)},
 	}))
@@ -267,7 +275,7 @@ func RenderCube(given Cube) (Set, error) {
 		add(toObject(np))
 	}
 	add(toObject(&corev1.Service{
-		TypeMeta:   typeMeta("v1", "Service"),
+		TypeMeta:   kindService,
 		ObjectMeta: meta(c.ReplicasService(), c.Namespace, c.labels(componentCubeServer)),
 		Spec: corev1.ServiceSpec{
 			ClusterIP:                corev1.ClusterIPNone,
@@ -281,16 +289,16 @@ func RenderCube(given Cube) (Set, error) {
 		add(toObject(c.shardStatefulSet(i)))
 	}
 	add(toObject(&corev1.PersistentVolumeClaim{
-		TypeMeta:   typeMeta("v1", "PersistentVolumeClaim"),
-		ObjectMeta: meta(c.transferName(), c.Namespace, c.labels(componentCubeTransfer)),
+		TypeMeta:   kindClaim,
+		ObjectMeta: meta(c.TransferService(), c.Namespace, c.labels(componentCubeTransfer)),
 		Spec: corev1.PersistentVolumeClaimSpec{
 			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
 			Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse(c.TransferStorage)}},
 		},
 	}))
 	add(toObject(&corev1.Service{
-		TypeMeta:   typeMeta("v1", "Service"),
-		ObjectMeta: meta(c.transferName(), c.Namespace, c.labels(componentCubeTransfer)),
+		TypeMeta:   kindService,
+		ObjectMeta: meta(c.TransferService(), c.Namespace, c.labels(componentCubeTransfer)),
 		Spec: corev1.ServiceSpec{
 			Selector: c.transferSelector(),
 			Ports: []corev1.ServicePort{
@@ -325,7 +333,7 @@ func (c Cube) shardService(i int32) *corev1.Service {
 	l := c.labels(componentCubeServer)
 	l[labelShard] = strconv.Itoa(int(i))
 	return &corev1.Service{
-		TypeMeta:   typeMeta("v1", "Service"),
+		TypeMeta:   kindService,
 		ObjectMeta: meta(c.ShardService(i), c.Namespace, l),
 		Spec: corev1.ServiceSpec{
 			// Headless: the name resolves to the ready replicas themselves, what brpc's domain
@@ -362,7 +370,7 @@ func (c Cube) serverResources() corev1.ResourceRequirements {
 }
 
 func (c Cube) tokenVolume() (corev1.Volume, corev1.VolumeMount) {
-	return corev1.Volume{Name: "control-token", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: c.Name + "-control"}}},
+	return corev1.Volume{Name: "control-token", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: cubeControlName(c.Name)}}},
 		corev1.VolumeMount{Name: "control-token", MountPath: cubeTokenDir, ReadOnly: true}
 }
 
@@ -390,7 +398,7 @@ func (c Cube) shardStatefulSet(i int32) *appsv1.StatefulSet {
 		VolumeMounts:    []corev1.VolumeMount{{Name: "data", MountPath: cubeDataDir}, tokMount},
 	}
 	sts := &appsv1.StatefulSet{
-		TypeMeta:   typeMeta("apps/v1", "StatefulSet"),
+		TypeMeta:   kindStatefulSet,
 		ObjectMeta: meta(c.ShardService(i), c.Namespace, l),
 		Spec: appsv1.StatefulSetSpec{
 			ServiceName:         c.ReplicasService(),
@@ -445,8 +453,8 @@ func (c Cube) transferDeployment() *appsv1.Deployment {
 		"--files-listen", "0.0.0.0:"+strconv.Itoa(int(c.TransferFilesPort)),
 		"--control-token-file", cubeTokenDir+"/"+tokenKey, "--public-url", c.TransferFilesURL(), "--mode", c.Mode)
 	return &appsv1.Deployment{
-		TypeMeta:   typeMeta("apps/v1", "Deployment"),
-		ObjectMeta: meta(c.transferName(), c.Namespace, l),
+		TypeMeta:   kindDeployment,
+		ObjectMeta: meta(c.TransferService(), c.Namespace, l),
 		Spec: appsv1.DeploymentSpec{
 			Replicas: ptr.To[int32](1),
 			// One transfer at a time: two would race on the rollout and its state.
@@ -466,7 +474,7 @@ func (c Cube) transferDeployment() *appsv1.Deployment {
 						VolumeMounts:    []corev1.VolumeMount{{Name: "work", MountPath: cubeWorkDir}, tokMount},
 					}},
 					Volumes: []corev1.Volume{tokVol, {Name: "work", VolumeSource: corev1.VolumeSource{
-						PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: c.transferName()}}}},
+						PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: c.TransferService()}}}},
 					NodeSelector: c.NodeSelector,
 					Tolerations:  tolerations(c.Tolerations),
 				},
@@ -490,21 +498,8 @@ func orDefault(s, d string) string {
 	return s
 }
 
-// CubeKinds are the kinds a cube renders: what it prunes and deletes.
-var CubeKinds = []schema.GroupVersionKind{
-	{Version: "v1", Kind: "Secret"},
-	{Group: "networking.k8s.io", Version: "v1", Kind: "NetworkPolicy"},
-	{Version: "v1", Kind: "Service"},
-	{Group: "apps", Version: "v1", Kind: "StatefulSet"},
-	{Version: "v1", Kind: "PersistentVolumeClaim"},
-	{Group: "apps", Version: "v1", Kind: "Deployment"},
-}
-
 // CubeFromSettings decodes the settings annotation of a cube's transfer Deployment.
 func CubeFromSettings(s string) (Cube, error) { return fromSettings[Cube](s) }
-
-// CubeTransferKey is the manifests key of a cube's transfer Deployment (its primary object).
-func CubeTransferKey(name string) string { return "apps/v1/Deployment/" + name + "-transfer" }
 
 // Validate checks what the schema cannot (see validate.go) and returns every problem found.
 func (c Cube) Validate() FieldErrors {

@@ -5,10 +5,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/elasticctr/terraform-provider-ctr/cube/api"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"k8s.io/utils/ptr"
+
+	"github.com/elasticctr/terraform-provider-ctr/cube/api"
 )
 
 const testDonefile = "http://ctr-fileserver.default.svc:8080/output/ctr_cube/donefile/base.txt"

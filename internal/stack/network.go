@@ -62,7 +62,7 @@ func (c Cube) networkPolicies() []*networkingv1.NetworkPolicy {
 	}
 	policy := func(name, component string, selector map[string]string, rules ...networkingv1.NetworkPolicyIngressRule) *networkingv1.NetworkPolicy {
 		return &networkingv1.NetworkPolicy{
-			TypeMeta:   typeMeta("networking.k8s.io/v1", "NetworkPolicy"),
+			TypeMeta:   kindNetworkPolicy,
 			ObjectMeta: meta(name, c.Namespace, c.labels(component)),
 			Spec: networkingv1.NetworkPolicySpec{
 				PodSelector: metav1.LabelSelector{MatchLabels: selector},
@@ -72,9 +72,9 @@ func (c Cube) networkPolicies() []*networkingv1.NetworkPolicy {
 		}
 	}
 	return []*networkingv1.NetworkPolicy{
-		policy(c.Name+"-server", componentCubeServer, c.serverSelector(),
+		policy(cubeServerPolicyName(c.Name), componentCubeServer, c.serverSelector(),
 			networkingv1.NetworkPolicyIngressRule{Ports: []networkingv1.NetworkPolicyPort{port(c.Port)}, From: cubeFrom}),
-		policy(c.transferName(), componentCubeTransfer, c.transferSelector(),
+		policy(c.TransferService(), componentCubeTransfer, c.transferSelector(),
 			networkingv1.NetworkPolicyIngressRule{Ports: []networkingv1.NetworkPolicyPort{port(c.TransferFilesPort)}, From: []networkingv1.NetworkPolicyPeer{pods(c.serverSelector())}},
 			// No From: any source, for the status API.
 			networkingv1.NetworkPolicyIngressRule{Ports: []networkingv1.NetworkPolicyPort{port(c.TransferPort)}}),

@@ -10,7 +10,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 )
@@ -24,6 +23,7 @@ const (
 	DefaultServingPort     = 8010
 	DefaultServingReplicas = 1
 	servingConfDir         = "/serving/conf"
+	servingConfKey         = "cube.conf"
 	componentServing       = "serving"
 	// CubeConfChecksumAnnotation on the pod template rolls the pods when cube.conf changes:
 	// Paddle Serving reads it only at start.
@@ -91,7 +91,7 @@ func RenderServing(given Serving) (Set, error) {
 	selector := map[string]string{LabelInstance: s.Name, LabelComponent: componentServing}
 	sum := sha256.Sum256([]byte(s.CubeConf))
 	podSec, sec := hardenedPod(servingImageUser, s.SecurityContext)
-	env := []corev1.EnvVar{{Name: "CUBE_CONF", Value: servingConfDir + "/cube.conf"}}
+	env := []corev1.EnvVar{{Name: "CUBE_CONF", Value: servingConfDir + "/" + servingConfKey}}
 	if s.ModelURL != "" {
 		env = append(env, corev1.EnvVar{Name: "MODEL_URL", Value: s.ModelURL})
 	}
@@ -100,12 +100,12 @@ func RenderServing(given Serving) (Set, error) {
 	}
 	var set Set
 	set = append(set, toObject(&corev1.ConfigMap{
-		TypeMeta:   typeMeta("v1", "ConfigMap"),
-		ObjectMeta: meta(s.Name+"-cube-conf", s.Namespace, labels),
-		Data:       map[string]string{"cube.conf": s.CubeConf},
+		TypeMeta:   kindConfigMap,
+		ObjectMeta: meta(servingConfName(s.Name), s.Namespace, labels),
+		Data:       map[string]string{servingConfKey: s.CubeConf},
 	}))
 	dep := toObject(&appsv1.Deployment{
-		TypeMeta:   typeMeta("apps/v1", "Deployment"),
+		TypeMeta:   kindDeployment,
 		ObjectMeta: meta(s.Name, s.Namespace, labels),
 		Spec: appsv1.DeploymentSpec{
 			Replicas: ptr.To(s.Replicas),
@@ -121,10 +121,10 @@ func RenderServing(given Serving) (Set, error) {
 						ReadinessProbe:  &corev1.Probe{ProbeHandler: corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromString("serving")}}},
 						Resources:       resources(&Task{Requests: s.Requests, Limits: s.Limits}, false),
 						SecurityContext: sec,
-						VolumeMounts:    []corev1.VolumeMount{{Name: "cube-conf", MountPath: servingConfDir + "/cube.conf", SubPath: "cube.conf", ReadOnly: true}},
+						VolumeMounts:    []corev1.VolumeMount{{Name: "cube-conf", MountPath: servingConfDir + "/" + servingConfKey, SubPath: servingConfKey, ReadOnly: true}},
 					}},
 					Volumes: []corev1.Volume{{Name: "cube-conf", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
-						LocalObjectReference: corev1.LocalObjectReference{Name: s.Name + "-cube-conf"}}}}},
+						LocalObjectReference: corev1.LocalObjectReference{Name: servingConfName(s.Name)}}}}},
 				},
 			},
 		},
@@ -132,19 +132,12 @@ func RenderServing(given Serving) (Set, error) {
 	dep.Object.SetAnnotations(map[string]string{SettingsAnnotation: string(settings)})
 	set = append(set, dep)
 	set = append(set, toObject(&corev1.Service{
-		TypeMeta:   typeMeta("v1", "Service"),
+		TypeMeta:   kindService,
 		ObjectMeta: meta(s.Name, s.Namespace, labels),
 		Spec: corev1.ServiceSpec{Type: corev1.ServiceType(s.ServiceType), Selector: selector,
 			Ports: []corev1.ServicePort{{Name: "serving", Port: s.Port, TargetPort: intstr.FromString("serving"), Protocol: corev1.ProtocolTCP}}},
 	}))
 	return set, nil
-}
-
-// ServingKinds are the kinds a serving renders.
-var ServingKinds = []schema.GroupVersionKind{
-	{Version: "v1", Kind: "ConfigMap"},
-	{Group: "apps", Version: "v1", Kind: "Deployment"},
-	{Version: "v1", Kind: "Service"},
 }
 
 // ServingFromSettings decodes the settings annotation of a serving's Deployment.
