@@ -320,7 +320,7 @@ resource "ctr_serving" "test" {
 					plancheck.ExpectResourceAction(cubeAddr, plancheck.ResourceActionUpdate),
 				}},
 				ConfigStateChecks: []statecheck.StateCheck{
-					statecheck.ExpectKnownValue(cubeAddr, tfjsonpath.New("manifests"), knownvalue.MapSizeExact(8)),
+					statecheck.ExpectKnownValue(cubeAddr, tfjsonpath.New("manifests"), knownvalue.MapSizeExact(9)), // Secret, the replicas' Service, 2 × (Service, StatefulSet), transfer claim, Service, Deployment: no NetworkPolicy
 				},
 				Check: resource.ComposeTestCheckFunc(
 					k.checkNoPolicies(ns, owner),
