@@ -3,14 +3,11 @@ package provider
 import (
 	"context"
 	"fmt"
-	"regexp"
-	"strings"
 
 	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
 	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/types"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/elasticctr/terraform-provider-ctr/internal/cce"
@@ -103,7 +100,7 @@ func (m *cceModel) clusterSpec() cce.ClusterSpec {
 		Name: m.Name.ValueString(), Description: m.Description.ValueString(), K8sVersion: m.K8sVersion.ValueString(),
 		Runtime: m.Runtime.ValueString(), RuntimeVersion: m.RuntimeVersion.ValueString(), VPCID: m.VPCID.ValueString(),
 		NetworkMode: m.NetworkMode.ValueString(), PodCIDR: m.PodCIDR.ValueString(), ServiceCIDR: m.ServiceCIDR.ValueString(),
-		MasterType: "managedPro", MasterFlavor: "l50",
+		MasterType: defaultMasterType, MasterFlavor: defaultMasterFlavor,
 	}
 	if ms := m.Master; ms != nil {
 		s.MasterType, s.MasterFlavor = ms.Type.ValueString(), ms.Flavor.ValueString()
@@ -171,30 +168,3 @@ func connectionFromKubeconfig(kubeconfig string) (types.Object, error) {
 	}
 	return obj, nil
 }
-
-// objectFromKey turns a manifest key ("apps/v1/Deployment/ns/name", "v1/Namespace/name")
-// back into a reference for reading or deleting the object.
-func objectFromKey(key string) *unstructured.Unstructured {
-	parts := strings.Split(key, "/")
-	var apiVersion string
-	if len(parts) > 0 && coreVersionRE.MatchString(parts[0]) {
-		apiVersion, parts = parts[0], parts[1:]
-	} else if len(parts) > 1 {
-		apiVersion, parts = parts[0]+"/"+parts[1], parts[2:]
-	}
-	u := &unstructured.Unstructured{}
-	switch len(parts) {
-	case 2:
-		u.SetName(parts[1])
-	case 3:
-		u.SetNamespace(parts[1])
-		u.SetName(parts[2])
-	default:
-		return nil
-	}
-	u.SetAPIVersion(apiVersion)
-	u.SetKind(parts[0])
-	return u
-}
-
-var coreVersionRE = regexp.MustCompile(`^v\d+((alpha|beta)\d+)?$`)

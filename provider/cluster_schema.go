@@ -2,6 +2,7 @@ package provider
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
 	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
@@ -29,6 +30,18 @@ func volcanoManifestURL(version string) string {
 
 const cceReplace = "Changing it creates a new CCE cluster."
 
+// Defaults of a CCE cluster: what a configuration without them asks CCE for (and what import
+// leaves out of the configuration).
+const (
+	defaultRuntime        = "containerd"
+	defaultMasterType     = "managedPro"
+	defaultMasterFlavor   = "l50"
+	defaultPoolName       = "workers"
+	defaultRootDiskSize   = 100
+	minRootDiskSize       = 20
+	defaultKubeconfigType = "vpc"
+)
+
 func clusterSchema(ctx context.Context) schema.Schema {
 	str := func(desc string, required bool) schema.StringAttribute {
 		return schema.StringAttribute{Required: required, Optional: !required, MarkdownDescription: desc + " " + cceReplace,
@@ -51,7 +64,7 @@ func clusterSchema(ctx context.Context) schema.Schema {
 					"name":            str("Cluster name.", true),
 					"description":     str("Cluster description.", false),
 					"k8s_version":     str("Kubernetes version, e.g. `1.34.2`.", true),
-					"runtime":         schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString("containerd"), MarkdownDescription: "Container runtime. Defaults to `containerd`. " + cceReplace, PlanModifiers: []planmodifier.String{stringplanmodifier.RequiresReplace()}},
+					"runtime":         schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString(defaultRuntime), MarkdownDescription: "Container runtime. Defaults to `" + defaultRuntime + "`. " + cceReplace, PlanModifiers: []planmodifier.String{stringplanmodifier.RequiresReplace()}},
 					"runtime_version": str("Runtime version; CCE's default when unset.", false),
 					"vpc_id":          str("VPC of the cluster, `vpc-...`.", true),
 					"network_mode":    str("Container network mode, e.g. `vpc-eni` or `vpc-route-auto-detect`; CCE's default when unset.", false),
@@ -60,8 +73,8 @@ func clusterSchema(ctx context.Context) schema.Schema {
 					"master": schema.SingleNestedAttribute{Optional: true, MarkdownDescription: "Managed master. " + cceReplace,
 						PlanModifiers: []planmodifier.Object{objectplanmodifier.RequiresReplace()},
 						Attributes: map[string]schema.Attribute{
-							"type":           schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString("managedPro"), MarkdownDescription: "Master type. Defaults to `managedPro`."},
-							"flavor":         schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString("l50"), MarkdownDescription: "Managed master flavor (cluster size class), e.g. `l50`. Defaults to `l50`."},
+							"type":           schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString(defaultMasterType), MarkdownDescription: "Master type. Defaults to `" + defaultMasterType + "`."},
+							"flavor":         schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString(defaultMasterFlavor), MarkdownDescription: "Managed master flavor (cluster size class), e.g. `l50`. Defaults to `" + defaultMasterFlavor + "`."},
 							"zone":           schema.StringAttribute{Optional: true, MarkdownDescription: "Zone of the master's subnet, e.g. `zoneA`."},
 							"subnet_id":      schema.StringAttribute{Optional: true, MarkdownDescription: "Subnet of the API server's load balancer."},
 							"exposed_public": schema.BoolAttribute{Optional: true, Computed: true, Default: booldefault.StaticBool(false), MarkdownDescription: "Give the API server a public address. Defaults to `false`."},
@@ -70,15 +83,15 @@ func clusterSchema(ctx context.Context) schema.Schema {
 						MarkdownDescription: "The worker instance group. `replicas` changes in place; every other setting creates a new cluster.",
 						Attributes: map[string]schema.Attribute{
 							"id":       schema.StringAttribute{Computed: true, MarkdownDescription: "Instance group ID.", PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown()}},
-							"name":     schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString("workers"), MarkdownDescription: "Instance group name. Defaults to `workers`.", PlanModifiers: []planmodifier.String{stringplanmodifier.RequiresReplace()}},
-							"replicas": schema.Int64Attribute{Required: true, MarkdownDescription: "Number of worker machines. Changes in place; drift (scaling in the console) shows in the plan.", Validators: []validator.Int64{int64validator.AtLeast(0)}},
+							"name":     schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString(defaultPoolName), MarkdownDescription: "Instance group name. Defaults to `" + defaultPoolName + "`.", PlanModifiers: []planmodifier.String{stringplanmodifier.RequiresReplace()}},
+							"replicas": schema.Int64Attribute{Required: true, MarkdownDescription: "Number of worker machines, at least 1 (Volcano's own pods need a node). Changes in place; drift (scaling in the console) shows in the plan.", Validators: []validator.Int64{int64validator.AtLeast(1)}},
 							"machine_spec": schema.StringAttribute{Required: true, MarkdownDescription: "BCC machine spec, e.g. `bcc.g5.c8m32`.",
 								PlanModifiers: []planmodifier.String{stringplanmodifier.RequiresReplace()}, Validators: []validator.String{stringvalidator.LengthAtLeast(1)}},
 							"instance_type":     str("BCC instance type, e.g. `N5`.", false),
 							"subnet_id":         str("Subnet of the workers, `sbn-...`.", true),
 							"security_group_id": str("Security group of the workers.", false),
 							"zone":              str("Availability zone, e.g. `zoneA`.", false),
-							"root_disk_size":    schema.Int64Attribute{Optional: true, Computed: true, Default: int64default.StaticInt64(100), MarkdownDescription: "Root disk size in GB. Defaults to `100`.", Validators: []validator.Int64{int64validator.AtLeast(20)}},
+							"root_disk_size":    schema.Int64Attribute{Optional: true, Computed: true, Default: int64default.StaticInt64(defaultRootDiskSize), MarkdownDescription: fmt.Sprintf("Root disk size in GB, at least %d. Defaults to `%d`.", minRootDiskSize, defaultRootDiskSize), Validators: []validator.Int64{int64validator.AtLeast(minRootDiskSize)}},
 							"image_id":          str("OS image ID; CCE's default when unset.", false),
 							"labels":            schema.MapAttribute{Optional: true, ElementType: types.StringType, MarkdownDescription: "Kubernetes labels of the nodes."},
 							"taints": schema.ListNestedAttribute{Optional: true, MarkdownDescription: "Kubernetes taints of the nodes.",
@@ -91,7 +104,7 @@ func clusterSchema(ctx context.Context) schema.Schema {
 								MarkdownDescription: "Root password of the machines. Write-only: sent to CCE at creation, never stored in state or shown in plans."},
 							"ssh_key_id": str("SSH key pair ID for the machines.", false),
 						}},
-					"kubeconfig_type":     schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString("vpc"), MarkdownDescription: "Which kubeconfig to export: `vpc` (API server's VPC address; Terraform must run in the VPC) or `public` (needs `master.exposed_public`). Defaults to `vpc`."},
+					"kubeconfig_type":     schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString(defaultKubeconfigType), MarkdownDescription: "Which kubeconfig to export: `vpc` (API server's VPC address; Terraform must run in the VPC) or `public` (needs `master.exposed_public`). Defaults to `" + defaultKubeconfigType + "`."},
 					"delete_resource":     schema.BoolAttribute{Optional: true, Computed: true, Default: booldefault.StaticBool(true), MarkdownDescription: "On destroy, release the worker machines too. Defaults to `true`."},
 					"delete_cds_snapshot": schema.BoolAttribute{Optional: true, Computed: true, Default: booldefault.StaticBool(true), MarkdownDescription: "On destroy, delete the machines' disk snapshots. Defaults to `true`."},
 				},
@@ -108,12 +121,12 @@ func clusterSchema(ctx context.Context) schema.Schema {
 				Attributes: map[string]schema.Attribute{
 					"version": schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString(DefaultVolcanoVersion),
 						MarkdownDescription: "Volcano release, e.g. `" + DefaultVolcanoVersion + "`. Changing it upgrades in place."},
-					"manifest_url": schema.StringAttribute{Optional: true,
+					"manifest_url": schema.StringAttribute{Optional: true, Validators: []validator.String{manifestURLValidator{}},
 						MarkdownDescription: "Where to fetch the manifest (`https://`, `http://` or `file://`), for mirrors and air-gapped sites. Defaults to the release's `installer/volcano-development.yaml` on GitHub."},
 					"keep_on_destroy": schema.BoolAttribute{Optional: true, Computed: true, Default: booldefault.StaticBool(false),
 						MarkdownDescription: "Leave Volcano installed when this resource is destroyed. Defaults to `false`."},
 				}},
-			"timeouts": timeouts.Attributes(ctx, timeouts.Opts{Create: true, Update: true, Delete: true,
+			"timeouts": timeoutsAttribute(ctx, timeouts.Opts{Create: true, Update: true, Delete: true,
 				CreateDescription: "How long to wait for the cluster, its workers and Volcano. Defaults to `60m`."}),
 			"cluster_id": schema.StringAttribute{Computed: true, MarkdownDescription: "CCE cluster ID (empty for an adopted cluster).", PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown()}},
 			"phase":      schema.StringAttribute{Computed: true, MarkdownDescription: "CCE cluster phase when last read (`running`, …); `adopted` for an existing cluster."},

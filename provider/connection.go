@@ -3,15 +3,19 @@ package provider
 import (
 	"context"
 
+	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
 	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/path"
 	pschema "github.com/hashicorp/terraform-plugin-framework/provider/schema"
 	rschema "github.com/hashicorp/terraform-plugin-framework/resource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-framework/types/basetypes"
 	"github.com/hashicorp/terraform-plugin-log/tflog"
 
 	"github.com/elasticctr/terraform-provider-ctr/internal/kube"
+	"github.com/elasticctr/terraform-provider-ctr/provider/internal/diagnostics"
 )
 
 // connectionModel is the `kubernetes` object: the provider's default connection, each
@@ -39,17 +43,59 @@ var connectionAttrTypes = map[string]attr.Type{
 }
 
 var connectionDescriptions = map[string]string{
-	"config_path":            "Path to a kubeconfig file. Defaults to the `KUBECONFIG` environment variable, else `~/.kube/config`, when no `host` is set.",
-	"config_context":         "Context of the kubeconfig to use. Defaults to the kubeconfig's current context.",
+	"config_path":            "Path to a kubeconfig file. Defaults to the `KUBECONFIG` environment variable, else `~/.kube/config`, when no `host` is set. Conflicts with `host`.",
+	"config_context":         "Context of the kubeconfig to use. Defaults to the kubeconfig's current context. Conflicts with `host`.",
 	"host":                   "API server URL, e.g. `https://10.0.0.2:6443`. With `host`, credentials come from `token` or the client certificate instead of a kubeconfig.",
 	"token":                  "Bearer token for the API server.",
-	"client_certificate":     "PEM-encoded client certificate for TLS client authentication.",
-	"client_key":             "PEM-encoded private key of `client_certificate`.",
+	"client_certificate":     "PEM-encoded client certificate for TLS client authentication; needs `client_key`.",
+	"client_key":             "PEM-encoded private key of `client_certificate`, which it needs.",
 	"cluster_ca_certificate": "PEM-encoded certificate authority that signed the API server's certificate.",
 	"insecure":               "Skip verification of the API server's certificate. For test clusters only. Defaults to `false`.",
 }
 
 var connectionSensitive = map[string]bool{"token": true, "client_key": true}
+
+// connectionValidators refuse settings that do not go together, which RESTConfig would
+// otherwise resolve without a word (host winning over the kubeconfig).
+func connectionValidators(name string) []validator.String {
+	sibling := func(n string) path.Expression { return path.MatchRelative().AtParent().AtName(n) }
+	switch name {
+	case "config_path", "config_context":
+		return []validator.String{stringvalidator.ConflictsWith(sibling("host"))}
+	case "host":
+		return []validator.String{stringvalidator.LengthAtLeast(1)}
+	case "client_certificate":
+		return []validator.String{stringvalidator.AlsoRequires(sibling("client_key"))}
+	case "client_key":
+		return []validator.String{stringvalidator.AlsoRequires(sibling("client_certificate"))}
+	}
+	return nil
+}
+
+// nonEmptyConnection refuses `kubernetes = {}`, which says nothing: leave it out to use the
+// provider's connection.
+type nonEmptyConnection struct{}
+
+func (nonEmptyConnection) Description(context.Context) string {
+	return "sets at least one attribute"
+}
+func (v nonEmptyConnection) MarkdownDescription(ctx context.Context) string {
+	return v.Description(ctx)
+}
+
+func (nonEmptyConnection) ValidateObject(_ context.Context, req validator.ObjectRequest, resp *validator.ObjectResponse) {
+	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
+		return
+	}
+	for _, v := range req.ConfigValue.Attributes() {
+		if !v.IsNull() {
+			return
+		}
+	}
+	resp.Diagnostics.Append(diagnostics.InvalidSetting("Connection", req.Path,
+		"sets nothing: give config_path (and config_context), or host with token or client_certificate and client_key; "+
+			"or leave kubernetes out to use the provider's connection (else KUBECONFIG or ~/.kube/config)."))
+}
 
 const connectionDescription = "How to reach the Kubernetes cluster. Either a kubeconfig (`config_path`, `config_context`) " +
 	"or `host` with `token` or a client certificate. "
@@ -61,10 +107,11 @@ func connectionProviderAttribute() pschema.SingleNestedAttribute {
 			attrs[name] = pschema.BoolAttribute{Optional: true, MarkdownDescription: connectionDescriptions[name]}
 			continue
 		}
-		attrs[name] = pschema.StringAttribute{Optional: true, Sensitive: connectionSensitive[name], MarkdownDescription: connectionDescriptions[name]}
+		attrs[name] = pschema.StringAttribute{Optional: true, Sensitive: connectionSensitive[name], MarkdownDescription: connectionDescriptions[name],
+			Validators: connectionValidators(name)}
 	}
 	return pschema.SingleNestedAttribute{
-		Optional: true,
+		Optional: true, Validators: []validator.Object{nonEmptyConnection{}},
 		MarkdownDescription: connectionDescription + "The default for every resource that sets no `kubernetes` of its own. " +
 			"When unset, the `KUBECONFIG` environment variable or `~/.kube/config` is used.",
 		Attributes: attrs,
@@ -78,10 +125,11 @@ func connectionResourceAttribute() rschema.SingleNestedAttribute {
 			attrs[name] = rschema.BoolAttribute{Optional: true, MarkdownDescription: connectionDescriptions[name]}
 			continue
 		}
-		attrs[name] = rschema.StringAttribute{Optional: true, Sensitive: connectionSensitive[name], MarkdownDescription: connectionDescriptions[name]}
+		attrs[name] = rschema.StringAttribute{Optional: true, Sensitive: connectionSensitive[name], MarkdownDescription: connectionDescriptions[name],
+			Validators: connectionValidators(name)}
 	}
 	return rschema.SingleNestedAttribute{
-		Optional: true,
+		Optional: true, Validators: []validator.Object{nonEmptyConnection{}},
 		MarkdownDescription: connectionDescription + "Overrides the provider's `kubernetes` for this resource. Because it is " +
 			"a resource attribute, it may come from a cluster created in the same apply " +
 			"(`kubernetes = ctr_cluster.this.kubernetes`).",

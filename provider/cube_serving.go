@@ -3,6 +3,7 @@ package provider
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -23,7 +24,7 @@ func readServing(ctx context.Context, kc *kube.Client, c stack.Cube, m *cubeMode
 	m.ServedVersion, m.ServingReplicas = types.StringValue(""), types.ListNull(types.Int64Type)
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	body, err := kc.ServiceProxyGet(ctx, c.Namespace, c.Name+"-transfer", fmt.Sprint(c.TransferPort), "status")
+	body, err := transferStatus(ctx, kc, c)
 	if err != nil {
 		tflog.Warn(ctx, fmt.Sprintf("cube %s/%s: could not ask the transfer what the replicas serve: %s", c.Namespace, c.Name, err))
 		return
@@ -38,6 +39,12 @@ func readServing(ctx context.Context, kc *kube.Client, c stack.Cube, m *cubeMode
 	if warn != "" {
 		diags.AddWarning("Cube Replicas Not Serving", fmt.Sprintf("Cube %s/%s: %s", c.Namespace, c.Name, warn))
 	}
+}
+
+// transferStatus GETs the transfer's status document (of a defaulted cube) through the API
+// server's service proxy, so that Terraform needs no route into the cluster.
+func transferStatus(ctx context.Context, kc *kube.Client, c stack.Cube) ([]byte, error) {
+	return kc.ServiceProxyGet(ctx, c.Namespace, c.TransferService(), strconv.Itoa(int(c.TransferPort)), stack.TransferStatusPath)
 }
 
 // servingValues turns the transfer's status into served_version, serving_replicas and,

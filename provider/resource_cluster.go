@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/url"
 	"reflect"
+	"strings"
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
@@ -17,6 +18,7 @@ import (
 	"github.com/elasticctr/terraform-provider-ctr/internal/cce"
 	"github.com/elasticctr/terraform-provider-ctr/internal/kube"
 	"github.com/elasticctr/terraform-provider-ctr/internal/stack"
+	"github.com/elasticctr/terraform-provider-ctr/provider/internal/diagnostics"
 )
 
 var (
@@ -254,18 +256,18 @@ func (r *clusterResource) installVolcano(ctx context.Context, m *clusterModel, p
 	var stale stack.Set
 	for _, k := range previous {
 		if !keep[k] {
-			if u := objectFromKey(k); u != nil {
+			if u := kube.RefFromManifestKey(k); u != nil {
 				stale = append(stale, stack.Object{Key: k, Object: u})
 			}
 		}
 	}
 	if len(stale) > 0 {
-		if err := c.DeleteSet(ctx, stale, progressInterval); err != nil {
+		if err := c.DeleteSet(ctx, stale); err != nil {
 			diags.AddError("Upgrade Volcano Error", "Could not remove objects the new release no longer has: "+err.Error())
 			return
 		}
 	}
-	if err := c.WaitInstalled(ctx, set, progressInterval); err != nil {
+	if err := c.WaitInstalled(ctx, set); err != nil {
 		diags.AddError("Install Volcano Error", "Volcano did not become ready: "+err.Error())
 		return
 	}
@@ -327,10 +329,10 @@ func (r *clusterResource) importCCE(ctx context.Context, c *cce.Client, cl *cce.
 		Name: types.StringValue(spec.Name), Description: optionalString(spec.Description), K8sVersion: types.StringValue(spec.K8sVersion),
 		Runtime: optionalString(spec.Runtime), RuntimeVersion: optionalString(spec.RuntimeVersion), VPCID: types.StringValue(spec.VPCID),
 		NetworkMode: optionalString(spec.NetworkMode), PodCIDR: optionalString(spec.PodCIDR), ServiceCIDR: optionalString(spec.ServiceCIDR),
-		KubeconfigType: types.StringValue("vpc"), DeleteResource: types.BoolValue(true), DeleteCDSSnapshot: types.BoolValue(true),
+		KubeconfigType: types.StringValue(defaultKubeconfigType), DeleteResource: types.BoolValue(true), DeleteCDSSnapshot: types.BoolValue(true),
 	}
 	// A master with the defaults is what a configuration without a master block creates.
-	if !(spec.MasterType == "managedPro" && spec.MasterFlavor == "l50" && spec.MasterZone == "" && spec.MasterSubnetID == "" && !spec.ExposedPublic) {
+	if !(spec.MasterType == defaultMasterType && spec.MasterFlavor == defaultMasterFlavor && spec.MasterZone == "" && spec.MasterSubnetID == "" && !spec.ExposedPublic) {
 		st.CCE.Master = &masterModel{Type: optionalString(spec.MasterType), Flavor: optionalString(spec.MasterFlavor), Zone: optionalString(spec.MasterZone),
 			SubnetID: optionalString(spec.MasterSubnetID), ExposedPublic: types.BoolValue(spec.ExposedPublic)}
 	}
@@ -446,19 +448,22 @@ func (r *clusterResource) uninstallVolcano(ctx context.Context, st *clusterModel
 	}
 	var set stack.Set
 	for _, k := range keys {
-		if u := objectFromKey(k); u != nil {
+		if u := kube.RefFromManifestKey(k); u != nil {
 			set = append(set, stack.Object{Key: k, Object: u})
 		}
 	}
 	tflog.Info(ctx, fmt.Sprintf("uninstalling Volcano (%d objects)", len(set)))
-	if err := c.DeleteSet(ctx, set, progressInterval); err != nil {
+	if err := c.DeleteSet(ctx, set); err != nil {
 		diags.AddError("Uninstall Volcano Error", err.Error())
 	}
 }
 
 func (r *clusterResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
-	if req.ID == "" {
-		resp.Diagnostics.AddError("Invalid Import ID", "Expected a CCE cluster ID, e.g. cce-abcd1234.")
+	// A CCE cluster ID is one word; an adopted cluster ("existing/<host>") is not imported:
+	// declare it with kubernetes = { ... } and apply, which adopts it.
+	if req.ID == "" || strings.ContainsAny(req.ID, "/ \t\n") {
+		resp.Diagnostics.Append(diagnostics.InvalidImportID(req.ID, "a CCE cluster ID, e.g. cce-abcd1234 (an existing cluster "+
+			"is not imported: declare it with kubernetes = { ... } and apply)"))
 		return
 	}
 	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("id"), req.ID)...)

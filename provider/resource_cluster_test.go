@@ -231,3 +231,23 @@ func clientsFor(t *testing.T, kubeconfig string) *kubeClients {
 	}
 	return &kubeClients{cs: kubernetes.NewForConfigOrDie(cfg), dyn: dynamic.NewForConfigOrDie(cfg)}
 }
+
+// TestCluster_BadInput: refused at plan time, once, at the attribute; no cluster or cloud needed.
+func TestCluster_BadInput(t *testing.T) {
+	pool := map[string]any{"replicas": 1, "machine_spec": "bcc.g5.c8m32", "subnet_id": "sbn-1"}
+	cce := func(pool map[string]any) map[string]any {
+		return map[string]any{"cce": map[string]any{"name": "ctr", "k8s_version": "1.34.2", "vpc_id": "vpc-1", "worker_pool": pool}}
+	}
+	adopt := map[string]any{"kubernetes": map[string]any{"config_path": "/kubeconfig"}}
+	testBadInputs(t, "ctr_cluster", []badInput{
+		{"worker pool of 0 nodes", cce(with(pool, "replicas", 0)), "cce.worker_pool.replicas", `Attribute cce.worker_pool.replicas value must be at least 1`},
+		{"tiny root disk", cce(with(pool, "root_disk_size", 10)), "cce.worker_pool.root_disk_size", `value must be at least 20`},
+		{"manifest over FTP", with(adopt, "volcano", map[string]any{"manifest_url": "ftp://mirror/volcano.yaml"}), "volcano.manifest_url",
+			`Attribute volcano.manifest_url: "ftp://mirror/volcano.yaml": use an https://, http:// or file:// URL`},
+		{"manifest as a bare path", with(adopt, "volcano", map[string]any{"manifest_url": "/srv/volcano.yaml"}), "volcano.manifest_url", `use an https://, http:// or file:// URL`},
+		{"manifest URL without a host", with(adopt, "volcano", map[string]any{"manifest_url": "https:///volcano.yaml"}), "volcano.manifest_url", `names no host`},
+		{"kubeconfig and host", map[string]any{"kubernetes": map[string]any{"config_path": "/kubeconfig", "host": "https://k:6443"}},
+			"kubernetes.config_path", `"kubernetes.host" cannot be specified when "kubernetes.config_path" is specified`},
+		{"bad timeout", with(adopt, "timeouts", map[string]any{"create": "1 hour"}), "timeouts.create", `"1 hour" is not a positive duration`},
+	})
+}

@@ -168,28 +168,60 @@ func TestAccCube_Lifecycle(t *testing.T) {
 	})
 }
 
-// TestCube_InvalidInputs: refused at plan time with the attribute named; no cluster needed.
-func TestCube_InvalidInputs(t *testing.T) {
-	cases := []struct{ extra, want string }{
-		{`shards = 0`, `Attribute shards value must be between 1 and 256`},
-		{`replicas = 40`, `Attribute replicas value must be between 1 and 32`},
-		{`mode = "delta"`, `Attribute mode value must be one of`},
-		{`donefile_url = "ftp://x/base.txt"`, `donefile_url: "ftp://x/base.txt" must be an http:// or https:// URL`},
-		{`resources = { requests = { memory = "lots" } }`, `resources.requests\["memory"\]: "lots" is not a quantity`},
-		{`port = 8099`, `transfer_port: must differ from port`},
-		{`transfer_files_port = 8099`, `transfer_files_port: must differ from transfer_port`},
-		{`network_policy = { allow_from = [{ pod_labels = {} }] }`, `network_policy.allow_from\[0\]: needs pod_labels, namespace_labels or both`},
-		{`network_policy = { enabled = false, allow_from = [{ pod_labels = { a = "b" } }] }`, `network_policy.allow_from: has no effect with enabled = false`},
-		{`security_context = { seccomp_profile = "Localhost" }`, `Attribute security_context.seccomp_profile value must be one of`},
-		{`security_context = { add_capabilities = ["cap_chown"] }`, `security_context.add_capabilities\[0\]: "cap_chown" is not a capability name`},
-	}
-	var steps []resource.TestStep
-	for _, c := range cases {
-		cfg := fmt.Sprintf("resource \"ctr_cube\" \"test\" {\n  name = \"c\"\n  donefile_url = \"http://f/base.txt\"\n  %s\n}\n", c.extra)
-		if strings.HasPrefix(c.extra, "donefile_url") {
-			cfg = fmt.Sprintf("resource \"ctr_cube\" \"test\" {\n  name = \"c\"\n  %s\n}\n", c.extra)
-		}
-		steps = append(steps, resource.TestStep{Config: cfg, PlanOnly: true, ExpectError: regexp.MustCompile(strings.ReplaceAll(c.want, " ", `\s+`))})
-	}
-	resource.UnitTest(t, resource.TestCase{ProtoV6ProviderFactories: providerFactories, Steps: steps})
+// TestCube_BadInput: every class of bad value is refused at plan time, once, at its
+// attribute, saying what is allowed. No cluster needed.
+func TestCube_BadInput(t *testing.T) {
+	base := map[string]any{"name": "c", "donefile_url": "http://f/base.txt"}
+	testBadInputs(t, "ctr_cube", []badInput{
+		// One bad value, one error: the schema alone checks a bound (stack.Cube.Validate no longer repeats it).
+		{"shards above the bound", with(base, "shards", 300), "shards", `shards value must be between 1 and 256, got: 300`},
+		{"no shards", with(base, "shards", 0), "shards", `between 1 and 256`},
+		{"too many replicas", with(base, "replicas", 40), "replicas", `between 1 and 32`},
+		{"retries above the bound", with(base, "retry", 11), "retry", `between 0 and 10`},
+		{"zero timeout", with(base, "timeout_ms", 0), "timeout_ms", `between 1 and 600000`},
+		{"unknown mode", with(base, "mode", "delta"), "mode", `value must be one of`},
+		{"name starting with a digit", with(base, "name", "1cube"), "name", `starting with a letter .* DNS-1035 .* got: 1cube`},
+		{"name too long", with(base, "name", strings.Repeat("c", 41)), "name", `at most 40`},
+		{"bad namespace", with(base, "namespace", "Ads"), "namespace", `at most 63 lowercase letters`},
+		{"stack not a label value", with(base, "stack", "elastic ctr"), "stack", `"elastic ctr" is not a valid label value`},
+		{"empty image", with(base, "image", ""), "image", `string length must be at least 1`},
+		{"donefile not http", with(base, "donefile_url", "ftp://x/base.txt"), "donefile_url", `"ftp://x/base.txt" must be an http:// or https:// URL`},
+		{"not a quantity", with(base, "resources", map[string]any{"requests": map[string]any{"memory": "lots"}}), `resources.requests["memory"]`, `"lots" is not a quantity`},
+		{"port = the transfer's default port", with(base, "port", 8099), "port", `8099 is also the transfer_port; .* each need a port of their own`},
+		{"files port = transfer port", with(base, "transfer_files_port", 8099), "transfer_files_port", `8099 is also the transfer_port`},
+		{"transfer port = port", with(base, "transfer_port", 9000, "port", 9000), "transfer_port", `9000 is also the port`},
+		{"storage size", with(base, "storage", map[string]any{"size": "0"}), "storage.size", `"0" is not a positive storage quantity`},
+		{"transfer storage", with(base, "transfer_storage", "lots"), "transfer_storage", `"lots" is not a positive storage quantity`},
+		{"label key of the node selector", with(base, "node_selector", map[string]any{"-pool": "cube"}), `node_selector["-pool"]`, `"-pool" is not a label key`},
+		{"toleration operator", with(base, "tolerations", []any{map[string]any{"key": "k", "operator": "Bogus"}}), "tolerations[0].operator", `value must be one of: \["Exists" "Equal"\]`},
+		{"toleration effect", with(base, "tolerations", []any{map[string]any{"key": "k", "effect": "NoRun"}}), "tolerations[0].effect", `value must be one of`},
+		{"toleration key", with(base, "tolerations", []any{map[string]any{"key": "a b", "operator": "Exists"}}), "tolerations[0].key", `"a b" is not a taint key`},
+		{"toleration of every taint without Exists", with(base, "tolerations", []any{map[string]any{"effect": "NoSchedule"}}), "tolerations[0].operator", `must be "Exists" when key is empty`},
+		{"peer without labels", with(base, "network_policy", map[string]any{"allow_from": []any{map[string]any{"pod_labels": map[string]any{}}}}), "network_policy.allow_from[0]", `needs pod_labels, namespace_labels or both`},
+		{"peers with policies off", with(base, "network_policy", map[string]any{"enabled": false, "allow_from": []any{map[string]any{"pod_labels": map[string]any{"a": "b"}}}}),
+			"network_policy.allow_from", `has no effect with enabled = false`},
+		{"seccomp profile", with(base, "security_context", map[string]any{"seccomp_profile": "Localhost"}), "security_context.seccomp_profile", `value must be one of`},
+		{"capability", with(base, "security_context", map[string]any{"add_capabilities": []any{"cap_chown"}}), "security_context.add_capabilities[0]", `"cap_chown" is not a capability name`},
+		{"bad timeout", with(base, "timeouts", map[string]any{"create": "10x"}), "timeouts.create", `Attribute timeouts.create: "10x" is not a positive duration`},
+		{"negative timeout", with(base, "timeouts", map[string]any{"delete": "-5m"}), "timeouts.delete", `"-5m" is not a positive duration`},
+		{"empty connection", with(base, "kubernetes", map[string]any{}), "kubernetes", `Attribute kubernetes: sets nothing`},
+		{"kubeconfig and host", with(base, "kubernetes", map[string]any{"config_path": "/kubeconfig", "host": "https://k:6443"}),
+			"kubernetes.config_path", `"kubernetes.host" cannot be specified when "kubernetes.config_path" is specified`},
+		{"certificate without key", with(base, "kubernetes", map[string]any{"host": "https://k:6443", "client_certificate": "PEM"}),
+			"kubernetes.client_certificate", `"kubernetes.client_key" must be specified when "kubernetes.client_certificate" is specified`},
+		{"empty host", with(base, "kubernetes", map[string]any{"host": "", "token": "t"}), "kubernetes.host", `string length must be at least 1`},
+	})
+}
+
+// TestCube_RetryZero: `retry = 0` is a setting of its own (no retries), not "the default".
+func TestCube_RetryZero(t *testing.T) {
+	resource.UnitTest(t, resource.TestCase{ProtoV6ProviderFactories: providerFactories, Steps: []resource.TestStep{{
+		Config:             "resource \"ctr_cube\" \"test\" {\n  name = \"c\"\n  donefile_url = \"http://f/base.txt\"\n  retry = 0\n}\n",
+		PlanOnly:           true,
+		ExpectNonEmptyPlan: true,
+		ConfigPlanChecks: resource.ConfigPlanChecks{PostApplyPreRefresh: []plancheck.PlanCheck{
+			plancheck.ExpectKnownValue(cubeAddr, tfjsonpath.New("retry"), knownvalue.Int64Exact(0)),
+			plancheck.ExpectKnownValue(cubeAddr, tfjsonpath.New("cube_conf"), knownvalue.StringRegexp(regexp.MustCompile(`"retry": 0,`))),
+		}},
+	}}})
 }

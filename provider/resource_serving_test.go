@@ -3,8 +3,6 @@ package provider
 import (
 	"context"
 	"fmt"
-	"regexp"
-	"strings"
 	"testing"
 
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
@@ -105,21 +103,19 @@ func TestAccServing_Lifecycle(t *testing.T) {
 	})
 }
 
-// TestServing_InvalidInputs: refused at plan time with the attribute named; no cluster needed.
-func TestServing_InvalidInputs(t *testing.T) {
-	cases := []struct{ extra, want string }{
-		{`cube_conf = "{not json"`, `cube_conf: is not the JSON array Paddle Serving reads`},
-		{`cube_conf = "[]"`, `cube_conf: needs at least one dictionary`},
-		{"cube_conf = \"[{\\\"dict_name\\\":\\\"d\\\",\\\"shard\\\":1}]\"\n  port = 0", `Attribute port value must be between 1 and 65535`},
-		{"cube_conf = \"[{\\\"dict_name\\\":\\\"d\\\",\\\"shard\\\":1}]\"\n  replicas = 0", `Attribute replicas value must be at least 1`},
-	}
-	var steps []resource.TestStep
-	for _, c := range cases {
-		steps = append(steps, resource.TestStep{
-			Config:      fmt.Sprintf("resource \"ctr_serving\" \"test\" {\n  name = \"s\"\n  %s\n}\n", c.extra),
-			PlanOnly:    true,
-			ExpectError: regexp.MustCompile(strings.ReplaceAll(c.want, " ", `\s+`)),
-		})
-	}
-	resource.UnitTest(t, resource.TestCase{ProtoV6ProviderFactories: providerFactories, Steps: steps})
+// TestServing_BadInput: refused at plan time, once, at the attribute; no cluster needed.
+func TestServing_BadInput(t *testing.T) {
+	base := map[string]any{"name": "s", "cube_conf": `[{"dict_name":"d","shard":1}]`}
+	testBadInputs(t, "ctr_serving", []badInput{
+		{"cube.conf not JSON", with(base, "cube_conf", "{not json"), "cube_conf", `cube_conf: is not the JSON array Paddle Serving reads`},
+		{"cube.conf without a dictionary", with(base, "cube_conf", "[]"), "cube_conf", `cube_conf: needs at least one dictionary`},
+		{"port 0", with(base, "port", 0), "port", `port value must be between 1 and 65535`},
+		{"no replicas", with(base, "replicas", 0), "replicas", `replicas value must be at least 1`},
+		{"name starting with a digit", with(base, "name", "9serving"), "name", `starting with a letter`},
+		{"empty image", with(base, "image", ""), "image", `string length must be at least 1`},
+		{"service type", with(base, "service_type", "Ingress"), "service_type", `value must be one of`},
+		{"environment variable name", with(base, "env", map[string]any{"1X": "y"}), `env["1X"]`, `"1X" is not a valid environment variable name`},
+		{"negative limit", with(base, "resources", map[string]any{"limits": map[string]any{"cpu": "-1"}}), `resources.limits["cpu"]`, `"-1" is negative`},
+		{"bad timeout", with(base, "timeouts", map[string]any{"update": "soon"}), "timeouts.update", `"soon" is not a positive duration`},
+	})
 }

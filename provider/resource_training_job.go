@@ -32,8 +32,6 @@ type trainingJobResource struct {
 	data *providerData
 }
 
-const progressInterval = 10 * time.Second
-
 func (r *trainingJobResource) Metadata(_ context.Context, req resource.MetadataRequest, resp *resource.MetadataResponse) {
 	resp.TypeName = req.ProviderTypeName + "_training_job"
 }
@@ -70,13 +68,7 @@ func (r *trainingJobResource) ValidateConfig(ctx context.Context, req resource.V
 	if diags.HasError() {
 		return
 	}
-	// Schema defaults are not applied to the configuration yet; fill the ones that checks need.
-	if j.Namespace == "" {
-		j.Namespace = "default"
-	}
-	for _, e := range j.Validate() {
-		resp.Diagnostics.AddAttributeError(fieldPath(e.Path), "Invalid Training Job Setting", "Attribute "+e.Path+": "+e.Detail)
-	}
+	resp.Diagnostics.Append(settingErrors("Training Job", j.Validate())...)
 }
 
 // ModifyPlan renders the Kubernetes objects at plan time, so that `manifests` shows the
@@ -121,7 +113,7 @@ func (r *trainingJobResource) ModifyPlan(ctx context.Context, req resource.Modif
 	}
 	set, err := stack.RenderTrainingJob(j)
 	if err != nil {
-		resp.Diagnostics.AddError("Invalid Training Job", err.Error())
+		resp.Diagnostics.Append(renderError("Training Job", err)...)
 		return
 	}
 	manifests, err := set.Manifests()
@@ -250,14 +242,13 @@ func (r *trainingJobResource) apply(ctx context.Context, plan *trainingJobModel,
 	diags.Append(state.Set(ctx, plan)...)
 
 	d0 := j.Defaulted()
-	tflog.Info(ctx, fmt.Sprintf("waiting for file server %s/%s-fileserver and Volcano job %s/%s to run", j.Namespace, j.Name, j.Namespace, j.Name))
-	fs := set.Find("apps/v1/Deployment/" + j.Name + "-fileserver")
-	if _, err := c.WaitFor(ctx, fs, kube.DeploymentAvailable, progressInterval); err != nil {
+	fs, job := set.Find(stack.FileServerKey(j.Name)), set.Find(stack.VolcanoJobKey(j.Name))
+	tflog.Info(ctx, fmt.Sprintf("waiting for %s and %s to run", kube.Describe(fs), kube.Describe(job)))
+	if _, err := c.WaitFor(ctx, fs, kube.DeploymentAvailable); err != nil {
 		diags.AddError(verb+" Training Job Error", "The file server did not become available: "+err.Error())
 		return
 	}
-	job := set.Find(stack.VolcanoJobKey(j.Name))
-	live, err := c.WaitFor(ctx, job, kube.VolcanoJobRunning, progressInterval)
+	live, err := c.WaitFor(ctx, job, kube.VolcanoJobRunning)
 	if err != nil {
 		diags.AddError(verb+" Training Job Error", fmt.Sprintf("Training job %s/%s did not reach Running (gang of %d pods): %s. "+
 			"If it stays Pending, the cluster may lack room for the whole gang; lower min_available or the task resources.",
@@ -389,21 +380,14 @@ func (r *trainingJobResource) Delete(ctx context.Context, req resource.DeleteReq
 		return
 	}
 	ns, name := st.Namespace.ValueString(), st.Name.ValueString()
-	err := c.DeleteAll(ctx, ns, stack.Owner(stack.TrainingJobType, name), stack.TrainingJobKinds, stack.ControllerKinds, progressInterval)
+	err := c.DeleteAll(ctx, ns, stack.Owner(stack.TrainingJobType, name), stack.TrainingJobKinds, stack.ControllerKinds)
 	if err != nil {
 		resp.Diagnostics.AddError("Delete Training Job Error", fmt.Sprintf("Could not delete everything training job %s/%s owns: %s", ns, name, err))
 	}
 }
 
 func (r *trainingJobResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
-	ns, name, ok := strings.Cut(req.ID, "/")
-	if !ok || ns == "" || name == "" || strings.Contains(name, "/") {
-		resp.Diagnostics.AddError("Invalid Import ID", fmt.Sprintf("Expected NAMESPACE/NAME, e.g. default/ctr-demo; got %q.", req.ID))
-		return
-	}
-	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("id"), req.ID)...)
-	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("namespace"), ns)...)
-	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("name"), name)...)
+	importByNamespaceName(ctx, req, resp)
 }
 
 // volcanoTasksDiffer reports whether the tasks of the Volcano Job (manifests key) differ

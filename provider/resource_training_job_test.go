@@ -252,52 +252,45 @@ resource "ctr_training_job" "test" {
 	})
 }
 
-// TestTrainingJob_InvalidInputs: every bad value is refused at plan time, naming the attribute.
-// It needs the terraform CLI but no cluster.
-func TestTrainingJob_InvalidInputs(t *testing.T) {
-	cases := []struct{ extra, want string }{
-		{`name_override = 1`, `An argument named "name_override" is not expected`},
-		{`trainer = { replicas = 0 }`, `Attribute trainer.replicas value must be at least 1`},
-		{`min_available = 5`, `Attribute min_available: 5 is more than the 4 pods the job asks for`},
-		{`pserver = { requests = { cpu = "lots" } }`, `pserver.requests\["cpu"\]: "lots" is not a quantity`},
-		{`pserver = { requests = { cpu = "4" }, limits = { cpu = "2" } }`, `request 4 is more than the limit 2`},
-		{`mode = "mpi"`, `Attribute mode value must be one of`},
-		{`port = 70000`, `Attribute port value must be between 1 and 65535`},
-		{`dataset = { hdfs_address = "http://namenode:9000" }`, `dataset.hdfs_address: "http://namenode:9000" is not an HDFS address`},
-		{`dataset = { start_hour = "2020-04-01" }`, `dataset.start_hour: "2020-04-01" is not an hour`},
-		{`dataset = { start_hour = "20200402/00", end_hour = "20200401/00" }`, `dataset.end_hour: "20200401/00" is before start_hour`},
-		{`model_output = { size = "ten" }`, `model_output.size: "ten" is not a positive storage quantity`},
-		{`model_output = { access_mode = "ReadOnlyMany" }`, `Attribute model_output.access_mode value must be one of`},
-		{`file_server = { service_type = "Ingress" }`, `Attribute file_server.service_type value must be one of`},
-		{`worker = { replicas = 2 }`, `Attribute worker: is only used with mode = "collective"`},
-		{`policies = [{ event = "PodExploded", action = "RestartJob" }]`, `Attribute policies\[0\].event value must be one of`},
-		{`env = { "1BAD" = "x" }`, `env\["1BAD"\]: "1BAD" is not a valid environment variable name`},
-		{`image = ""`, `Attribute image string length must be at least 1`},
-		{`file_server = { upload_insecure = true }`, `file_server.upload_insecure: has no effect without upload = true`},
-		{`security_context = { run_as_user = 0, run_as_non_root = true }`, `security_context.run_as_non_root: contradicts run_as_user = 0`},
-		{`file_server = { security_context = { fs_group = -1 } }`, `Attribute file_server.security_context.fs_group value must be between 0 and`},
-	}
-	var steps []resource.TestStep
-	for _, c := range cases {
-		steps = append(steps, resource.TestStep{
-			Config: fmt.Sprintf(`
-resource "ctr_training_job" "test" {
-  name      = "bad"
-  %s
-}
-`, c.extra),
-			PlanOnly: true,
-			// Terraform wraps long messages: any run of spaces may be a line break.
-			ExpectError: regexp.MustCompile(strings.ReplaceAll(c.want, " ", `\s+`)),
-		})
-	}
-	steps = append(steps,
-		resource.TestStep{Config: `resource "ctr_training_job" "test" { name = "Bad_Name" }`, PlanOnly: true,
-			ExpectError: regexp.MustCompile(`Attribute name must be lowercase letters`)},
-		resource.TestStep{Config: `resource "ctr_training_job" "test" { name = "` + strings.Repeat("a", 41) + `" }`, PlanOnly: true,
-			ExpectError: regexp.MustCompile(`Attribute name string length must be between 1 and 40`)},
-	)
-	resource.UnitTest(t, resource.TestCase{ProtoV6ProviderFactories: providerFactories, Steps: steps})
+// TestTrainingJob_BadInput: every bad value is refused at plan time, once, at its attribute,
+// saying what is allowed. It needs the terraform CLI but no cluster.
+func TestTrainingJob_BadInput(t *testing.T) {
+	base := map[string]any{"name": "bad"}
+	dataset := func(kv ...any) map[string]any { return with(base, "dataset", with(map[string]any{}, kv...)) }
+	testBadInputs(t, "ctr_training_job", []badInput{
+		{"no trainers", with(base, "trainer", map[string]any{"replicas": 0}), "trainer.replicas", `Attribute trainer.replicas value must be at least 1`},
+		{"gang larger than the job", with(base, "min_available", 5), "min_available", `Attribute min_available: 5 is more than the 4 pods the job asks for`},
+		{"not a quantity", with(base, "pserver", map[string]any{"requests": map[string]any{"cpu": "lots"}}), `pserver.requests["cpu"]`, `"lots" is not a quantity`},
+		{"request above limit", with(base, "pserver", map[string]any{"requests": map[string]any{"cpu": "4"}, "limits": map[string]any{"cpu": "2"}}),
+			`pserver.requests["cpu"]`, `request 4 is more than the limit 2`},
+		{"unknown mode", with(base, "mode", "mpi"), "mode", `Attribute mode value must be one of`},
+		{"port out of range", with(base, "port", 70000), "port", `Attribute port value must be between 1 and 65535`},
+		{"max_retry 0", with(base, "max_retry", 0), "max_retry", `value must be at least 1`},
+		{"negative GPUs", with(base, "trainer", map[string]any{"gpus": -1}), "trainer.gpus", `value must be at least 0`},
+		{"HDFS address", dataset("hdfs_address", "http://namenode:9000"), "dataset.hdfs_address", `"http://namenode:9000" is not an HDFS address`},
+		{"hour not in the form", dataset("start_hour", "2020-04-01"), "dataset.start_hour", `"2020-04-01" is not an hour`},
+		{"month 13", dataset("start_hour", "20201301/00"), "dataset.start_hour", `"20201301/00" is not an hour that exists`},
+		{"February 30", dataset("end_hour", "20200230/12"), "dataset.end_hour", `"20200230/12" is not an hour that exists`},
+		{"hour 24", dataset("start_hour", "20200401/24"), "dataset.start_hour", `"20200401/24" is not an hour that exists .* \(hours 00-23\)`},
+		{"window reversed", dataset("start_hour", "20200402/00", "end_hour", "20200401/00"), "dataset.end_hour", `"20200401/00" is before start_hour`},
+		{"model size", with(base, "model_output", map[string]any{"size": "ten"}), "model_output.size", `"ten" is not a positive storage quantity`},
+		{"access mode", with(base, "model_output", map[string]any{"access_mode": "ReadOnlyMany"}), "model_output.access_mode", `value must be one of`},
+		{"file server service type", with(base, "file_server", map[string]any{"service_type": "Ingress"}), "file_server.service_type", `value must be one of`},
+		{"file server image empty", with(base, "file_server", map[string]any{"image": ""}), "file_server.image", `string length must be at least 1`},
+		{"worker in ps mode", with(base, "worker", map[string]any{"replicas": 2}), "worker", `Attribute worker: is only used with mode = "collective"`},
+		{"Volcano event", with(base, "policies", []any{map[string]any{"event": "PodExploded", "action": "RestartJob"}}), "policies[0].event", `value must be one of`},
+		{"environment variable name", with(base, "env", map[string]any{"1BAD": "x"}), `env["1BAD"]`, `"1BAD" is not a valid environment variable name`},
+		{"empty image", with(base, "image", ""), "image", `Attribute image string length must be at least 1`},
+		{"empty command word", with(base, "command", []any{"paddle_k8s", ""}), "command[1]", `string length must be at least 1`},
+		{"insecure uploads without uploads", with(base, "file_server", map[string]any{"upload_insecure": true}), "file_server.upload_insecure", `has no effect without upload = true`},
+		{"root and non-root", with(base, "security_context", map[string]any{"run_as_user": 0, "run_as_non_root": true}), "security_context.run_as_non_root", `contradicts run_as_user = 0`},
+		{"negative group", with(base, "file_server", map[string]any{"security_context": map[string]any{"fs_group": -1}}), "file_server.security_context.fs_group", `value must be between 0 and`},
+		{"name with capitals", with(base, "name", "Bad_Name"), "name", `Attribute name must be at most 40 lowercase letters`},
+		{"name starting with a digit", with(base, "name", "0job"), "name", `starting with a letter`},
+		{"name too long", with(base, "name", strings.Repeat("a", 41)), "name", `at most 40`},
+		{"stack not a label value", with(base, "stack", "-x-"), "stack", `"-x-" is not a valid label value`},
+		{"bad timeout", with(base, "timeouts", map[string]any{"create": "20"}), "timeouts.create", `"20" is not a positive duration`},
+	})
 }
 
 // TestTrainingJob_PlanWithoutCluster: plan renders the manifests without any cluster, even

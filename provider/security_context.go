@@ -40,7 +40,7 @@ const hardenedDefaults = "Every pod runs with the `RuntimeDefault` seccomp profi
 func securityContextAttribute(pods, images string) schema.SingleNestedAttribute {
 	id := func(what string) schema.Int64Attribute {
 		return schema.Int64Attribute{Optional: true, MarkdownDescription: what,
-			Validators: []validator.Int64{int64validator.Between(0, 2147483647)}}
+			Validators: []validator.Int64{int64validator.Between(0, stack.MaxID)}}
 	}
 	return schema.SingleNestedAttribute{Optional: true,
 		MarkdownDescription: "Relaxes (or tightens) the hardened security settings of " + pods + ". " + hardenedDefaults + " " + images +

@@ -3,7 +3,6 @@ package provider
 import (
 	"context"
 	"fmt"
-	"regexp"
 	"strconv"
 	"strings"
 
@@ -28,18 +27,8 @@ import (
 	"github.com/elasticctr/terraform-provider-ctr/internal/stack"
 )
 
-var dnsLabelRE = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
-
 // replaceReason is shown in docs; the plan adds a warning with the same reason.
 const replaceReason = "Changing it replaces the Volcano job (training restarts): Volcano cannot change the tasks of a submitted job."
-
-func quoted(vs []string) string {
-	q := make([]string, len(vs))
-	for i, v := range vs {
-		q[i] = "`" + v + "`"
-	}
-	return strings.Join(q, ", ")
-}
 
 func replaceStr() []planmodifier.String {
 	return []planmodifier.String{stringplanmodifier.RequiresReplace()}
@@ -65,12 +54,12 @@ func policyAttribute(desc string) schema.ListNestedAttribute {
 func taskAttribute(name, desc string) schema.SingleNestedAttribute {
 	return schema.SingleNestedAttribute{
 		Optional:            true,
-		MarkdownDescription: desc + " " + replaceReason,
+		MarkdownDescription: fmt.Sprintf("%s Defaults to %d replicas. %s", desc, stack.DefaultReplicas, replaceReason),
 		PlanModifiers:       []planmodifier.Object{objectplanmodifier.RequiresReplace()},
 		Attributes: map[string]schema.Attribute{
 			"replicas": schema.Int64Attribute{Optional: true, Computed: true, Default: int64default.StaticInt64(stack.DefaultReplicas),
-				MarkdownDescription: fmt.Sprintf("Number of %s pods. At least 1. Defaults to `%d`.", name, stack.DefaultReplicas),
-				Validators:          []validator.Int64{int64validator.AtLeast(1)}},
+				MarkdownDescription: fmt.Sprintf("Number of %s pods. At least %d. Defaults to `%d`.", name, stack.MinTaskReplicas, stack.DefaultReplicas),
+				Validators:          []validator.Int64{int64validator.AtLeast(stack.MinTaskReplicas)}},
 			"requests": schema.MapAttribute{Optional: true, ElementType: types.StringType,
 				MarkdownDescription: "Resource requests per pod, e.g. `{ cpu = \"1\", memory = \"4Gi\" }` (Kubernetes quantities)."},
 			"limits": schema.MapAttribute{Optional: true, ElementType: types.StringType,
@@ -96,54 +85,44 @@ func trainingJobSchema(ctx context.Context) schema.Schema {
 			"filesystem; Paddle's training images run as root (see `security_context`). `security_context` and " +
 			"`file_server.security_context` relax these defaults.",
 		Attributes: map[string]schema.Attribute{
-			"id": schema.StringAttribute{Computed: true, MarkdownDescription: "`namespace/name` of the training job.",
-				PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown()}},
-			"name": schema.StringAttribute{Required: true, PlanModifiers: replaceStr(),
-				MarkdownDescription: fmt.Sprintf("Name of the Volcano job; prefix of every object it owns. Lowercase letters, digits and `-`, at most %d characters.", stack.MaxNameLength),
-				Validators: []validator.String{stringvalidator.LengthBetween(1, stack.MaxNameLength),
-					stringvalidator.RegexMatches(dnsLabelRE, "must be lowercase letters, digits and '-', starting and ending with a letter or digit")}},
-			"namespace": schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString("default"), PlanModifiers: replaceStr(),
-				MarkdownDescription: "Namespace of every object. It must exist. Defaults to `default`.",
-				Validators: []validator.String{stringvalidator.LengthBetween(1, 63),
-					stringvalidator.RegexMatches(dnsLabelRE, "must be lowercase letters, digits and '-', starting and ending with a letter or digit")}},
-			"stack": schema.StringAttribute{Optional: true,
-				MarkdownDescription: "Name of the stack this job belongs to (the `app.kubernetes.io/part-of` label). Defaults to `name`."},
+			"id":        idAttribute(),
+			"name":      nameAttribute("Name of the Volcano job; prefix of every object it owns."),
+			"namespace": namespaceAttribute("Namespace of every object. It must exist."),
+			"stack":     stackAttribute("Name of the stack this job belongs to"),
 			"mode": schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString(stack.ModePS), PlanModifiers: replaceStr(),
 				MarkdownDescription: "`ps`: parameter servers (`pserver`) and `trainer`s, the ElasticCTR layout; `collective`: GPU `worker`s with Volcano's `svc` and `env` plugins. Defaults to `ps`.",
 				Validators:          []validator.String{stringvalidator.OneOf(stack.Modes...)}},
 			"image": schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString(stack.DefaultImage), PlanModifiers: replaceStr(),
 				MarkdownDescription: "Training image for every task. Defaults to `" + stack.DefaultImage + "` (the seed image with `paddle_k8s`). " + replaceReason,
-				Validators:          []validator.String{stringvalidator.LengthAtLeast(1)}},
-			"image_pull_policy": schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString("IfNotPresent"), PlanModifiers: replaceStr(),
-				MarkdownDescription: "One of " + quoted(stack.PullPolicies) + ". Defaults to `IfNotPresent`.",
+				Validators:          imageValidators},
+			"image_pull_policy": schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString(stack.DefaultPullPolicy), PlanModifiers: replaceStr(),
+				MarkdownDescription: "One of " + quoted(stack.PullPolicies) + ". Defaults to `" + stack.DefaultPullPolicy + "`.",
 				Validators:          []validator.String{stringvalidator.OneOf(stack.PullPolicies...)}},
 			"command": schema.ListAttribute{Optional: true, ElementType: types.StringType,
 				PlanModifiers:       []planmodifier.List{listplanmodifier.RequiresReplace()},
 				MarkdownDescription: "Container command. Defaults to `[\"paddle_k8s\", \"start_fluid\"]`, the launcher that finds the other pods by label and runs `entry` in the right role. " + replaceReason,
-				Validators:          []validator.List{listvalidator.SizeAtLeast(1)}},
+				Validators:          []validator.List{listvalidator.SizeAtLeast(1), listvalidator.ValueStringsAre(stringvalidator.LengthAtLeast(1))}},
 			"entry": schema.StringAttribute{Optional: true, PlanModifiers: replaceStr(),
 				MarkdownDescription: "The training program the launcher runs (`ENTRY`), e.g. `cd /workspace/ctr && python train.py --is_local 0 --cloud_train 1`."},
 			"env": schema.MapAttribute{Optional: true, ElementType: types.StringType,
 				PlanModifiers:       []planmodifier.Map{mapplanmodifier.RequiresReplace()},
 				MarkdownDescription: "Extra environment variables for every task; they override the `PADDLE_*` variables the provider sets. " + replaceReason},
-			"port": schema.Int64Attribute{Optional: true, Computed: true, Default: int64default.StaticInt64(stack.DefaultPort), PlanModifiers: replaceInt(),
-				MarkdownDescription: fmt.Sprintf("`PADDLE_PORT`, the parameter-server port. Defaults to `%d`.", stack.DefaultPort),
-				Validators:          []validator.Int64{int64validator.Between(1, 65535)}},
+			"port": portAttribute("`PADDLE_PORT`, the parameter-server port.", stack.DefaultPort, replaceInt()...),
 			"queue": schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString(stack.DefaultQueue), PlanModifiers: replaceStr(),
-				MarkdownDescription: "Volcano queue. Defaults to `default`."},
+				MarkdownDescription: "Volcano queue. Defaults to `" + stack.DefaultQueue + "`."},
 			"scheduler_name": schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString(stack.DefaultScheduler), PlanModifiers: replaceStr(),
-				MarkdownDescription: "Scheduler of the pods. Defaults to `volcano`; gang scheduling needs it."},
+				MarkdownDescription: "Scheduler of the pods. Defaults to `" + stack.DefaultScheduler + "`; gang scheduling needs it."},
 			"min_available": schema.Int64Attribute{Optional: true, Computed: true,
 				MarkdownDescription: "Gang size: the job starts only when this many pods can run at once. Defaults to every pod of the job " +
 					"(pservers + trainers, or workers), so training never starts half-placed. Changes in place. A gang larger than the job is refused; " +
 					"a gang larger than the cluster stays Pending and blocks its queue.",
 				Validators: []validator.Int64{int64validator.AtLeast(1)}},
 			"max_retry": schema.Int64Attribute{Optional: true, Computed: true, Default: int64default.StaticInt64(stack.DefaultMaxRetry), PlanModifiers: replaceInt(),
-				MarkdownDescription: fmt.Sprintf("How many times Volcano restarts the job before it fails. Defaults to `%d`.", stack.DefaultMaxRetry),
-				Validators:          []validator.Int64{int64validator.AtLeast(1)}},
-			"pserver":  taskAttribute("parameter server", "Parameter-server task (`mode = \"ps\"`). Pods are labelled `paddle-job-pserver=<name>`. Defaults to 2 replicas."),
-			"trainer":  taskAttribute("trainer", "Trainer task (`mode = \"ps\"`). Pods are labelled `paddle-job=<name>` and mount the model output. Defaults to 2 replicas."),
-			"worker":   taskAttribute("worker", "Collective worker task (`mode = \"collective\"`), typically with `gpus`. Defaults to 2 replicas."),
+				MarkdownDescription: fmt.Sprintf("How many times Volcano restarts the job before it fails. At least %d. Defaults to `%d`.", stack.MinMaxRetry, stack.DefaultMaxRetry),
+				Validators:          []validator.Int64{int64validator.AtLeast(stack.MinMaxRetry)}},
+			"pserver":  taskAttribute("parameter server", "Parameter-server task (`mode = \"ps\"`). Pods are labelled `paddle-job-pserver=<name>`."),
+			"trainer":  taskAttribute("trainer", "Trainer task (`mode = \"ps\"`). Pods are labelled `paddle-job=<name>` and mount the model output."),
+			"worker":   taskAttribute("worker", "Collective worker task (`mode = \"collective\"`), typically with `gpus`."),
 			"policies": policyAttribute("Job lifecycle policies. Defaults to `PodEvicted` and `PodFailed` -> `RestartJob`."),
 			"dataset": schema.SingleNestedAttribute{Optional: true,
 				MarkdownDescription: "Where the trainers read samples: ElasticCTR's `data.config`, passed as `HDFS_ADDRESS`, `HDFS_UGI` (from a Secret), `DATASET_PATH`, `START_DATE_HR`, `END_DATE_HR` and `SPARSE_DIM`.",
@@ -152,7 +131,7 @@ func trainingJobSchema(ctx context.Context) schema.Schema {
 					"hdfs_ugi": schema.StringAttribute{Optional: true, Sensitive: true,
 						MarkdownDescription: "HDFS user and password, `user,password`. Stored in a Secret and never shown in `manifests`; changes in place."},
 					"path":       schema.StringAttribute{Optional: true, PlanModifiers: replaceStr(), MarkdownDescription: "Absolute dataset path on HDFS, e.g. `/train_data`."},
-					"start_hour": schema.StringAttribute{Optional: true, PlanModifiers: replaceStr(), MarkdownDescription: "First hour of data, `YYYYMMDD/HH`."},
+					"start_hour": schema.StringAttribute{Optional: true, PlanModifiers: replaceStr(), MarkdownDescription: "First hour of data, `YYYYMMDD/HH` (an hour that exists, `00`-`23`)."},
 					"end_hour":   schema.StringAttribute{Optional: true, PlanModifiers: replaceStr(), MarkdownDescription: "Last hour of data, `YYYYMMDD/HH`; not before `start_hour`."},
 					"sparse_dim": schema.Int64Attribute{Optional: true, PlanModifiers: replaceInt(), Validators: []validator.Int64{int64validator.AtLeast(1)},
 						MarkdownDescription: "Number of sparse feature ids (the embedding table's rows), e.g. `1000001`."},
@@ -174,7 +153,7 @@ func trainingJobSchema(ctx context.Context) schema.Schema {
 					"storage_class": schema.StringAttribute{Optional: true, PlanModifiers: replaceStr(),
 						MarkdownDescription: "StorageClass of the claim. Defaults to the cluster's default StorageClass."},
 					"access_mode": schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString(stack.AccessReadWriteOnce), PlanModifiers: replaceStr(),
-						MarkdownDescription: "`ReadWriteOnce` or `ReadWriteMany`. Defaults to `ReadWriteOnce`.",
+						MarkdownDescription: "One of " + quoted(stack.AccessModes) + ". Defaults to `" + stack.AccessReadWriteOnce + "`.",
 						Validators:          []validator.String{stringvalidator.OneOf(stack.AccessModes...)}},
 					"existing_claim": schema.StringAttribute{Optional: true, PlanModifiers: replaceStr(),
 						MarkdownDescription: "Use this existing PersistentVolumeClaim instead of creating one; it is kept when the job is replaced or destroyed."},
@@ -186,7 +165,7 @@ func trainingJobSchema(ctx context.Context) schema.Schema {
 			"file_server": schema.SingleNestedAttribute{Optional: true,
 				MarkdownDescription: "The HTTP file server that publishes the model output with directory listings (what the cube transfer expects). Changes in place.",
 				Attributes: map[string]schema.Attribute{
-					"image": schema.StringAttribute{Optional: true,
+					"image": schema.StringAttribute{Optional: true, Validators: imageValidators,
 						MarkdownDescription: "Image run as `fileserver --root DIR --listen HOST:PORT [--upload]`. Defaults to `" + stack.CubeImageRepository + ":<provider version>`, built from this repository (`cube fileserver`)."},
 					"upload": schema.BoolAttribute{Optional: true, Computed: true, Default: booldefault.StaticBool(false),
 						MarkdownDescription: "Accept uploads (HTTP PUT) into the model output, as ElasticCTR's client uploads `slot.conf`. Defaults to `false` " +
@@ -197,14 +176,11 @@ func trainingJobSchema(ctx context.Context) schema.Schema {
 					"upload_insecure": schema.BoolAttribute{Optional: true, Computed: true, Default: booldefault.StaticBool(false),
 						MarkdownDescription: "With `upload = true`, accept uploads from anyone, without a token (`--upload-insecure`): whoever reaches " +
 							"the file server may then overwrite the model the cube serves. For trusted networks only. Defaults to `false`."},
-					"port": schema.Int64Attribute{Optional: true, Computed: true, Default: int64default.StaticInt64(stack.DefaultFileServerPort),
-						MarkdownDescription: fmt.Sprintf("HTTP port of the pod and the Service. Defaults to `%d`.", stack.DefaultFileServerPort),
-						Validators:          []validator.Int64{int64validator.Between(1, 65535)}},
-					"service_type": schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString(stack.DefaultFileServerType),
-						MarkdownDescription: "One of " + quoted(stack.ServiceTypes) + ". Defaults to `ClusterIP`.",
-						Validators:          []validator.String{stringvalidator.OneOf(stack.ServiceTypes...)}},
-					"replicas": schema.Int64Attribute{Optional: true, Computed: true, Default: int64default.StaticInt64(1),
-						MarkdownDescription: "File server replicas. Defaults to `1`.", Validators: []validator.Int64{int64validator.AtLeast(1)}},
+					"port":         portAttribute("HTTP port of the pod and the Service.", stack.DefaultFileServerPort),
+					"service_type": serviceTypeAttribute(),
+					"replicas": schema.Int64Attribute{Optional: true, Computed: true, Default: int64default.StaticInt64(stack.DefaultFileServerReplicas),
+						MarkdownDescription: fmt.Sprintf("File server replicas. Defaults to `%d`.", stack.DefaultFileServerReplicas),
+						Validators:          []validator.Int64{int64validator.AtLeast(1)}},
 					"security_context": securityContextAttribute("the file server's pods",
 						"The file server (this repository's image) also runs as user and group 65532 with `runAsNonRoot`, `fsGroup` 65532 "+
 							"and a read-only root filesystem."),
@@ -224,11 +200,9 @@ func trainingJobSchema(ctx context.Context) schema.Schema {
 					"send it as `Authorization: Bearer <token>`.",
 				PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown()}},
 			"kubernetes": connectionResourceAttribute(),
-			"timeouts": timeouts.Attributes(ctx, timeouts.Opts{Create: true, Update: true, Delete: true,
+			"timeouts": timeoutsAttribute(ctx, timeouts.Opts{Create: true, Update: true, Delete: true,
 				CreateDescription: "How long to wait for the file server and the job to run. Defaults to `20m`."}),
-			"manifests": schema.MapAttribute{Computed: true, ElementType: types.StringType,
-				MarkdownDescription: "Every Kubernetes object this resource owns, `apiVersion/Kind/name` -> YAML, rendered at plan time. " +
-					"`terraform plan` shows field-level changes here, including drift made outside Terraform. Secret values show as `(sensitive value)`."},
+			"manifests": manifestsAttribute(),
 			"phase": schema.StringAttribute{Computed: true,
 				MarkdownDescription: "Phase of the Volcano job when last read: `Pending`, `Running`, `Completing`, `Completed`, `Restarting`, `Failed`, … or `Missing`."},
 			"file_server_url": schema.StringAttribute{Computed: true, MarkdownDescription: "In-cluster URL of the file server, `http://<name>-fileserver.<namespace>.svc:<port>`."},

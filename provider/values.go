@@ -24,6 +24,15 @@ func optionalInt64(n int64) types.Int64 {
 	return types.Int64Value(n)
 }
 
+// int32Ptr is a number whose zero is a setting of its own: null stays nil ("the default").
+func int32Ptr(v types.Int64) *int32 {
+	if v.IsNull() || v.IsUnknown() {
+		return nil
+	}
+	n := int32(v.ValueInt64())
+	return &n
+}
+
 func optionalStringMap(ctx context.Context, m map[string]string, diags *diag.Diagnostics) types.Map {
 	if m == nil {
 		return types.MapNull(types.StringType)

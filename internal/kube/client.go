@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
@@ -38,7 +39,12 @@ type Client struct {
 	mapper meta.ResettableRESTMapper
 	// Log receives one line per action ("Deployment ns/name created"); nil discards.
 	Log func(msg string)
+	// ProgressEvery is how often a wait logs that it still waits.
+	ProgressEvery time.Duration
 }
+
+// DefaultProgressEvery is a new client's ProgressEvery.
+const DefaultProgressEvery = 10 * time.Second
 
 // NewClient connects lazily: nothing is contacted until the first call.
 func NewClient(cfg *rest.Config) (*Client, error) {
@@ -54,7 +60,8 @@ func NewClient(cfg *rest.Config) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Client{dyn: dyn, cs: cs, mapper: restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc))}, nil
+	return &Client{dyn: dyn, cs: cs, mapper: restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc)),
+		ProgressEvery: DefaultProgressEvery}, nil
 }
 
 func (c *Client) logf(format string, args ...any) {
@@ -212,40 +219,54 @@ func (c *Client) Prune(ctx context.Context, namespace, owner string, kinds []sch
 	// Deletion is in the foreground (dependents first): wait until it is done, so that an
 	// apply that removed a shard has removed it when it returns.
 	if len(gone) > 0 {
-		if err := c.waitGone(ctx, gone, 10*time.Second); err != nil {
+		if err := c.waitGone(ctx, gone); err != nil {
 			return pruned, err
 		}
 	}
 	return pruned, nil
 }
 
-// waitGone waits until none of the objects exists, logging what is left every interval.
-func (c *Client) waitGone(ctx context.Context, set stack.Set, interval time.Duration) error {
-	last := time.Now()
-	for {
-		var left []string
+// pollEvery is how often waits that cannot watch (several objects, of several kinds) look.
+const pollEvery = 250 * time.Millisecond
+
+// Poll calls cond every `every` (the first time at once) until it is done, fails, or ctx
+// ends, logging the progress line cond returns at most once per ProgressEvery: the waits
+// that cannot watch one object. It returns the last progress line, for the error of a wait
+// that ran out of time.
+func (c *Client) Poll(ctx context.Context, every time.Duration, cond func(context.Context) (done bool, progress string, err error)) (string, error) {
+	last, line := time.Now(), ""
+	err := wait.PollUntilContextCancel(ctx, every, true, func(ctx context.Context) (bool, error) {
+		done, progress, err := cond(ctx)
+		line = progress
+		if !done && err == nil && time.Since(last) >= c.ProgressEvery {
+			c.logf("%s", progress)
+			last = time.Now()
+		}
+		return done, err
+	})
+	return line, err
+}
+
+// waitGone waits until none of the objects exists, logging what is left.
+func (c *Client) waitGone(ctx context.Context, set stack.Set) error {
+	var left []string
+	_, err := c.Poll(ctx, pollEvery, func(ctx context.Context) (bool, string, error) {
+		left = left[:0]
 		for _, o := range set {
 			live, err := c.Get(ctx, o.Object)
 			if err != nil && !errors.Is(err, errNotServed) {
-				return err
+				return false, "", err
 			}
 			if live != nil {
 				left = append(left, Describe(o.Object))
 			}
 		}
-		if len(left) == 0 {
-			return nil
-		}
-		if time.Since(last) >= interval {
-			c.logf("waiting for %d objects to go: %s", len(left), strings.Join(left, ", "))
-			last = time.Now()
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("timed out waiting for deletion of %s: %w", strings.Join(left, ", "), ctx.Err())
-		case <-time.After(250 * time.Millisecond):
-		}
+		return len(left) == 0, fmt.Sprintf("waiting for %d objects to go: %s", len(left), strings.Join(left, ", ")), nil
+	})
+	if wait.Interrupted(err) {
+		return fmt.Errorf("timed out waiting for deletion of %s: %w", strings.Join(left, ", "), err)
 	}
+	return err
 }
 
 func (c *Client) deleteOne(ctx context.Context, u *unstructured.Unstructured) error {
@@ -265,8 +286,8 @@ func (c *Client) deleteOne(ctx context.Context, u *unstructured.Unstructured) er
 
 // DeleteAll deletes every owned object of the given kinds (dependents in the foreground)
 // and waits until none of them, and no object of the extra kinds with the owner label
-// (pods, pod groups), is left. It logs progress every interval.
-func (c *Client) DeleteAll(ctx context.Context, namespace, owner string, kinds, extra []schema.GroupVersionKind, interval time.Duration) error {
+// (pods, pod groups), is left, logging progress.
+func (c *Client) DeleteAll(ctx context.Context, namespace, owner string, kinds, extra []schema.GroupVersionKind) error {
 	owned, err := c.Owned(ctx, namespace, owner, kinds)
 	if err != nil {
 		return err
@@ -279,34 +300,26 @@ func (c *Client) DeleteAll(ctx context.Context, namespace, owner string, kinds, 
 		c.logf("%s deletion requested", Describe(owned[i]))
 	}
 	all := append(append([]schema.GroupVersionKind{}, kinds...), extra...)
-	last := time.Now()
-	for {
-		left, err := c.Owned(ctx, namespace, owner, all)
+	var left []string
+	_, err = c.Poll(ctx, pollEvery, func(ctx context.Context) (bool, string, error) {
+		owned, err := c.Owned(ctx, namespace, owner, all)
 		if err != nil {
-			return err
+			return false, "", err
 		}
-		if len(left) == 0 {
-			c.logf("everything owned by %s in %s is gone", owner, namespace)
-			return nil
+		left = left[:0]
+		for _, u := range owned {
+			left = append(left, Describe(u))
 		}
-		if time.Since(last) >= interval {
-			names := make([]string, 0, len(left))
-			for _, u := range left {
-				names = append(names, Describe(u))
-			}
-			c.logf("waiting for %d objects to go: %s", len(left), strings.Join(names, ", "))
-			last = time.Now()
-		}
-		select {
-		case <-ctx.Done():
-			names := make([]string, 0, len(left))
-			for _, u := range left {
-				names = append(names, Describe(u))
-			}
-			return fmt.Errorf("timed out waiting for deletion of %s: %w", strings.Join(names, ", "), ctx.Err())
-		case <-time.After(250 * time.Millisecond):
-		}
+		return len(left) == 0, fmt.Sprintf("waiting for %d objects to go: %s", len(left), strings.Join(left, ", ")), nil
+	})
+	if wait.Interrupted(err) {
+		return fmt.Errorf("timed out waiting for deletion of %s: %w", strings.Join(left, ", "), err)
 	}
+	if err != nil {
+		return err
+	}
+	c.logf("everything owned by %s in %s is gone", owner, namespace)
+	return nil
 }
 
 // apiError names the object and gives the API's reason in words a user can act on.

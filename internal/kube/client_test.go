@@ -33,6 +33,7 @@ func liveClient(t *testing.T) (*Client, kubernetes.Interface, string, *[]string)
 	var mu sync.Mutex
 	var lines []string
 	c.Log = func(s string) { mu.Lock(); lines = append(lines, s); mu.Unlock(); t.Log(s) }
+	c.ProgressEvery = time.Second
 	cs := kubernetes.NewForConfigOrDie(cfg)
 	ns := "kube-" + strings.ToLower(strings.ReplaceAll(t.Name(), "_", "-"))
 	if len(ns) > 50 {
@@ -81,7 +82,7 @@ func TestClient_PruneAndDeleteAll(t *testing.T) {
 	pruned, err := c.Prune(ctx, ns, "o", cmKind, stack.Set{configMap(ns, "keep", "o", "1")})
 	require.NoError(t, err)
 	assert.Equal(t, []string{"v1/ConfigMap/stale"}, pruned)
-	require.NoError(t, c.DeleteAll(ctx, ns, "o", cmKind, nil, time.Second))
+	require.NoError(t, c.DeleteAll(ctx, ns, "o", cmKind, nil))
 	left, err := cs.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{LabelSelector: stack.OwnerLabel})
 	require.NoError(t, err)
 	require.Len(t, left.Items, 1, "only the object of another owner is left")
@@ -110,13 +111,13 @@ func TestClient_WaitForDeploymentWithProgress(t *testing.T) {
 		time.Sleep(500 * time.Millisecond)
 		_, _ = c.Apply(context.Background(), set)
 	}()
-	live, err := c.WaitFor(ctx, dep, DeploymentAvailable, time.Second)
+	live, err := c.WaitFor(ctx, dep, DeploymentAvailable)
 	require.NoError(t, err)
 	avail, _, _ := unstructured.NestedInt64(live.Object, "status", "availableReplicas")
 	assert.Equal(t, int64(1), avail)
 	assert.Contains(t, strings.Join(*lines, "\n"), "Deployment "+ns+"/w-fileserver: 1/1 replicas available")
 	owner := stack.Owner(stack.TrainingJobType, "w")
-	require.NoError(t, c.DeleteAll(context.Background(), ns, owner, stack.TrainingJobKinds, stack.ControllerKinds, time.Second))
+	require.NoError(t, c.DeleteAll(context.Background(), ns, owner, stack.TrainingJobKinds, stack.ControllerKinds))
 }
 
 func TestClient_WaitTimesOutWithLastState(t *testing.T) {
@@ -125,7 +126,7 @@ func TestClient_WaitTimesOutWithLastState(t *testing.T) {
 	defer cancel()
 	_, err := c.WaitFor(ctx, configMap(ns, "never", "o", "1").Object, func(*unstructured.Unstructured) (bool, string, error) {
 		return false, "", nil
-	}, time.Second)
+	})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "ConfigMap "+ns+"/never did not become ready in time")
 }

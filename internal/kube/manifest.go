@@ -9,8 +9,9 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"regexp"
 	"sort"
-	"time"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
@@ -21,48 +22,62 @@ import (
 // MaxManifestSize bounds a downloaded release manifest (Volcano's is ~1.5 MB).
 const MaxManifestSize = 32 << 20
 
-// FetchManifest reads a multi-document YAML manifest from an http(s):// or file:// URL (or a
-// plain path), for example Volcano's release manifest or a mirror of it.
-func FetchManifest(ctx context.Context, rawURL string) ([]byte, error) {
+// CheckManifestURL says whether FetchManifest can read a manifest URL: http://, https:// (with
+// a host) or file:// (with a path), for mirrors and air-gapped sites.
+func CheckManifestURL(rawURL string) error {
 	u, err := url.Parse(rawURL)
 	if err != nil {
-		return nil, fmt.Errorf("manifest URL %q: %w", rawURL, err)
+		return fmt.Errorf("%q is not a URL: %w", rawURL, err)
 	}
 	switch u.Scheme {
 	case "http", "https":
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, rawURL, nil)
-		if err != nil {
-			return nil, err
+		if u.Host == "" {
+			return fmt.Errorf("%q names no host", rawURL)
 		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			return nil, fmt.Errorf("download manifest %s: %w", rawURL, err)
+	case "file":
+		if u.Path == "" {
+			return fmt.Errorf("%q names no file: use file:///absolute/path", rawURL)
 		}
-		defer resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			return nil, fmt.Errorf("download manifest %s: HTTP %d", rawURL, resp.StatusCode)
-		}
-		data, err := io.ReadAll(io.LimitReader(resp.Body, MaxManifestSize+1))
-		if err != nil {
-			return nil, fmt.Errorf("download manifest %s: %w", rawURL, err)
-		}
-		if len(data) > MaxManifestSize {
-			return nil, fmt.Errorf("manifest %s is larger than %d bytes", rawURL, MaxManifestSize)
-		}
-		return data, nil
-	case "file", "":
-		p := u.Path
-		if u.Scheme == "" {
-			p = rawURL
-		}
-		data, err := os.ReadFile(p)
+	default:
+		return fmt.Errorf("%q: use an https://, http:// or file:// URL", rawURL)
+	}
+	return nil
+}
+
+// FetchManifest reads a multi-document YAML manifest from an http(s):// or file:// URL, for
+// example Volcano's release manifest or a mirror of it.
+func FetchManifest(ctx context.Context, rawURL string) ([]byte, error) {
+	if err := CheckManifestURL(rawURL); err != nil {
+		return nil, fmt.Errorf("manifest URL %w", err)
+	}
+	u, _ := url.Parse(rawURL) // checked above
+	if u.Scheme == "file" {
+		data, err := os.ReadFile(u.Path)
 		if err != nil {
 			return nil, fmt.Errorf("read manifest: %w", err)
 		}
 		return data, nil
-	default:
-		return nil, fmt.Errorf("manifest URL %q: use http://, https:// or file://", rawURL)
 	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, rawURL, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("download manifest %s: %w", rawURL, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("download manifest %s: HTTP %d", rawURL, resp.StatusCode)
+	}
+	data, err := io.ReadAll(io.LimitReader(resp.Body, MaxManifestSize+1))
+	if err != nil {
+		return nil, fmt.Errorf("download manifest %s: %w", rawURL, err)
+	}
+	if len(data) > MaxManifestSize {
+		return nil, fmt.Errorf("manifest %s is larger than %d bytes", rawURL, MaxManifestSize)
+	}
+	return data, nil
 }
 
 // kindOrder installs what others depend on first: namespaces and CRDs, then accounts and
@@ -129,9 +144,37 @@ func ManifestKey(u *unstructured.Unstructured) string {
 	return u.GetAPIVersion() + "/" + u.GetKind() + "/" + u.GetNamespace() + "/" + u.GetName()
 }
 
+// RefFromManifestKey turns a ManifestKey back into a reference for reading or deleting the
+// object; nil when the key is not one.
+func RefFromManifestKey(key string) *unstructured.Unstructured {
+	parts := strings.Split(key, "/")
+	var apiVersion string
+	if len(parts) > 0 && coreVersionRE.MatchString(parts[0]) {
+		apiVersion, parts = parts[0], parts[1:]
+	} else if len(parts) > 1 {
+		apiVersion, parts = parts[0]+"/"+parts[1], parts[2:]
+	}
+	u := &unstructured.Unstructured{}
+	switch len(parts) {
+	case 2:
+		u.SetName(parts[1])
+	case 3:
+		u.SetNamespace(parts[1])
+		u.SetName(parts[2])
+	default:
+		return nil
+	}
+	u.SetAPIVersion(apiVersion)
+	u.SetKind(parts[0])
+	return u
+}
+
+// coreVersionRE matches the versions of the core group ("v1"), which has no group name.
+var coreVersionRE = regexp.MustCompile(`^v\d+((alpha|beta)\d+)?$`)
+
 // WaitInstalled waits until every CRD of the set is Established and every Deployment is
 // available.
-func (c *Client) WaitInstalled(ctx context.Context, set stack.Set, interval time.Duration) error {
+func (c *Client) WaitInstalled(ctx context.Context, set stack.Set) error {
 	for _, o := range set {
 		var cond Condition
 		switch o.Object.GetKind() {
@@ -142,7 +185,7 @@ func (c *Client) WaitInstalled(ctx context.Context, set stack.Set, interval time
 		default:
 			continue
 		}
-		if _, err := c.WaitFor(ctx, o.Object, cond, interval); err != nil {
+		if _, err := c.WaitFor(ctx, o.Object, cond); err != nil {
 			return err
 		}
 	}
@@ -150,13 +193,13 @@ func (c *Client) WaitInstalled(ctx context.Context, set stack.Set, interval time
 }
 
 // DeleteSet deletes the objects of a set in reverse install order and waits until all are gone.
-func (c *Client) DeleteSet(ctx context.Context, set stack.Set, interval time.Duration) error {
+func (c *Client) DeleteSet(ctx context.Context, set stack.Set) error {
 	for i := len(set) - 1; i >= 0; i-- {
 		if err := c.deleteOne(ctx, set[i].Object); err != nil {
 			return err
 		}
 	}
-	if err := c.waitGone(ctx, set, interval); err != nil {
+	if err := c.waitGone(ctx, set); err != nil {
 		return err
 	}
 	c.logf("all %d objects deleted", len(set))

@@ -19,9 +19,10 @@ import (
 type Condition func(u *unstructured.Unstructured) (done bool, state string, err error)
 
 // WaitFor watches one object until cond is met or ctx ends, logging the state whenever it
-// changes and at least every interval. It lists first, so an object that is already there
-// in the wanted state returns at once; a missing object is waited for.
-func (c *Client) WaitFor(ctx context.Context, obj *unstructured.Unstructured, cond Condition, interval time.Duration) (*unstructured.Unstructured, error) {
+// changes and at least every ProgressEvery. It lists first, so an object that is already
+// there in the wanted state returns at once; a missing object is waited for.
+func (c *Client) WaitFor(ctx context.Context, obj *unstructured.Unstructured, cond Condition) (*unstructured.Unstructured, error) {
+	interval := c.ProgressEvery
 	ri, err := c.resource(obj.GroupVersionKind(), obj.GetNamespace())
 	if err != nil {
 		return nil, err

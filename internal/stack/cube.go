@@ -4,17 +4,19 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"net/url"
 	"strconv"
 	"strings"
 
-	"github.com/elasticctr/terraform-provider-ctr/cube/api"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
+
+	"github.com/elasticctr/terraform-provider-ctr/cube/api"
 )
 
 // CubeType is the Terraform resource type of the sparse-parameter service.
@@ -50,6 +52,7 @@ const (
 	DefaultCubeMode          = "base"
 	DefaultCubeTimeoutMS     = 200
 	DefaultCubeRetry         = 3
+	DefaultCubeStorageSize   = "10Gi"
 	DefaultTransferStorage   = "20Gi"
 	tokenKey                 = "token"
 	cubeTokenDir             = "/etc/cube"
@@ -63,10 +66,23 @@ const (
 	placeholderTokenForPlans = "(generated at apply)"
 )
 
+// Bounds of a cube's settings.
+const (
+	MinCubeShards      = 1
+	MaxCubeShards      = 256
+	MinCubeReplicas    = 1
+	MaxCubeReplicas    = 32
+	MinCubeTimeoutMS   = 1
+	MaxCubeTimeoutMS   = 600000
+	MaxCubeRetry       = 10
+	MaxBackupRequestMS = 600000
+)
+
 // CubeModes are the transfer's modes: base versions only, or bases and their patches.
 var CubeModes = []string{"base", "base_delta"}
 
-// Cube is everything a `ctr_cube` says. Zero values mean "default".
+// Cube is everything a `ctr_cube` says. Zero values mean "default", except where zero is a
+// valid setting of its own: those fields are pointers, nil meaning "default".
 type Cube struct {
 	Name      string `json:"name"`
 	Namespace string `json:"namespace"`
@@ -96,9 +112,10 @@ type Cube struct {
 	NodeSelector    map[string]string `json:"node_selector,omitempty"`
 	Tolerations     []Toleration      `json:"tolerations,omitempty"`
 	// cube.conf settings for Paddle Serving.
-	TimeoutMS       int32 `json:"timeout_ms,omitempty"`
-	Retry           int32 `json:"retry,omitempty"`
-	BackupRequestMS int32 `json:"backup_request_ms,omitempty"`
+	TimeoutMS int32 `json:"timeout_ms,omitempty"`
+	// Retry is Paddle Serving's retries on another replica; 0 turns retries off.
+	Retry           *int32 `json:"retry,omitempty"`
+	BackupRequestMS int32  `json:"backup_request_ms,omitempty"`
 	// SecurityContext overrides the hardened defaults of the servers' and transfer's pods.
 	SecurityContext *SecurityContext `json:"security_context,omitempty"`
 	// NetworkPolicy says who may reach the cube; nil renders the default policies.
@@ -137,7 +154,7 @@ func (c Cube) Defaulted() Cube {
 	def(&d.Stack, d.Name)
 	def(&d.Dict, DefaultCubeDict)
 	def(&d.Mode, DefaultCubeMode)
-	def(&d.ImagePullPolicy, string(corev1.PullIfNotPresent))
+	def(&d.ImagePullPolicy, DefaultPullPolicy)
 	def(&d.TransferStorage, DefaultTransferStorage)
 	num(&d.Shards, DefaultCubeShards)
 	num(&d.Replicas, DefaultCubeReplicas)
@@ -145,7 +162,9 @@ func (c Cube) Defaulted() Cube {
 	num(&d.TransferPort, DefaultTransferPort)
 	num(&d.TransferFilesPort, DefaultTransferFilesPort)
 	num(&d.TimeoutMS, DefaultCubeTimeoutMS)
-	num(&d.Retry, DefaultCubeRetry)
+	if d.Retry == nil {
+		d.Retry = ptr.To[int32](DefaultCubeRetry)
+	}
 	if d.Token == "" {
 		d.Token = placeholderTokenForPlans
 	}
@@ -159,13 +178,13 @@ func (c Cube) labels(component string) map[string]string {
 
 // ShardService is the headless Service of shard i: its DNS name resolves to the ready
 // replicas of the shard.
-func (c Cube) ShardService(i int32) string { return fmt.Sprintf("%s-shard-%d", c.Name, i) }
+func (c Cube) ShardService(i int32) string { return cubeShardName(c.Name, i) }
 
 // ReplicasService is the headless Service that governs every shard's StatefulSet and
 // publishes its pods' DNS names whether they are ready or not: the transfer must reach a
 // replica that serves nothing yet (first rollout, a restart with an empty disk, a new
 // replica) to make it serve. Clients use the shard Services, which list ready pods only.
-func (c Cube) ReplicasService() string { return c.Name + "-replicas" }
+func (c Cube) ReplicasService() string { return cubeReplicasName(c.Name) }
 
 // ReplicaAddr is the stable address of replica r of shard i (a StatefulSet pod), through
 // ReplicasService.
@@ -175,16 +194,23 @@ func (c Cube) ReplicaAddr(i, r int32) string {
 
 // TransferURL is the in-cluster URL of the transfer's status API.
 func (c Cube) TransferURL() string {
-	return fmt.Sprintf("http://%s.%s.svc:%d", c.transferName(), c.Namespace, c.TransferPort)
+	return fmt.Sprintf("http://%s.%s.svc:%d", c.TransferService(), c.Namespace, c.TransferPort)
 }
 
 // TransferFilesURL is the in-cluster URL at which cube servers download published shards
 // (<URL>/files/<version>/...): the transfer's --public-url.
 func (c Cube) TransferFilesURL() string {
-	return fmt.Sprintf("http://%s.%s.svc:%d", c.transferName(), c.Namespace, c.TransferFilesPort)
+	return fmt.Sprintf("http://%s.%s.svc:%d", c.TransferService(), c.Namespace, c.TransferFilesPort)
 }
 
-func (c Cube) transferName() string { return c.Name + "-transfer" }
+// TransferService is the Service of the transfer's status API and files.
+func (c Cube) TransferService() string { return cubeTransferName(c.Name) }
+
+// TransferStatusPath is the transfer's status document (api.Status), GET on transfer_port.
+const TransferStatusPath = "status"
+
+// ControlToken returns the token stored in a cube's control Secret ("" when there is none).
+func ControlToken(secret *unstructured.Unstructured) string { return SecretValue(secret, tokenKey) }
 
 // Endpoints are the shards' Service addresses, shard by shard (on a defaulted cube).
 func (c Cube) Endpoints() []string {
@@ -215,7 +241,7 @@ func (c Cube) CubeConf() string {
 		LoadBalancer  string `json:"load_balancer"`
 		Nodes         []node `json:"nodes"`
 	}
-	d := dict{DictName: c.Dict, Shard: c.Shards, Dup: c.Replicas, Timeout: c.TimeoutMS, Retry: c.Retry,
+	d := dict{DictName: c.Dict, Shard: c.Shards, Dup: c.Replicas, Timeout: c.TimeoutMS, Retry: *c.Retry,
 		BackupRequest: c.BackupRequestMS, Type: "ipport_list", LoadBalancer: "rr"}
 	for _, e := range c.Endpoints() {
 		d.Nodes = append(d.Nodes, node{IPPortList: "http://" + e})
@@ -240,8 +266,8 @@ func RenderCube(given Cube) (Set, error) {
 	var set Set
 	add := func(o Object) { set = append(set, o) }
 	add(toObject(&corev1.Secret{
-		TypeMeta:   typeMeta("v1", "Secret"),
-		ObjectMeta: meta(c.Name+"-control", c.Namespace, c.labels(componentCubeControl)),
+		TypeMeta:   kindSecret,
+		ObjectMeta: meta(cubeControlName(c.Name), c.Namespace, c.labels(componentCubeControl)),
 		Type:       corev1.SecretTypeOpaque,
 		Data:       map[string][]byte{tokenKey: []byte(c.Token)},
 	}))
@@ -249,7 +275,7 @@ func RenderCube(given Cube) (Set, error) {
 		add(toObject(np))
 	}
 	add(toObject(&corev1.Service{
-		TypeMeta:   typeMeta("v1", "Service"),
+		TypeMeta:   kindService,
 		ObjectMeta: meta(c.ReplicasService(), c.Namespace, c.labels(componentCubeServer)),
 		Spec: corev1.ServiceSpec{
 			ClusterIP:                corev1.ClusterIPNone,
@@ -263,16 +289,16 @@ func RenderCube(given Cube) (Set, error) {
 		add(toObject(c.shardStatefulSet(i)))
 	}
 	add(toObject(&corev1.PersistentVolumeClaim{
-		TypeMeta:   typeMeta("v1", "PersistentVolumeClaim"),
-		ObjectMeta: meta(c.transferName(), c.Namespace, c.labels(componentCubeTransfer)),
+		TypeMeta:   kindClaim,
+		ObjectMeta: meta(c.TransferService(), c.Namespace, c.labels(componentCubeTransfer)),
 		Spec: corev1.PersistentVolumeClaimSpec{
 			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
 			Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse(c.TransferStorage)}},
 		},
 	}))
 	add(toObject(&corev1.Service{
-		TypeMeta:   typeMeta("v1", "Service"),
-		ObjectMeta: meta(c.transferName(), c.Namespace, c.labels(componentCubeTransfer)),
+		TypeMeta:   kindService,
+		ObjectMeta: meta(c.TransferService(), c.Namespace, c.labels(componentCubeTransfer)),
 		Spec: corev1.ServiceSpec{
 			Selector: c.transferSelector(),
 			Ports: []corev1.ServicePort{
@@ -307,7 +333,7 @@ func (c Cube) shardService(i int32) *corev1.Service {
 	l := c.labels(componentCubeServer)
 	l[labelShard] = strconv.Itoa(int(i))
 	return &corev1.Service{
-		TypeMeta:   typeMeta("v1", "Service"),
+		TypeMeta:   kindService,
 		ObjectMeta: meta(c.ShardService(i), c.Namespace, l),
 		Spec: corev1.ServiceSpec{
 			// Headless: the name resolves to the ready replicas themselves, what brpc's domain
@@ -344,7 +370,7 @@ func (c Cube) serverResources() corev1.ResourceRequirements {
 }
 
 func (c Cube) tokenVolume() (corev1.Volume, corev1.VolumeMount) {
-	return corev1.Volume{Name: "control-token", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: c.Name + "-control"}}},
+	return corev1.Volume{Name: "control-token", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: cubeControlName(c.Name)}}},
 		corev1.VolumeMount{Name: "control-token", MountPath: cubeTokenDir, ReadOnly: true}
 }
 
@@ -372,7 +398,7 @@ func (c Cube) shardStatefulSet(i int32) *appsv1.StatefulSet {
 		VolumeMounts:    []corev1.VolumeMount{{Name: "data", MountPath: cubeDataDir}, tokMount},
 	}
 	sts := &appsv1.StatefulSet{
-		TypeMeta:   typeMeta("apps/v1", "StatefulSet"),
+		TypeMeta:   kindStatefulSet,
 		ObjectMeta: meta(c.ShardService(i), c.Namespace, l),
 		Spec: appsv1.StatefulSetSpec{
 			ServiceName:         c.ReplicasService(),
@@ -397,7 +423,7 @@ func (c Cube) shardStatefulSet(i int32) *appsv1.StatefulSet {
 			ObjectMeta: metav1.ObjectMeta{Name: "data"},
 			Spec: corev1.PersistentVolumeClaimSpec{
 				AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-				Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse(orDefault(c.Storage.Size, "10Gi"))}},
+				Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse(orDefault(c.Storage.Size, DefaultCubeStorageSize))}},
 			},
 		}
 		if c.Storage.StorageClass != "" {
@@ -427,8 +453,8 @@ func (c Cube) transferDeployment() *appsv1.Deployment {
 		"--files-listen", "0.0.0.0:"+strconv.Itoa(int(c.TransferFilesPort)),
 		"--control-token-file", cubeTokenDir+"/"+tokenKey, "--public-url", c.TransferFilesURL(), "--mode", c.Mode)
 	return &appsv1.Deployment{
-		TypeMeta:   typeMeta("apps/v1", "Deployment"),
-		ObjectMeta: meta(c.transferName(), c.Namespace, l),
+		TypeMeta:   kindDeployment,
+		ObjectMeta: meta(c.TransferService(), c.Namespace, l),
 		Spec: appsv1.DeploymentSpec{
 			Replicas: ptr.To[int32](1),
 			// One transfer at a time: two would race on the rollout and its state.
@@ -448,7 +474,7 @@ func (c Cube) transferDeployment() *appsv1.Deployment {
 						VolumeMounts:    []corev1.VolumeMount{{Name: "work", MountPath: cubeWorkDir}, tokMount},
 					}},
 					Volumes: []corev1.Volume{tokVol, {Name: "work", VolumeSource: corev1.VolumeSource{
-						PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: c.transferName()}}}},
+						PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: c.TransferService()}}}},
 					NodeSelector: c.NodeSelector,
 					Tolerations:  tolerations(c.Tolerations),
 				},
@@ -472,74 +498,53 @@ func orDefault(s, d string) string {
 	return s
 }
 
-// CubeKinds are the kinds a cube renders: what it prunes and deletes.
-var CubeKinds = []schema.GroupVersionKind{
-	{Version: "v1", Kind: "Secret"},
-	{Group: "networking.k8s.io", Version: "v1", Kind: "NetworkPolicy"},
-	{Version: "v1", Kind: "Service"},
-	{Group: "apps", Version: "v1", Kind: "StatefulSet"},
-	{Version: "v1", Kind: "PersistentVolumeClaim"},
-	{Group: "apps", Version: "v1", Kind: "Deployment"},
-}
-
 // CubeFromSettings decodes the settings annotation of a cube's transfer Deployment.
 func CubeFromSettings(s string) (Cube, error) { return fromSettings[Cube](s) }
 
-// CubeTransferKey is the manifests key of a cube's transfer Deployment (its primary object).
-func CubeTransferKey(name string) string { return "apps/v1/Deployment/" + name + "-transfer" }
-
-// Validate checks the cube as given and returns every problem found.
+// Validate checks what the schema cannot (see validate.go) and returns every problem found.
 func (c Cube) Validate() FieldErrors {
-	var errs FieldErrors
-	bad := func(path, format string, args ...any) {
-		errs = append(errs, FieldError{Path: path, Detail: fmt.Sprintf(format, args...)})
-	}
-	validateName(bad, "name", c.Name, MaxNameLength)
-	validateName(bad, "namespace", c.Namespace, 63)
-	if c.Shards < 0 || c.Shards > 256 {
-		bad("shards", "%d is out of range; use 1-256", c.Shards)
-	}
-	if c.Replicas < 0 || c.Replicas > 32 {
-		bad("replicas", "%d is out of range; use 1-32", c.Replicas)
-	}
+	var ch checker
+	ch.labelValue("stack", c.Stack)
 	if c.DonefileURL == "" {
-		bad("donefile_url", "is required: the training job's donefile_url")
-	} else if !strings.HasPrefix(c.DonefileURL, "http://") && !strings.HasPrefix(c.DonefileURL, "https://") {
-		bad("donefile_url", "%q must be an http:// or https:// URL of base.txt", c.DonefileURL)
+		ch.bad("donefile_url", "is required: the training job's donefile_url")
+	} else if u, err := url.Parse(c.DonefileURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		ch.bad("donefile_url", "%q must be an http:// or https:// URL of base.txt", c.DonefileURL)
 	}
-	if c.Mode != "" && !contains(CubeModes, c.Mode) {
-		bad("mode", "%q is not allowed; use one of %s", c.Mode, strings.Join(quoteAll(CubeModes), ", "))
+	c.checkPorts(&ch)
+	ch.resources("resources", c.Requests, c.Limits)
+	ch.securityContext("security_context", c.SecurityContext)
+	ch.networkPolicy("network_policy", c.NetworkPolicy)
+	if c.Storage != nil {
+		ch.quantity("storage.size", c.Storage.Size, DefaultCubeStorageSize)
+		ch.dnsSubdomain("storage.storage_class", c.Storage.StorageClass, "StorageClass")
 	}
-	for _, p := range []struct {
-		path string
-		v    int32
-	}{{"port", c.Port}, {"transfer_port", c.TransferPort}, {"transfer_files_port", c.TransferFilesPort}} {
-		if p.v < 0 || p.v > 65535 {
-			bad(p.path, "%d is not a TCP port; use 1-65535", p.v)
+	ch.quantity("transfer_storage", c.TransferStorage, DefaultTransferStorage)
+	ch.labels("node_selector", c.NodeSelector)
+	ch.tolerations("tolerations", c.Tolerations)
+	return ch.errs
+}
+
+// checkPorts refuses two uses of one port: the servers, the transfer's status API and its
+// files (apart, so that a NetworkPolicy admits only cube servers to them) each need their own.
+// The port that was set is blamed, not one left at its default.
+func (c Cube) checkPorts(ch *checker) {
+	d := c.Defaulted()
+	ports := []struct {
+		path       string
+		given, eff int32
+	}{{"port", c.Port, d.Port}, {"transfer_port", c.TransferPort, d.TransferPort}, {"transfer_files_port", c.TransferFilesPort, d.TransferFilesPort}}
+	for i := range ports {
+		for j := 0; j < i; j++ {
+			if ports[i].eff != ports[j].eff {
+				continue
+			}
+			at, other := ports[i], ports[j]
+			if at.given == 0 {
+				at, other = other, at
+			}
+			ch.bad(at.path, "%d is also the %s; the servers, the transfer's status API and its files each need a port of their own", at.eff, other.path)
 		}
 	}
-	if d := c.Defaulted(); d.Port == d.TransferPort {
-		bad("transfer_port", "must differ from port")
-	} else if d.TransferFilesPort == d.TransferPort {
-		bad("transfer_files_port", "must differ from transfer_port: the files need their own port for the NetworkPolicy")
-	}
-	validateTask(bad, "resources", &Task{Requests: c.Requests, Limits: c.Limits})
-	validateSecurityContext(bad, "security_context", c.SecurityContext)
-	validateNetworkPolicy(bad, "network_policy", c.NetworkPolicy)
-	if c.Storage != nil && c.Storage.Size != "" {
-		if q, err := resource.ParseQuantity(c.Storage.Size); err != nil || q.Sign() <= 0 {
-			bad("storage.size", "%q is not a positive storage quantity, e.g. 10Gi", c.Storage.Size)
-		}
-	}
-	if c.TransferStorage != "" {
-		if q, err := resource.ParseQuantity(c.TransferStorage); err != nil || q.Sign() <= 0 {
-			bad("transfer_storage", "%q is not a positive storage quantity, e.g. 20Gi", c.TransferStorage)
-		}
-	}
-	if c.TimeoutMS < 0 || c.Retry < 0 || c.BackupRequestMS < 0 {
-		bad("timeout_ms", "timeout_ms, retry and backup_request_ms must not be negative")
-	}
-	return errs
 }
 
 // CubeLayoutServes reads the transfer's status (GET /status) and reports whether the cube

@@ -5,10 +5,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/elasticctr/terraform-provider-ctr/cube/api"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"k8s.io/utils/ptr"
+
+	"github.com/elasticctr/terraform-provider-ctr/cube/api"
 )
 
 const testDonefile = "http://ctr-fileserver.default.svc:8080/output/ctr_cube/donefile/base.txt"
@@ -32,7 +33,7 @@ func TestRenderCube_Golden(t *testing.T) {
 		Shards: 3, Replicas: 1, Image: "ghcr.io/elasticctr/cube:v1.2.3", DonefileURL: testDonefile, Mode: "base_delta",
 		Requests: map[string]string{"cpu": "2", "memory": "8Gi"}, Storage: &CubeStorage{Size: "50Gi", StorageClass: "ssd"},
 		NodeSelector: map[string]string{"pool": "cube"}, Tolerations: []Toleration{{Key: "dedicated", Operator: "Equal", Value: "cube", Effect: "NoSchedule"}},
-		TimeoutMS: 100, Retry: 1, BackupRequestMS: 20, Token: "t0k3n", TransferFilesPort: 9100,
+		TimeoutMS: 100, Retry: ptr.To[int32](1), BackupRequestMS: 20, Token: "t0k3n", TransferFilesPort: 9100,
 		SecurityContext: &SecurityContext{RunAsUser: ptr.To[int64](1000), ReadOnlyRootFilesystem: ptr.To(false), AddCapabilities: []string{"NET_BIND_SERVICE"}},
 		NetworkPolicy: &NetworkPolicy{AllowFrom: []NetworkPeer{
 			{PodLabels: map[string]string{"app": "prometheus"}, NamespaceLabels: map[string]string{"kubernetes.io/metadata.name": "monitoring"}},
@@ -88,14 +89,15 @@ func TestCube_Validate(t *testing.T) {
 	ok := Cube{Name: "c", Namespace: "n", DonefileURL: testDonefile}
 	require.Empty(t, ok.Validate())
 	for path, mut := range map[string]func(*Cube){
-		"name":                         func(c *Cube) { c.Name = "Bad" },
-		"shards":                       func(c *Cube) { c.Shards = 1000 },
-		"replicas":                     func(c *Cube) { c.Replicas = -1 },
 		"donefile_url":                 func(c *Cube) { c.DonefileURL = "ftp://x/base.txt" },
-		"mode":                         func(c *Cube) { c.Mode = "delta_only" },
+		"stack":                        func(c *Cube) { c.Stack = "not a label" },
 		"transfer_port":                func(c *Cube) { c.Port, c.TransferPort = 9000, 9000 },
 		`resources.requests["memory"]`: func(c *Cube) { c.Requests = map[string]string{"memory": "lots"} },
 		"storage.size":                 func(c *Cube) { c.Storage = &CubeStorage{Size: "0"} },
+		`node_selector["-pool"]`:       func(c *Cube) { c.NodeSelector = map[string]string{"-pool": "cube"} },
+		"tolerations[0].key":           func(c *Cube) { c.Tolerations = []Toleration{{Key: "bad key", Operator: "Exists"}} },
+		"tolerations[0].value":         func(c *Cube) { c.Tolerations = []Toleration{{Key: "k", Operator: "Exists", Value: "v"}} },
+		"tolerations[0].operator":      func(c *Cube) { c.Tolerations = []Toleration{{Effect: "NoSchedule"}} },
 	} {
 		c := ok
 		mut(&c)
@@ -103,6 +105,25 @@ func TestCube_Validate(t *testing.T) {
 		require.NotEmpty(t, errs, path)
 		assert.Equal(t, path, errs[0].Path)
 	}
+}
+
+// TestCube_RetryZero: zero retries is a setting of its own, not "the default".
+func TestCube_RetryZero(t *testing.T) {
+	conf := func(c Cube) (out []map[string]any) {
+		require.NoError(t, json.Unmarshal([]byte(c.Defaulted().CubeConf()), &out))
+		return out
+	}
+	c := Cube{Name: "c", Namespace: "n", DonefileURL: testDonefile}
+	assert.EqualValues(t, DefaultCubeRetry, conf(c)[0]["retry"])
+	c.Retry = ptr.To[int32](0)
+	assert.EqualValues(t, 0, conf(c)[0]["retry"])
+	// And it survives the settings annotation, which import reads back.
+	set, err := RenderCube(c)
+	require.NoError(t, err)
+	back, err := CubeFromSettings(set.Find(CubeTransferKey("c")).GetAnnotations()[SettingsAnnotation])
+	require.NoError(t, err)
+	require.NotNil(t, back.Retry)
+	assert.EqualValues(t, 0, *back.Retry)
 }
 
 func TestCubeLayoutServes(t *testing.T) {

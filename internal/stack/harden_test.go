@@ -364,9 +364,7 @@ func TestTrainingFileServer_ImageAtProviderVersion(t *testing.T) {
 func TestHardening_Validate(t *testing.T) {
 	okCube := Cube{Name: "c", Namespace: "n", DonefileURL: testDonefile}
 	for path, mut := range map[string]func(*Cube){
-		"transfer_files_port":              func(c *Cube) { c.TransferFilesPort = DefaultTransferPort },
-		"security_context.seccomp_profile": func(c *Cube) { c.SecurityContext = &SecurityContext{SeccompProfile: "Localhost"} },
-		"security_context.run_as_user":     func(c *Cube) { c.SecurityContext = &SecurityContext{RunAsUser: ptr.To[int64](-1)} },
+		"transfer_files_port": func(c *Cube) { c.TransferFilesPort = DefaultTransferPort },
 		"security_context.run_as_non_root": func(c *Cube) {
 			c.SecurityContext = &SecurityContext{RunAsUser: ptr.To[int64](0), RunAsNonRoot: ptr.To(true)}
 		},
@@ -390,6 +388,6 @@ func TestHardening_Validate(t *testing.T) {
 	j := TrainingJob{Name: "t", Namespace: "n", FileServer: &FileServer{UploadInsecure: true}}
 	require.NotEmpty(t, j.Validate())
 	assert.Equal(t, "file_server.upload_insecure", j.Validate()[0].Path)
-	j = TrainingJob{Name: "t", Namespace: "n", FileServer: &FileServer{SecurityContext: &SecurityContext{SeccompProfile: "x"}}}
-	assert.Equal(t, "file_server.security_context.seccomp_profile", j.Validate()[0].Path)
+	j = TrainingJob{Name: "t", Namespace: "n", FileServer: &FileServer{SecurityContext: &SecurityContext{AddCapabilities: []string{"all"}}}}
+	assert.Equal(t, "file_server.security_context.add_capabilities[0]", j.Validate()[0].Path)
 }

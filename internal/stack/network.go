@@ -2,13 +2,11 @@ package stack
 
 import (
 	"fmt"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/apimachinery/pkg/util/validation"
 )
 
 // NetworkPolicy says who may reach a cube. By default (nil, or Enabled unset) two policies
@@ -64,7 +62,7 @@ func (c Cube) networkPolicies() []*networkingv1.NetworkPolicy {
 	}
 	policy := func(name, component string, selector map[string]string, rules ...networkingv1.NetworkPolicyIngressRule) *networkingv1.NetworkPolicy {
 		return &networkingv1.NetworkPolicy{
-			TypeMeta:   typeMeta("networking.k8s.io/v1", "NetworkPolicy"),
+			TypeMeta:   kindNetworkPolicy,
 			ObjectMeta: meta(name, c.Namespace, c.labels(component)),
 			Spec: networkingv1.NetworkPolicySpec{
 				PodSelector: metav1.LabelSelector{MatchLabels: selector},
@@ -74,9 +72,9 @@ func (c Cube) networkPolicies() []*networkingv1.NetworkPolicy {
 		}
 	}
 	return []*networkingv1.NetworkPolicy{
-		policy(c.Name+"-server", componentCubeServer, c.serverSelector(),
+		policy(cubeServerPolicyName(c.Name), componentCubeServer, c.serverSelector(),
 			networkingv1.NetworkPolicyIngressRule{Ports: []networkingv1.NetworkPolicyPort{port(c.Port)}, From: cubeFrom}),
-		policy(c.transferName(), componentCubeTransfer, c.transferSelector(),
+		policy(c.TransferService(), componentCubeTransfer, c.transferSelector(),
 			networkingv1.NetworkPolicyIngressRule{Ports: []networkingv1.NetworkPolicyPort{port(c.TransferFilesPort)}, From: []networkingv1.NetworkPolicyPeer{pods(c.serverSelector())}},
 			// No From: any source, for the status API.
 			networkingv1.NetworkPolicyIngressRule{Ports: []networkingv1.NetworkPolicyPort{port(c.TransferPort)}}),
@@ -88,29 +86,19 @@ func ptrIntOrString(p int32) *intstr.IntOrString {
 	return &v
 }
 
-func validateNetworkPolicy(bad func(string, string, ...any), path string, p *NetworkPolicy) {
+func (c *checker) networkPolicy(path string, p *NetworkPolicy) {
 	if p == nil {
 		return
 	}
 	if !p.enabled() && len(p.AllowFrom) > 0 {
-		bad(path+".allow_from", "has no effect with enabled = false (no policy is rendered); remove it or enable the policies")
-	}
-	labels := func(path string, m map[string]string) {
-		for k, v := range m {
-			if msgs := validation.IsQualifiedName(k); len(msgs) > 0 {
-				bad(fmt.Sprintf("%s[%q]", path, k), "%q is not a label key: %s", k, strings.Join(msgs, "; "))
-			}
-			if msgs := validation.IsValidLabelValue(v); len(msgs) > 0 {
-				bad(fmt.Sprintf("%s[%q]", path, k), "%q is not a label value: %s", v, strings.Join(msgs, "; "))
-			}
-		}
+		c.bad(path+".allow_from", "has no effect with enabled = false (no policy is rendered); remove it or enable the policies")
 	}
 	for i, peer := range p.AllowFrom {
 		at := fmt.Sprintf("%s.allow_from[%d]", path, i)
 		if len(peer.PodLabels) == 0 && len(peer.NamespaceLabels) == 0 {
-			bad(at, "needs pod_labels, namespace_labels or both, each with at least one label (to admit everyone, set enabled = false)")
+			c.bad(at, "needs pod_labels, namespace_labels or both, each with at least one label (to admit everyone, set enabled = false)")
 		}
-		labels(at+".pod_labels", peer.PodLabels)
-		labels(at+".namespace_labels", peer.NamespaceLabels)
+		c.labels(at+".pod_labels", peer.PodLabels)
+		c.labels(at+".namespace_labels", peer.NamespaceLabels)
 	}
 }

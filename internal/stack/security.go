@@ -110,28 +110,18 @@ func override(pod *corev1.PodSecurityContext, ctr *corev1.SecurityContext, o *Se
 	}
 }
 
-// validateSecurityContext checks a security_context at path (e.g. "security_context").
-func validateSecurityContext(bad func(string, string, ...any), path string, o *SecurityContext) {
+// securityContext checks what the schema cannot: settings that contradict each other, and
+// capability names.
+func (c *checker) securityContext(path string, o *SecurityContext) {
 	if o == nil {
 		return
 	}
-	for _, id := range []struct {
-		name string
-		v    *int64
-	}{{"run_as_user", o.RunAsUser}, {"run_as_group", o.RunAsGroup}, {"fs_group", o.FSGroup}} {
-		if id.v != nil && (*id.v < 0 || *id.v > 2147483647) {
-			bad(path+"."+id.name, "%d is not a user or group id; use 0-2147483647", *id.v)
-		}
-	}
 	if o.RunAsNonRoot != nil && *o.RunAsNonRoot && o.RunAsUser != nil && *o.RunAsUser == 0 {
-		bad(path+".run_as_non_root", "contradicts run_as_user = 0: the kubelet would refuse to start the pod")
+		c.bad(path+".run_as_non_root", "contradicts run_as_user = 0: the kubelet would refuse to start the pod")
 	}
-	if o.SeccompProfile != "" && !contains(SeccompProfiles, o.SeccompProfile) {
-		bad(path+".seccomp_profile", "%q is not allowed; use one of %s", o.SeccompProfile, strings.Join(quoteAll(SeccompProfiles), ", "))
-	}
-	for i, c := range o.AddCapabilities {
-		if c == "" || strings.ToUpper(c) != c || strings.HasPrefix(c, "CAP_") || c == "ALL" {
-			bad(fmt.Sprintf("%s.add_capabilities[%d]", path, i), "%q is not a capability name as Kubernetes spells it, e.g. NET_BIND_SERVICE or CHOWN", c)
+	for i, capName := range o.AddCapabilities {
+		if capName == "" || strings.ToUpper(capName) != capName || strings.HasPrefix(capName, "CAP_") || capName == "ALL" {
+			c.bad(fmt.Sprintf("%s.add_capabilities[%d]", path, i), "%q is not a capability name as Kubernetes spells it, e.g. NET_BIND_SERVICE or CHOWN", capName)
 		}
 	}
 }

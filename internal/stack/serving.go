@@ -6,12 +6,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
-	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 )
@@ -21,10 +19,12 @@ const ServingType = "ctr_serving"
 
 // Defaults of a serving, applied by (*Serving).Defaulted.
 const (
-	DefaultServingImage = "paddlepaddle/serving:0.9.0"
-	DefaultServingPort  = 8010
-	servingConfDir      = "/serving/conf"
-	componentServing    = "serving"
+	DefaultServingImage    = "paddlepaddle/serving:0.9.0"
+	DefaultServingPort     = 8010
+	DefaultServingReplicas = 1
+	servingConfDir         = "/serving/conf"
+	servingConfKey         = "cube.conf"
+	componentServing       = "serving"
 	// CubeConfChecksumAnnotation on the pod template rolls the pods when cube.conf changes:
 	// Paddle Serving reads it only at start.
 	CubeConfChecksumAnnotation = "ctr.elasticctr.io/cube-conf-sha256"
@@ -56,10 +56,10 @@ func (s Serving) Defaulted() Serving {
 	d := s
 	d.Stack = orDefault(d.Stack, d.Name)
 	d.Image = orDefault(d.Image, DefaultServingImage)
-	d.ImagePullPolicy = orDefault(d.ImagePullPolicy, string(corev1.PullIfNotPresent))
-	d.ServiceType = orDefault(d.ServiceType, "ClusterIP")
+	d.ImagePullPolicy = orDefault(d.ImagePullPolicy, DefaultPullPolicy)
+	d.ServiceType = orDefault(d.ServiceType, DefaultServiceType)
 	if d.Replicas == 0 {
-		d.Replicas = 1
+		d.Replicas = DefaultServingReplicas
 	}
 	if d.Port == 0 {
 		d.Port = DefaultServingPort
@@ -91,7 +91,7 @@ func RenderServing(given Serving) (Set, error) {
 	selector := map[string]string{LabelInstance: s.Name, LabelComponent: componentServing}
 	sum := sha256.Sum256([]byte(s.CubeConf))
 	podSec, sec := hardenedPod(servingImageUser, s.SecurityContext)
-	env := []corev1.EnvVar{{Name: "CUBE_CONF", Value: servingConfDir + "/cube.conf"}}
+	env := []corev1.EnvVar{{Name: "CUBE_CONF", Value: servingConfDir + "/" + servingConfKey}}
 	if s.ModelURL != "" {
 		env = append(env, corev1.EnvVar{Name: "MODEL_URL", Value: s.ModelURL})
 	}
@@ -100,12 +100,12 @@ func RenderServing(given Serving) (Set, error) {
 	}
 	var set Set
 	set = append(set, toObject(&corev1.ConfigMap{
-		TypeMeta:   typeMeta("v1", "ConfigMap"),
-		ObjectMeta: meta(s.Name+"-cube-conf", s.Namespace, labels),
-		Data:       map[string]string{"cube.conf": s.CubeConf},
+		TypeMeta:   kindConfigMap,
+		ObjectMeta: meta(servingConfName(s.Name), s.Namespace, labels),
+		Data:       map[string]string{servingConfKey: s.CubeConf},
 	}))
 	dep := toObject(&appsv1.Deployment{
-		TypeMeta:   typeMeta("apps/v1", "Deployment"),
+		TypeMeta:   kindDeployment,
 		ObjectMeta: meta(s.Name, s.Namespace, labels),
 		Spec: appsv1.DeploymentSpec{
 			Replicas: ptr.To(s.Replicas),
@@ -121,10 +121,10 @@ func RenderServing(given Serving) (Set, error) {
 						ReadinessProbe:  &corev1.Probe{ProbeHandler: corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromString("serving")}}},
 						Resources:       resources(&Task{Requests: s.Requests, Limits: s.Limits}, false),
 						SecurityContext: sec,
-						VolumeMounts:    []corev1.VolumeMount{{Name: "cube-conf", MountPath: servingConfDir + "/cube.conf", SubPath: "cube.conf", ReadOnly: true}},
+						VolumeMounts:    []corev1.VolumeMount{{Name: "cube-conf", MountPath: servingConfDir + "/" + servingConfKey, SubPath: servingConfKey, ReadOnly: true}},
 					}},
 					Volumes: []corev1.Volume{{Name: "cube-conf", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
-						LocalObjectReference: corev1.LocalObjectReference{Name: s.Name + "-cube-conf"}}}}},
+						LocalObjectReference: corev1.LocalObjectReference{Name: servingConfName(s.Name)}}}}},
 				},
 			},
 		},
@@ -132,7 +132,7 @@ func RenderServing(given Serving) (Set, error) {
 	dep.Object.SetAnnotations(map[string]string{SettingsAnnotation: string(settings)})
 	set = append(set, dep)
 	set = append(set, toObject(&corev1.Service{
-		TypeMeta:   typeMeta("v1", "Service"),
+		TypeMeta:   kindService,
 		ObjectMeta: meta(s.Name, s.Namespace, labels),
 		Spec: corev1.ServiceSpec{Type: corev1.ServiceType(s.ServiceType), Selector: selector,
 			Ports: []corev1.ServicePort{{Name: "serving", Port: s.Port, TargetPort: intstr.FromString("serving"), Protocol: corev1.ProtocolTCP}}},
@@ -140,48 +140,24 @@ func RenderServing(given Serving) (Set, error) {
 	return set, nil
 }
 
-// ServingKinds are the kinds a serving renders.
-var ServingKinds = []schema.GroupVersionKind{
-	{Version: "v1", Kind: "ConfigMap"},
-	{Group: "apps", Version: "v1", Kind: "Deployment"},
-	{Version: "v1", Kind: "Service"},
-}
-
 // ServingFromSettings decodes the settings annotation of a serving's Deployment.
 func ServingFromSettings(s string) (Serving, error) { return fromSettings[Serving](s) }
 
-// Validate checks the serving as given.
+// Validate checks what the schema cannot (see validate.go) and returns every problem found.
 func (s Serving) Validate() FieldErrors {
-	var errs FieldErrors
-	bad := func(path, format string, args ...any) {
-		errs = append(errs, FieldError{Path: path, Detail: fmt.Sprintf(format, args...)})
-	}
-	validateName(bad, "name", s.Name, MaxNameLength)
-	validateName(bad, "namespace", s.Namespace, 63)
-	if s.Replicas < 0 {
-		bad("replicas", "%d is negative", s.Replicas)
-	}
-	if s.Port < 0 || s.Port > 65535 {
-		bad("port", "%d is not a TCP port; use 1-65535", s.Port)
-	}
-	if s.ServiceType != "" && !contains(ServiceTypes, s.ServiceType) {
-		bad("service_type", "%q is not allowed; use one of %s", s.ServiceType, strings.Join(quoteAll(ServiceTypes), ", "))
-	}
+	var c checker
+	c.labelValue("stack", s.Stack)
 	var conf []struct {
 		DictName string `json:"dict_name"`
 		Shard    int    `json:"shard"`
 	}
 	if err := json.Unmarshal([]byte(s.CubeConf), &conf); err != nil {
-		bad("cube_conf", "is not the JSON array Paddle Serving reads (use ctr_cube.<name>.cube_conf): %s", err)
+		c.bad("cube_conf", "is not the JSON array Paddle Serving reads (use ctr_cube.<name>.cube_conf): %s", err)
 	} else if len(conf) == 0 || conf[0].DictName == "" || conf[0].Shard < 1 {
-		bad("cube_conf", "needs at least one dictionary with dict_name and shard >= 1")
+		c.bad("cube_conf", "needs at least one dictionary with dict_name and shard >= 1")
 	}
-	validateTask(bad, "resources", &Task{Requests: s.Requests, Limits: s.Limits})
-	validateSecurityContext(bad, "security_context", s.SecurityContext)
-	for k := range s.Env {
-		if msgs := validationEnvName(k); msgs {
-			bad(fmt.Sprintf("env[%q]", k), "%q is not a valid environment variable name", k)
-		}
-	}
-	return errs
+	c.resources("resources", s.Requests, s.Limits)
+	c.securityContext("security_context", s.SecurityContext)
+	c.envNames("env", s.Env)
+	return c.errs
 }

@@ -34,9 +34,9 @@ func TestRenderServing_CubeConfChangeRollsPods(t *testing.T) {
 
 func TestServing_Validate(t *testing.T) {
 	for path, s := range map[string]Serving{
-		"cube_conf":    {Name: "s", Namespace: "n", CubeConf: "{not json"},
-		"service_type": {Name: "s", Namespace: "n", CubeConf: `[{"dict_name":"d","shard":1}]`, ServiceType: "Ingress"},
-		"port":         {Name: "s", Namespace: "n", CubeConf: `[{"dict_name":"d","shard":1}]`, Port: 99999},
+		"cube_conf": {Name: "s", Namespace: "n", CubeConf: "{not json"},
+		"stack":     {Name: "s", Namespace: "n", CubeConf: `[{"dict_name":"d","shard":1}]`, Stack: "a b"},
+		`env["1X"]`: {Name: "s", Namespace: "n", CubeConf: `[{"dict_name":"d","shard":1}]`, Env: map[string]string{"1X": "y"}},
 	} {
 		errs := s.Validate()
 		require.NotEmpty(t, errs, path)

@@ -12,7 +12,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	batchv1alpha1 "volcano.sh/apis/pkg/apis/batch/v1alpha1"
@@ -32,12 +31,16 @@ const (
 	DefaultModelSize      = "10Gi"
 	DefaultModelMountPath = "/output"
 	DefaultFileServerPort = 8080
-	DefaultFileServerType = "ClusterIP"
-	DefaultDonefilePath   = "ctr_cube/donefile/base.txt"
-	slotConfigKey         = "slot.conf"
-	slotConfigDir         = "/etc/ctr"
-	fileServerRoot        = "/web"
-	uploadTokenDir        = "/etc/ctr-upload"
+	// DefaultFileServerReplicas serves the model output from one pod: enough for the
+	// transfer, the only reader that matters.
+	DefaultFileServerReplicas = 1
+	DefaultDonefilePath       = "ctr_cube/donefile/base.txt"
+	slotConfigKey             = "slot.conf"
+	// datasetUGIKey is the dataset Secret's key and the trainers' variable of the HDFS UGI.
+	datasetUGIKey  = "HDFS_UGI"
+	slotConfigDir  = "/etc/ctr"
+	fileServerRoot = "/web"
+	uploadTokenDir = "/etc/ctr-upload"
 	// UploadTokenEnv is where trainers find the upload token (and where `cube fileserver`
 	// would read it from, were it not given --upload-token-file).
 	UploadTokenEnv          = "CUBE_UPLOAD_TOKEN"
@@ -49,6 +52,12 @@ const (
 	componentFileServer     = "fileserver"
 	componentModelOutput    = "model-output"
 	componentTrainingAccess = "training-rbac"
+)
+
+// Bounds of a training job's settings.
+const (
+	MinTaskReplicas = 1
+	MinMaxRetry     = 1
 )
 
 // DefaultCommand is the launcher of the PaddlePaddle EDL images: it finds the other pods
@@ -169,7 +178,7 @@ func (j TrainingJob) Defaulted() TrainingJob {
 	def(&d.Stack, d.Name)
 	def(&d.Mode, ModePS)
 	def(&d.Image, DefaultImage)
-	def(&d.ImagePullPolicy, string(corev1.PullIfNotPresent))
+	def(&d.ImagePullPolicy, DefaultPullPolicy)
 	def(&d.Queue, DefaultQueue)
 	def(&d.SchedulerName, DefaultScheduler)
 	if d.Command == nil {
@@ -222,12 +231,12 @@ func (j TrainingJob) Defaulted() TrainingJob {
 		fs = *d.FileServer
 	}
 	def(&fs.Image, CubeImage(d.ProviderVersion))
-	def(&fs.ServiceType, DefaultFileServerType)
+	def(&fs.ServiceType, DefaultServiceType)
 	if fs.Port == 0 {
 		fs.Port = DefaultFileServerPort
 	}
 	if fs.Replicas == 0 {
-		fs.Replicas = 1
+		fs.Replicas = DefaultFileServerReplicas
 	}
 	d.FileServer = &fs
 	if fs.TokenUploads() && d.UploadToken == "" {
@@ -249,7 +258,7 @@ func (j TrainingJob) TotalPods() int32 {
 
 // FileServerURL is the in-cluster URL of the file server (on a defaulted job).
 func (j TrainingJob) FileServerURL() string {
-	return fmt.Sprintf("http://%s.%s.svc:%d", j.fileServerName(), j.Namespace, j.FileServer.Port)
+	return fmt.Sprintf("http://%s.%s.svc:%d", fileServerName(j.Name), j.Namespace, j.FileServer.Port)
 }
 
 // DonefileURL is the URL of base.txt, the donefile the cube transfer watches. The file server
@@ -259,16 +268,12 @@ func (j TrainingJob) DonefileURL() string {
 	return j.FileServerURL() + cleanJoin(j.ModelOutput.MountPath, j.ModelOutput.DonefilePath)
 }
 
-func (j TrainingJob) owner() string          { return Owner(TrainingJobType, j.Name) }
-func (j TrainingJob) fileServerName() string { return j.Name + "-fileserver" }
-func (j TrainingJob) uploadSecretName() string {
-	return j.Name + "-upload"
-}
+func (j TrainingJob) owner() string { return Owner(TrainingJobType, j.Name) }
 func (j TrainingJob) claimName() string {
 	if j.ModelOutput.ExistingClaim != "" {
 		return j.ModelOutput.ExistingClaim
 	}
-	return j.Name + "-model"
+	return modelClaimName(j.Name)
 }
 func (j TrainingJob) labels(component string) map[string]string {
 	return commonLabels(j.Stack, j.Name, j.owner(), component)
@@ -290,38 +295,38 @@ func RenderTrainingJob(given TrainingJob) (Set, error) {
 
 	// The seed images' launcher lists pods by label to find pservers and its trainer id.
 	rbac := j.labels(componentTrainingAccess)
-	add(toObject(&corev1.ServiceAccount{TypeMeta: typeMeta("v1", "ServiceAccount"), ObjectMeta: meta(j.Name, j.Namespace, rbac)}))
+	add(toObject(&corev1.ServiceAccount{TypeMeta: kindServiceAccount, ObjectMeta: meta(j.Name, j.Namespace, rbac)}))
 	add(toObject(&rbacv1.Role{
-		TypeMeta:   typeMeta("rbac.authorization.k8s.io/v1", "Role"),
+		TypeMeta:   kindRole,
 		ObjectMeta: meta(j.Name, j.Namespace, rbac),
 		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list", "watch"}}},
 	}))
 	add(toObject(&rbacv1.RoleBinding{
-		TypeMeta:   typeMeta("rbac.authorization.k8s.io/v1", "RoleBinding"),
+		TypeMeta:   kindRoleBinding,
 		ObjectMeta: meta(j.Name, j.Namespace, rbac),
 		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: j.Name},
 		Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Name: j.Name, Namespace: j.Namespace}},
 	}))
 	if j.Dataset != nil && j.Dataset.HDFSUGI != "" {
 		add(toObject(&corev1.Secret{
-			TypeMeta:   typeMeta("v1", "Secret"),
-			ObjectMeta: meta(j.Name+"-dataset", j.Namespace, j.labels(componentTraining)),
+			TypeMeta:   kindSecret,
+			ObjectMeta: meta(datasetSecretName(j.Name), j.Namespace, j.labels(componentTraining)),
 			Type:       corev1.SecretTypeOpaque,
-			Data:       map[string][]byte{"HDFS_UGI": []byte(j.Dataset.HDFSUGI)},
+			Data:       map[string][]byte{datasetUGIKey: []byte(j.Dataset.HDFSUGI)},
 		}))
 	}
 	if j.FileServer.TokenUploads() {
 		add(toObject(&corev1.Secret{
-			TypeMeta:   typeMeta("v1", "Secret"),
-			ObjectMeta: meta(j.uploadSecretName(), j.Namespace, j.labels(componentFileServer)),
+			TypeMeta:   kindSecret,
+			ObjectMeta: meta(uploadSecretName(j.Name), j.Namespace, j.labels(componentFileServer)),
 			Type:       corev1.SecretTypeOpaque,
 			Data:       map[string][]byte{tokenKey: []byte(j.UploadToken)},
 		}))
 	}
 	if j.SlotConfig != "" {
 		add(toObject(&corev1.ConfigMap{
-			TypeMeta:   typeMeta("v1", "ConfigMap"),
-			ObjectMeta: meta(j.Name+"-slot-conf", j.Namespace, j.labels(componentTraining)),
+			TypeMeta:   kindConfigMap,
+			ObjectMeta: meta(slotConfigName(j.Name), j.Namespace, j.labels(componentTraining)),
 			Data:       map[string]string{slotConfigKey: j.SlotConfig},
 		}))
 	}
@@ -343,7 +348,7 @@ func RenderTrainingJob(given TrainingJob) (Set, error) {
 
 func (j TrainingJob) renderClaim() *corev1.PersistentVolumeClaim {
 	pvc := &corev1.PersistentVolumeClaim{
-		TypeMeta:   typeMeta("v1", "PersistentVolumeClaim"),
+		TypeMeta:   kindClaim,
 		ObjectMeta: meta(j.claimName(), j.Namespace, j.labels(componentModelOutput)),
 		Spec: corev1.PersistentVolumeClaimSpec{
 			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.PersistentVolumeAccessMode(j.ModelOutput.AccessMode)},
@@ -370,11 +375,11 @@ func (j TrainingJob) renderFileServer() *appsv1.Deployment {
 	if j.FileServer.TokenUploads() {
 		mounts = append(mounts, corev1.VolumeMount{Name: "upload-token", MountPath: uploadTokenDir, ReadOnly: true})
 		volumes = append(volumes, corev1.Volume{Name: "upload-token", VolumeSource: corev1.VolumeSource{
-			Secret: &corev1.SecretVolumeSource{SecretName: j.uploadSecretName()}}})
+			Secret: &corev1.SecretVolumeSource{SecretName: uploadSecretName(j.Name)}}})
 	}
 	return &appsv1.Deployment{
-		TypeMeta:   typeMeta("apps/v1", "Deployment"),
-		ObjectMeta: meta(j.fileServerName(), j.Namespace, labels),
+		TypeMeta:   kindDeployment,
+		ObjectMeta: meta(fileServerName(j.Name), j.Namespace, labels),
 		Spec: appsv1.DeploymentSpec{
 			Replicas: ptr.To(j.FileServer.Replicas),
 			Selector: &metav1.LabelSelector{MatchLabels: j.fileServerSelector()},
@@ -415,8 +420,8 @@ func (j TrainingJob) fileServerArgs() []string {
 
 func (j TrainingJob) renderFileServerService() *corev1.Service {
 	return &corev1.Service{
-		TypeMeta:   typeMeta("v1", "Service"),
-		ObjectMeta: meta(j.fileServerName(), j.Namespace, j.labels(componentFileServer)),
+		TypeMeta:   kindService,
+		ObjectMeta: meta(fileServerName(j.Name), j.Namespace, j.labels(componentFileServer)),
 		Spec: corev1.ServiceSpec{
 			Type:     corev1.ServiceType(j.FileServer.ServiceType),
 			Selector: j.fileServerSelector(),
@@ -434,7 +439,7 @@ func (j TrainingJob) modelVolume() corev1.Volume {
 
 func (j TrainingJob) renderVolcanoJob() *batchv1alpha1.Job {
 	job := &batchv1alpha1.Job{
-		TypeMeta:   typeMeta("batch.volcano.sh/v1alpha1", "Job"),
+		TypeMeta:   kindVolcanoJob,
 		ObjectMeta: meta(j.Name, j.Namespace, j.labels(componentTraining)),
 		Spec: batchv1alpha1.JobSpec{
 			SchedulerName: j.SchedulerName,
@@ -492,7 +497,7 @@ func (j TrainingJob) task(name string, t *Task, role string) batchv1alpha1.TaskS
 	if j.SlotConfig != "" {
 		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: "slot-conf", MountPath: slotConfigDir, ReadOnly: true})
 		spec.Volumes = append(spec.Volumes, corev1.Volume{Name: "slot-conf", VolumeSource: corev1.VolumeSource{
-			ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: j.Name + "-slot-conf"}},
+			ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: slotConfigName(j.Name)}},
 		}})
 	}
 	if role == "TRAINER" {
@@ -574,14 +579,14 @@ func (j TrainingJob) env(role string) []corev1.EnvVar {
 			env = append(env, val("SPARSE_DIM", strconv.FormatInt(ds.SparseDim, 10)))
 		}
 		if ds.HDFSUGI != "" {
-			env = append(env, corev1.EnvVar{Name: "HDFS_UGI", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
-				LocalObjectReference: corev1.LocalObjectReference{Name: j.Name + "-dataset"}, Key: "HDFS_UGI"}}})
+			env = append(env, corev1.EnvVar{Name: datasetUGIKey, ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
+				LocalObjectReference: corev1.LocalObjectReference{Name: datasetSecretName(j.Name)}, Key: datasetUGIKey}}})
 		}
 	}
 	if role == "TRAINER" && j.FileServer.TokenUploads() {
 		// Trainers may upload to the file server: the token by reference, never its value.
 		env = append(env, corev1.EnvVar{Name: UploadTokenEnv, ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
-			LocalObjectReference: corev1.LocalObjectReference{Name: j.uploadSecretName()}, Key: tokenKey}}})
+			LocalObjectReference: corev1.LocalObjectReference{Name: uploadSecretName(j.Name)}, Key: tokenKey}}})
 	}
 	// User variables come last and win over ours of the same name.
 	var out []corev1.EnvVar
@@ -617,10 +622,6 @@ func resources(t *Task, gpu bool) corev1.ResourceRequirements {
 	return r
 }
 
-func typeMeta(apiVersion, kind string) metav1.TypeMeta {
-	return metav1.TypeMeta{APIVersion: apiVersion, Kind: kind}
-}
-
 // cleanJoin joins URL/file path parts with exactly one slash between them.
 func cleanJoin(a, b string) string {
 	for len(a) > 0 && a[len(a)-1] == '/' {
@@ -632,50 +633,11 @@ func cleanJoin(a, b string) string {
 	return a + "/" + b
 }
 
-// TrainingJobKinds are the kinds a training job renders: what it prunes and deletes.
-var TrainingJobKinds = []schema.GroupVersionKind{
-	{Version: "v1", Kind: "ServiceAccount"},
-	{Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "Role"},
-	{Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "RoleBinding"},
-	{Version: "v1", Kind: "Secret"},
-	{Version: "v1", Kind: "ConfigMap"},
-	{Version: "v1", Kind: "PersistentVolumeClaim"},
-	{Group: "apps", Version: "v1", Kind: "Deployment"},
-	{Version: "v1", Kind: "Service"},
-	{Group: "batch.volcano.sh", Version: "v1alpha1", Kind: "Job"},
-}
-
-// ControllerKinds are objects that controllers create from ours, carrying our labels:
-// deletion waits for them too.
-var ControllerKinds = []schema.GroupVersionKind{
-	{Version: "v1", Kind: "Pod"},
-	{Group: "apps", Version: "v1", Kind: "ReplicaSet"},
-	{Group: "scheduling.volcano.sh", Version: "v1beta1", Kind: "PodGroup"},
-}
-
-// VolcanoJobKey is the manifests key of a training job's Volcano Job.
-func VolcanoJobKey(name string) string { return "batch.volcano.sh/v1alpha1/Job/" + name }
-
-// VolcanoJobRef is a reference to a training job's Volcano Job, for reading it.
-func VolcanoJobRef(namespace, name string) *unstructured.Unstructured {
-	return ref("batch.volcano.sh/v1alpha1", "Job", namespace, name)
-}
-
-// DatasetSecretRef is a reference to the Secret that holds the dataset's HDFS UGI.
-func DatasetSecretRef(namespace, name string) *unstructured.Unstructured {
-	return ref("v1", "Secret", namespace, name+"-dataset")
-}
-
-// UploadSecretRef is a reference to the Secret that holds a training job's upload token.
-func UploadSecretRef(namespace, name string) *unstructured.Unstructured {
-	return ref("v1", "Secret", namespace, TrainingJob{Name: name}.uploadSecretName())
-}
-
 // UploadToken returns the token stored in the upload token Secret ("" when there is none).
 func UploadToken(secret *unstructured.Unstructured) string { return SecretValue(secret, tokenKey) }
 
 // DatasetUGI returns the UGI stored in the dataset Secret ("" when there is none).
-func DatasetUGI(secret *unstructured.Unstructured) string { return SecretValue(secret, "HDFS_UGI") }
+func DatasetUGI(secret *unstructured.Unstructured) string { return SecretValue(secret, datasetUGIKey) }
 
 // SecretValue returns the decoded value of key in a Secret ("" when absent).
 func SecretValue(secret *unstructured.Unstructured, key string) string {
@@ -692,12 +654,3 @@ func SecretValue(secret *unstructured.Unstructured, key string) string {
 
 // TrainingJobFromSettings decodes the settings annotation of a training job's Volcano Job.
 func TrainingJobFromSettings(s string) (TrainingJob, error) { return fromSettings[TrainingJob](s) }
-
-func ref(apiVersion, kind, namespace, name string) *unstructured.Unstructured {
-	u := &unstructured.Unstructured{}
-	u.SetAPIVersion(apiVersion)
-	u.SetKind(kind)
-	u.SetNamespace(namespace)
-	u.SetName(name)
-	return u
-}

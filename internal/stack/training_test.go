@@ -124,12 +124,6 @@ func TestTrainingJob_Validate(t *testing.T) {
 		mut  func(*TrainingJob)
 		path string
 	}{
-		{"bad name", func(j *TrainingJob) { j.Name = "Bad_Name" }, "name"},
-		{"long name", func(j *TrainingJob) { j.Name = strings.Repeat("a", 41) }, "name"},
-		{"bad namespace", func(j *TrainingJob) { j.Namespace = "-x" }, "namespace"},
-		{"unknown mode", func(j *TrainingJob) { j.Mode = "mpi" }, "mode"},
-		{"port", func(j *TrainingJob) { j.Port = 70000 }, "port"},
-		{"negative replicas", func(j *TrainingJob) { j.Trainer = &Task{Replicas: -1} }, "trainer.replicas"},
 		{"gang too big", func(j *TrainingJob) { j.MinAvailable = 5 }, "min_available"},
 		{"bad quantity", func(j *TrainingJob) { j.PServer = &Task{Requests: map[string]string{"cpu": "lots"}} }, `pserver.requests["cpu"]`},
 		{"request over limit", func(j *TrainingJob) {
@@ -139,13 +133,13 @@ func TestTrainingJob_Validate(t *testing.T) {
 		{"trainer in collective mode", func(j *TrainingJob) { j.Mode = ModeCollective; j.Trainer = &Task{} }, "trainer"},
 		{"hdfs url", func(j *TrainingJob) { j.Dataset = &Dataset{HDFSAddress: "http://x:9000"} }, "dataset.hdfs_address"},
 		{"hour", func(j *TrainingJob) { j.Dataset = &Dataset{StartHour: "2020-04-01"} }, "dataset.start_hour"},
+		{"month 13", func(j *TrainingJob) { j.Dataset = &Dataset{StartHour: "20201301/00"} }, "dataset.start_hour"},
+		{"February 30", func(j *TrainingJob) { j.Dataset = &Dataset{EndHour: "20200230/00"} }, "dataset.end_hour"},
+		{"hour 24", func(j *TrainingJob) { j.Dataset = &Dataset{StartHour: "20200401/24"} }, "dataset.start_hour"},
+		{"stack label", func(j *TrainingJob) { j.Stack = "-x-" }, "stack"},
 		{"hours reversed", func(j *TrainingJob) { j.Dataset = &Dataset{StartHour: "20200402/00", EndHour: "20200401/00"} }, "dataset.end_hour"},
 		{"size", func(j *TrainingJob) { j.ModelOutput = &ModelOutput{Size: "-1Gi"} }, "model_output.size"},
-		{"access mode", func(j *TrainingJob) { j.ModelOutput = &ModelOutput{AccessMode: "ReadOnlyMany"} }, "model_output.access_mode"},
 		{"mount path", func(j *TrainingJob) { j.ModelOutput = &ModelOutput{MountPath: "relative"} }, "model_output.mount_path"},
-		{"service type", func(j *TrainingJob) { j.FileServer = &FileServer{ServiceType: "Ingress"} }, "file_server.service_type"},
-		{"event", func(j *TrainingJob) { j.Policies = []Policy{{Event: "PodExploded", Action: "RestartJob"}} }, "policies[0].event"},
-		{"action", func(j *TrainingJob) { j.Trainer = &Task{Policies: []Policy{{Event: "PodFailed", Action: "Panic"}}} }, "trainer.policies[0].action"},
 		{"env name", func(j *TrainingJob) { j.Env = map[string]string{"1BAD": "x"} }, `env["1BAD"]`},
 	}
 	for _, c := range cases {

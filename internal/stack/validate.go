@@ -2,14 +2,24 @@ package stack
 
 import (
 	"fmt"
+	"math"
 	"net/url"
 	"regexp"
+	"strconv"
 	"strings"
+	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation"
 	busv1alpha1 "volcano.sh/apis/pkg/apis/bus/v1alpha1"
 )
+
+// Every setting is checked once. A value judged on its own against a bound, a list or a
+// pattern declared here is the provider schema's to check (its validators use these
+// declarations, so a bad value gets one error, at its attribute). Validate checks the rest:
+// values that must be parsed (quantities, URLs, label keys, dates) and values that must agree
+// with each other.
 
 // FieldError is a configuration error at an attribute path such as "trainer.replicas"
 // (dots between attribute names, [i] for list elements, ["key"] for map entries).
@@ -20,7 +30,7 @@ type FieldError struct {
 
 func (e FieldError) Error() string { return e.Path + ": " + e.Detail }
 
-// FieldErrors is every error found; rendering refuses a job that has any.
+// FieldErrors is every error found; rendering refuses settings that have any.
 type FieldErrors []FieldError
 
 func (es FieldErrors) Error() string {
@@ -31,72 +41,70 @@ func (es FieldErrors) Error() string {
 	return strings.Join(msgs, "; ")
 }
 
-// Allowed values, exported for the schema's validators and docs.
+// Bounds of single values.
+const (
+	MinPort = 1
+	MaxPort = 65535
+	// MaxNameLength keeps derived names (pods "<job>-trainer-12", "<cube>-shard-255-31",
+	// owner label values) within Kubernetes' 63-character limits.
+	MaxNameLength      = 40
+	MaxNamespaceLength = 63
+	// MaxID is the largest user or group id a pod may run as.
+	MaxID = math.MaxInt32
+)
+
+// Defaults shared by every resource.
+const (
+	DefaultNamespace   = "default"
+	DefaultPullPolicy  = string(corev1.PullIfNotPresent)
+	DefaultServiceType = string(corev1.ServiceTypeClusterIP)
+)
+
+// Resource names become Service names ("<name>-fileserver", "<name>-shard-0", "<name>"), which
+// must be DNS-1035 labels: a letter first. Namespaces are DNS-1123 labels.
+var (
+	NamePattern = regexp.MustCompile(`^[a-z]([-a-z0-9]{0,` + strconv.Itoa(MaxNameLength-2) + `}[a-z0-9])?$`)
+	NameRule    = fmt.Sprintf("must be at most %d lowercase letters, digits and '-', starting with a letter and ending with a letter or digit "+
+		"(it names Services, which must be DNS-1035 labels)", MaxNameLength)
+	NamespacePattern = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]{0,` + strconv.Itoa(MaxNamespaceLength-2) + `}[a-z0-9])?$`)
+	NamespaceRule    = fmt.Sprintf("must be at most %d lowercase letters, digits and '-', starting and ending with a letter or digit", MaxNamespaceLength)
+)
+
+// Allowed values, for the schema's validators and docs.
 var (
 	Modes        = []string{ModePS, ModeCollective}
 	AccessModes  = []string{AccessReadWriteOnce, AccessReadWriteMany}
-	ServiceTypes = []string{"ClusterIP", "NodePort", "LoadBalancer"}
-	PullPolicies = []string{"Always", "IfNotPresent", "Never"}
+	ServiceTypes = []string{string(corev1.ServiceTypeClusterIP), string(corev1.ServiceTypeNodePort), string(corev1.ServiceTypeLoadBalancer)}
+	PullPolicies = []string{string(corev1.PullAlways), string(corev1.PullIfNotPresent), string(corev1.PullNever)}
 	Events       = []string{string(busv1alpha1.AnyEvent), string(busv1alpha1.PodFailedEvent), string(busv1alpha1.PodEvictedEvent),
 		string(busv1alpha1.PodPendingEvent), string(busv1alpha1.PodRunningEvent), string(busv1alpha1.JobUnknownEvent),
 		string(busv1alpha1.TaskCompletedEvent), string(busv1alpha1.TaskFailedEvent)}
 	Actions = []string{string(busv1alpha1.AbortJobAction), string(busv1alpha1.RestartJobAction), string(busv1alpha1.RestartTaskAction),
 		string(busv1alpha1.RestartPodAction), string(busv1alpha1.TerminateJobAction), string(busv1alpha1.CompleteJobAction)}
+	// TolerationOperators and TaintEffects are what a pod's tolerations may say.
+	TolerationOperators = []string{string(corev1.TolerationOpExists), string(corev1.TolerationOpEqual)}
+	TaintEffects        = []string{string(corev1.TaintEffectNoSchedule), string(corev1.TaintEffectPreferNoSchedule), string(corev1.TaintEffectNoExecute)}
 )
 
-// MaxNameLength keeps derived names (pods "<job>-trainer-12", owner label values) within
-// Kubernetes' 63-character limits.
-const MaxNameLength = 40
-
-var hourRE = regexp.MustCompile(`^\d{8}/\d{2}$`)
+// HourLayout is ElasticCTR's form of an hour of data (START_DATE_HR, END_DATE_HR).
+const HourLayout = "20060102/15"
 
 func batchEvent(s string) busv1alpha1.Event   { return busv1alpha1.Event(s) }
 func batchAction(s string) busv1alpha1.Action { return busv1alpha1.Action(s) }
 
-// Validate checks the job as given (before defaults) and returns every problem found.
-func (j TrainingJob) Validate() FieldErrors {
-	var errs FieldErrors
-	bad := func(path, format string, args ...any) {
-		errs = append(errs, FieldError{Path: path, Detail: fmt.Sprintf(format, args...)})
-	}
-	oneOf := func(path, v string, allowed []string) {
-		if v == "" {
-			return
-		}
-		for _, a := range allowed {
-			if v == a {
-				return
-			}
-		}
-		bad(path, "%q is not allowed; use one of %s", v, strings.Join(quoteAll(allowed), ", "))
-	}
-	validateName(bad, "name", j.Name, MaxNameLength)
-	validateName(bad, "namespace", j.Namespace, 63)
-	if j.Stack != "" {
-		if msgs := validation.IsValidLabelValue(j.Stack); len(msgs) > 0 {
-			bad("stack", "%q is not a valid label value: %s", j.Stack, strings.Join(msgs, "; "))
-		}
-	}
-	oneOf("mode", j.Mode, Modes)
-	oneOf("image_pull_policy", j.ImagePullPolicy, PullPolicies)
-	if j.Port != 0 && (j.Port < 1 || j.Port > 65535) {
-		bad("port", "%d is not a TCP port; use 1-65535", j.Port)
-	}
-	if j.MaxRetry < 0 {
-		bad("max_retry", "%d is negative; use 0 for the default (%d) or a positive count", j.MaxRetry, DefaultMaxRetry)
-	}
-	for i, c := range j.Command {
-		if c == "" {
-			bad(fmt.Sprintf("command[%d]", i), "must not be empty")
-		}
-	}
-	for k := range j.Env {
-		if msgs := validation.IsEnvVarName(k); len(msgs) > 0 {
-			bad(fmt.Sprintf("env[%q]", k), "%q is not a valid environment variable name", k)
-		}
-	}
-	validatePolicies(bad, "policies", j.Policies)
+// checker collects FieldErrors.
+type checker struct{ errs FieldErrors }
 
+func (c *checker) bad(path, format string, args ...any) {
+	c.errs = append(c.errs, FieldError{Path: path, Detail: fmt.Sprintf(format, args...)})
+}
+
+// Validate checks what the schema cannot: every value that must be parsed, and every value
+// that must agree with another. It returns every problem found.
+func (j TrainingJob) Validate() FieldErrors {
+	var c checker
+	c.labelValue("stack", j.Stack)
+	c.envNames("env", j.Env)
 	collective := j.Mode == ModeCollective
 	tasks := []struct {
 		name string
@@ -109,137 +117,165 @@ func (j TrainingJob) Validate() FieldErrors {
 		}
 		if !tk.want {
 			if collective {
-				bad(tk.name, "is only used with mode = %q; with mode = %q configure worker", ModePS, ModeCollective)
+				c.bad(tk.name, "is only used with mode = %q; with mode = %q configure worker", ModePS, ModeCollective)
 			} else {
-				bad(tk.name, "is only used with mode = %q; with mode = %q configure pserver and trainer", ModeCollective, ModePS)
+				c.bad(tk.name, "is only used with mode = %q; with mode = %q configure pserver and trainer", ModeCollective, ModePS)
 			}
 			continue
 		}
-		validateTask(bad, tk.name, tk.t)
+		c.resources(tk.name, tk.t.Requests, tk.t.Limits)
 	}
-
-	if j.MinAvailable < 0 {
-		bad("min_available", "%d is negative; leave it unset to gang-schedule every pod", j.MinAvailable)
-	} else if total := j.Defaulted().TotalPods(); j.MinAvailable > total {
-		bad("min_available", "%d is more than the %d pods the job asks for; a gang larger than the job is never scheduled", j.MinAvailable, total)
+	if total := j.Defaulted().TotalPods(); j.MinAvailable > total {
+		c.bad("min_available", "%d is more than the %d pods the job asks for; a gang larger than the job is never scheduled", j.MinAvailable, total)
 	}
-
 	if ds := j.Dataset; ds != nil {
-		if ds.HDFSAddress != "" {
-			if u, err := url.Parse(ds.HDFSAddress); err != nil || u.Scheme != "hdfs" || u.Host == "" {
-				bad("dataset.hdfs_address", "%q is not an HDFS address; use hdfs://HOST:PORT", ds.HDFSAddress)
-			}
-		}
-		if ds.Path != "" && !strings.HasPrefix(ds.Path, "/") {
-			bad("dataset.path", "%q must be an absolute path on HDFS (starting with /)", ds.Path)
-		}
-		for _, h := range []struct{ path, v string }{{"dataset.start_hour", ds.StartHour}, {"dataset.end_hour", ds.EndHour}} {
-			if h.v != "" && !hourRE.MatchString(h.v) {
-				bad(h.path, "%q is not an hour in ElasticCTR's form YYYYMMDD/HH, e.g. 20200401/00", h.v)
-			}
-		}
-		if ds.StartHour != "" && ds.EndHour != "" && hourRE.MatchString(ds.StartHour) && hourRE.MatchString(ds.EndHour) && ds.EndHour < ds.StartHour {
-			bad("dataset.end_hour", "%q is before start_hour %q", ds.EndHour, ds.StartHour)
-		}
-		if ds.SparseDim < 0 {
-			bad("dataset.sparse_dim", "%d is negative; use the number of sparse feature ids, e.g. 1000001", ds.SparseDim)
-		}
+		c.dataset(ds)
 	}
-
 	if mo := j.ModelOutput; mo != nil {
-		if mo.Size != "" {
-			if q, err := resource.ParseQuantity(mo.Size); err != nil || q.Sign() <= 0 {
-				bad("model_output.size", "%q is not a positive storage quantity, e.g. 10Gi", mo.Size)
-			}
-		}
-		oneOf("model_output.access_mode", mo.AccessMode, AccessModes)
-		if mo.StorageClass != "" {
-			if msgs := validation.IsDNS1123Subdomain(mo.StorageClass); len(msgs) > 0 {
-				bad("model_output.storage_class", "%q is not a valid StorageClass name", mo.StorageClass)
-			}
-		}
-		if mo.ExistingClaim != "" {
-			if msgs := validation.IsDNS1123Subdomain(mo.ExistingClaim); len(msgs) > 0 {
-				bad("model_output.existing_claim", "%q is not a valid PersistentVolumeClaim name", mo.ExistingClaim)
-			}
-		}
+		c.quantity("model_output.size", mo.Size, "10Gi")
+		c.dnsSubdomain("model_output.storage_class", mo.StorageClass, "StorageClass")
+		c.dnsSubdomain("model_output.existing_claim", mo.ExistingClaim, "PersistentVolumeClaim")
 		if mo.MountPath != "" && (!strings.HasPrefix(mo.MountPath, "/") || mo.MountPath == "/") {
-			bad("model_output.mount_path", "%q must be an absolute path other than /", mo.MountPath)
+			c.bad("model_output.mount_path", "%q must be an absolute path other than /", mo.MountPath)
 		}
 		if strings.Contains(mo.DonefilePath, "..") || strings.HasPrefix(mo.DonefilePath, "/") {
-			bad("model_output.donefile_path", "%q must be relative to the model output, without ..", mo.DonefilePath)
+			c.bad("model_output.donefile_path", "%q must be relative to the model output, without ..", mo.DonefilePath)
 		}
 	}
 	if fs := j.FileServer; fs != nil {
-		if fs.Port != 0 && (fs.Port < 1 || fs.Port > 65535) {
-			bad("file_server.port", "%d is not a TCP port; use 1-65535", fs.Port)
-		}
-		oneOf("file_server.service_type", fs.ServiceType, ServiceTypes)
-		if fs.Replicas < 0 {
-			bad("file_server.replicas", "%d is negative", fs.Replicas)
-		}
 		if fs.UploadInsecure && !fs.Upload {
-			bad("file_server.upload_insecure", "has no effect without upload = true")
+			c.bad("file_server.upload_insecure", "has no effect without upload = true")
 		}
-		validateSecurityContext(bad, "file_server.security_context", fs.SecurityContext)
+		c.securityContext("file_server.security_context", fs.SecurityContext)
 	}
-	validateSecurityContext(bad, "security_context", j.SecurityContext)
-	return errs
+	c.securityContext("security_context", j.SecurityContext)
+	return c.errs
 }
 
-// validateName checks a DNS-1123 label of at most max characters.
-func validateName(bad func(string, string, ...any), path, v string, max int) {
-	if msgs := validation.IsDNS1123Label(v); len(msgs) > 0 {
-		bad(path, "%q is not a valid name: use at most %d lowercase letters, digits and '-', starting and ending with a letter or digit", v, max)
-	} else if len(v) > max {
-		bad(path, "%q is %d characters long; at most %d are allowed so that derived pod names fit in 63", v, len(v), max)
+func (c *checker) dataset(ds *Dataset) {
+	if ds.HDFSAddress != "" {
+		if u, err := url.Parse(ds.HDFSAddress); err != nil || u.Scheme != "hdfs" || u.Host == "" {
+			c.bad("dataset.hdfs_address", "%q is not an HDFS address; use hdfs://HOST:PORT", ds.HDFSAddress)
+		}
+	}
+	if ds.Path != "" && !strings.HasPrefix(ds.Path, "/") {
+		c.bad("dataset.path", "%q must be an absolute path on HDFS (starting with /)", ds.Path)
+	}
+	hour := func(path, v string) (time.Time, bool) {
+		if v == "" {
+			return time.Time{}, false
+		}
+		t, err := time.Parse(HourLayout, v)
+		if err != nil {
+			c.bad(path, "%q is not an hour that exists in ElasticCTR's form YYYYMMDD/HH (hours 00-23), e.g. 20200401/00", v)
+			return t, false
+		}
+		return t, true
+	}
+	start, okStart := hour("dataset.start_hour", ds.StartHour)
+	end, okEnd := hour("dataset.end_hour", ds.EndHour)
+	if okStart && okEnd && end.Before(start) {
+		c.bad("dataset.end_hour", "%q is before start_hour %q", ds.EndHour, ds.StartHour)
 	}
 }
 
-func validateTask(bad func(string, string, ...any), name string, t *Task) {
-	if t.Replicas < 0 {
-		bad(name+".replicas", "%d is negative; use at least 1", t.Replicas)
-	}
+// resources checks the requests and limits of a container at path (e.g. "trainer").
+func (c *checker) resources(path string, requests, limits map[string]string) {
 	for _, rl := range []struct {
 		field string
 		m     map[string]string
-	}{{"requests", t.Requests}, {"limits", t.Limits}} {
-		for k, v := range rl.m {
-			p := fmt.Sprintf("%s.%s[%q]", name, rl.field, k)
+	}{{"requests", requests}, {"limits", limits}} {
+		for _, k := range sortedKeys(rl.m) {
+			v := rl.m[k]
+			p := fmt.Sprintf("%s.%s[%q]", path, rl.field, k)
 			if msgs := validation.IsQualifiedName(k); len(msgs) > 0 {
-				bad(p, "%q is not a resource name (e.g. cpu, memory, ephemeral-storage, nvidia.com/gpu)", k)
+				c.bad(p, "%q is not a resource name (e.g. cpu, memory, ephemeral-storage, nvidia.com/gpu)", k)
 			}
 			if q, err := resource.ParseQuantity(v); err != nil {
-				bad(p, "%q is not a quantity, e.g. 500m or 2 for cpu, 4Gi for memory", v)
+				c.bad(p, "%q is not a quantity, e.g. 500m or 2 for cpu, 4Gi for memory", v)
 			} else if q.Sign() < 0 {
-				bad(p, "%q is negative", v)
+				c.bad(p, "%q is negative", v)
 			}
 		}
 	}
-	for k, req := range t.Requests {
-		lim, ok := t.Limits[k]
+	for _, k := range sortedKeys(requests) {
+		lim, ok := limits[k]
 		if !ok {
 			continue
 		}
-		rq, err1 := resource.ParseQuantity(req)
+		rq, err1 := resource.ParseQuantity(requests[k])
 		lq, err2 := resource.ParseQuantity(lim)
 		if err1 == nil && err2 == nil && rq.Cmp(lq) > 0 {
-			bad(fmt.Sprintf("%s.requests[%q]", name, k), "request %s is more than the limit %s", req, lim)
+			c.bad(fmt.Sprintf("%s.requests[%q]", path, k), "request %s is more than the limit %s", requests[k], lim)
 		}
 	}
-	if t.GPUs < 0 {
-		bad(name+".gpus", "%d is negative", t.GPUs)
-	}
-	validatePolicies(bad, name+".policies", t.Policies)
 }
 
-func validatePolicies(bad func(string, string, ...any), path string, ps []Policy) {
-	for i, p := range ps {
-		if !contains(Events, p.Event) {
-			bad(fmt.Sprintf("%s[%d].event", path, i), "%q is not a Volcano event; use one of %s", p.Event, strings.Join(quoteAll(Events), ", "))
+// quantity checks a positive storage quantity; "" is unset.
+func (c *checker) quantity(path, v, example string) {
+	if v == "" {
+		return
+	}
+	if q, err := resource.ParseQuantity(v); err != nil || q.Sign() <= 0 {
+		c.bad(path, "%q is not a positive storage quantity, e.g. %s", v, example)
+	}
+}
+
+func (c *checker) dnsSubdomain(path, v, kind string) {
+	if v == "" {
+		return
+	}
+	if msgs := validation.IsDNS1123Subdomain(v); len(msgs) > 0 {
+		c.bad(path, "%q is not a valid %s name: %s", v, kind, strings.Join(msgs, "; "))
+	}
+}
+
+func (c *checker) labelValue(path, v string) {
+	if v == "" {
+		return
+	}
+	if msgs := validation.IsValidLabelValue(v); len(msgs) > 0 {
+		c.bad(path, "%q is not a valid label value: %s", v, strings.Join(msgs, "; "))
+	}
+}
+
+// labels checks a map of label keys to values (a node selector, a peer's labels).
+func (c *checker) labels(path string, m map[string]string) {
+	for _, k := range sortedKeys(m) {
+		at := fmt.Sprintf("%s[%q]", path, k)
+		if msgs := validation.IsQualifiedName(k); len(msgs) > 0 {
+			c.bad(at, "%q is not a label key (an optional DNS prefix and '/', then at most 63 letters, digits, '-', '_' or '.', "+
+				"starting and ending with a letter or digit): %s", k, strings.Join(msgs, "; "))
 		}
-		if !contains(Actions, p.Action) {
-			bad(fmt.Sprintf("%s[%d].action", path, i), "%q is not a Volcano action; use one of %s", p.Action, strings.Join(quoteAll(Actions), ", "))
+		if msgs := validation.IsValidLabelValue(m[k]); len(msgs) > 0 {
+			c.bad(at, "%q is not a label value: %s", m[k], strings.Join(msgs, "; "))
+		}
+	}
+}
+
+func (c *checker) envNames(path string, env map[string]string) {
+	for _, k := range sortedKeys(env) {
+		if msgs := validation.IsEnvVarName(k); len(msgs) > 0 {
+			c.bad(fmt.Sprintf("%s[%q]", path, k), "%q is not a valid environment variable name", k)
+		}
+	}
+}
+
+// tolerations checks what the schema's lists of operators and effects cannot: the key, and
+// the value that goes with the operator.
+func (c *checker) tolerations(path string, ts []Toleration) {
+	for i, t := range ts {
+		at := fmt.Sprintf("%s[%d]", path, i)
+		if t.Key != "" {
+			if msgs := validation.IsQualifiedName(t.Key); len(msgs) > 0 {
+				c.bad(at+".key", "%q is not a taint key: %s", t.Key, strings.Join(msgs, "; "))
+			}
+		}
+		switch {
+		case t.Operator == string(corev1.TolerationOpExists) && t.Value != "":
+			c.bad(at+".value", "must be empty with operator = %q (it matches every value)", corev1.TolerationOpExists)
+		case t.Key == "" && (t.Operator == "" || t.Operator == string(corev1.TolerationOpEqual)):
+			c.bad(at+".operator", "must be %q when key is empty (a toleration of every taint)", corev1.TolerationOpExists)
 		}
 	}
 }
@@ -252,13 +288,3 @@ func contains(list []string, v string) bool {
 	}
 	return false
 }
-
-func quoteAll(vs []string) []string {
-	out := make([]string, len(vs))
-	for i, v := range vs {
-		out[i] = fmt.Sprintf("%q", v)
-	}
-	return out
-}
-
-func validationEnvName(k string) bool { return len(validation.IsEnvVarName(k)) > 0 }

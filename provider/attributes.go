@@ -1,0 +1,152 @@
+package provider
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
+	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
+	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/int64default"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringdefault"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+
+	"github.com/elasticctr/terraform-provider-ctr/internal/kube"
+	"github.com/elasticctr/terraform-provider-ctr/internal/stack"
+	"github.com/elasticctr/terraform-provider-ctr/provider/internal/diagnostics"
+)
+
+// The attributes every workload resource has, declared once. Each single value is checked
+// here, by the schema, against the bounds and lists that internal/stack declares; what needs
+// parsing or several values is stack's Validate's (see internal/stack/validate.go).
+
+func idAttribute() schema.StringAttribute {
+	return schema.StringAttribute{Computed: true, MarkdownDescription: "`namespace/name`.",
+		PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown()}}
+}
+
+// nameAttribute is the resource's name; desc says what it names.
+func nameAttribute(desc string) schema.StringAttribute {
+	return schema.StringAttribute{Required: true, PlanModifiers: replaceStr(),
+		MarkdownDescription: fmt.Sprintf("%s At most %d lowercase letters, digits and `-`, starting with a letter (it names Services) "+
+			"and ending with a letter or digit.", desc, stack.MaxNameLength),
+		Validators: []validator.String{stringvalidator.RegexMatches(stack.NamePattern, stack.NameRule)}}
+}
+
+func namespaceAttribute(desc string) schema.StringAttribute {
+	return schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString(stack.DefaultNamespace), PlanModifiers: replaceStr(),
+		MarkdownDescription: desc + " Defaults to `" + stack.DefaultNamespace + "`.",
+		Validators:          []validator.String{stringvalidator.RegexMatches(stack.NamespacePattern, stack.NamespaceRule)}}
+}
+
+func stackAttribute(desc string) schema.StringAttribute {
+	return schema.StringAttribute{Optional: true, MarkdownDescription: desc + " (the `app.kubernetes.io/part-of` label). Defaults to `name`."}
+}
+
+func manifestsAttribute() schema.MapAttribute {
+	return schema.MapAttribute{Computed: true, ElementType: types.StringType,
+		MarkdownDescription: "Every Kubernetes object this resource owns, `apiVersion/Kind/name` -> YAML, rendered at plan time. " +
+			"`terraform plan` shows field-level changes here, including drift made outside Terraform. Secret values show as `(sensitive value)`."}
+}
+
+// portAttribute is a TCP port with a default.
+func portAttribute(desc string, def int64, modifiers ...planmodifier.Int64) schema.Int64Attribute {
+	return schema.Int64Attribute{Optional: true, Computed: true, Default: int64default.StaticInt64(def), PlanModifiers: modifiers,
+		MarkdownDescription: fmt.Sprintf("%s Defaults to `%d`.", desc, def),
+		Validators:          []validator.Int64{int64validator.Between(stack.MinPort, stack.MaxPort)}}
+}
+
+func nodeSelectorAttribute(pods string) schema.MapAttribute {
+	return schema.MapAttribute{Optional: true, ElementType: types.StringType,
+		MarkdownDescription: "Node selector of " + pods + ": node label keys and the values they must have, e.g. `{ \"node.kubernetes.io/instance-type\" = \"bcc.g5.c8m32\" }`."}
+}
+
+func tolerationsAttribute(pods string) schema.ListNestedAttribute {
+	return schema.ListNestedAttribute{Optional: true, MarkdownDescription: "Tolerations of " + pods + ", as Kubernetes spells them.",
+		NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
+			"key": schema.StringAttribute{Optional: true, MarkdownDescription: "Taint key the toleration matches; empty (with `operator = \"Exists\"`) matches every taint."},
+			"operator": schema.StringAttribute{Optional: true, MarkdownDescription: "One of " + quoted(stack.TolerationOperators) + ". Defaults to `Equal`.",
+				Validators: []validator.String{stringvalidator.OneOf(stack.TolerationOperators...)}},
+			"value": schema.StringAttribute{Optional: true, MarkdownDescription: "Taint value, with `operator = \"Equal\"`."},
+			"effect": schema.StringAttribute{Optional: true, MarkdownDescription: "One of " + quoted(stack.TaintEffects) + "; every effect when unset.",
+				Validators: []validator.String{stringvalidator.OneOf(stack.TaintEffects...)}},
+		}}}
+}
+
+func serviceTypeAttribute() schema.StringAttribute {
+	return schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString(stack.DefaultServiceType),
+		MarkdownDescription: "One of " + quoted(stack.ServiceTypes) + ". Defaults to `" + stack.DefaultServiceType + "`.",
+		Validators:          []validator.String{stringvalidator.OneOf(stack.ServiceTypes...)}}
+}
+
+// imageValidators refuse an empty image, which Kubernetes would refuse at apply.
+var imageValidators = []validator.String{stringvalidator.LengthAtLeast(1)}
+
+// timeoutsAttribute is the `timeouts` object with every duration checked at plan time: the
+// timeouts package's own check neither names the attribute nor refuses a negative duration.
+func timeoutsAttribute(ctx context.Context, opts timeouts.Opts) schema.Attribute {
+	a := timeouts.Attributes(ctx, opts)
+	nested, ok := a.(schema.SingleNestedAttribute)
+	if !ok {
+		return a
+	}
+	for name, attr := range nested.Attributes {
+		if s, ok := attr.(schema.StringAttribute); ok {
+			s.Validators = []validator.String{durationValidator{}}
+			nested.Attributes[name] = s
+		}
+	}
+	return nested
+}
+
+// durationValidator refuses what is not a positive Go duration.
+type durationValidator struct{}
+
+func (durationValidator) Description(context.Context) string {
+	return "a positive duration such as `30s`, `10m` or `1h30m`"
+}
+func (v durationValidator) MarkdownDescription(ctx context.Context) string { return v.Description(ctx) }
+
+func (durationValidator) ValidateString(_ context.Context, req validator.StringRequest, resp *validator.StringResponse) {
+	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
+		return
+	}
+	s := req.ConfigValue.ValueString()
+	if d, err := time.ParseDuration(s); err != nil || d <= 0 {
+		resp.Diagnostics.Append(diagnostics.InvalidSetting("Timeout", req.Path,
+			fmt.Sprintf("%q is not a positive duration; use a number with a unit (s, m or h), e.g. 30s, 10m or 1h30m.", s)))
+	}
+}
+
+// manifestURLValidator accepts what kube.FetchManifest reads.
+type manifestURLValidator struct{}
+
+func (manifestURLValidator) Description(context.Context) string {
+	return "an `https://`, `http://` or `file://` URL"
+}
+func (v manifestURLValidator) MarkdownDescription(ctx context.Context) string {
+	return v.Description(ctx)
+}
+
+func (manifestURLValidator) ValidateString(_ context.Context, req validator.StringRequest, resp *validator.StringResponse) {
+	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
+		return
+	}
+	if err := kube.CheckManifestURL(req.ConfigValue.ValueString()); err != nil {
+		resp.Diagnostics.Append(diagnostics.InvalidSetting("Volcano", req.Path, err.Error()+"."))
+	}
+}
+
+func quoted(vs []string) string {
+	q := make([]string, len(vs))
+	for i, v := range vs {
+		q[i] = "`" + v + "`"
+	}
+	return strings.Join(q, ", ")
+}

@@ -1,0 +1,121 @@
+package provider
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
+	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
+	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/booldefault"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/int64default"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/objectplanmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringdefault"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+
+	"github.com/elasticctr/terraform-provider-ctr/internal/stack"
+)
+
+func cubeSchema(ctx context.Context) schema.Schema {
+	num := func(desc string, def int64, min, max int64) schema.Int64Attribute {
+		return schema.Int64Attribute{Optional: true, Computed: true, Default: int64default.StaticInt64(def),
+			MarkdownDescription: fmt.Sprintf("%s From %d to %d. Defaults to `%d`.", desc, min, max, def), Validators: []validator.Int64{int64validator.Between(min, max)}}
+	}
+	return schema.Schema{
+		MarkdownDescription: "The cube sparse-parameter service: `shards` × `replicas` cube servers (one StatefulSet and one headless " +
+			"Service per shard, so that shard i has a stable name), the transfer that watches the training job's donefile and rolls new " +
+			"model versions out to every replica, and the shared control token. Exports the `cube_conf` Paddle Serving reads.\n\n" +
+			"**Network policies.** Unless `network_policy.enabled = false`, two NetworkPolicies admit only the cube's transfer and the " +
+			"`ctr_serving` pods of the same `stack` (in the cube's namespace) to the cube servers' `port`, and only the cube servers to the " +
+			"transfer's `transfer_files_port` (the model's published shards); the transfer's status port (`transfer_port`) stays open, " +
+			"since Terraform reads `/status` through the API server. NetworkPolicies take effect only where the cluster's network plugin " +
+			"enforces them (e.g. Calico, Cilium, or a cloud's policy-enforcing CNI); elsewhere they are accepted and ignored.\n\n" +
+			"**Pods.** " + hardenedDefaults + " This repository's image also runs as user and group 65532 (non-root, with `fsGroup` 65532 so " +
+			"that it writes its dictionary and work volumes) on a read-only root filesystem. `security_context` relaxes any of it.",
+		Attributes: map[string]schema.Attribute{
+			"id":        idAttribute(),
+			"name":      nameAttribute("Name prefix of every object."),
+			"namespace": namespaceAttribute("Namespace of every object."),
+			"stack":     stackAttribute("Name of the stack this cube belongs to"),
+			"dict": schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString(stack.DefaultCubeDict),
+				MarkdownDescription: "Dictionary name, Paddle Serving's `sparse_param_service_table_name`. Defaults to `" + stack.DefaultCubeDict + "`."},
+			"shards": num("Number of shards; key k lives on shard `k % shards`, as Paddle's client routes it. Changing it re-shards: "+
+				"new shards' objects are created, removed ones deleted, and the transfer restarts and rebuilds every shard from the last model.",
+				stack.DefaultCubeShards, stack.MinCubeShards, stack.MaxCubeShards),
+			"replicas": num("Cube servers per shard.", stack.DefaultCubeReplicas, stack.MinCubeReplicas, stack.MaxCubeReplicas),
+			"image": schema.StringAttribute{Optional: true, Computed: true,
+				MarkdownDescription: "Image with the `cube` binary, for servers and transfer. Defaults to `" + stack.CubeImageRepository + ":<provider version>`, built from this repository (`latest` for a development build of the provider).",
+				PlanModifiers:       []planmodifier.String{stringplanmodifier.UseStateForUnknown()}, Validators: imageValidators},
+			"donefile_url": schema.StringAttribute{Required: true,
+				MarkdownDescription: "URL of the donefile (`base.txt`) the transfer watches: `ctr_training_job.<name>.donefile_url`."},
+			"mode": schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString(stack.DefaultCubeMode),
+				MarkdownDescription: "`base`: roll out base versions only; `base_delta`: also the patches in `patch.txt`. Defaults to `base`.",
+				Validators:          []validator.String{stringvalidator.OneOf(stack.CubeModes...)}},
+			"port":          portAttribute("Port of the cube servers (baidu_std and HTTP).", stack.DefaultCubePort),
+			"transfer_port": portAttribute("Port of the transfer's status API (`/status`, `/healthz`, `/metrics`, `POST /trigger`). Must differ from `port`.", stack.DefaultTransferPort),
+			"transfer_files_port": portAttribute("Port at which the transfer publishes built shards (`/files/`) for the cube servers to download; "+
+				"only cube servers may reach it while the network policies are enabled. Must differ from `port` and `transfer_port`.", stack.DefaultTransferFilesPort),
+			"resources": schema.SingleNestedAttribute{Optional: true, MarkdownDescription: "Requests and limits of each cube server. A cube server always has a memory limit: " +
+				"the memory request when only a request is given, else `" + stack.DefaultCubeMemory + "` as both request and limit. The dictionary is memory-mapped: " +
+				"its page cache counts against the limit but is reclaimed under pressure, so a limit below the shard's dictionary size slows lookups " +
+				"(they read from disk) rather than killing the pod; to keep a shard in memory, ask for its dictionary size plus about 512Mi.",
+				Attributes: map[string]schema.Attribute{
+					"requests": schema.MapAttribute{Optional: true, ElementType: types.StringType, MarkdownDescription: "e.g. `{ cpu = \"2\", memory = \"8Gi\" }`."},
+					"limits":   schema.MapAttribute{Optional: true, ElementType: types.StringType, MarkdownDescription: "e.g. `{ memory = \"16Gi\" }`."},
+				}},
+			"storage": schema.SingleNestedAttribute{Optional: true,
+				MarkdownDescription: "Per-replica dictionary storage as a PersistentVolumeClaim. Unset: an emptyDir (a restarted pod gets its dictionary back from the transfer). Changing it replaces the cube.",
+				PlanModifiers:       []planmodifier.Object{objectplanmodifier.RequiresReplace()},
+				Attributes: map[string]schema.Attribute{
+					"size":          schema.StringAttribute{Optional: true, MarkdownDescription: "Claim size. Defaults to `" + stack.DefaultCubeStorageSize + "`."},
+					"storage_class": schema.StringAttribute{Optional: true, MarkdownDescription: "StorageClass; the cluster default when unset."},
+				}},
+			"transfer_storage": schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString(stack.DefaultTransferStorage),
+				MarkdownDescription: "Size of the transfer's volume (downloads, built shards, state). Defaults to `" + stack.DefaultTransferStorage + "`."},
+			"node_selector": nodeSelectorAttribute("every cube pod"),
+			"tolerations":   tolerationsAttribute("every cube pod"),
+			"timeout_ms": num("cube.conf `timeout`: Paddle Serving's per-request timeout in milliseconds.",
+				stack.DefaultCubeTimeoutMS, stack.MinCubeTimeoutMS, stack.MaxCubeTimeoutMS),
+			"retry": num("cube.conf `retry`: Paddle Serving's retries on another replica; `0` turns retries off.", stack.DefaultCubeRetry, 0, stack.MaxCubeRetry),
+			"backup_request_ms": num("cube.conf `backup_request`: send a backup request after this many milliseconds; 0 disables it.",
+				0, 0, stack.MaxBackupRequestMS),
+			"security_context": securityContextAttribute("the cube servers' and the transfer's pods",
+				"This repository's image also runs as user and group 65532 with `runAsNonRoot`, `fsGroup` 65532 and a read-only root filesystem."),
+			"network_policy": schema.SingleNestedAttribute{Optional: true,
+				MarkdownDescription: "Who may reach the cube (see above). Unset: the policies are rendered with no extra peers. " +
+					"Turning them off or changing the peers updates the NetworkPolicies in place (turned off, they are deleted).",
+				Attributes: map[string]schema.Attribute{
+					"enabled": schema.BoolAttribute{Optional: true, Computed: true, Default: booldefault.StaticBool(true),
+						MarkdownDescription: "Render the NetworkPolicies. Defaults to `true`; `false` lets every pod that can route to the cube reach its servers and the model."},
+					"allow_from": schema.ListNestedAttribute{Optional: true,
+						MarkdownDescription: "Further peers admitted to the cube servers' `port` (not to the model files), e.g. a Prometheus that scrapes `/metrics`, " +
+							"or a Paddle Serving deployed by other means. Each peer is a NetworkPolicy peer: the pods with `pod_labels` in the cube's namespace, " +
+							"the pods with `pod_labels` in the namespaces with `namespace_labels`, or every pod of the namespaces with `namespace_labels`.",
+						NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
+							"namespace_labels": schema.MapAttribute{Optional: true, ElementType: types.StringType,
+								MarkdownDescription: "Labels of the peers' namespaces, e.g. `{ \"kubernetes.io/metadata.name\" = \"monitoring\" }`."},
+							"pod_labels": schema.MapAttribute{Optional: true, ElementType: types.StringType,
+								MarkdownDescription: "Labels of the peer pods, e.g. `{ \"app.kubernetes.io/name\" = \"prometheus\" }`."},
+						}}},
+				}},
+			"control_token": schema.StringAttribute{Optional: true, Computed: true, Sensitive: true,
+				MarkdownDescription: "Shared token of the control endpoints (agent, transfer, ControlService), stored in a Secret. Generated when unset.",
+				PlanModifiers:       []planmodifier.String{stringplanmodifier.UseStateForUnknown()}},
+			"kubernetes": connectionResourceAttribute(),
+			"timeouts":   timeoutsAttribute(ctx, timeouts.Opts{Create: true, Update: true, Delete: true}),
+			"manifests":  manifestsAttribute(),
+			"cube_conf": schema.StringAttribute{Computed: true,
+				MarkdownDescription: "Paddle Serving's `cube.conf` (JSON) for this cube: one `http://<shard service>:<port>` per shard, which brpc re-resolves to the shard's ready replicas."},
+			"endpoints":    schema.ListAttribute{Computed: true, ElementType: types.StringType, MarkdownDescription: "Address of each shard's Service, shard by shard."},
+			"transfer_url": schema.StringAttribute{Computed: true, MarkdownDescription: "In-cluster URL of the transfer's status API (`transfer_port`)."},
+			"served_version": schema.StringAttribute{Computed: true,
+				MarkdownDescription: "Model version the replicas report serving, read through the transfer at refresh: the version at least one replica of every shard serves. Empty until the first model, while a shard has no replica serving, or when the transfer cannot be reached."},
+			"serving_replicas": schema.ListAttribute{Computed: true, ElementType: types.Int64Type,
+				MarkdownDescription: "Per shard, how many replicas serve `served_version`, as they report it at refresh (null when the transfer cannot be reached). When a shard has fewer than `replicas`, the plan shows a warning naming the replicas and what they serve; the transfer heals them by itself."},
+		},
+	}
+}

@@ -1,0 +1,58 @@
+package provider
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
+	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/int64default"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringdefault"
+	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+
+	"github.com/elasticctr/terraform-provider-ctr/internal/stack"
+)
+
+func servingSchema(ctx context.Context) schema.Schema {
+	return schema.Schema{
+		MarkdownDescription: "Paddle Serving with the CTR model, reading sparse parameters from `ctr_cube`: a Deployment started with " +
+			"`--enable_cube=true`, the cube's `cube.conf` mounted from a ConfigMap at `/serving/conf/cube.conf`, and a Service. A changed " +
+			"`cube.conf` rolls the pods (a checksum annotation), because Serving reads it only at start. Apply waits for the rollout.\n\n" +
+			"**Pods.** " + hardenedDefaults + " Paddle Serving's images run as root and write inside their own filesystem (the unpacked model), " +
+			"so neither a non-root user nor a read-only root filesystem is forced. `security_context` relaxes these defaults. " +
+			"The serving pods carry `app.kubernetes.io/part-of = <stack>` and `app.kubernetes.io/component = serving`: a `ctr_cube` with the " +
+			"same `stack` in the same namespace admits exactly these pods to its shards through its NetworkPolicy.",
+		Attributes: map[string]schema.Attribute{
+			"id":        idAttribute(),
+			"name":      nameAttribute("Name of the Deployment and Service."),
+			"namespace": namespaceAttribute("Namespace."),
+			"stack":     stackAttribute("Name of the stack this serving belongs to"),
+			"image": schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString(stack.DefaultServingImage), Validators: imageValidators,
+				MarkdownDescription: "Paddle Serving image with the CTR model's serving program. Defaults to `" + stack.DefaultServingImage + "`."},
+			"replicas": schema.Int64Attribute{Optional: true, Computed: true, Default: int64default.StaticInt64(stack.DefaultServingReplicas),
+				MarkdownDescription: fmt.Sprintf("Serving pods. Defaults to `%d`.", stack.DefaultServingReplicas),
+				Validators:          []validator.Int64{int64validator.AtLeast(1)}},
+			"port":         portAttribute("Port of the pods and the Service.", stack.DefaultServingPort),
+			"service_type": serviceTypeAttribute(),
+			"model_url":    schema.StringAttribute{Optional: true, MarkdownDescription: "Where the dense model is fetched from (`MODEL_URL`), e.g. the training job's file server."},
+			"args": schema.ListAttribute{Optional: true, ElementType: types.StringType,
+				MarkdownDescription: "Container arguments. Defaults to `[\"--port=<port>\", \"--enable_cube=true\"]`."},
+			"env": schema.MapAttribute{Optional: true, ElementType: types.StringType, MarkdownDescription: "Extra environment variables."},
+			"resources": schema.SingleNestedAttribute{Optional: true, MarkdownDescription: "Requests and limits of each pod.",
+				Attributes: map[string]schema.Attribute{
+					"requests": schema.MapAttribute{Optional: true, ElementType: types.StringType, MarkdownDescription: "e.g. `{ cpu = \"4\" }`."},
+					"limits":   schema.MapAttribute{Optional: true, ElementType: types.StringType, MarkdownDescription: "e.g. `{ memory = \"8Gi\" }`."},
+				}},
+			"cube_conf": schema.StringAttribute{Required: true, MarkdownDescription: "The `cube.conf` to mount: `ctr_cube.<name>.cube_conf`."},
+			"security_context": securityContextAttribute("the serving pods",
+				"Paddle Serving's images run as root: no user and no read-only root filesystem are forced on them. If the image needs a "+
+					"capability back (e.g. `tar` restoring file owners needs `CHOWN`), add it with `add_capabilities`."),
+			"kubernetes": connectionResourceAttribute(),
+			"timeouts":   timeoutsAttribute(ctx, timeouts.Opts{Create: true, Update: true, Delete: true}),
+			"manifests":  manifestsAttribute(),
+			"url":        schema.StringAttribute{Computed: true, MarkdownDescription: "In-cluster URL of the serving Service."},
+		},
+	}
+}
