@@ -279,12 +279,3 @@ func (c *checker) tolerations(path string, ts []Toleration) {
 		}
 	}
 }
-
-func contains(list []string, v string) bool {
-	for _, a := range list {
-		if a == v {
-			return true
-		}
-	}
-	return false
-}
