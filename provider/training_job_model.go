@@ -151,7 +151,7 @@ func (m *trainingJobModel) settings(ctx context.Context, version string) (stack.
 		if t == nil {
 			return nil
 		}
-		return &stack.Task{Replicas: int32(t.Replicas.ValueInt64()), GPUs: int32(t.GPUs.ValueInt64()), Policies: policies(t.Policies),
+		return &stack.Task{Replicas: int32(t.Replicas.ValueInt64()), GPUs: int32Ptr(t.GPUs), Policies: policies(t.Policies),
 			Requests: stringMap(ctx, t.Requests, &diags), Limits: stringMap(ctx, t.Limits, &diags)}
 	}
 	j.PServer, j.Trainer, j.Worker = task(m.PServer), task(m.Trainer), task(m.Worker)
@@ -257,7 +257,7 @@ func (m *trainingJobModel) fromJob(ctx context.Context, j stack.TrainingJob, dia
 			return nil
 		}
 		return &taskModel{Replicas: optionalInt64(int64(t.Replicas)), Requests: optionalStringMap(ctx, t.Requests, diags), Limits: optionalStringMap(ctx, t.Limits, diags),
-			GPUs: optionalInt64(int64(t.GPUs)), Policies: toPolicies(t.Policies)}
+			GPUs: optionalInt32(t.GPUs), Policies: toPolicies(t.Policies)}
 	}
 	m.PServer, m.Trainer, m.Worker = task(j.PServer), task(j.Trainer), task(j.Worker)
 	m.Dataset = nil

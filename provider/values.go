@@ -52,6 +52,14 @@ func int32Ptr(v types.Int64) *int32 {
 	return &n
 }
 
+// optionalInt32 is int32Ptr's way back: nil is null.
+func optionalInt32(n *int32) types.Int64 {
+	if n == nil {
+		return types.Int64Null()
+	}
+	return types.Int64Value(int64(*n))
+}
+
 func optionalString(s string) types.String {
 	if s == "" {
 		return types.StringNull()
