@@ -98,50 +98,43 @@ func timeoutsAttribute(ctx context.Context, opts timeouts.Opts) schema.Attribute
 	}
 	for name, attr := range nested.Attributes {
 		if s, ok := attr.(schema.StringAttribute); ok {
-			s.Validators = []validator.String{durationValidator{}}
+			s.Validators = []validator.String{durationValidator}
 			nested.Attributes[name] = s
 		}
 	}
 	return nested
 }
 
-// durationValidator refuses what is not a positive Go duration.
-type durationValidator struct{}
-
-func (durationValidator) Description(context.Context) string {
-	return "a positive duration such as `30s`, `10m` or `1h30m`"
+// stringCheck is a schema validator for one value that a function judges: the rule lives in
+// one function (a kube or stack check, or a parse), the validator only reports it.
+type stringCheck struct {
+	kind  string // "Invalid <kind> Setting"
+	rule  string // what is allowed, for the docs
+	check func(string) error
 }
-func (v durationValidator) MarkdownDescription(ctx context.Context) string { return v.Description(ctx) }
 
-func (durationValidator) ValidateString(_ context.Context, req validator.StringRequest, resp *validator.StringResponse) {
+func (v stringCheck) Description(context.Context) string             { return v.rule }
+func (v stringCheck) MarkdownDescription(ctx context.Context) string { return v.Description(ctx) }
+
+func (v stringCheck) ValidateString(_ context.Context, req validator.StringRequest, resp *validator.StringResponse) {
 	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
 		return
 	}
-	s := req.ConfigValue.ValueString()
-	if d, err := time.ParseDuration(s); err != nil || d <= 0 {
-		resp.Diagnostics.Append(diagnostics.InvalidSetting("Timeout", req.Path,
-			fmt.Sprintf("%q is not a positive duration; use a number with a unit (s, m or h), e.g. 30s, 10m or 1h30m.", s)))
+	if err := v.check(req.ConfigValue.ValueString()); err != nil {
+		resp.Diagnostics.Append(diagnostics.InvalidSetting(v.kind, req.Path, err.Error()))
 	}
 }
+
+// durationValidator refuses what is not a positive Go duration.
+var durationValidator = stringCheck{kind: "Timeout", rule: "a positive duration such as `30s`, `10m` or `1h30m`", check: func(s string) error {
+	if d, err := time.ParseDuration(s); err != nil || d <= 0 {
+		return fmt.Errorf("%q is not a positive duration; use a number with a unit (s, m or h), e.g. 30s, 10m or 1h30m", s)
+	}
+	return nil
+}}
 
 // manifestURLValidator accepts what kube.FetchManifest reads.
-type manifestURLValidator struct{}
-
-func (manifestURLValidator) Description(context.Context) string {
-	return "an `https://`, `http://` or `file://` URL"
-}
-func (v manifestURLValidator) MarkdownDescription(ctx context.Context) string {
-	return v.Description(ctx)
-}
-
-func (manifestURLValidator) ValidateString(_ context.Context, req validator.StringRequest, resp *validator.StringResponse) {
-	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
-		return
-	}
-	if err := kube.CheckManifestURL(req.ConfigValue.ValueString()); err != nil {
-		resp.Diagnostics.Append(diagnostics.InvalidSetting("Volcano", req.Path, err.Error()+"."))
-	}
-}
+var manifestURLValidator = stringCheck{kind: "Volcano", rule: "an `https://`, `http://` or `file://` URL", check: kube.CheckManifestURL}
 
 func quoted(vs []string) string {
 	q := make([]string, len(vs))

@@ -79,6 +79,10 @@ type volcanoModel struct {
 	KeepOnDestroy types.Bool   `tfsdk:"keep_on_destroy"`
 }
 
+// justImported is the "just imported" signal of a CCE cluster: import sets only its IDs, and
+// every apply sets cce (an adopted cluster is not imported).
+func (m *clusterModel) justImported() bool { return m.CCE == nil && m.ClusterID.ValueString() != "" }
+
 // volcanoSettings are the effective Volcano settings (defaults when the block is absent).
 func (m *clusterModel) volcanoSettings() (version, url string, keep bool) {
 	version = DefaultVolcanoVersion

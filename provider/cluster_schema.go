@@ -121,7 +121,7 @@ func clusterSchema(ctx context.Context) schema.Schema {
 				Attributes: map[string]schema.Attribute{
 					"version": schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString(DefaultVolcanoVersion),
 						MarkdownDescription: "Volcano release, e.g. `" + DefaultVolcanoVersion + "`. Changing it upgrades in place."},
-					"manifest_url": schema.StringAttribute{Optional: true, Validators: []validator.String{manifestURLValidator{}},
+					"manifest_url": schema.StringAttribute{Optional: true, Validators: []validator.String{manifestURLValidator},
 						MarkdownDescription: "Where to fetch the manifest (`https://`, `http://` or `file://`), for mirrors and air-gapped sites. Defaults to the release's `installer/volcano-development.yaml` on GitHub."},
 					"keep_on_destroy": schema.BoolAttribute{Optional: true, Computed: true, Default: booldefault.StaticBool(false),
 						MarkdownDescription: "Leave Volcano installed when this resource is destroyed. Defaults to `false`."},

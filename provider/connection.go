@@ -169,12 +169,12 @@ func kubeClient(ctx context.Context, own types.Object, data *providerData) (*kub
 	}
 	cfg, err := conn.RESTConfig()
 	if err != nil {
-		diags.AddError("Kubernetes Connection Error", "Could not configure the connection to the cluster: "+err.Error())
+		diags.Append(diagnostics.Failed("Kubernetes Connection Error", "Could not configure the connection to the cluster", "", err))
 		return nil, diags
 	}
 	c, err := kube.NewClient(cfg)
 	if err != nil {
-		diags.AddError("Kubernetes Connection Error", "Could not create a client for "+cfg.Host+": "+err.Error())
+		diags.Append(diagnostics.Failed("Kubernetes Connection Error", "Could not create a client for "+cfg.Host, "", err))
 		return nil, diags
 	}
 	c.Log = func(msg string) { tflog.Info(ctx, msg) }

@@ -3,20 +3,19 @@ package provider
 import (
 	"context"
 
-	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
 	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/types"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/elasticctr/terraform-provider-ctr/internal/kube"
 	"github.com/elasticctr/terraform-provider-ctr/internal/stack"
+	"github.com/elasticctr/terraform-provider-ctr/provider/internal/diagnostics"
 )
 
 // cubeModel is the Terraform state of ctr_cube.
 type cubeModel struct {
-	ID              types.String          `tfsdk:"id"`
-	Name            types.String          `tfsdk:"name"`
-	Namespace       types.String          `tfsdk:"namespace"`
-	Stack           types.String          `tfsdk:"stack"`
+	workloadAttrs
 	Dict            types.String          `tfsdk:"dict"`
 	Shards          types.Int64           `tfsdk:"shards"`
 	Replicas        types.Int64           `tfsdk:"replicas"`
@@ -37,9 +36,6 @@ type cubeModel struct {
 	SecurityContext *securityContextModel `tfsdk:"security_context"`
 	NetworkPolicy   *networkPolicyModel   `tfsdk:"network_policy"`
 	ControlToken    types.String          `tfsdk:"control_token"`
-	Kubernetes      types.Object          `tfsdk:"kubernetes"`
-	Timeouts        timeouts.Value        `tfsdk:"timeouts"`
-	Manifests       types.Map             `tfsdk:"manifests"`
 	CubeConf        types.String          `tfsdk:"cube_conf"`
 	Endpoints       types.List            `tfsdk:"endpoints"`
 	TransferURL     types.String          `tfsdk:"transfer_url"`
@@ -47,10 +43,7 @@ type cubeModel struct {
 	ServingReplicas types.List            `tfsdk:"serving_replicas"`
 }
 
-type resourcesModel struct {
-	Requests types.Map `tfsdk:"requests"`
-	Limits   types.Map `tfsdk:"limits"`
-}
+var _ workloadModel[stack.Cube] = (*cubeModel)(nil)
 
 type cubeStorageModel struct {
 	Size         types.String `tfsdk:"size"`
@@ -67,13 +60,6 @@ type networkPeerModel struct {
 	PodLabels       types.Map `tfsdk:"pod_labels"`
 }
 
-type tolerationModel struct {
-	Key      types.String `tfsdk:"key"`
-	Operator types.String `tfsdk:"operator"`
-	Value    types.String `tfsdk:"value"`
-	Effect   types.String `tfsdk:"effect"`
-}
-
 func (m *cubeModel) known() bool {
 	vals := []attr.Value{m.Name, m.Namespace, m.Stack, m.Dict, m.Shards, m.Replicas, m.Image, m.DonefileURL, m.Mode,
 		m.Port, m.TransferPort, m.FilesPort, m.TransferStorage, m.NodeSelector, m.TimeoutMS, m.Retry, m.BackupRequestMS}
@@ -84,38 +70,20 @@ func (m *cubeModel) known() bool {
 			vals = append(vals, peer.NamespaceLabels, peer.PodLabels)
 		}
 	}
-	for _, v := range vals {
-		if v.IsUnknown() {
-			return false
-		}
-	}
-	return true
+	return allKnown(vals)
 }
 
-func (m *cubeModel) cube(ctx context.Context) (stack.Cube, diag.Diagnostics) {
+func (m *cubeModel) settings(ctx context.Context, _ string) (stack.Cube, diag.Diagnostics) {
 	var diags diag.Diagnostics
 	c := stack.Cube{Name: m.Name.ValueString(), Namespace: m.Namespace.ValueString(), Stack: m.Stack.ValueString(), Dict: m.Dict.ValueString(),
 		Shards: int32(m.Shards.ValueInt64()), Replicas: int32(m.Replicas.ValueInt64()), Image: m.Image.ValueString(),
 		DonefileURL: m.DonefileURL.ValueString(), Mode: m.Mode.ValueString(), Port: int32(m.Port.ValueInt64()),
 		TransferPort: int32(m.TransferPort.ValueInt64()), TransferFilesPort: int32(m.FilesPort.ValueInt64()), TransferStorage: m.TransferStorage.ValueString(),
 		TimeoutMS: int32(m.TimeoutMS.ValueInt64()), Retry: int32Ptr(m.Retry), BackupRequestMS: int32(m.BackupRequestMS.ValueInt64()),
-		Token: m.ControlToken.ValueString()}
-	if r := m.Resources; r != nil {
-		if !r.Requests.IsNull() && !r.Requests.IsUnknown() {
-			diags.Append(r.Requests.ElementsAs(ctx, &c.Requests, false)...)
-		}
-		if !r.Limits.IsNull() && !r.Limits.IsUnknown() {
-			diags.Append(r.Limits.ElementsAs(ctx, &c.Limits, false)...)
-		}
-	}
+		Token: m.ControlToken.ValueString(), NodeSelector: stringMap(ctx, m.NodeSelector, &diags), Tolerations: tolerations(m.Tolerations)}
+	c.Requests, c.Limits = m.Resources.stack(ctx, &diags)
 	if s := m.Storage; s != nil {
 		c.Storage = &stack.CubeStorage{Size: s.Size.ValueString(), StorageClass: s.StorageClass.ValueString()}
-	}
-	if !m.NodeSelector.IsNull() && !m.NodeSelector.IsUnknown() {
-		diags.Append(m.NodeSelector.ElementsAs(ctx, &c.NodeSelector, false)...)
-	}
-	for _, t := range m.Tolerations {
-		c.Tolerations = append(c.Tolerations, stack.Toleration{Key: t.Key.ValueString(), Operator: t.Operator.ValueString(), Value: t.Value.ValueString(), Effect: t.Effect.ValueString()})
 	}
 	c.SecurityContext = m.SecurityContext.stack(ctx, &diags)
 	if p := m.NetworkPolicy; p != nil {
@@ -124,29 +92,64 @@ func (m *cubeModel) cube(ctx context.Context) (stack.Cube, diag.Diagnostics) {
 			c.NetworkPolicy.Enabled = p.Enabled.ValueBoolPointer()
 		}
 		for _, peer := range p.AllowFrom {
-			var sp stack.NetworkPeer
-			if !peer.NamespaceLabels.IsNull() {
-				diags.Append(peer.NamespaceLabels.ElementsAs(ctx, &sp.NamespaceLabels, false)...)
-			}
-			if !peer.PodLabels.IsNull() {
-				diags.Append(peer.PodLabels.ElementsAs(ctx, &sp.PodLabels, false)...)
-			}
-			c.NetworkPolicy.AllowFrom = append(c.NetworkPolicy.AllowFrom, sp)
+			c.NetworkPolicy.AllowFrom = append(c.NetworkPolicy.AllowFrom, stack.NetworkPeer{
+				NamespaceLabels: stringMap(ctx, peer.NamespaceLabels, &diags), PodLabels: stringMap(ctx, peer.PodLabels, &diags)})
 		}
 	}
 	return c, diags
 }
 
-// computed fills what the rendering determines.
-func (m *cubeModel) computed(ctx context.Context, c stack.Cube, set stack.Set, diags *diag.Diagnostics) {
+// setComputed sets what the rendering determines.
+func (m *cubeModel) setComputed(ctx context.Context, c stack.Cube, diags *diag.Diagnostics) {
 	d := c.Defaulted()
-	m.ID = types.StringValue(c.Namespace + "/" + c.Name)
+	m.ID = namespaceName(c.Namespace, c.Name)
 	m.CubeConf = types.StringValue(d.CubeConf())
 	ep, dd := types.ListValueFrom(ctx, types.StringType, d.Endpoints())
 	diags.Append(dd...)
 	m.Endpoints = ep
 	m.TransferURL = types.StringValue(d.TransferURL())
-	if set != nil {
-		m.Manifests = manifestsValue(ctx, set, diags)
+}
+
+// fromCluster rebuilds the configuration from the transfer's settings and the control Secret.
+func (m *cubeModel) fromCluster(ctx context.Context, kc *kube.Client, diags *diag.Diagnostics) bool {
+	ns, name := m.Namespace.ValueString(), m.Name.ValueString()
+	c, ok := settingsFromCluster(ctx, kc, stack.CubeTransferRef(ns, name), "Cube", stack.CubeFromSettings, diags)
+	if !ok {
+		return false
 	}
+	ref := stack.CubeControlSecretRef(ns, name)
+	secret, err := kc.Get(ctx, ref)
+	if err != nil {
+		diags.Append(diagnostics.Failed("Import Cube Error", "Could not read "+kube.Describe(ref), "", err))
+		return false
+	}
+	d := c.Defaulted() // numbers the schema defaults are always in the settings; older settings left out zeros
+	m.Name, m.Namespace, m.Stack, m.Dict = types.StringValue(c.Name), types.StringValue(c.Namespace), optionalString(c.Stack), optionalString(c.Dict)
+	m.Shards, m.Replicas = types.Int64Value(int64(c.Shards)), types.Int64Value(int64(c.Replicas))
+	m.Image, m.DonefileURL, m.Mode = optionalString(c.Image), types.StringValue(c.DonefileURL), optionalString(c.Mode)
+	m.Port, m.TransferPort, m.FilesPort = types.Int64Value(int64(c.Port)), types.Int64Value(int64(c.TransferPort)), types.Int64Value(int64(d.TransferFilesPort))
+	m.TransferStorage = optionalString(c.TransferStorage)
+	m.TimeoutMS, m.Retry, m.BackupRequestMS = types.Int64Value(int64(d.TimeoutMS)), types.Int64Value(int64(*d.Retry)), types.Int64Value(int64(c.BackupRequestMS))
+	m.NodeSelector, m.ControlToken = optionalStringMap(ctx, c.NodeSelector, diags), optionalString(stack.ControlToken(secret))
+	m.Resources = resourcesFromStack(ctx, c.Requests, c.Limits, diags)
+	m.Storage = nil
+	if c.Storage != nil {
+		m.Storage = &cubeStorageModel{Size: optionalString(c.Storage.Size), StorageClass: optionalString(c.Storage.StorageClass)}
+	}
+	m.Tolerations = tolerationsFromStack(c.Tolerations)
+	m.SecurityContext = securityContextFromStack(ctx, c.SecurityContext, diags)
+	m.NetworkPolicy = nil
+	if p := c.NetworkPolicy; p != nil {
+		m.NetworkPolicy = &networkPolicyModel{Enabled: types.BoolValue(p.Enabled == nil || *p.Enabled)}
+		for _, peer := range p.AllowFrom {
+			m.NetworkPolicy.AllowFrom = append(m.NetworkPolicy.AllowFrom, networkPeerModel{
+				NamespaceLabels: optionalStringMap(ctx, peer.NamespaceLabels, diags), PodLabels: optionalStringMap(ctx, peer.PodLabels, diags)})
+		}
+	}
+	return !diags.HasError()
+}
+
+// readLive asks the transfer what the replicas serve.
+func (m *cubeModel) readLive(ctx context.Context, kc *kube.Client, c stack.Cube, _ map[string]*unstructured.Unstructured, diags *diag.Diagnostics) {
+	readServing(ctx, kc, c.Defaulted(), m, diags)
 }

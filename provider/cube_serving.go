@@ -14,6 +14,7 @@ import (
 	"github.com/elasticctr/terraform-provider-ctr/cube/api"
 	"github.com/elasticctr/terraform-provider-ctr/internal/kube"
 	"github.com/elasticctr/terraform-provider-ctr/internal/stack"
+	"github.com/elasticctr/terraform-provider-ctr/provider/internal/diagnostics"
 )
 
 // readServing asks the transfer (through the API server's service proxy) what every replica
@@ -37,7 +38,7 @@ func readServing(ctx context.Context, kc *kube.Client, c stack.Cube, m *cubeMode
 	var warn string
 	m.ServedVersion, m.ServingReplicas, warn = servingValues(st)
 	if warn != "" {
-		diags.AddWarning("Cube Replicas Not Serving", fmt.Sprintf("Cube %s/%s: %s", c.Namespace, c.Name, warn))
+		diags.Append(diagnostics.Warning("Cube Replicas Not Serving", fmt.Sprintf("Cube %s/%s: %s", c.Namespace, c.Name, warn), ""))
 	}
 }
 

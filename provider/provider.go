@@ -15,6 +15,8 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/provider/schema"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/types"
+
+	"github.com/elasticctr/terraform-provider-ctr/provider/internal/diagnostics"
 )
 
 var _ provider.Provider = (*ctrProvider)(nil)
@@ -105,18 +107,17 @@ func (p *ctrProvider) Configure(ctx context.Context, req provider.ConfigureReque
 		return
 	}
 	if m.Kubernetes.IsUnknown() {
-		resp.Diagnostics.AddAttributeError(path.Root("kubernetes"), "Unknown Provider Connection",
-			"The provider's kubernetes connection depends on a value known only after apply. Provider "+
-				"configuration must be known at plan time; pass the connection to each resource's own "+
-				"`kubernetes` attribute instead (for example `kubernetes = ctr_cluster.this.kubernetes`).")
+		resp.Diagnostics.Append(diagnostics.FailedAt(path.Root("kubernetes"), "Unknown Provider Connection",
+			"The provider's kubernetes connection depends on a value known only after apply; provider configuration must be known at plan time",
+			"Pass the connection to each resource's own `kubernetes` attribute instead (for example `kubernetes = ctr_cluster.this.kubernetes`).", nil))
 		return
 	}
 	var poll time.Duration
 	if v := m.PollInterval.ValueString(); v != "" {
 		d, err := time.ParseDuration(v)
 		if err != nil || d <= 0 {
-			resp.Diagnostics.AddAttributeError(path.Root("cce_poll_interval"), "Invalid Poll Interval",
-				fmt.Sprintf("%q is not a positive duration such as 5s or 500ms.", v))
+			resp.Diagnostics.Append(diagnostics.InvalidSetting("Provider", path.Root("cce_poll_interval"),
+				fmt.Sprintf("%q is not a positive duration such as 5s or 500ms.", v)))
 			return
 		}
 		poll = d

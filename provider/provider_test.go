@@ -2,12 +2,15 @@ package provider
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"testing"
 
 	"github.com/hashicorp/terraform-plugin-framework/providerserver"
 	"github.com/hashicorp/terraform-plugin-go/tfprotov6"
 	"github.com/hashicorp/terraform-plugin-testing/helper/acctest"
+	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
+	"github.com/hashicorp/terraform-plugin-testing/plancheck"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -71,6 +74,52 @@ func (k *kubeClients) namespaceTB(t testing.TB) string {
 		_ = k.cs.CoreV1().Namespaces().Delete(context.Background(), name, metav1.DeleteOptions{})
 	})
 	return name
+}
+
+// run runs one scenario of a resource's lifecycle against the local control plane; at its end
+// destroy must leave nothing that the resource (type, name) owned, nor pods made of it.
+func (k *kubeClients) run(t *testing.T, ns, typ, name string, kinds []schema.GroupVersionKind, steps ...resource.TestStep) {
+	t.Helper()
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: providerFactories,
+		CheckDestroy:             k.checkNothingOwnedOf(ns, stack.Owner(typ, name), kinds),
+		Steps:                    steps,
+	})
+}
+
+// importRoundTrip are the steps that prove an import reads back every attribute of config:
+// `terraform import` gives the state the apply gave (timeouts aside, which the cluster
+// cannot tell), and after Terraform forgot the resource, an import block with the same
+// configuration plans no change.
+func importRoundTrip(typ, id, config string) []resource.TestStep {
+	addr := typ + ".test"
+	return []resource.TestStep{
+		{ResourceName: addr, ImportState: true, ImportStateId: id, ImportStateVerify: true, ImportStateVerifyIgnore: []string{"timeouts"}},
+		// Terraform forgets the resource; its objects stay in the cluster.
+		{Config: fmt.Sprintf("removed {\n  from = %s\n  lifecycle { destroy = false }\n}\n", addr)},
+		{
+			Config: fmt.Sprintf("import {\n  to = %s\n  id = %q\n}\n", addr, id) + withoutTimeouts(config),
+			ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+				plancheck.ExpectResourceAction(addr, plancheck.ResourceActionNoop),
+			}},
+		},
+	}
+}
+
+// defaultStorageClass is the name of the cluster's default StorageClass.
+func (k *kubeClients) defaultStorageClass(t *testing.T) string {
+	t.Helper()
+	list, err := k.cs.StorageV1().StorageClasses().List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, sc := range list.Items {
+		if sc.Annotations["storageclass.kubernetes.io/is-default-class"] == "true" {
+			return sc.Name
+		}
+	}
+	t.Fatal("the cluster has no default StorageClass")
+	return ""
 }
 
 // owned counts every object (rendered kinds, pods, pod groups) that carries the owner label.

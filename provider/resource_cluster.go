@@ -30,9 +30,7 @@ var (
 // NewClusterResource is the ctr_cluster resource.
 func NewClusterResource() resource.Resource { return &clusterResource{} }
 
-type clusterResource struct {
-	data *providerData
-}
+type clusterResource struct{ resourceBase }
 
 // volcanoOwner labels every object of the Volcano manifest this provider installed.
 const volcanoOwner = "ctr_cluster.volcano"
@@ -47,29 +45,6 @@ func (r *clusterResource) Metadata(_ context.Context, req resource.MetadataReque
 
 func (r *clusterResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
 	resp.Schema = clusterSchema(ctx)
-}
-
-func (r *clusterResource) Configure(_ context.Context, req resource.ConfigureRequest, resp *resource.ConfigureResponse) {
-	if data, ok := req.ProviderData.(*providerData); ok {
-		r.data = data
-	}
-}
-
-func (r *clusterResource) cce(diags *diag.Diagnostics) *cce.Client {
-	b := baiduCredentials{}
-	if r.data != nil {
-		b = r.data.baidu
-	}
-	endpoint := b.CCEEndpoint
-	if endpoint == "" {
-		endpoint = cce.EndpointFor(b.Region)
-	}
-	c, err := cce.New(cce.Config{AccessKey: b.AccessKey, SecretKey: b.SecretKey, SessionToken: b.SessionToken, Endpoint: endpoint})
-	if err != nil {
-		diags.AddError("CCE Configuration Error", err.Error())
-		return nil
-	}
-	return c
 }
 
 // ModifyPlan keeps a plan empty when only the write-only admin password is in the
@@ -89,39 +64,6 @@ func (r *clusterResource) ModifyPlan(ctx context.Context, req resource.ModifyPla
 	state.Timeouts = plan.Timeouts
 	resp.Diagnostics.Append(resp.Plan.Set(ctx, &state)...)
 }
-
-// sameSettings compares what configuration controls, leaving out computed values (unknown in
-// a plan) and the write-only password.
-func sameSettings(plan, state *clusterModel) bool {
-	norm := func(m *clusterModel) clusterModel {
-		c := *m
-		c.ID, c.ClusterID, c.Phase, c.Kubeconfig = types.StringNull(), types.StringNull(), types.StringNull(), types.StringNull()
-		c.VolcanoObjects = types.ListNull(types.StringType)
-		c.Timeouts = timeouts.Value{}
-		if c.CCE != nil {
-			cc := *c.CCE
-			if cc.WorkerPool != nil {
-				wp := *cc.WorkerPool
-				wp.ID, wp.AdminPassword = types.StringNull(), types.StringNull()
-				cc.WorkerPool = &wp
-			}
-			c.CCE = &cc
-			c.Kubernetes = types.ObjectNull(connectionAttrTypes) // computed from the cluster
-		}
-		return c
-	}
-	return reflect.DeepEqual(norm(plan), norm(state))
-}
-
-// interval is how often CCE is polled: the provider's cce_poll_interval, else the default.
-func (r *clusterResource) interval() time.Duration {
-	if r.data != nil && r.data.baidu.PollInterval > 0 {
-		return r.data.baidu.PollInterval
-	}
-	return defaultCCEInterval
-}
-
-func progress(ctx context.Context) func(string) { return func(s string) { tflog.Info(ctx, s) } }
 
 func (r *clusterResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
 	var plan clusterModel
@@ -146,7 +88,7 @@ func (r *clusterResource) Create(ctx context.Context, req resource.CreateRequest
 	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root("cce").AtName("worker_pool").AtName("admin_password"), &password)...)
 	id, err := c.CreateCluster(ctx, plan.CCE.clusterSpec())
 	if err != nil {
-		resp.Diagnostics.AddAttributeError(path.Root("cce"), "Create Cluster Error", err.Error())
+		resp.Diagnostics.Append(diagnostics.FailedAt(path.Root("cce"), "Create Cluster Error", "CCE did not create the cluster", "", err))
 		return
 	}
 	// Saved at once: whatever happens next, Terraform knows the cluster and can delete it.
@@ -159,7 +101,7 @@ func (r *clusterResource) Create(ctx context.Context, req resource.CreateRequest
 
 	cl, err := c.WaitRunning(ctx, id, r.interval(), progress(ctx))
 	if err != nil {
-		resp.Diagnostics.AddError("Create Cluster Error", err.Error())
+		resp.Diagnostics.Append(diagnostics.Failed("Create Cluster Error", "CCE cluster "+id+" did not reach running", "", err))
 		return
 	}
 	plan.Phase = types.StringValue(cl.Phase)
@@ -167,14 +109,14 @@ func (r *clusterResource) Create(ctx context.Context, req resource.CreateRequest
 	resp.Diagnostics.Append(diags...)
 	poolID, err := c.CreateWorkerPool(ctx, id, pool)
 	if err != nil {
-		resp.Diagnostics.AddAttributeError(path.Root("cce").AtName("worker_pool"), "Create Worker Pool Error", err.Error())
+		resp.Diagnostics.Append(diagnostics.FailedAt(path.Root("cce").AtName("worker_pool"), "Create Worker Pool Error", "CCE did not create the worker pool", "", err))
 		resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
 		return
 	}
 	plan.CCE.WorkerPool.ID = types.StringValue(poolID)
 	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
 	if _, err := c.WaitPoolReady(ctx, id, poolID, r.interval(), progress(ctx)); err != nil {
-		resp.Diagnostics.AddError("Create Worker Pool Error", err.Error())
+		resp.Diagnostics.Append(diagnostics.Failed("Create Worker Pool Error", "Worker pool "+poolID+" did not become ready", "", err))
 		return
 	}
 	if !r.connect(ctx, c, &plan, &resp.Diagnostics) {
@@ -184,97 +126,6 @@ func (r *clusterResource) Create(ctx context.Context, req resource.CreateRequest
 	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
 	r.installVolcano(ctx, &plan, nil, &resp.Diagnostics)
 	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
-}
-
-// connect reads the kubeconfig of a running CCE cluster into kubeconfig and kubernetes.
-func (r *clusterResource) connect(ctx context.Context, c *cce.Client, m *clusterModel, diags *diag.Diagnostics) bool {
-	kc, err := c.Kubeconfig(ctx, m.ClusterID.ValueString(), m.CCE.KubeconfigType.ValueString())
-	if err != nil {
-		diags.AddError("Read Kubeconfig Error", err.Error())
-		return false
-	}
-	conn, err := connectionFromKubeconfig(kc)
-	if err != nil {
-		diags.AddError("Read Kubeconfig Error", fmt.Sprintf("CCE cluster %s: %s", m.ClusterID.ValueString(), err))
-		return false
-	}
-	m.Kubeconfig, m.Kubernetes = types.StringValue(kc), conn
-	return true
-}
-
-// adopt manages only Volcano on an existing cluster.
-func (r *clusterResource) adopt(ctx context.Context, plan *clusterModel, state stateLike, diags *diag.Diagnostics) {
-	conn, d := connection(ctx, plan.Kubernetes, nil)
-	diags.Append(d...)
-	cfg, err := conn.RESTConfig()
-	if err != nil {
-		diags.AddAttributeError(path.Root("kubernetes"), "Invalid Cluster Connection", err.Error())
-		return
-	}
-	host := cfg.Host
-	if u, err := url.Parse(cfg.Host); err == nil && u.Host != "" {
-		host = u.Host
-	}
-	plan.ID, plan.ClusterID = types.StringValue("existing/"+host), types.StringValue("")
-	plan.Phase, plan.Kubeconfig = types.StringValue("adopted"), types.StringValue("")
-	plan.VolcanoObjects = types.ListNull(types.StringType)
-	r.installVolcano(ctx, plan, nil, diags)
-	diags.Append(state.Set(ctx, plan)...)
-}
-
-// installVolcano applies the Volcano manifest, removes objects of a previous install that the
-// new one no longer has (an upgrade), and waits until CRDs are established and components
-// available.
-func (r *clusterResource) installVolcano(ctx context.Context, m *clusterModel, previous []string, diags *diag.Diagnostics) {
-	version, manifestURL, _ := m.volcanoSettings()
-	c, d := kubeClient(ctx, m.Kubernetes, nil)
-	diags.Append(d...)
-	if diags.HasError() {
-		return
-	}
-	tflog.Info(ctx, "installing Volcano "+version+" from "+manifestURL)
-	data, err := kube.FetchManifest(ctx, manifestURL)
-	if err != nil {
-		diags.AddAttributeError(path.Root("volcano"), "Install Volcano Error", err.Error())
-		return
-	}
-	set, err := kube.ParseManifest(data, map[string]string{stack.LabelManagedBy: stack.ManagedBy, stack.OwnerLabel: volcanoOwner})
-	if err != nil {
-		diags.AddAttributeError(path.Root("volcano"), "Install Volcano Error", fmt.Sprintf("manifest %s: %s", manifestURL, err))
-		return
-	}
-	if _, err := c.Apply(ctx, set); err != nil {
-		diags.AddError("Install Volcano Error", err.Error())
-		return
-	}
-	keep := map[string]bool{}
-	var keys []string
-	for _, o := range set {
-		keep[o.Key] = true
-		keys = append(keys, o.Key)
-	}
-	var stale stack.Set
-	for _, k := range previous {
-		if !keep[k] {
-			if u := kube.RefFromManifestKey(k); u != nil {
-				stale = append(stale, stack.Object{Key: k, Object: u})
-			}
-		}
-	}
-	if len(stale) > 0 {
-		if err := c.DeleteSet(ctx, stale); err != nil {
-			diags.AddError("Upgrade Volcano Error", "Could not remove objects the new release no longer has: "+err.Error())
-			return
-		}
-	}
-	if err := c.WaitInstalled(ctx, set); err != nil {
-		diags.AddError("Install Volcano Error", "Volcano did not become ready: "+err.Error())
-		return
-	}
-	lv, d := types.ListValueFrom(ctx, types.StringType, keys)
-	diags.Append(d...)
-	m.VolcanoObjects = lv
-	tflog.Info(ctx, fmt.Sprintf("Volcano %s ready (%d objects)", version, len(keys)))
 }
 
 func (r *clusterResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
@@ -295,12 +146,12 @@ func (r *clusterResource) Read(ctx context.Context, req resource.ReadRequest, re
 		return
 	}
 	if err != nil {
-		resp.Diagnostics.AddError("Read Cluster Error", err.Error())
+		resp.Diagnostics.Append(diagnostics.Failed("Read Cluster Error", "Could not read CCE cluster "+id, "", err))
 		return
 	}
 	st.Phase = types.StringValue(cl.Phase)
-	if st.CCE == nil {
-		// Just imported by ID: CCE tells what it knows of the cluster.
+	if st.justImported() {
+		// CCE tells what it knows of the cluster.
 		r.importCCE(ctx, c, cl, &st, &resp.Diagnostics)
 	}
 	if st.CCE != nil && st.CCE.WorkerPool != nil && st.CCE.WorkerPool.ID.ValueString() != "" {
@@ -309,7 +160,7 @@ func (r *clusterResource) Read(ctx context.Context, req resource.ReadRequest, re
 		case cce.IsNotFound(err):
 			st.CCE.WorkerPool.Replicas = types.Int64Value(0)
 		case err != nil:
-			resp.Diagnostics.AddError("Read Cluster Error", err.Error())
+			resp.Diagnostics.Append(diagnostics.Failed("Read Cluster Error", "Could not read the worker pool of CCE cluster "+id, "", err))
 			return
 		default:
 			// Drift: someone scaled the pool in the console.
@@ -317,43 +168,6 @@ func (r *clusterResource) Read(ctx context.Context, req resource.ReadRequest, re
 		}
 	}
 	resp.Diagnostics.Append(resp.State.Set(ctx, &st)...)
-}
-
-func (r *clusterResource) importCCE(ctx context.Context, c *cce.Client, cl *cce.Cluster, st *clusterModel, diags *diag.Diagnostics) {
-	spec, pools, err := c.Describe(ctx, cl.ID)
-	if err != nil {
-		diags.AddError("Import Cluster Error", err.Error())
-		return
-	}
-	st.CCE = &cceModel{
-		Name: types.StringValue(spec.Name), Description: optionalString(spec.Description), K8sVersion: types.StringValue(spec.K8sVersion),
-		Runtime: optionalString(spec.Runtime), RuntimeVersion: optionalString(spec.RuntimeVersion), VPCID: types.StringValue(spec.VPCID),
-		NetworkMode: optionalString(spec.NetworkMode), PodCIDR: optionalString(spec.PodCIDR), ServiceCIDR: optionalString(spec.ServiceCIDR),
-		KubeconfigType: types.StringValue(defaultKubeconfigType), DeleteResource: types.BoolValue(true), DeleteCDSSnapshot: types.BoolValue(true),
-	}
-	// A master with the defaults is what a configuration without a master block creates.
-	if !(spec.MasterType == defaultMasterType && spec.MasterFlavor == defaultMasterFlavor && spec.MasterZone == "" && spec.MasterSubnetID == "" && !spec.ExposedPublic) {
-		st.CCE.Master = &masterModel{Type: optionalString(spec.MasterType), Flavor: optionalString(spec.MasterFlavor), Zone: optionalString(spec.MasterZone),
-			SubnetID: optionalString(spec.MasterSubnetID), ExposedPublic: types.BoolValue(spec.ExposedPublic)}
-	}
-	if len(pools) > 0 {
-		p := pools[0]
-		st.CCE.WorkerPool = &workerPoolModel{ID: types.StringValue(p.ID), Name: types.StringValue(p.Name), Replicas: types.Int64Value(int64(p.Replicas)),
-			MachineSpec: optionalString(p.MachineSpec), InstanceType: optionalString(p.InstanceType), SubnetID: optionalString(p.SubnetID), SecurityGroupID: optionalString(p.SecurityGroupID),
-			Zone: optionalString(p.Zone), RootDiskSize: types.Int64Value(int64(p.RootDiskSize)), ImageID: optionalString(p.ImageID), SSHKeyID: optionalString(p.SSHKeyID),
-			Labels: types.MapNull(types.StringType), AdminPassword: types.StringNull()}
-		if len(p.Labels) > 0 {
-			lv, d := types.MapValueFrom(ctx, types.StringType, p.Labels)
-			diags.Append(d...)
-			st.CCE.WorkerPool.Labels = lv
-		}
-		for _, t := range p.Taints {
-			st.CCE.WorkerPool.Taints = append(st.CCE.WorkerPool.Taints, taintModel{Key: types.StringValue(t.Key), Value: optionalString(t.Value), Effect: types.StringValue(t.Effect)})
-		}
-	}
-	if cl.Phase == "running" {
-		r.connect(ctx, c, st, diags)
-	}
 }
 
 func (r *clusterResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
@@ -382,11 +196,11 @@ func (r *clusterResource) Update(ctx context.Context, req resource.UpdateRequest
 			id, pool := state.ClusterID.ValueString(), state.CCE.WorkerPool.ID.ValueString()
 			tflog.Info(ctx, fmt.Sprintf("scaling worker pool %s from %d to %d", pool, have, want))
 			if err := c.ScaleWorkerPool(ctx, id, pool, int(want)); err != nil {
-				resp.Diagnostics.AddAttributeError(path.Root("cce").AtName("worker_pool").AtName("replicas"), "Scale Worker Pool Error", err.Error())
+				resp.Diagnostics.Append(diagnostics.FailedAt(path.Root("cce").AtName("worker_pool").AtName("replicas"), "Scale Worker Pool Error", "CCE did not scale worker pool "+pool, "", err))
 				return
 			}
 			if _, err := c.WaitPoolReady(ctx, id, pool, r.interval(), progress(ctx)); err != nil {
-				resp.Diagnostics.AddError("Scale Worker Pool Error", err.Error())
+				resp.Diagnostics.Append(diagnostics.Failed("Scale Worker Pool Error", "Worker pool "+pool+" did not become ready", "", err))
 				return
 			}
 		}
@@ -432,7 +246,197 @@ func (r *clusterResource) Delete(ctx context.Context, req resource.DeleteRequest
 		o = cce.DeleteOptions{DeleteResource: st.CCE.DeleteResource.ValueBool(), DeleteCDSSnapshot: st.CCE.DeleteCDSSnapshot.ValueBool()}
 	}
 	if err := c.DeleteCluster(ctx, st.ClusterID.ValueString(), o, r.interval(), progress(ctx)); err != nil {
-		resp.Diagnostics.AddError("Delete Cluster Error", err.Error())
+		resp.Diagnostics.Append(diagnostics.Failed("Delete Cluster Error", "Could not delete CCE cluster "+st.ClusterID.ValueString(), "", err))
+	}
+}
+
+func (r *clusterResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
+	// A CCE cluster ID is one word; an adopted cluster ("existing/<host>") is not imported:
+	// declare it with kubernetes = { ... } and apply, which adopts it.
+	if req.ID == "" || strings.ContainsAny(req.ID, "/ \t\n") {
+		resp.Diagnostics.Append(diagnostics.InvalidImportID(req.ID, "a CCE cluster ID, e.g. cce-abcd1234 (an existing cluster "+
+			"is not imported: declare it with kubernetes = { ... } and apply)"))
+		return
+	}
+	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("id"), req.ID)...)
+	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("cluster_id"), req.ID)...)
+}
+
+// sameSettings compares what configuration controls, leaving out computed values (unknown in
+// a plan) and the write-only password.
+func sameSettings(plan, state *clusterModel) bool {
+	norm := func(m *clusterModel) clusterModel {
+		c := *m
+		c.ID, c.ClusterID, c.Phase, c.Kubeconfig = types.StringNull(), types.StringNull(), types.StringNull(), types.StringNull()
+		c.VolcanoObjects = types.ListNull(types.StringType)
+		c.Timeouts = timeouts.Value{}
+		if c.CCE != nil {
+			cc := *c.CCE
+			if cc.WorkerPool != nil {
+				wp := *cc.WorkerPool
+				wp.ID, wp.AdminPassword = types.StringNull(), types.StringNull()
+				cc.WorkerPool = &wp
+			}
+			c.CCE = &cc
+			c.Kubernetes = types.ObjectNull(connectionAttrTypes) // computed from the cluster
+		}
+		return c
+	}
+	return reflect.DeepEqual(norm(plan), norm(state))
+}
+
+func (r *clusterResource) cce(diags *diag.Diagnostics) *cce.Client {
+	b := baiduCredentials{}
+	if r.data != nil {
+		b = r.data.baidu
+	}
+	endpoint := b.CCEEndpoint
+	if endpoint == "" {
+		endpoint = cce.EndpointFor(b.Region)
+	}
+	c, err := cce.New(cce.Config{AccessKey: b.AccessKey, SecretKey: b.SecretKey, SessionToken: b.SessionToken, Endpoint: endpoint})
+	if err != nil {
+		diags.Append(diagnostics.Failed("CCE Configuration Error", "Could not configure the CCE client", "Check the provider's credentials and region.", err))
+		return nil
+	}
+	return c
+}
+
+// interval is how often CCE is polled: the provider's cce_poll_interval, else the default.
+func (r *clusterResource) interval() time.Duration {
+	if r.data != nil && r.data.baidu.PollInterval > 0 {
+		return r.data.baidu.PollInterval
+	}
+	return defaultCCEInterval
+}
+
+func progress(ctx context.Context) func(string) { return func(s string) { tflog.Info(ctx, s) } }
+
+// connect reads the kubeconfig of a running CCE cluster into kubeconfig and kubernetes.
+func (r *clusterResource) connect(ctx context.Context, c *cce.Client, m *clusterModel, diags *diag.Diagnostics) bool {
+	kc, err := c.Kubeconfig(ctx, m.ClusterID.ValueString(), m.CCE.KubeconfigType.ValueString())
+	if err != nil {
+		diags.Append(diagnostics.Failed("Read Kubeconfig Error", "Could not read the kubeconfig of CCE cluster "+m.ClusterID.ValueString(), "", err))
+		return false
+	}
+	conn, err := connectionFromKubeconfig(kc)
+	if err != nil {
+		diags.Append(diagnostics.Failed("Read Kubeconfig Error", "The kubeconfig of CCE cluster "+m.ClusterID.ValueString()+" is not usable", "", err))
+		return false
+	}
+	m.Kubeconfig, m.Kubernetes = types.StringValue(kc), conn
+	return true
+}
+
+// adopt manages only Volcano on an existing cluster.
+func (r *clusterResource) adopt(ctx context.Context, plan *clusterModel, state stateLike, diags *diag.Diagnostics) {
+	conn, d := connection(ctx, plan.Kubernetes, nil)
+	diags.Append(d...)
+	cfg, err := conn.RESTConfig()
+	if err != nil {
+		diags.Append(diagnostics.FailedAt(path.Root("kubernetes"), "Invalid Cluster Connection", "Could not configure the connection to the cluster", "", err))
+		return
+	}
+	host := cfg.Host
+	if u, err := url.Parse(cfg.Host); err == nil && u.Host != "" {
+		host = u.Host
+	}
+	plan.ID, plan.ClusterID = types.StringValue("existing/"+host), types.StringValue("")
+	plan.Phase, plan.Kubeconfig = types.StringValue("adopted"), types.StringValue("")
+	plan.VolcanoObjects = types.ListNull(types.StringType)
+	r.installVolcano(ctx, plan, nil, diags)
+	diags.Append(state.Set(ctx, plan)...)
+}
+
+// installVolcano applies the Volcano manifest, removes objects of a previous install that the
+// new one no longer has (an upgrade), and waits until CRDs are established and components
+// available.
+func (r *clusterResource) installVolcano(ctx context.Context, m *clusterModel, previous []string, diags *diag.Diagnostics) {
+	version, manifestURL, _ := m.volcanoSettings()
+	c, d := kubeClient(ctx, m.Kubernetes, nil)
+	diags.Append(d...)
+	if diags.HasError() {
+		return
+	}
+	tflog.Info(ctx, "installing Volcano "+version+" from "+manifestURL)
+	data, err := kube.FetchManifest(ctx, manifestURL)
+	if err != nil {
+		diags.Append(diagnostics.FailedAt(path.Root("volcano"), "Install Volcano Error", "Could not fetch the Volcano manifest", "", err))
+		return
+	}
+	set, err := kube.ParseManifest(data, map[string]string{stack.LabelManagedBy: stack.ManagedBy, stack.OwnerLabel: volcanoOwner})
+	if err != nil {
+		diags.Append(diagnostics.FailedAt(path.Root("volcano"), "Install Volcano Error", "The Volcano manifest "+manifestURL+" is not usable", "", err))
+		return
+	}
+	if _, err := c.Apply(ctx, set); err != nil {
+		diags.Append(diagnostics.Failed("Install Volcano Error", "Could not apply the Volcano manifest", "", err))
+		return
+	}
+	keep := map[string]bool{}
+	var keys []string
+	for _, o := range set {
+		keep[o.Key] = true
+		keys = append(keys, o.Key)
+	}
+	var stale stack.Set
+	for _, k := range previous {
+		if !keep[k] {
+			if u := kube.RefFromManifestKey(k); u != nil {
+				stale = append(stale, stack.Object{Key: k, Object: u})
+			}
+		}
+	}
+	if len(stale) > 0 {
+		if err := c.DeleteSet(ctx, stale); err != nil {
+			diags.Append(diagnostics.Failed("Upgrade Volcano Error", "Could not remove objects the new release no longer has", "", err))
+			return
+		}
+	}
+	if err := c.WaitInstalled(ctx, set); err != nil {
+		diags.Append(diagnostics.Failed("Install Volcano Error", "Volcano did not become ready", "", err))
+		return
+	}
+	lv, d := types.ListValueFrom(ctx, types.StringType, keys)
+	diags.Append(d...)
+	m.VolcanoObjects = lv
+	tflog.Info(ctx, fmt.Sprintf("Volcano %s ready (%d objects)", version, len(keys)))
+}
+
+func (r *clusterResource) importCCE(ctx context.Context, c *cce.Client, cl *cce.Cluster, st *clusterModel, diags *diag.Diagnostics) {
+	spec, pools, err := c.Describe(ctx, cl.ID)
+	if err != nil {
+		diags.Append(diagnostics.Failed("Import Cluster Error", "Could not describe CCE cluster "+cl.ID, "", err))
+		return
+	}
+	st.CCE = &cceModel{
+		Name: types.StringValue(spec.Name), Description: optionalString(spec.Description), K8sVersion: types.StringValue(spec.K8sVersion),
+		Runtime: optionalString(spec.Runtime), RuntimeVersion: optionalString(spec.RuntimeVersion), VPCID: types.StringValue(spec.VPCID),
+		NetworkMode: optionalString(spec.NetworkMode), PodCIDR: optionalString(spec.PodCIDR), ServiceCIDR: optionalString(spec.ServiceCIDR),
+		KubeconfigType: types.StringValue(defaultKubeconfigType), DeleteResource: types.BoolValue(true), DeleteCDSSnapshot: types.BoolValue(true),
+	}
+	// A master with the defaults is what a configuration without a master block creates.
+	if !(spec.MasterType == defaultMasterType && spec.MasterFlavor == defaultMasterFlavor && spec.MasterZone == "" && spec.MasterSubnetID == "" && !spec.ExposedPublic) {
+		st.CCE.Master = &masterModel{Type: optionalString(spec.MasterType), Flavor: optionalString(spec.MasterFlavor), Zone: optionalString(spec.MasterZone),
+			SubnetID: optionalString(spec.MasterSubnetID), ExposedPublic: types.BoolValue(spec.ExposedPublic)}
+	}
+	if len(pools) > 0 {
+		p := pools[0]
+		st.CCE.WorkerPool = &workerPoolModel{ID: types.StringValue(p.ID), Name: types.StringValue(p.Name), Replicas: types.Int64Value(int64(p.Replicas)),
+			MachineSpec: optionalString(p.MachineSpec), InstanceType: optionalString(p.InstanceType), SubnetID: optionalString(p.SubnetID), SecurityGroupID: optionalString(p.SecurityGroupID),
+			Zone: optionalString(p.Zone), RootDiskSize: types.Int64Value(int64(p.RootDiskSize)), ImageID: optionalString(p.ImageID), SSHKeyID: optionalString(p.SSHKeyID),
+			Labels: types.MapNull(types.StringType), AdminPassword: types.StringNull()}
+		if len(p.Labels) > 0 {
+			lv, d := types.MapValueFrom(ctx, types.StringType, p.Labels)
+			diags.Append(d...)
+			st.CCE.WorkerPool.Labels = lv
+		}
+		for _, t := range p.Taints {
+			st.CCE.WorkerPool.Taints = append(st.CCE.WorkerPool.Taints, taintModel{Key: types.StringValue(t.Key), Value: optionalString(t.Value), Effect: types.StringValue(t.Effect)})
+		}
+	}
+	if cl.Phase == "running" {
+		r.connect(ctx, c, st, diags)
 	}
 }
 
@@ -454,18 +458,6 @@ func (r *clusterResource) uninstallVolcano(ctx context.Context, st *clusterModel
 	}
 	tflog.Info(ctx, fmt.Sprintf("uninstalling Volcano (%d objects)", len(set)))
 	if err := c.DeleteSet(ctx, set); err != nil {
-		diags.AddError("Uninstall Volcano Error", err.Error())
+		diags.Append(diagnostics.Failed("Uninstall Volcano Error", "Could not delete every object of the Volcano manifest", "", err))
 	}
-}
-
-func (r *clusterResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
-	// A CCE cluster ID is one word; an adopted cluster ("existing/<host>") is not imported:
-	// declare it with kubernetes = { ... } and apply, which adopts it.
-	if req.ID == "" || strings.ContainsAny(req.ID, "/ \t\n") {
-		resp.Diagnostics.Append(diagnostics.InvalidImportID(req.ID, "a CCE cluster ID, e.g. cce-abcd1234 (an existing cluster "+
-			"is not imported: declare it with kubernetes = { ... } and apply)"))
-		return
-	}
-	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("id"), req.ID)...)
-	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("cluster_id"), req.ID)...)
 }

@@ -215,7 +215,7 @@ func TestAccCluster_CCE_Faults(t *testing.T) {
 			{
 				Config: strings.Replace(cceConfig(endpoint, testSK, manifest, "", 1), `"1.34.2"`, `"1.99.0"`, 1),
 				// CCE's own message, not an echo of the configuration.
-				ExpectError: regexp.MustCompile(`CCE refused the request:\s+[A-Za-z.]+:\s+cluster\.k8sVersion\s+"1\.99\.0"\s+is\s+not\s+supported`),
+				ExpectError: regexp.MustCompile(`CCE\s+refused\s+the\s+request:\s+[A-Za-z.]+:\s+cluster\.k8sVersion\s+"1\.99\.0"\s+is\s+not\s+supported`),
 			},
 			{
 				// Fewer 500s than the SDK's retries: the apply goes through.

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework/diag"
-	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-log/tflog"
@@ -27,25 +26,15 @@ var (
 // NewCubeResource is the ctr_cube resource.
 func NewCubeResource() resource.Resource { return &cubeResource{} }
 
-type cubeResource struct{ data *providerData }
+type cubeResource struct{ resourceBase }
+
+var cubeWorkload = workload[stack.Cube, cubeModel, *cubeModel]{
+	kind: "Cube", typ: stack.CubeType, kinds: stack.CubeKinds, nested: cubeObjects, render: stack.RenderCube,
+	applyTimeout: 20 * time.Minute, deleteTimeout: 10 * time.Minute,
+}
 
 func (r *cubeResource) Metadata(_ context.Context, req resource.MetadataRequest, resp *resource.MetadataResponse) {
 	resp.TypeName = req.ProviderTypeName + "_cube"
-}
-
-func (r *cubeResource) Configure(_ context.Context, req resource.ConfigureRequest, resp *resource.ConfigureResponse) {
-	if data, ok := req.ProviderData.(*providerData); ok {
-		r.data = data
-	}
-}
-
-// providerVersion is the provider's version, which picks the default images of this
-// repository (stack.CubeImage) for ctr_cube and the training job's file server.
-func providerVersion(data *providerData) string {
-	if data == nil {
-		return ""
-	}
-	return data.version
 }
 
 func (r *cubeResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
@@ -53,135 +42,90 @@ func (r *cubeResource) Schema(ctx context.Context, _ resource.SchemaRequest, res
 }
 
 func (r *cubeResource) ValidateConfig(ctx context.Context, req resource.ValidateConfigRequest, resp *resource.ValidateConfigResponse) {
-	if unknownAttrs(req.Config.Raw, cubeObjects...) {
-		return
-	}
-	var m cubeModel
-	resp.Diagnostics.Append(req.Config.Get(ctx, &m)...)
-	if resp.Diagnostics.HasError() || !m.known() {
-		return
-	}
-	c, d := m.cube(ctx)
-	resp.Diagnostics.Append(d...)
-	resp.Diagnostics.Append(settingErrors("Cube", c.Validate())...)
+	cubeWorkload.validate(ctx, req.Config, r.version(), &resp.Diagnostics)
 }
 
+// ModifyPlan renders the objects at plan time and says when the cube will be re-sharded.
 func (r *cubeResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
-	if req.Plan.Raw.IsNull() {
+	plan := cubeWorkload.planned(ctx, req, resp)
+	if plan == nil {
 		return
 	}
-	if unknownAttrs(req.Plan.Raw, cubeObjects...) {
-		resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("manifests"), types.MapUnknown(types.StringType))...)
-		return
-	}
-	var plan cubeModel
-	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	if plan.Image.IsUnknown() && req.State.Raw.IsNull() {
-		plan.Image = types.StringValue(stack.CubeImage(providerVersion(r.data)))
+	state := cubeWorkload.prior(ctx, req.State, &resp.Diagnostics)
+	if plan.Image.IsUnknown() && state == nil {
+		plan.Image = types.StringValue(stack.CubeImage(r.version()))
 	}
 	if !plan.known() {
-		plan.Manifests, plan.CubeConf = types.MapUnknown(types.StringType), types.StringUnknown()
-		resp.Diagnostics.Append(resp.Plan.Set(ctx, &plan)...)
+		plan.Manifests, plan.CubeConf = unknownManifests(), types.StringUnknown()
+		resp.Diagnostics.Append(resp.Plan.Set(ctx, plan)...)
 		return
 	}
-	c, d := plan.cube(ctx)
-	resp.Diagnostics.Append(d...)
-	set, err := stack.RenderCube(c)
-	if err != nil {
-		resp.Diagnostics.Append(renderError("Cube", err)...)
+	if _, _, ok := cubeWorkload.rendered(ctx, plan, r.version(), &resp.Diagnostics); !ok {
 		return
 	}
-	plan.computed(ctx, c, set, &resp.Diagnostics)
-	if !req.State.Raw.IsNull() {
-		var state cubeModel
-		resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
+	if state != nil {
 		if !state.Manifests.Equal(plan.Manifests) {
 			plan.ServedVersion, plan.ServingReplicas = types.StringUnknown(), types.ListUnknown(types.Int64Type)
 		}
 		if o, n := state.Shards.ValueInt64(), plan.Shards.ValueInt64(); o != n {
-			resp.Diagnostics.AddWarning("Cube Will Be Re-sharded",
-				fmt.Sprintf("Changing shards from %d to %d re-shards cube %s/%s: keys move between shards (shard = key %% shards). "+
+			resp.Diagnostics.Append(diagnostics.Warning("Cube Will Be Re-sharded",
+				fmt.Sprintf("Changing shards from %d to %d re-shards %s: keys move between shards (shard = key %% shards). "+
 					"The transfer restarts and rebuilds every shard from the last model; cube.conf changes, so ctr_serving pods roll. "+
-					"Until the new layout serves, Paddle Serving may miss keys. Removed shards are deleted once the new layout serves.", o, n, c.Namespace, c.Name))
+					"Until the new layout serves, Paddle Serving may miss keys", o, n, plan.describe("Cube")),
+				"Removed shards are deleted once the new layout serves."))
 		}
 	}
-	resp.Diagnostics.Append(resp.Plan.Set(ctx, &plan)...)
+	resp.Diagnostics.Append(resp.Plan.Set(ctx, plan)...)
 }
 
 func (r *cubeResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
-	var plan cubeModel
-	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	if plan.ControlToken.IsUnknown() || plan.ControlToken.IsNull() {
-		tok, err := newToken()
-		if err != nil {
-			resp.Diagnostics.AddError("Create Cube Error", "generate the control token: "+err.Error())
-			return
-		}
-		plan.ControlToken = types.StringValue(tok)
-	}
-	timeout, d := plan.Timeouts.Create(ctx, 20*time.Minute)
-	resp.Diagnostics.Append(d...)
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	r.apply(ctx, &plan, nil, &resp.State, &resp.Diagnostics)
+	cubeWorkload.create(ctx, req, resp, r.apply)
+}
+
+func (r *cubeResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
+	cubeWorkload.read(ctx, r.data, r.version(), req, resp)
 }
 
 func (r *cubeResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
-	var plan, prior cubeModel
-	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
-	resp.Diagnostics.Append(req.State.Get(ctx, &prior)...)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	timeout, d := plan.Timeouts.Update(ctx, 20*time.Minute)
-	resp.Diagnostics.Append(d...)
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	r.apply(ctx, &plan, &prior, &resp.State, &resp.Diagnostics)
+	cubeWorkload.update(ctx, req, resp, r.apply)
+}
+
+func (r *cubeResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
+	cubeWorkload.delete(ctx, r.data, req, resp)
+}
+
+func (r *cubeResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
+	importByNamespaceName(ctx, req, resp)
 }
 
 // apply converges and waits until every cube pod exists at the current revision and the
 // transfer is available. Pods turn Ready only once they serve a model, which may be later.
-// Shrinking keeps the removed shards until the new layout serves (pruneAfterReshard).
+// Shrinking keeps the removed shards until the new layout serves (waitNewLayout).
 func (r *cubeResource) apply(ctx context.Context, plan, prior *cubeModel, state stateLike, diags *diag.Diagnostics) {
-	c, d := plan.cube(ctx)
-	diags.Append(d...)
-	set, err := stack.RenderCube(c)
-	if err != nil {
-		diags.AddError("Apply Cube Error", err.Error())
+	if plan.ControlToken.IsUnknown() || plan.ControlToken.IsNull() {
+		tok, err := newToken()
+		if err != nil {
+			diags.Append(diagnostics.Failed("Apply Cube Error", "Could not generate the control token", "", err))
+			return
+		}
+		plan.ControlToken = types.StringValue(tok)
+	}
+	kc, c, set, ok := cubeWorkload.converge(ctx, r.data, plan, r.version(), false, diags)
+	if !ok {
 		return
 	}
-	kc, d := kubeClient(ctx, plan.Kubernetes, r.data)
-	diags.Append(d...)
-	if diags.HasError() {
-		return
-	}
-	what := fmt.Sprintf("cube %s/%s", c.Namespace, c.Name)
-	if _, err := kc.Apply(ctx, set); err != nil {
-		diags.AddError("Apply Cube Error", fmt.Sprintf("Could not apply the objects of %s: %s", what, err))
-		return
-	}
-	plan.computed(ctx, c, set, diags)
 	plan.ServedVersion, plan.ServingReplicas = types.StringValue(""), types.ListNull(types.Int64Type)
 	diags.Append(state.Set(ctx, plan)...)
 	for _, o := range set {
-		var cond kube.Condition
+		cond, what := kube.StatefulSetRolledOut, "The cube servers did not roll out"
 		switch o.Object.GetKind() {
 		case "StatefulSet":
-			cond = kube.StatefulSetRolledOut
 		case "Deployment":
-			cond = kube.DeploymentAvailable
+			cond, what = kube.DeploymentAvailable, "The transfer did not become available"
 		default:
 			continue
 		}
-		if _, err := kc.WaitFor(ctx, o.Object, cond); err != nil {
-			diags.AddError("Apply Cube Error", err.Error())
+		if _, ok := cubeWorkload.wait(ctx, kc, set, o.Key, cond, what, "", diags); !ok {
 			return
 		}
 	}
@@ -190,8 +134,7 @@ func (r *cubeResource) apply(ctx context.Context, plan, prior *cubeModel, state 
 			return
 		}
 	}
-	if _, err := kc.Prune(ctx, c.Namespace, stack.Owner(stack.CubeType, c.Name), stack.CubeKinds, set); err != nil {
-		diags.AddError("Apply Cube Error", "Could not remove objects that are no longer rendered: "+err.Error())
+	if !cubeWorkload.prune(ctx, kc, plan, set, diags) {
 		return
 	}
 	var discard diag.Diagnostics // a fresh apply's pods may not serve yet: no warning here
@@ -235,118 +178,4 @@ func waitNewLayout(ctx context.Context, kc *kube.Client, c stack.Cube, before st
 		return false
 	}
 	return true
-}
-
-func (r *cubeResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
-	var st cubeModel
-	resp.Diagnostics.Append(req.State.Get(ctx, &st)...)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	kc, d := kubeClient(ctx, st.Kubernetes, r.data)
-	resp.Diagnostics.Append(d...)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	if st.DonefileURL.IsNull() && !r.importSettings(ctx, kc, &st, &resp.Diagnostics) {
-		if !resp.Diagnostics.HasError() {
-			resp.State.RemoveResource(ctx)
-		}
-		return
-	}
-	c, d := st.cube(ctx)
-	resp.Diagnostics.Append(d...)
-	set, err := stack.RenderCube(c)
-	if err != nil {
-		resp.Diagnostics.AddError("Read Cube Error", err.Error())
-		return
-	}
-	manifests, live := readSet(ctx, kc, set, &resp.Diagnostics)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	if len(live) == 0 {
-		resp.State.RemoveResource(ctx)
-		return
-	}
-	st.computed(ctx, c, nil, &resp.Diagnostics)
-	st.Manifests = manifests
-	readServing(ctx, kc, c.Defaulted(), &st, &resp.Diagnostics)
-	resp.Diagnostics.Append(resp.State.Set(ctx, &st)...)
-}
-
-func (r *cubeResource) importSettings(ctx context.Context, kc *kube.Client, st *cubeModel, diags *diag.Diagnostics) bool {
-	ns, name := st.Namespace.ValueString(), st.Name.ValueString()
-	live, err := kc.Get(ctx, stack.CubeTransferRef(ns, name))
-	if err != nil || live == nil {
-		if err != nil {
-			diags.AddError("Import Cube Error", err.Error())
-		}
-		return false
-	}
-	c, err := stack.CubeFromSettings(live.GetAnnotations()[stack.SettingsAnnotation])
-	if err != nil {
-		diags.AddError("Import Cube Error", fmt.Sprintf("Deployment %s/%s-transfer was not created by this provider: %s", ns, name, err))
-		return false
-	}
-	secret, err := kc.Get(ctx, stack.CubeControlSecretRef(ns, name))
-	if err != nil {
-		diags.AddError("Import Cube Error", err.Error())
-		return false
-	}
-	token := stack.ControlToken(secret)
-	st.Name, st.Namespace, st.Stack, st.Dict = types.StringValue(c.Name), types.StringValue(c.Namespace), optionalString(c.Stack), optionalString(c.Dict)
-	st.Shards, st.Replicas = types.Int64Value(int64(c.Shards)), types.Int64Value(int64(c.Replicas))
-	st.Image, st.DonefileURL, st.Mode = optionalString(c.Image), types.StringValue(c.DonefileURL), optionalString(c.Mode)
-	st.Port, st.TransferPort = types.Int64Value(int64(c.Port)), types.Int64Value(int64(c.TransferPort))
-	st.FilesPort = types.Int64Value(int64(c.Defaulted().TransferFilesPort))
-	st.TransferStorage = optionalString(c.TransferStorage)
-	d := c.Defaulted() // numbers the schema defaults are always in the settings; older settings left out zeros
-	st.TimeoutMS, st.Retry, st.BackupRequestMS = types.Int64Value(int64(d.TimeoutMS)), types.Int64Value(int64(*d.Retry)), types.Int64Value(int64(c.BackupRequestMS))
-	st.NodeSelector, st.ControlToken = optionalStringMap(ctx, c.NodeSelector, diags), optionalString(token)
-	st.Resources, st.Storage, st.Tolerations = nil, nil, nil
-	if c.Requests != nil || c.Limits != nil {
-		st.Resources = &resourcesModel{Requests: optionalStringMap(ctx, c.Requests, diags), Limits: optionalStringMap(ctx, c.Limits, diags)}
-	}
-	if c.Storage != nil {
-		st.Storage = &cubeStorageModel{Size: optionalString(c.Storage.Size), StorageClass: optionalString(c.Storage.StorageClass)}
-	}
-	for _, t := range c.Tolerations {
-		st.Tolerations = append(st.Tolerations, tolerationModel{Key: optionalString(t.Key), Operator: optionalString(t.Operator), Value: optionalString(t.Value), Effect: optionalString(t.Effect)})
-	}
-	st.SecurityContext = securityContextFromStack(ctx, c.SecurityContext, diags)
-	st.NetworkPolicy = nil
-	if p := c.NetworkPolicy; p != nil {
-		st.NetworkPolicy = &networkPolicyModel{Enabled: types.BoolValue(p.Enabled == nil || *p.Enabled)}
-		for _, peer := range p.AllowFrom {
-			st.NetworkPolicy.AllowFrom = append(st.NetworkPolicy.AllowFrom, networkPeerModel{
-				NamespaceLabels: optionalStringMap(ctx, peer.NamespaceLabels, diags), PodLabels: optionalStringMap(ctx, peer.PodLabels, diags)})
-		}
-	}
-	return !diags.HasError()
-}
-
-func (r *cubeResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
-	var st cubeModel
-	resp.Diagnostics.Append(req.State.Get(ctx, &st)...)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	timeout, d := st.Timeouts.Delete(ctx, 10*time.Minute)
-	resp.Diagnostics.Append(d...)
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	kc, d := kubeClient(ctx, st.Kubernetes, r.data)
-	resp.Diagnostics.Append(d...)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	ns, name := st.Namespace.ValueString(), st.Name.ValueString()
-	if err := kc.DeleteAll(ctx, ns, stack.Owner(stack.CubeType, name), stack.CubeKinds, stack.ControllerKinds); err != nil {
-		resp.Diagnostics.AddError("Delete Cube Error", fmt.Sprintf("Could not delete everything cube %s/%s owns: %s", ns, name, err))
-	}
-}
-
-func (r *cubeResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
-	importByNamespaceName(ctx, req, resp)
 }

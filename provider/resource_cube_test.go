@@ -13,8 +13,10 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/statecheck"
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/utils/ptr"
 
 	"github.com/elasticctr/terraform-provider-ctr/internal/stack"
 )
@@ -46,6 +48,11 @@ func (k *kubeClients) checkNothingOwnedOf(ns, owner string, kinds []schema.Group
 	}
 }
 
+// withoutTimeouts drops the timeouts line of a test configuration.
+func withoutTimeouts(config string) string {
+	return regexp.MustCompile(`(?m)^\s*timeouts\s*=.*$`).ReplaceAllString(config, "")
+}
+
 func (k *kubeClients) statefulSetReplicas(ns, name string, want int32) resource.TestCheckFunc {
 	return func(*terraform.State) error {
 		sts, err := k.cs.AppsV1().StatefulSets(ns).Get(context.Background(), name, metav1.GetOptions{})
@@ -59,113 +66,203 @@ func (k *kubeClients) statefulSetReplicas(ns, name string, want int32) resource.
 	}
 }
 
-// TestAccCube_Lifecycle: create -> ready, scale replicas, reshard 2 -> 3 (visible in the
-// plan), drift repair, import, destroy leaving nothing.
-func TestAccCube_Lifecycle(t *testing.T) {
+// The cube's lifecycle, one behaviour per test: create, update in place, replace, re-shard,
+// drift, import, destroy. Every test destroys at the end and checks that nothing it owned is
+// left (CheckDestroy); TestAccCube_Destroy does only that.
+
+func cubeTest(t *testing.T) (*kubeClients, string, string) {
 	k := requireCluster(t)
-	ns, name := k.namespace(t), "cube-"+jobName()[3:]
-	owner := stack.Owner(stack.CubeType, name)
-	resource.Test(t, resource.TestCase{
-		ProtoV6ProviderFactories: providerFactories,
-		CheckDestroy:             k.checkNothingOwnedOf(ns, owner, stack.CubeKinds),
-		Steps: []resource.TestStep{
-			{
-				Config: cubeConfig(ns, name, ""),
-				ConfigStateChecks: []statecheck.StateCheck{
-					statecheck.ExpectKnownValue(cubeAddr, tfjsonpath.New("endpoints"), knownvalue.ListExact([]knownvalue.Check{
-						knownvalue.StringExact(fmt.Sprintf("%s-shard-0.%s.svc:8027", name, ns)),
-						knownvalue.StringExact(fmt.Sprintf("%s-shard-1.%s.svc:8027", name, ns)),
-					})),
-					statecheck.ExpectKnownValue(cubeAddr, tfjsonpath.New("cube_conf"), knownvalue.StringRegexp(regexp.MustCompile(`"ipport_list": "http://`+name+`-shard-1\.`))),
-					statecheck.ExpectKnownValue(cubeAddr, tfjsonpath.New("manifests"), knownvalue.MapSizeExact(11)), // Secret, 2 NetworkPolicies, the replicas' Service, 2 × (Service, StatefulSet), transfer claim, Service, Deployment
-					// No transfer runs on kwok nodes: nothing reports serving, and nothing is claimed.
-					statecheck.ExpectKnownValue(cubeAddr, tfjsonpath.New("serving_replicas"), knownvalue.Null()),
-					statecheck.ExpectKnownValue(cubeAddr, tfjsonpath.New("served_version"), knownvalue.StringExact("")),
-					statecheck.ExpectKnownValue(cubeAddr, tfjsonpath.New("image"), knownvalue.StringExact("ghcr.io/elasticctr/cube:latest")),
-					statecheck.ExpectSensitiveValue(cubeAddr, tfjsonpath.New("control_token")),
-				},
-				Check: resource.ComposeTestCheckFunc(k.statefulSetReplicas(ns, name+"-shard-0", 2), k.statefulSetReplicas(ns, name+"-shard-1", 2),
-					func(*terraform.State) error {
-						// The transfer reaches replicas that are not Ready (they serve nothing yet)
-						// through a Service that publishes them and governs every shard.
-						ctx := context.Background()
-						svc, err := k.cs.CoreV1().Services(ns).Get(ctx, name+"-replicas", metav1.GetOptions{})
-						if err != nil {
-							return err
-						}
-						if !svc.Spec.PublishNotReadyAddresses {
-							return fmt.Errorf("service %s does not publish not-ready replicas", svc.Name)
-						}
-						sts, err := k.cs.AppsV1().StatefulSets(ns).Get(ctx, name+"-shard-1", metav1.GetOptions{})
-						if err != nil {
-							return err
-						}
-						if sts.Spec.ServiceName != svc.Name {
-							return fmt.Errorf("statefulset %s is governed by %q, want %q", sts.Name, sts.Spec.ServiceName, svc.Name)
-						}
-						return nil
-					}),
-			},
-			{
-				Config: cubeConfig(ns, name, "  replicas = 3"),
-				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
-					plancheck.ExpectResourceAction(cubeAddr, plancheck.ResourceActionUpdate),
-				}},
-				Check: k.statefulSetReplicas(ns, name+"-shard-1", 3),
-			},
-			{
-				Config: cubeConfig(ns, name, "  replicas = 3\n  shards = 3"),
-				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
-					plancheck.ExpectResourceAction(cubeAddr, plancheck.ResourceActionUpdate),
-					plancheck.ExpectKnownValue(cubeAddr, tfjsonpath.New("manifests").AtMapKey("apps/v1/StatefulSet/"+name+"-shard-2"), knownvalue.NotNull()),
-				}},
-				Check: k.statefulSetReplicas(ns, name+"-shard-2", 3),
-			},
-			{
-				PreConfig: func() {
-					// kubectl scale and kubectl delete svc behind Terraform's back.
-					ctx := context.Background()
-					sts, err := k.cs.AppsV1().StatefulSets(ns).Get(ctx, name+"-shard-0", metav1.GetOptions{})
-					if err != nil {
-						t.Fatal(err)
-					}
-					one := int32(1)
-					sts.Spec.Replicas = &one
-					if _, err := k.cs.AppsV1().StatefulSets(ns).Update(ctx, sts, metav1.UpdateOptions{FieldManager: "kubectl-scale"}); err != nil {
-						t.Fatal(err)
-					}
-					if err := k.cs.CoreV1().Services(ns).Delete(ctx, name+"-shard-2", metav1.DeleteOptions{}); err != nil {
-						t.Fatal(err)
-					}
-				},
-				Config: cubeConfig(ns, name, "  replicas = 3\n  shards = 3"),
-				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
-					plancheck.ExpectResourceAction(cubeAddr, plancheck.ResourceActionUpdate),
-				}},
-				Check: resource.ComposeTestCheckFunc(k.statefulSetReplicas(ns, name+"-shard-0", 3), func(*terraform.State) error {
-					_, err := k.cs.CoreV1().Services(ns).Get(context.Background(), name+"-shard-2", metav1.GetOptions{})
+	return k, k.namespace(t), "cube-" + jobName()[3:]
+}
+
+// TestAccCube_Create: the objects, the exported values, and the pods of a default cube.
+func TestAccCube_Create(t *testing.T) {
+	k, ns, name := cubeTest(t)
+	k.run(t, ns, stack.CubeType, name, stack.CubeKinds, []resource.TestStep{{
+		Config: cubeConfig(ns, name, ""),
+		ConfigStateChecks: []statecheck.StateCheck{
+			statecheck.ExpectKnownValue(cubeAddr, tfjsonpath.New("id"), knownvalue.StringExact(ns+"/"+name)),
+			statecheck.ExpectKnownValue(cubeAddr, tfjsonpath.New("endpoints"), knownvalue.ListExact([]knownvalue.Check{
+				knownvalue.StringExact(fmt.Sprintf("%s-shard-0.%s.svc:8027", name, ns)),
+				knownvalue.StringExact(fmt.Sprintf("%s-shard-1.%s.svc:8027", name, ns)),
+			})),
+			statecheck.ExpectKnownValue(cubeAddr, tfjsonpath.New("cube_conf"), knownvalue.StringRegexp(regexp.MustCompile(`"ipport_list": "http://`+name+`-shard-1\.`))),
+			statecheck.ExpectKnownValue(cubeAddr, tfjsonpath.New("transfer_url"), knownvalue.StringExact(fmt.Sprintf("http://%s-transfer.%s.svc:8099", name, ns))),
+			statecheck.ExpectKnownValue(cubeAddr, tfjsonpath.New("manifests"), knownvalue.MapSizeExact(11)), // Secret, 2 NetworkPolicies, the replicas' Service, 2 × (Service, StatefulSet), transfer claim, Service, Deployment
+			// No transfer runs on kwok nodes: nothing reports serving, and nothing is claimed.
+			statecheck.ExpectKnownValue(cubeAddr, tfjsonpath.New("serving_replicas"), knownvalue.Null()),
+			statecheck.ExpectKnownValue(cubeAddr, tfjsonpath.New("served_version"), knownvalue.StringExact("")),
+			statecheck.ExpectKnownValue(cubeAddr, tfjsonpath.New("image"), knownvalue.StringExact("ghcr.io/elasticctr/cube:latest")),
+			statecheck.ExpectSensitiveValue(cubeAddr, tfjsonpath.New("control_token")),
+		},
+		Check: resource.ComposeTestCheckFunc(k.statefulSetReplicas(ns, name+"-shard-0", 2), k.statefulSetReplicas(ns, name+"-shard-1", 2),
+			func(*terraform.State) error {
+				// The transfer reaches replicas that are not Ready (they serve nothing yet)
+				// through a Service that publishes them and governs every shard.
+				ctx := context.Background()
+				svc, err := k.cs.CoreV1().Services(ns).Get(ctx, name+"-replicas", metav1.GetOptions{})
+				if err != nil {
 					return err
-				}),
+				}
+				if !svc.Spec.PublishNotReadyAddresses {
+					return fmt.Errorf("service %s does not publish not-ready replicas", svc.Name)
+				}
+				sts, err := k.cs.AppsV1().StatefulSets(ns).Get(ctx, name+"-shard-1", metav1.GetOptions{})
+				if err != nil {
+					return err
+				}
+				if sts.Spec.ServiceName != svc.Name {
+					return fmt.Errorf("statefulset %s is governed by %q, want %q", sts.Name, sts.Spec.ServiceName, svc.Name)
+				}
+				return nil
+			}),
+	}}...)
+}
+
+// TestAccCube_UpdateInPlace: more replicas per shard is an update of the StatefulSets.
+func TestAccCube_UpdateInPlace(t *testing.T) {
+	k, ns, name := cubeTest(t)
+	k.run(t, ns, stack.CubeType, name, stack.CubeKinds, []resource.TestStep{
+		{Config: cubeConfig(ns, name, "  replicas = 1")},
+		{
+			Config: cubeConfig(ns, name, "  replicas = 3\n  retry = 0"),
+			ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+				plancheck.ExpectResourceAction(cubeAddr, plancheck.ResourceActionUpdate),
+			}},
+			ConfigStateChecks: []statecheck.StateCheck{
+				statecheck.ExpectKnownValue(cubeAddr, tfjsonpath.New("cube_conf"), knownvalue.StringRegexp(regexp.MustCompile(`"dup": 3,[\s\S]*"retry": 0,`))),
 			},
-			{
-				// Shrinking prunes the removed shard's objects.
-				Config: cubeConfig(ns, name, "  replicas = 3\n  shards = 2"),
-				Check: func(*terraform.State) error {
-					if _, err := k.cs.AppsV1().StatefulSets(ns).Get(context.Background(), name+"-shard-2", metav1.GetOptions{}); err == nil {
-						return fmt.Errorf("shard 2 was not pruned")
-					}
-					return nil
-				},
-			},
-			{
-				ResourceName:            cubeAddr,
-				ImportState:             true,
-				ImportStateId:           ns + "/" + name,
-				ImportStateVerify:       true,
-				ImportStateVerifyIgnore: []string{"timeouts"},
+			Check: resource.ComposeTestCheckFunc(k.statefulSetReplicas(ns, name+"-shard-0", 3), k.statefulSetReplicas(ns, name+"-shard-1", 3)),
+		},
+	}...)
+}
+
+// TestAccCube_Replace: a new dictionary storage cannot change on a StatefulSet: the plan says
+// replace, and the new cube has per-replica claims.
+func TestAccCube_Replace(t *testing.T) {
+	k, ns, name := cubeTest(t)
+	k.run(t, ns, stack.CubeType, name, stack.CubeKinds, []resource.TestStep{
+		{Config: cubeConfig(ns, name, "  replicas = 1")},
+		{
+			Config: cubeConfig(ns, name, "  replicas = 1\n  storage = { size = \"1Gi\" }"),
+			ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+				plancheck.ExpectResourceAction(cubeAddr, plancheck.ResourceActionDestroyBeforeCreate),
+			}},
+			Check: func(*terraform.State) error {
+				sts, err := k.cs.AppsV1().StatefulSets(ns).Get(context.Background(), name+"-shard-0", metav1.GetOptions{})
+				if err != nil {
+					return err
+				}
+				if len(sts.Spec.VolumeClaimTemplates) != 1 {
+					return fmt.Errorf("statefulset %s has %d claim templates, want 1", sts.Name, len(sts.Spec.VolumeClaimTemplates))
+				}
+				return nil
 			},
 		},
-	})
+	}...)
+}
+
+// TestAccCube_Reshard: 2 -> 3 shards creates the new shard's objects (visible in the plan);
+// 3 -> 2 prunes them.
+func TestAccCube_Reshard(t *testing.T) {
+	k, ns, name := cubeTest(t)
+	k.run(t, ns, stack.CubeType, name, stack.CubeKinds, []resource.TestStep{
+		{Config: cubeConfig(ns, name, "  replicas = 1")},
+		{
+			Config: cubeConfig(ns, name, "  replicas = 1\n  shards = 3"),
+			ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+				plancheck.ExpectResourceAction(cubeAddr, plancheck.ResourceActionUpdate),
+				plancheck.ExpectKnownValue(cubeAddr, tfjsonpath.New("manifests").AtMapKey("apps/v1/StatefulSet/"+name+"-shard-2"), knownvalue.NotNull()),
+			}},
+			Check: k.statefulSetReplicas(ns, name+"-shard-2", 1),
+		},
+		{
+			Config: cubeConfig(ns, name, "  replicas = 1\n  shards = 2"),
+			Check: func(*terraform.State) error {
+				if _, err := k.cs.AppsV1().StatefulSets(ns).Get(context.Background(), name+"-shard-2", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+					return fmt.Errorf("shard 2 was not pruned (%v)", err)
+				}
+				return nil
+			},
+		},
+	}...)
+}
+
+// TestAccCube_Drift: kubectl scale and kubectl delete svc behind Terraform's back show in the
+// plan, and the apply restores them.
+func TestAccCube_Drift(t *testing.T) {
+	k, ns, name := cubeTest(t)
+	ctx := context.Background()
+	k.run(t, ns, stack.CubeType, name, stack.CubeKinds, []resource.TestStep{
+		{Config: cubeConfig(ns, name, "")},
+		{
+			PreConfig: func() {
+				sts, err := k.cs.AppsV1().StatefulSets(ns).Get(ctx, name+"-shard-0", metav1.GetOptions{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				sts.Spec.Replicas = ptr.To[int32](1)
+				if _, err := k.cs.AppsV1().StatefulSets(ns).Update(ctx, sts, metav1.UpdateOptions{FieldManager: "kubectl-scale"}); err != nil {
+					t.Fatal(err)
+				}
+				if err := k.cs.CoreV1().Services(ns).Delete(ctx, name+"-shard-1", metav1.DeleteOptions{}); err != nil {
+					t.Fatal(err)
+				}
+			},
+			Config: cubeConfig(ns, name, ""),
+			ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+				plancheck.ExpectResourceAction(cubeAddr, plancheck.ResourceActionUpdate),
+			}},
+			Check: resource.ComposeTestCheckFunc(k.statefulSetReplicas(ns, name+"-shard-0", 2), func(*terraform.State) error {
+				_, err := k.cs.CoreV1().Services(ns).Get(ctx, name+"-shard-1", metav1.GetOptions{})
+				return err
+			}),
+		},
+	}...)
+}
+
+// cubeEveryAttribute sets every configurable attribute of ctr_cube to a value other than its
+// default (retry to 0, a value that is its own), for the import round trip.
+const cubeEveryAttribute = `  stack               = "shop"
+  dict                = "ctr_dict"
+  shards              = 3
+  replicas            = 1
+  image               = "ghcr.io/elasticctr/cube:v0.0.1-test"
+  mode                = "base_delta"
+  port                = 9027
+  transfer_port       = 9099
+  transfer_files_port = 9100
+  resources           = { requests = { cpu = "100m", memory = "256Mi" }, limits = { memory = "512Mi" } }
+  storage             = { size = "1Gi", storage_class = "no-such-class" } # the claims stay Pending: the apply waits for pods, not for readiness
+  transfer_storage    = "2Gi"
+  node_selector       = { type = "kwok" }
+  tolerations         = [{ key = "dedicated", operator = "Equal", value = "cube", effect = "NoSchedule" }, { operator = "Exists" }]
+  timeout_ms          = 150
+  retry               = 0
+  backup_request_ms   = 20
+  security_context    = { run_as_user = 1000, run_as_group = 1000, fs_group = 1000, run_as_non_root = true, read_only_root_filesystem = true,
+    allow_privilege_escalation = false, seccomp_profile = "RuntimeDefault", add_capabilities = ["NET_BIND_SERVICE"] }
+  network_policy      = { enabled = true, allow_from = [{ namespace_labels = { "kubernetes.io/metadata.name" = "monitoring" }, pod_labels = { app = "prometheus" } }] }
+  control_token       = "an-operator-chosen-token"
+`
+
+// TestAccCube_Import: every attribute round-trips through the cluster: import reads the same
+// configuration back (and the next plan is empty).
+func TestAccCube_Import(t *testing.T) {
+	k, ns, name := cubeTest(t)
+	config := cubeConfig(ns, name, cubeEveryAttribute)
+	k.run(t, ns, stack.CubeType, name, stack.CubeKinds, append([]resource.TestStep{{
+		Config: config,
+		ConfigStateChecks: []statecheck.StateCheck{
+			statecheck.ExpectKnownValue(cubeAddr, tfjsonpath.New("retry"), knownvalue.Int64Exact(0)),
+		},
+	}}, importRoundTrip("ctr_cube", ns+"/"+name, config)...)...)
+}
+
+// TestAccCube_Destroy: destroy removes every object the cube owns and every pod made of them.
+func TestAccCube_Destroy(t *testing.T) {
+	k, ns, name := cubeTest(t)
+	k.run(t, ns, stack.CubeType, name, stack.CubeKinds, resource.TestStep{Config: cubeConfig(ns, name, "")})
 }
 
 // TestCube_BadInput: every class of bad value is refused at plan time, once, at its

@@ -31,76 +31,156 @@ resource "ctr_serving" "test" {
 `, ns, name, shards, extra)
 }
 
-// TestAccServing_Lifecycle: create -> rolled out, scale, a new cube.conf rolls the pods,
-// drift repair, import, destroy leaving nothing.
-func TestAccServing_Lifecycle(t *testing.T) {
+// Paddle Serving's lifecycle, one behaviour per test: create, update in place (and the roll
+// a new cube.conf causes), replace, drift, import, destroy.
+
+func servingTest(t *testing.T) (*kubeClients, string, string) {
 	k := requireCluster(t)
-	ns, name := k.namespace(t), "srv-"+jobName()[3:]
-	podTemplateSum := func() string {
-		d, err := k.cs.AppsV1().Deployments(ns).Get(context.Background(), name, metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return d.Spec.Template.Annotations[stack.CubeConfChecksumAnnotation]
+	return k, k.namespace(t), "srv-" + jobName()[3:]
+}
+
+func (k *kubeClients) cubeConfChecksum(ns, name string) (string, error) {
+	d, err := k.cs.AppsV1().Deployments(ns).Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		return "", err
 	}
-	var firstSum string
+	return d.Spec.Template.Annotations[stack.CubeConfChecksumAnnotation], nil
+}
+
+// TestAccServing_Create: rolled out, with its URL and its three objects.
+func TestAccServing_Create(t *testing.T) {
+	k, ns, name := servingTest(t)
+	k.run(t, ns, stack.ServingType, name, stack.ServingKinds, []resource.TestStep{{
+		Config: servingConfig(ns, name, "1", ""),
+		ConfigStateChecks: []statecheck.StateCheck{
+			statecheck.ExpectKnownValue(servingAddr, tfjsonpath.New("id"), knownvalue.StringExact(ns+"/"+name)),
+			statecheck.ExpectKnownValue(servingAddr, tfjsonpath.New("url"), knownvalue.StringExact(fmt.Sprintf("http://%s.%s.svc:8010", name, ns))),
+			statecheck.ExpectKnownValue(servingAddr, tfjsonpath.New("manifests"), knownvalue.MapSizeExact(3)),
+		},
+		Check: k.deploymentAvailable(ns, name, 1),
+	}}...)
+}
+
+// TestAccServing_UpdateInPlace: scaling keeps the pods' cube.conf checksum; a new cube.conf
+// changes it, which rolls the pods (Serving reads cube.conf only at start).
+func TestAccServing_UpdateInPlace(t *testing.T) {
+	k, ns, name := servingTest(t)
+	var first string
+	k.run(t, ns, stack.ServingType, name, stack.ServingKinds, []resource.TestStep{
+		{
+			Config: servingConfig(ns, name, "1", ""),
+			Check:  func(*terraform.State) (err error) { first, err = k.cubeConfChecksum(ns, name); return err },
+		},
+		{
+			Config: servingConfig(ns, name, "1", "  replicas = 2"),
+			ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+				plancheck.ExpectResourceAction(servingAddr, plancheck.ResourceActionUpdate),
+			}},
+			Check: resource.ComposeTestCheckFunc(k.deploymentAvailable(ns, name, 2), func(*terraform.State) error {
+				if sum, err := k.cubeConfChecksum(ns, name); err != nil || sum != first {
+					return fmt.Errorf("scaling changed the cube.conf checksum (%v)", err)
+				}
+				return nil
+			}),
+		},
+		{
+			Config: servingConfig(ns, name, "2", "  replicas = 2"),
+			Check: func(*terraform.State) error {
+				if sum, err := k.cubeConfChecksum(ns, name); err != nil || sum == first {
+					return fmt.Errorf("a new cube.conf did not change the pod template: pods would not roll (%v)", err)
+				}
+				return nil
+			},
+		},
+	}...)
+}
+
+// TestAccServing_Replace: a new name is a new Deployment and Service: the plan says replace.
+func TestAccServing_Replace(t *testing.T) {
+	k, ns, name := servingTest(t)
 	resource.Test(t, resource.TestCase{
 		ProtoV6ProviderFactories: providerFactories,
-		CheckDestroy:             k.checkNothingOwnedOf(ns, stack.Owner(stack.ServingType, name), stack.ServingKinds),
+		CheckDestroy: resource.ComposeTestCheckFunc(k.checkNothingOwnedOf(ns, stack.Owner(stack.ServingType, name), stack.ServingKinds),
+			k.checkNothingOwnedOf(ns, stack.Owner(stack.ServingType, name+"-b"), stack.ServingKinds)),
 		Steps: []resource.TestStep{
+			{Config: servingConfig(ns, name, "1", "")},
 			{
-				Config: servingConfig(ns, name, "1", ""),
-				ConfigStateChecks: []statecheck.StateCheck{
-					statecheck.ExpectKnownValue(servingAddr, tfjsonpath.New("url"), knownvalue.StringExact(fmt.Sprintf("http://%s.%s.svc:8010", name, ns))),
-					statecheck.ExpectKnownValue(servingAddr, tfjsonpath.New("manifests"), knownvalue.MapSizeExact(3)),
-				},
-				Check: func(*terraform.State) error { firstSum = podTemplateSum(); return nil },
-			},
-			{
-				Config: servingConfig(ns, name, "1", "  replicas = 2"),
-				Check: func(*terraform.State) error {
-					d, err := k.cs.AppsV1().Deployments(ns).Get(context.Background(), name, metav1.GetOptions{})
-					if err != nil {
-						return err
-					}
-					if d.Status.AvailableReplicas != 2 {
-						return fmt.Errorf("%d replicas available, want 2", d.Status.AvailableReplicas)
-					}
-					if podTemplateSum() != firstSum {
-						return fmt.Errorf("scaling changed the cube.conf checksum")
-					}
-					return nil
-				},
-			},
-			{
-				Config: servingConfig(ns, name, "2", "  replicas = 2"),
-				Check: func(*terraform.State) error {
-					if podTemplateSum() == firstSum {
-						return fmt.Errorf("a new cube.conf did not change the pod template (pods would not roll)")
-					}
-					return nil
-				},
-			},
-			{
-				PreConfig: func() {
-					if err := k.cs.CoreV1().ConfigMaps(ns).Delete(context.Background(), name+"-cube-conf", metav1.DeleteOptions{}); err != nil {
-						t.Fatal(err)
-					}
-				},
-				Config: servingConfig(ns, name, "2", "  replicas = 2"),
+				Config: servingConfig(ns, name+"-b", "1", ""),
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
-					plancheck.ExpectResourceAction(servingAddr, plancheck.ResourceActionUpdate),
+					plancheck.ExpectResourceAction(servingAddr, plancheck.ResourceActionDestroyBeforeCreate),
 				}},
-			},
-			{
-				ResourceName:            servingAddr,
-				ImportState:             true,
-				ImportStateId:           ns + "/" + name,
-				ImportStateVerify:       true,
-				ImportStateVerifyIgnore: []string{"timeouts"},
+				Check: resource.ComposeTestCheckFunc(k.deploymentAvailable(ns, name+"-b", 1),
+					k.checkNothingOwnedOf(ns, stack.Owner(stack.ServingType, name), stack.ServingKinds)),
 			},
 		},
 	})
+}
+
+// TestAccServing_Drift: a ConfigMap deleted behind Terraform's back shows in the plan and is
+// recreated.
+func TestAccServing_Drift(t *testing.T) {
+	k, ns, name := servingTest(t)
+	k.run(t, ns, stack.ServingType, name, stack.ServingKinds, []resource.TestStep{
+		{Config: servingConfig(ns, name, "1", "")},
+		{
+			PreConfig: func() {
+				if err := k.cs.CoreV1().ConfigMaps(ns).Delete(context.Background(), name+"-cube-conf", metav1.DeleteOptions{}); err != nil {
+					t.Fatal(err)
+				}
+			},
+			Config: servingConfig(ns, name, "1", ""),
+			ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+				plancheck.ExpectResourceAction(servingAddr, plancheck.ResourceActionUpdate),
+			}},
+			Check: func(*terraform.State) error {
+				_, err := k.cs.CoreV1().ConfigMaps(ns).Get(context.Background(), name+"-cube-conf", metav1.GetOptions{})
+				return err
+			},
+		},
+	}...)
+}
+
+// servingEveryAttribute sets every configurable attribute of ctr_serving to a value other
+// than its default, for the import round trip.
+const servingEveryAttribute = `  stack            = "shop"
+  image            = "paddlepaddle/serving:0.9.0-test"
+  replicas         = 2
+  port             = 9010
+  service_type     = "NodePort"
+  model_url        = "http://ctr-fileserver.default.svc:8080/output/ctr_model.tar.gz"
+  args             = ["--port=9010", "--enable_cube=true", "--thread=8"]
+  env              = { GLOG_v = "1" }
+  resources        = { requests = { cpu = "100m" }, limits = { cpu = "1", memory = "1Gi" } }
+  security_context = { run_as_user = 0, run_as_non_root = false, add_capabilities = ["CHOWN", "FOWNER"], seccomp_profile = "Unconfined" }
+`
+
+// TestAccServing_Import: every attribute round-trips through the cluster: import reads the
+// same configuration back, and with the configuration the next plan is empty.
+func TestAccServing_Import(t *testing.T) {
+	k, ns, name := servingTest(t)
+	config := servingConfig(ns, name, "1", servingEveryAttribute)
+	k.run(t, ns, stack.ServingType, name, stack.ServingKinds, append([]resource.TestStep{{
+		Config: config,
+	}}, importRoundTrip("ctr_serving", ns+"/"+name, config)...)...)
+}
+
+// TestAccServing_Destroy: destroy removes every object the serving owns and its pods.
+func TestAccServing_Destroy(t *testing.T) {
+	k, ns, name := servingTest(t)
+	k.run(t, ns, stack.ServingType, name, stack.ServingKinds, resource.TestStep{Config: servingConfig(ns, name, "1", "  replicas = 2"), Check: k.deploymentAvailable(ns, name, 2)})
+}
+
+func (k *kubeClients) deploymentAvailable(ns, name string, want int32) resource.TestCheckFunc {
+	return func(*terraform.State) error {
+		d, err := k.cs.AppsV1().Deployments(ns).Get(context.Background(), name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if d.Status.AvailableReplicas != want {
+			return fmt.Errorf("deployment %s: %d replicas available, want %d", name, d.Status.AvailableReplicas, want)
+		}
+		return nil
+	}
 }
 
 // TestServing_BadInput: refused at plan time, once, at the attribute; no cluster needed.

@@ -42,161 +42,189 @@ resource "ctr_training_job" "test" {
 
 func jobName() string { return "tj-" + acctest.RandString(6) }
 
-// TestAccTrainingJob_Lifecycle: create -> Running, update in place, replace, import with an
-// empty plan afterwards, destroy leaving nothing.
-func TestAccTrainingJob_Lifecycle(t *testing.T) {
+// The training job's lifecycle, one behaviour per test: create, update in place, replace,
+// drift, import, destroy (every test also checks, at its end, that destroy left nothing).
+
+func trainingJobTest(t *testing.T) (*kubeClients, string, string) {
 	k := requireCluster(t)
-	ns, name := k.namespace(t), jobName()
-	owner := stack.Owner(stack.TrainingJobType, name)
-	resource.Test(t, resource.TestCase{
-		ProtoV6ProviderFactories: providerFactories,
-		CheckDestroy:             k.checkNothingOwned(ns, owner),
-		Steps: []resource.TestStep{
-			{
-				Config: trainingJobConfig(ns, name, ""),
-				ConfigStateChecks: []statecheck.StateCheck{
-					statecheck.ExpectKnownValue(jobAddr, tfjsonpath.New("phase"), knownvalue.StringExact("Running")),
-					statecheck.ExpectKnownValue(jobAddr, tfjsonpath.New("id"), knownvalue.StringExact(ns+"/"+name)),
-					statecheck.ExpectKnownValue(jobAddr, tfjsonpath.New("min_available"), knownvalue.Int64Exact(2)),
-					statecheck.ExpectKnownValue(jobAddr, tfjsonpath.New("manifests"), knownvalue.MapSizeExact(7)),
-					statecheck.ExpectKnownValue(jobAddr, tfjsonpath.New("file_server_url"),
-						knownvalue.StringExact(fmt.Sprintf("http://%s-fileserver.%s.svc:8080", name, ns))),
-					statecheck.ExpectKnownValue(jobAddr, tfjsonpath.New("donefile_url"),
-						knownvalue.StringExact(fmt.Sprintf("http://%s-fileserver.%s.svc:8080/output/ctr_cube/donefile/base.txt", name, ns))),
-				},
-				Check: k.checkPodsRunning(ns, name, 2),
-			},
-			{
-				// File server settings and the gang size change in place: the job keeps running.
-				Config: trainingJobConfig(ns, name, `
-  min_available = 1
-  file_server   = { service_type = "NodePort", replicas = 2 }`),
-				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
-					plancheck.ExpectResourceAction(jobAddr, plancheck.ResourceActionUpdate),
-				}},
-				ConfigStateChecks: []statecheck.StateCheck{
-					statecheck.ExpectKnownValue(jobAddr, tfjsonpath.New("phase"), knownvalue.StringExact("Running")),
-				},
-				Check: func(*terraform.State) error {
-					ctx := context.Background()
-					svc, err := k.cs.CoreV1().Services(ns).Get(ctx, name+"-fileserver", metav1.GetOptions{})
-					if err != nil {
-						return err
-					}
-					if svc.Spec.Type != corev1.ServiceTypeNodePort {
-						return fmt.Errorf("service type is %s, want NodePort", svc.Spec.Type)
-					}
-					dep, err := k.cs.AppsV1().Deployments(ns).Get(ctx, name+"-fileserver", metav1.GetOptions{})
-					if err != nil {
-						return err
-					}
-					if *dep.Spec.Replicas != 2 || dep.Status.AvailableReplicas != 2 {
-						return fmt.Errorf("file server has %d/%d replicas available, want 2/2", dep.Status.AvailableReplicas, *dep.Spec.Replicas)
-					}
-					return nil
-				},
-			},
-			{
-				// A new image cannot be set on a submitted Volcano job: the plan says replace.
-				Config: trainingJobConfig(ns, name, `
-  image         = "volcanosh/edlctr:v2"
-  min_available = 1
-  file_server   = { service_type = "NodePort", replicas = 2 }`),
-				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
-					plancheck.ExpectResourceAction(jobAddr, plancheck.ResourceActionDestroyBeforeCreate),
-				}},
-				ConfigStateChecks: []statecheck.StateCheck{
-					statecheck.ExpectKnownValue(jobAddr, tfjsonpath.New("image"), knownvalue.StringExact("volcanosh/edlctr:v2")),
-					statecheck.ExpectKnownValue(jobAddr, tfjsonpath.New("phase"), knownvalue.StringExact("Running")),
-				},
-			},
-			{
-				ResourceName:            jobAddr,
-				ImportState:             true,
-				ImportStateId:           ns + "/" + name,
-				ImportStateVerify:       true,
-				ImportStateVerifyIgnore: []string{"timeouts"},
-			},
-			{
-				// Terraform forgets the job; the objects stay in the cluster.
-				Config: `
-removed {
-  from = ctr_training_job.test
-  lifecycle { destroy = false }
-}
-`,
-			},
-			{
-				// Importing it back by namespace/name with the same configuration plans no change.
-				Config: fmt.Sprintf(`
-import {
-  to = ctr_training_job.test
-  id = %q
-}
-`, ns+"/"+name) + strings.Replace(trainingJobConfig(ns, name, `
-  image         = "volcanosh/edlctr:v2"
-  min_available = 1
-  file_server   = { service_type = "NodePort", replicas = 2 }`),
-					// Timeouts are not part of what a cluster can tell an import.
-					`timeouts = { create = "3m", update = "3m", delete = "3m" }`, "", 1),
-				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
-					plancheck.ExpectResourceAction(jobAddr, plancheck.ResourceActionNoop),
-				}},
-			},
-		},
-	})
+	return k, k.namespace(t), jobName()
 }
 
-// TestAccTrainingJob_DriftRepair: kubectl-style edits and deletions show in the plan and the
-// next apply restores them.
-func TestAccTrainingJob_DriftRepair(t *testing.T) {
+// TestAccTrainingJob_Create: the job runs, its objects and exported values.
+func TestAccTrainingJob_Create(t *testing.T) {
+	k, ns, name := trainingJobTest(t)
+	k.run(t, ns, stack.TrainingJobType, name, stack.TrainingJobKinds, []resource.TestStep{{
+		Config: trainingJobConfig(ns, name, ""),
+		ConfigStateChecks: []statecheck.StateCheck{
+			statecheck.ExpectKnownValue(jobAddr, tfjsonpath.New("phase"), knownvalue.StringExact("Running")),
+			statecheck.ExpectKnownValue(jobAddr, tfjsonpath.New("id"), knownvalue.StringExact(ns+"/"+name)),
+			statecheck.ExpectKnownValue(jobAddr, tfjsonpath.New("min_available"), knownvalue.Int64Exact(2)),
+			statecheck.ExpectKnownValue(jobAddr, tfjsonpath.New("manifests"), knownvalue.MapSizeExact(7)),
+			statecheck.ExpectKnownValue(jobAddr, tfjsonpath.New("file_server_url"),
+				knownvalue.StringExact(fmt.Sprintf("http://%s-fileserver.%s.svc:8080", name, ns))),
+			statecheck.ExpectKnownValue(jobAddr, tfjsonpath.New("donefile_url"),
+				knownvalue.StringExact(fmt.Sprintf("http://%s-fileserver.%s.svc:8080/output/ctr_cube/donefile/base.txt", name, ns))),
+		},
+		Check: k.checkPodsRunning(ns, name, 2),
+	}}...)
+}
+
+// TestAccTrainingJob_UpdateInPlace: file server settings and the gang size change in place;
+// the job keeps running.
+func TestAccTrainingJob_UpdateInPlace(t *testing.T) {
+	k, ns, name := trainingJobTest(t)
+	k.run(t, ns, stack.TrainingJobType, name, stack.TrainingJobKinds, []resource.TestStep{
+		{Config: trainingJobConfig(ns, name, "")},
+		{
+			Config: trainingJobConfig(ns, name, `
+  min_available = 1
+  file_server   = { service_type = "NodePort", replicas = 2 }`),
+			ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+				plancheck.ExpectResourceAction(jobAddr, plancheck.ResourceActionUpdate),
+			}},
+			ConfigStateChecks: []statecheck.StateCheck{
+				statecheck.ExpectKnownValue(jobAddr, tfjsonpath.New("phase"), knownvalue.StringExact("Running")),
+			},
+			Check: func(*terraform.State) error {
+				ctx := context.Background()
+				svc, err := k.cs.CoreV1().Services(ns).Get(ctx, name+"-fileserver", metav1.GetOptions{})
+				if err != nil {
+					return err
+				}
+				if svc.Spec.Type != corev1.ServiceTypeNodePort {
+					return fmt.Errorf("service type is %s, want NodePort", svc.Spec.Type)
+				}
+				dep, err := k.cs.AppsV1().Deployments(ns).Get(ctx, name+"-fileserver", metav1.GetOptions{})
+				if err != nil {
+					return err
+				}
+				if *dep.Spec.Replicas != 2 || dep.Status.AvailableReplicas != 2 {
+					return fmt.Errorf("file server has %d/%d replicas available, want 2/2", dep.Status.AvailableReplicas, *dep.Spec.Replicas)
+				}
+				return nil
+			},
+		},
+	}...)
+}
+
+// TestAccTrainingJob_Replace: a new image cannot be set on a submitted Volcano job: the plan
+// says replace, and the new job runs.
+func TestAccTrainingJob_Replace(t *testing.T) {
+	k, ns, name := trainingJobTest(t)
+	k.run(t, ns, stack.TrainingJobType, name, stack.TrainingJobKinds, []resource.TestStep{
+		{Config: trainingJobConfig(ns, name, "")},
+		{
+			Config: trainingJobConfig(ns, name, `  image = "volcanosh/edlctr:v2"`),
+			ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+				plancheck.ExpectResourceAction(jobAddr, plancheck.ResourceActionDestroyBeforeCreate),
+			}},
+			ConfigStateChecks: []statecheck.StateCheck{
+				statecheck.ExpectKnownValue(jobAddr, tfjsonpath.New("image"), knownvalue.StringExact("volcanosh/edlctr:v2")),
+				statecheck.ExpectKnownValue(jobAddr, tfjsonpath.New("phase"), knownvalue.StringExact("Running")),
+			},
+		},
+	}...)
+}
+
+// trainingJobEveryAttribute sets every configurable attribute of a ps-mode ctr_training_job
+// to a value other than its default, for the import round trip; storageClass is the
+// cluster's, so that the model output binds and the job runs.
+func trainingJobEveryAttribute(storageClass string) string {
+	return fmt.Sprintf(`
+  stack             = "shop"
+  image             = "volcanosh/edlctr:v1-test"
+  image_pull_policy = "Always"
+  command           = ["paddle_k8s", "start_fluid", "--verbose"]
+  entry             = "cd /workspace/ctr && python train.py --is_local 0"
+  env               = { GLOG_v = "1", EXTRA = "x" }
+  port              = 30240
+  queue             = "default"
+  scheduler_name    = "volcano"
+  min_available     = 1
+  max_retry         = 5
+  pserver = { replicas = 1, requests = { cpu = "100m" }, limits = { cpu = "1" }, gpus = 0,
+    policies = [{ event = "PodFailed", action = "RestartTask" }] }
+  trainer = { replicas = 1, requests = { memory = "128Mi" }, limits = { memory = "256Mi" } }
+  policies = [{ event = "PodEvicted", action = "RestartJob" }]
+  dataset = { hdfs_address = "hdfs://namenode:9000", hdfs_ugi = "user,secret", path = "/train_data",
+    start_hour = "20200401/00", end_hour = "20200401/23", sparse_dim = 1000001 }
+  slot_config  = "6048\n6002\n"
+  model_output = { size = "2Gi", storage_class = %q, access_mode = "ReadWriteOnce", mount_path = "/data", donefile_path = "done/base.txt" }
+  file_server  = { image = "ghcr.io/elasticctr/cube:v0.0.1-test", upload = true, upload_insecure = false, port = 8081,
+    service_type = "NodePort", replicas = 1, security_context = { fs_group = 2000, read_only_root_filesystem = true } }
+  security_context = { fs_group = 3000, seccomp_profile = "RuntimeDefault", allow_privilege_escalation = false, add_capabilities = ["CHOWN"] }
+`, storageClass)
+}
+
+// TestAccTrainingJob_Import: every attribute round-trips through the cluster (secrets from
+// their Secrets): import reads the same configuration back, and with the configuration the
+// next plan is empty.
+func TestAccTrainingJob_Import(t *testing.T) {
+	k, ns, name := trainingJobTest(t)
+	config := trainingJobConfig(ns, name, trainingJobEveryAttribute(k.defaultStorageClass(t)))
+	config = strings.Replace(config, "  pserver   = { replicas = 1 }\n  trainer   = { replicas = 1 }\n", "", 1)
+	k.run(t, ns, stack.TrainingJobType, name, stack.TrainingJobKinds, append([]resource.TestStep{{
+		Config: config,
+		ConfigStateChecks: []statecheck.StateCheck{
+			statecheck.ExpectKnownValue(jobAddr, tfjsonpath.New("phase"), knownvalue.StringExact("Running")),
+			statecheck.ExpectKnownValue(jobAddr, tfjsonpath.New("pserver").AtMapKey("gpus"), knownvalue.Int64Exact(0)),
+		},
+	}}, importRoundTrip("ctr_training_job", ns+"/"+name, config)...)...)
+}
+
+// TestAccTrainingJob_Destroy: destroy removes every object the job owns, its pods and its
+// pod group.
+func TestAccTrainingJob_Destroy(t *testing.T) {
+	k, ns, name := trainingJobTest(t)
+	k.run(t, ns, stack.TrainingJobType, name, stack.TrainingJobKinds, resource.TestStep{Config: trainingJobConfig(ns, name, ""), Check: k.checkPodsRunning(ns, name, 2)})
+}
+
+// TestAccTrainingJob_Drift: kubectl-style edits and deletions show in the plan and the next
+// apply restores them.
+func TestAccTrainingJob_Drift(t *testing.T) {
 	k := requireCluster(t)
 	ns, name := k.namespace(t), jobName()
 	ctx := context.Background()
-	resource.Test(t, resource.TestCase{
-		ProtoV6ProviderFactories: providerFactories,
-		CheckDestroy:             k.checkNothingOwned(ns, stack.Owner(stack.TrainingJobType, name)),
-		Steps: []resource.TestStep{
-			{Config: trainingJobConfig(ns, name, "")},
-			{
-				PreConfig: func() {
-					dep, err := k.cs.AppsV1().Deployments(ns).Get(ctx, name+"-fileserver", metav1.GetOptions{})
-					if err != nil {
-						t.Fatal(err)
-					}
-					dep.Spec.Replicas = ptr.To[int32](3)
-					dep.Spec.Template.Spec.Containers[0].Args = append(dep.Spec.Template.Spec.Containers[0].Args, "--upload") // writable by hand
-					if _, err := k.cs.AppsV1().Deployments(ns).Update(ctx, dep, metav1.UpdateOptions{FieldManager: "kubectl-edit"}); err != nil {
-						t.Fatal(err)
-					}
-					if err := k.cs.CoreV1().Services(ns).Delete(ctx, name+"-fileserver", metav1.DeleteOptions{}); err != nil {
-						t.Fatal(err)
-					}
-				},
-				Config: trainingJobConfig(ns, name, ""),
-				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
-					plancheck.ExpectResourceAction(jobAddr, plancheck.ResourceActionUpdate),
-					plancheck.ExpectUnknownValue(jobAddr, tfjsonpath.New("phase")),
-				}},
-				Check: func(*terraform.State) error {
-					if _, err := k.cs.CoreV1().Services(ns).Get(ctx, name+"-fileserver", metav1.GetOptions{}); err != nil {
-						return fmt.Errorf("deleted Service was not recreated: %w", err)
-					}
-					dep, err := k.cs.AppsV1().Deployments(ns).Get(ctx, name+"-fileserver", metav1.GetOptions{})
-					if err != nil {
-						return err
-					}
-					if *dep.Spec.Replicas != 1 {
-						return fmt.Errorf("replicas %d were not restored to 1", *dep.Spec.Replicas)
-					}
-					if args := dep.Spec.Template.Spec.Containers[0].Args; slices.Contains(args, "--upload") {
-						return fmt.Errorf("the file server's arguments were not restored: %v", args)
-					}
-					return nil
-				},
+	k.run(t, ns, stack.TrainingJobType, name, stack.TrainingJobKinds, []resource.TestStep{
+		{Config: trainingJobConfig(ns, name, "")},
+		{
+			PreConfig: func() {
+				dep, err := k.cs.AppsV1().Deployments(ns).Get(ctx, name+"-fileserver", metav1.GetOptions{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				dep.Spec.Replicas = ptr.To[int32](3)
+				dep.Spec.Template.Spec.Containers[0].Args = append(dep.Spec.Template.Spec.Containers[0].Args, "--upload") // writable by hand
+				if _, err := k.cs.AppsV1().Deployments(ns).Update(ctx, dep, metav1.UpdateOptions{FieldManager: "kubectl-edit"}); err != nil {
+					t.Fatal(err)
+				}
+				if err := k.cs.CoreV1().Services(ns).Delete(ctx, name+"-fileserver", metav1.DeleteOptions{}); err != nil {
+					t.Fatal(err)
+				}
+			},
+			Config: trainingJobConfig(ns, name, ""),
+			ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+				plancheck.ExpectResourceAction(jobAddr, plancheck.ResourceActionUpdate),
+				plancheck.ExpectUnknownValue(jobAddr, tfjsonpath.New("phase")),
+			}},
+			Check: func(*terraform.State) error {
+				if _, err := k.cs.CoreV1().Services(ns).Get(ctx, name+"-fileserver", metav1.GetOptions{}); err != nil {
+					return fmt.Errorf("deleted Service was not recreated: %w", err)
+				}
+				dep, err := k.cs.AppsV1().Deployments(ns).Get(ctx, name+"-fileserver", metav1.GetOptions{})
+				if err != nil {
+					return err
+				}
+				if *dep.Spec.Replicas != 1 {
+					return fmt.Errorf("replicas %d were not restored to 1", *dep.Spec.Replicas)
+				}
+				if args := dep.Spec.Template.Spec.Containers[0].Args; slices.Contains(args, "--upload") {
+					return fmt.Errorf("the file server's arguments were not restored: %v", args)
+				}
+				return nil
 			},
 		},
-	})
+	}...)
 }
 
 // TestAccTrainingJob_RemovedBehindOurBack: when every object is gone, the resource is gone
@@ -234,11 +262,8 @@ func TestAccTrainingJob_RemovedBehindOurBack(t *testing.T) {
 func TestAccTrainingJob_GangTooBig(t *testing.T) {
 	k := requireCluster(t)
 	ns, name := k.namespace(t), jobName()
-	resource.Test(t, resource.TestCase{
-		ProtoV6ProviderFactories: providerFactories,
-		CheckDestroy:             k.checkNothingOwned(ns, stack.Owner(stack.TrainingJobType, name)),
-		Steps: []resource.TestStep{{
-			Config: fmt.Sprintf(`
+	k.run(t, ns, stack.TrainingJobType, name, stack.TrainingJobKinds, []resource.TestStep{{
+		Config: fmt.Sprintf(`
 resource "ctr_training_job" "test" {
   name      = %[2]q
   namespace = %[1]q
@@ -247,9 +272,8 @@ resource "ctr_training_job" "test" {
   timeouts  = { create = "15s", delete = "3m" }
 }
 `, ns, name),
-			ExpectError: regexp.MustCompile(`(?s)did not reach Running.*cluster may lack room`),
-		}},
-	})
+		ExpectError: regexp.MustCompile(`(?s)did not reach Running.*cluster may lack room`),
+	}}...)
 }
 
 // TestTrainingJob_BadInput: every bad value is refused at plan time, once, at its attribute,

@@ -2,21 +2,21 @@ package provider
 
 import (
 	"context"
+	"fmt"
 
-	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
 	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/types"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/elasticctr/terraform-provider-ctr/internal/kube"
 	"github.com/elasticctr/terraform-provider-ctr/internal/stack"
+	"github.com/elasticctr/terraform-provider-ctr/provider/internal/diagnostics"
 )
 
 // servingModel is the Terraform state of ctr_serving.
 type servingModel struct {
-	ID              types.String          `tfsdk:"id"`
-	Name            types.String          `tfsdk:"name"`
-	Namespace       types.String          `tfsdk:"namespace"`
-	Stack           types.String          `tfsdk:"stack"`
+	workloadAttrs
 	Image           types.String          `tfsdk:"image"`
 	Replicas        types.Int64           `tfsdk:"replicas"`
 	Port            types.Int64           `tfsdk:"port"`
@@ -27,42 +27,71 @@ type servingModel struct {
 	Resources       *resourcesModel       `tfsdk:"resources"`
 	SecurityContext *securityContextModel `tfsdk:"security_context"`
 	CubeConf        types.String          `tfsdk:"cube_conf"`
-	Kubernetes      types.Object          `tfsdk:"kubernetes"`
-	Timeouts        timeouts.Value        `tfsdk:"timeouts"`
-	Manifests       types.Map             `tfsdk:"manifests"`
 	URL             types.String          `tfsdk:"url"`
 }
+
+var _ workloadModel[stack.Serving] = (*servingModel)(nil)
 
 func (m *servingModel) known() bool {
 	vals := append([]attr.Value{m.Name, m.Namespace, m.Stack, m.Image, m.Replicas, m.Port, m.ServiceType, m.ModelURL, m.Args, m.Env, m.CubeConf},
 		m.SecurityContext.values()...)
-	for _, v := range vals {
-		if v.IsUnknown() {
-			return false
-		}
-	}
-	return m.Resources == nil || (!m.Resources.Requests.IsUnknown() && !m.Resources.Limits.IsUnknown())
+	vals = append(vals, m.Resources.values()...)
+	return allKnown(vals)
 }
 
-func (m *servingModel) serving(ctx context.Context) (stack.Serving, diag.Diagnostics) {
+func (m *servingModel) settings(ctx context.Context, _ string) (stack.Serving, diag.Diagnostics) {
 	var diags diag.Diagnostics
 	s := stack.Serving{Name: m.Name.ValueString(), Namespace: m.Namespace.ValueString(), Stack: m.Stack.ValueString(), Image: m.Image.ValueString(),
 		Replicas: int32(m.Replicas.ValueInt64()), Port: int32(m.Port.ValueInt64()), ServiceType: m.ServiceType.ValueString(),
-		ModelURL: m.ModelURL.ValueString(), CubeConf: m.CubeConf.ValueString()}
+		ModelURL: m.ModelURL.ValueString(), CubeConf: m.CubeConf.ValueString(),
+		Args: stringList(ctx, m.Args, &diags), Env: stringMap(ctx, m.Env, &diags)}
+	s.Requests, s.Limits = m.Resources.stack(ctx, &diags)
 	s.SecurityContext = m.SecurityContext.stack(ctx, &diags)
-	if !m.Args.IsNull() {
-		diags.Append(m.Args.ElementsAs(ctx, &s.Args, false)...)
-	}
-	if !m.Env.IsNull() {
-		diags.Append(m.Env.ElementsAs(ctx, &s.Env, false)...)
-	}
-	if r := m.Resources; r != nil {
-		if !r.Requests.IsNull() {
-			diags.Append(r.Requests.ElementsAs(ctx, &s.Requests, false)...)
-		}
-		if !r.Limits.IsNull() {
-			diags.Append(r.Limits.ElementsAs(ctx, &s.Limits, false)...)
-		}
-	}
 	return s, diags
+}
+
+func (m *servingModel) setComputed(_ context.Context, s stack.Serving, _ *diag.Diagnostics) {
+	m.ID = namespaceName(s.Namespace, s.Name)
+	m.URL = types.StringValue(s.Defaulted().URL())
+}
+
+func (m *servingModel) fromCluster(ctx context.Context, kc *kube.Client, diags *diag.Diagnostics) bool {
+	ref := stack.ServingDeploymentRef(m.Namespace.ValueString(), m.Name.ValueString())
+	s, ok := settingsFromCluster(ctx, kc, ref, "Serving", stack.ServingFromSettings, diags)
+	if !ok {
+		return false
+	}
+	m.Name, m.Namespace, m.Stack, m.Image = types.StringValue(s.Name), types.StringValue(s.Namespace), optionalString(s.Stack), optionalString(s.Image)
+	m.Replicas, m.Port, m.ServiceType = types.Int64Value(int64(s.Replicas)), types.Int64Value(int64(s.Port)), optionalString(s.ServiceType)
+	m.ModelURL, m.CubeConf, m.Env = optionalString(s.ModelURL), types.StringValue(s.CubeConf), optionalStringMap(ctx, s.Env, diags)
+	m.Args = optionalStringList(ctx, s.Args, diags)
+	m.Resources = resourcesFromStack(ctx, s.Requests, s.Limits, diags)
+	m.SecurityContext = securityContextFromStack(ctx, s.SecurityContext, diags)
+	return !diags.HasError()
+}
+
+func (m *servingModel) readLive(context.Context, *kube.Client, stack.Serving, map[string]*unstructured.Unstructured, *diag.Diagnostics) {
+}
+
+// settingsFromCluster reads the settings annotation of a resource's primary object (ref):
+// false, without an error, when the object does not exist.
+func settingsFromCluster[S any](ctx context.Context, kc *kube.Client, ref *unstructured.Unstructured, kind string,
+	decode func(string) (S, error), diags *diag.Diagnostics) (S, bool) {
+	var s S
+	live, err := kc.Get(ctx, ref)
+	if err != nil {
+		diags.Append(diagnostics.Failed("Import "+kind+" Error", "Could not read "+kube.Describe(ref), "", err))
+		return s, false
+	}
+	if live == nil {
+		return s, false
+	}
+	s, err = decode(live.GetAnnotations()[stack.SettingsAnnotation])
+	if err != nil {
+		diags.Append(diagnostics.Failed("Import "+kind+" Error",
+			fmt.Sprintf("%s was not created by this provider (its %s annotation is missing or unreadable)", kube.Describe(ref), stack.SettingsAnnotation),
+			"Import only what this provider created.", err))
+		return s, false
+	}
+	return s, true
 }

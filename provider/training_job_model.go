@@ -4,20 +4,19 @@ import (
 	"context"
 	"reflect"
 
-	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
 	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/types"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/elasticctr/terraform-provider-ctr/internal/kube"
 	"github.com/elasticctr/terraform-provider-ctr/internal/stack"
+	"github.com/elasticctr/terraform-provider-ctr/provider/internal/diagnostics"
 )
 
 // trainingJobModel is the Terraform state of ctr_training_job.
 type trainingJobModel struct {
-	ID              types.String          `tfsdk:"id"`
-	Name            types.String          `tfsdk:"name"`
-	Namespace       types.String          `tfsdk:"namespace"`
-	Stack           types.String          `tfsdk:"stack"`
+	workloadAttrs
 	Mode            types.String          `tfsdk:"mode"`
 	Image           types.String          `tfsdk:"image"`
 	ImagePullPolicy types.String          `tfsdk:"image_pull_policy"`
@@ -39,14 +38,13 @@ type trainingJobModel struct {
 	FileServer      *fileServerModel      `tfsdk:"file_server"`
 	SecurityContext *securityContextModel `tfsdk:"security_context"`
 	UploadToken     types.String          `tfsdk:"upload_token"`
-	Kubernetes      types.Object          `tfsdk:"kubernetes"`
-	Timeouts        timeouts.Value        `tfsdk:"timeouts"`
 
-	Manifests     types.Map    `tfsdk:"manifests"`
 	Phase         types.String `tfsdk:"phase"`
 	FileServerURL types.String `tfsdk:"file_server_url"`
 	DonefileURL   types.String `tfsdk:"donefile_url"`
 }
+
+var _ workloadModel[stack.TrainingJob] = (*trainingJobModel)(nil)
 
 type taskModel struct {
 	Replicas types.Int64   `tfsdk:"replicas"`
@@ -93,7 +91,7 @@ type fileServerModel struct {
 // Computed-only attributes and the connection do not matter for rendering.
 func (m *trainingJobModel) known() bool {
 	vals := []attr.Value{m.Name, m.Namespace, m.Stack, m.Mode, m.Image, m.ImagePullPolicy, m.Command, m.Entry, m.Env,
-		m.Port, m.Queue, m.SchedulerName, m.MaxRetry, m.SlotConfig}
+		m.Port, m.Queue, m.SchedulerName, m.MinAvailable, m.MaxRetry, m.SlotConfig}
 	for _, t := range []*taskModel{m.PServer, m.Trainer, m.Worker} {
 		if t != nil {
 			vals = append(vals, t.Replicas, t.Requests, t.Limits, t.GPUs)
@@ -112,12 +110,7 @@ func (m *trainingJobModel) known() bool {
 		vals = append(vals, f.SecurityContext.values()...)
 	}
 	vals = append(vals, m.SecurityContext.values()...)
-	for _, v := range vals {
-		if v.IsUnknown() {
-			return false
-		}
-	}
-	return true
+	return allKnown(vals)
 }
 
 func policyValues(ps []policyModel) []attr.Value {
@@ -128,9 +121,10 @@ func policyValues(ps []policyModel) []attr.Value {
 	return out
 }
 
-// job converts the model to the stack's settings. min_available is taken only when set in
-// configuration (minAvailableFromConfig), so that a computed default follows the replicas.
-func (m *trainingJobModel) job(ctx context.Context, minAvailable types.Int64) (stack.TrainingJob, diag.Diagnostics) {
+// settings converts the model to the stack's settings. A min_available left to its default
+// is null here (ModifyPlan sets the plan's from the configuration), so that it follows the
+// replicas.
+func (m *trainingJobModel) settings(ctx context.Context, version string) (stack.TrainingJob, diag.Diagnostics) {
 	var diags diag.Diagnostics
 	j := stack.TrainingJob{
 		Name:            m.Name.ValueString(),
@@ -143,31 +137,22 @@ func (m *trainingJobModel) job(ctx context.Context, minAvailable types.Int64) (s
 		Port:            int32(m.Port.ValueInt64()),
 		Queue:           m.Queue.ValueString(),
 		SchedulerName:   m.SchedulerName.ValueString(),
-		MinAvailable:    int32(minAvailable.ValueInt64()),
+		MinAvailable:    int32(m.MinAvailable.ValueInt64()),
 		MaxRetry:        int32(m.MaxRetry.ValueInt64()),
 		SlotConfig:      m.SlotConfig.ValueString(),
 		Policies:        policies(m.Policies),
 		UploadToken:     m.UploadToken.ValueString(),
+		ProviderVersion: version,
+		Command:         stringList(ctx, m.Command, &diags),
+		Env:             stringMap(ctx, m.Env, &diags),
 	}
 	j.SecurityContext = m.SecurityContext.stack(ctx, &diags)
-	if !m.Command.IsNull() {
-		diags.Append(m.Command.ElementsAs(ctx, &j.Command, false)...)
-	}
-	if !m.Env.IsNull() {
-		diags.Append(m.Env.ElementsAs(ctx, &j.Env, false)...)
-	}
 	task := func(t *taskModel) *stack.Task {
 		if t == nil {
 			return nil
 		}
-		out := &stack.Task{Replicas: int32(t.Replicas.ValueInt64()), GPUs: int32(t.GPUs.ValueInt64()), Policies: policies(t.Policies)}
-		if !t.Requests.IsNull() {
-			diags.Append(t.Requests.ElementsAs(ctx, &out.Requests, false)...)
-		}
-		if !t.Limits.IsNull() {
-			diags.Append(t.Limits.ElementsAs(ctx, &out.Limits, false)...)
-		}
-		return out
+		return &stack.Task{Replicas: int32(t.Replicas.ValueInt64()), GPUs: int32Ptr(t.GPUs), Policies: policies(t.Policies),
+			Requests: stringMap(ctx, t.Requests, &diags), Limits: stringMap(ctx, t.Limits, &diags)}
 	}
 	j.PServer, j.Trainer, j.Worker = task(m.PServer), task(m.Trainer), task(m.Worker)
 	if d := m.Dataset; d != nil {
@@ -199,21 +184,63 @@ func policies(ps []policyModel) []stack.Policy {
 	return out
 }
 
-// fromJob fills the configuration attributes from settings read back from the cluster (import).
-func (m *trainingJobModel) fromJob(ctx context.Context, j stack.TrainingJob) diag.Diagnostics {
-	var diags diag.Diagnostics
+// setComputed sets what the rendering determines.
+func (m *trainingJobModel) setComputed(_ context.Context, j stack.TrainingJob, _ *diag.Diagnostics) {
+	d := j.Defaulted()
+	m.ID = namespaceName(j.Namespace, j.Name)
+	m.FileServerURL, m.DonefileURL = types.StringValue(d.FileServerURL()), types.StringValue(d.DonefileURL())
+}
+
+// readLive sets the phase of the Volcano job ("Missing" when it is gone).
+func (m *trainingJobModel) readLive(_ context.Context, _ *kube.Client, j stack.TrainingJob, live map[string]*unstructured.Unstructured, _ *diag.Diagnostics) {
+	m.Phase = types.StringValue("Missing")
+	if u := live[stack.VolcanoJobKey(j.Name)]; u != nil {
+		m.Phase = types.StringValue(kube.VolcanoJobPhase(u))
+	}
+}
+
+// fromCluster rebuilds the configuration from the Volcano job's settings and the Secrets
+// with what they leave out (the HDFS UGI, the upload token).
+func (m *trainingJobModel) fromCluster(ctx context.Context, kc *kube.Client, diags *diag.Diagnostics) bool {
+	ns, name := m.Namespace.ValueString(), m.Name.ValueString()
+	j, ok := settingsFromCluster(ctx, kc, stack.VolcanoJobRef(ns, name), "Training Job", stack.TrainingJobFromSettings, diags)
+	if !ok {
+		return false
+	}
+	secret := func(ref *unstructured.Unstructured) (*unstructured.Unstructured, bool) {
+		u, err := kc.Get(ctx, ref)
+		if err != nil {
+			diags.Append(diagnostics.Failed("Import Training Job Error", "Could not read "+kube.Describe(ref), "", err))
+			return nil, false
+		}
+		return u, true
+	}
+	if j.Dataset != nil {
+		s, ok := secret(stack.DatasetSecretRef(ns, name))
+		if !ok {
+			return false
+		}
+		j.Dataset.HDFSUGI = stack.DatasetUGI(s)
+	}
+	if j.FileServer.TokenUploads() {
+		s, ok := secret(stack.UploadSecretRef(ns, name))
+		if !ok {
+			return false
+		}
+		j.UploadToken = stack.UploadToken(s)
+	}
+	m.fromJob(ctx, j, diags)
+	return !diags.HasError()
+}
+
+// fromJob fills the configuration attributes from settings read back from the cluster.
+func (m *trainingJobModel) fromJob(ctx context.Context, j stack.TrainingJob, diags *diag.Diagnostics) {
 	m.Name, m.Namespace = types.StringValue(j.Name), types.StringValue(j.Namespace)
 	m.Stack, m.Mode, m.Image, m.ImagePullPolicy = optionalString(j.Stack), optionalString(j.Mode), optionalString(j.Image), optionalString(j.ImagePullPolicy)
 	m.Entry, m.Queue, m.SchedulerName, m.SlotConfig = optionalString(j.Entry), optionalString(j.Queue), optionalString(j.SchedulerName), optionalString(j.SlotConfig)
 	m.Port, m.MinAvailable, m.MaxRetry = optionalInt64(int64(j.Port)), optionalInt64(int64(j.MinAvailable)), optionalInt64(int64(j.MaxRetry))
-	m.Env = optionalStringMap(ctx, j.Env, &diags)
-	if j.Command == nil {
-		m.Command = types.ListNull(types.StringType)
-	} else {
-		v, d := types.ListValueFrom(ctx, types.StringType, j.Command)
-		diags.Append(d...)
-		m.Command = v
-	}
+	m.Env = optionalStringMap(ctx, j.Env, diags)
+	m.Command = optionalStringList(ctx, j.Command, diags)
 	toPolicies := func(ps []stack.Policy) []policyModel {
 		if ps == nil {
 			return nil
@@ -229,8 +256,8 @@ func (m *trainingJobModel) fromJob(ctx context.Context, j stack.TrainingJob) dia
 		if t == nil {
 			return nil
 		}
-		return &taskModel{Replicas: optionalInt64(int64(t.Replicas)), Requests: optionalStringMap(ctx, t.Requests, &diags), Limits: optionalStringMap(ctx, t.Limits, &diags),
-			GPUs: optionalInt64(int64(t.GPUs)), Policies: toPolicies(t.Policies)}
+		return &taskModel{Replicas: optionalInt64(int64(t.Replicas)), Requests: optionalStringMap(ctx, t.Requests, diags), Limits: optionalStringMap(ctx, t.Limits, diags),
+			GPUs: optionalInt32(t.GPUs), Policies: toPolicies(t.Policies)}
 	}
 	m.PServer, m.Trainer, m.Worker = task(j.PServer), task(j.Trainer), task(j.Worker)
 	m.Dataset = nil
@@ -247,11 +274,10 @@ func (m *trainingJobModel) fromJob(ctx context.Context, j stack.TrainingJob) dia
 	if f := j.FileServer; f != nil {
 		m.FileServer = &fileServerModel{Image: optionalString(f.Image), Upload: types.BoolValue(f.Upload), UploadInsecure: types.BoolValue(f.UploadInsecure),
 			Port: optionalInt64(int64(f.Port)), ServiceType: optionalString(f.ServiceType), Replicas: optionalInt64(int64(f.Replicas)),
-			SecurityContext: securityContextFromStack(ctx, f.SecurityContext, &diags)}
+			SecurityContext: securityContextFromStack(ctx, f.SecurityContext, diags)}
 	}
-	m.SecurityContext = securityContextFromStack(ctx, j.SecurityContext, &diags)
+	m.SecurityContext = securityContextFromStack(ctx, j.SecurityContext, diags)
 	m.UploadToken = optionalString(j.UploadToken)
-	return diags
 }
 
 // replaceReasons names the changed attributes that force replacement, mirroring the

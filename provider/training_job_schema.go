@@ -3,14 +3,11 @@ package provider
 import (
 	"context"
 	"fmt"
-	"strconv"
-	"strings"
 
 	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
 	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/listvalidator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
-	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/booldefault"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/int64default"
@@ -210,47 +207,4 @@ func trainingJobSchema(ctx context.Context) schema.Schema {
 				MarkdownDescription: "In-cluster URL of the donefile (`base.txt`) that the cube transfer watches; `patch.txt` sits beside it."},
 		},
 	}
-}
-
-// fieldPath turns a stack.FieldError path ("trainer.requests[\"cpu\"]", "policies[0].event")
-// into an attribute path.
-func fieldPath(p string) path.Path {
-	var out path.Path
-	first := true
-	for len(p) > 0 {
-		switch {
-		case p[0] == '.':
-			p = p[1:]
-		case p[0] == '[':
-			end := strings.IndexByte(p, ']')
-			if end < 0 {
-				return out
-			}
-			inner := p[1:end]
-			p = p[end+1:]
-			if strings.HasPrefix(inner, `"`) {
-				out = out.AtMapKey(strings.Trim(inner, `"`))
-			} else {
-				i, err := strconv.Atoi(inner)
-				if err != nil {
-					return out
-				}
-				out = out.AtListIndex(i)
-			}
-		default:
-			end := strings.IndexAny(p, ".[")
-			if end < 0 {
-				end = len(p)
-			}
-			name := p[:end]
-			p = p[end:]
-			if first {
-				out = path.Root(name)
-				first = false
-			} else {
-				out = out.AtName(name)
-			}
-		}
-	}
-	return out
 }

@@ -4,12 +4,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
+	"time"
 
+	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
+	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
+	"github.com/hashicorp/terraform-plugin-framework/tfsdk"
 	"github.com/hashicorp/terraform-plugin-framework/types"
+	"github.com/hashicorp/terraform-plugin-log/tflog"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
@@ -18,31 +24,312 @@ import (
 	"github.com/elasticctr/terraform-provider-ctr/provider/internal/diagnostics"
 )
 
-// The steps every workload resource (ctr_cube, ctr_serving) shares with ctr_training_job:
-// apply with pruning, read back with drift projection, delete everything owned.
+// The lifecycle that ctr_training_job, ctr_cube and ctr_serving share, in the spirit of
+// controller-runtime's small interfaces: each resource configures one workload (what it is
+// called, what it owns, how it renders) and its model implements workloadModel. What is a
+// resource's own (the training job's replacement, the cube's shard layout) stays in its file.
 
-// applySet server-side applies the set and prunes owned objects of kinds it no longer renders.
-func applySet(ctx context.Context, c *kube.Client, set stack.Set, namespace, owner string, kinds []schema.GroupVersionKind, what string, diags *diag.Diagnostics) bool {
-	if _, err := c.Apply(ctx, set); err != nil {
-		diags.AddError("Apply "+what+" Error", fmt.Sprintf("Could not apply the objects of %s: %s", what, err))
-		return false
+// resourceBase is what every resource of this provider embeds: the provider's data, set by
+// one Configure.
+type resourceBase struct{ data *providerData }
+
+func (b *resourceBase) Configure(_ context.Context, req resource.ConfigureRequest, resp *resource.ConfigureResponse) {
+	if req.ProviderData == nil {
+		return // validation before the provider is configured
 	}
-	if _, err := c.Prune(ctx, namespace, owner, kinds, set); err != nil {
-		diags.AddError("Apply "+what+" Error", "Could not remove objects that are no longer rendered: "+err.Error())
+	data, ok := req.ProviderData.(*providerData)
+	if !ok {
+		resp.Diagnostics.Append(diagnostics.Failed("Unexpected Provider Data", fmt.Sprintf("Expected *providerData, got %T", req.ProviderData),
+			"Please report this issue to the provider developers.", nil))
+		return
+	}
+	b.data = data
+}
+
+// version is the provider's version, which picks the default images of this repository
+// (stack.CubeImage) for ctr_cube and the training job's file server.
+func (b *resourceBase) version() string {
+	if b.data == nil {
+		return ""
+	}
+	return b.data.version
+}
+
+// workloadAttrs are the attributes every workload resource has; each model embeds them.
+type workloadAttrs struct {
+	ID         types.String   `tfsdk:"id"`
+	Name       types.String   `tfsdk:"name"`
+	Namespace  types.String   `tfsdk:"namespace"`
+	Stack      types.String   `tfsdk:"stack"`
+	Kubernetes types.Object   `tfsdk:"kubernetes"`
+	Timeouts   timeouts.Value `tfsdk:"timeouts"`
+	Manifests  types.Map      `tfsdk:"manifests"`
+}
+
+func (a *workloadAttrs) attrs() *workloadAttrs { return a }
+
+// justImported is the one "just imported" signal: import sets only id, namespace and name,
+// and every plan and apply sets manifests.
+func (a *workloadAttrs) justImported() bool { return a.Manifests.IsNull() }
+
+func (a *workloadAttrs) describe(kind string) string {
+	return fmt.Sprintf("%s %s/%s", strings.ToLower(kind), a.Namespace.ValueString(), a.Name.ValueString())
+}
+
+// workloadModel is what the shared lifecycle asks of a workload resource's model. S is the
+// resource's settings in internal/stack (stack.Cube, ...).
+type workloadModel[S any] interface {
+	attrs() *workloadAttrs
+	// known reports whether every value rendering needs is known (not "known after apply").
+	known() bool
+	// settings converts the model to stack's settings, as this provider version renders them.
+	settings(ctx context.Context, version string) (S, diag.Diagnostics)
+	// setComputed sets what rendering determines besides manifests (id, URLs, cube_conf).
+	setComputed(ctx context.Context, s S, diags *diag.Diagnostics)
+	// fromCluster rebuilds the configuration from the cluster after an import: the settings
+	// annotation of the primary object and the Secrets it leaves out. false: not there.
+	fromCluster(ctx context.Context, kc *kube.Client, diags *diag.Diagnostics) bool
+	// readLive sets what the live objects report (the training job's phase, what the cube's
+	// replicas serve); live holds the objects that exist, by manifests key.
+	readLive(ctx context.Context, kc *kube.Client, s S, live map[string]*unstructured.Unstructured, diags *diag.Diagnostics)
+}
+
+// workload configures the shared lifecycle for one resource. M is its model, P *M.
+type workload[S interface{ Validate() stack.FieldErrors }, M any, P interface {
+	*M
+	workloadModel[S]
+}] struct {
+	kind   string                    // in diagnostics: "Cube" -> "Invalid Cube Setting", "Apply Cube Error"
+	typ    string                    // the Terraform type in owner labels: stack.CubeType
+	kinds  []schema.GroupVersionKind // what it prunes and deletes: stack.CubeKinds
+	nested []string                  // nested objects, read into pointers (unknownAttrs)
+	render func(S) (stack.Set, error)
+	// unrendered are the attributes besides manifests that rendering sets, made unknown when
+	// the plan cannot be rendered (a nested object known only after apply).
+	unrendered map[string]attr.Value
+	// Default timeouts of create (and update) and of delete.
+	applyTimeout, deleteTimeout time.Duration
+}
+
+// stateLike is the part of tfsdk.State that apply needs.
+type stateLike interface {
+	Set(context.Context, any) diag.Diagnostics
+}
+
+// validate is ValidateConfig: what the schema cannot check (see internal/stack/validate.go),
+// each error at its attribute. Values not known until apply are checked when they are.
+func (w workload[S, M, P]) validate(ctx context.Context, config tfsdk.Config, version string, diags *diag.Diagnostics) {
+	if unknownAttrs(config.Raw, w.nested...) {
+		return
+	}
+	var m M
+	diags.Append(config.Get(ctx, &m)...)
+	if diags.HasError() || !P(&m).known() {
+		return
+	}
+	s, d := P(&m).settings(ctx, version)
+	diags.Append(d...)
+	if !d.HasError() {
+		diags.Append(settingErrors(w.kind, s.Validate())...)
+	}
+}
+
+// planned reads ModifyPlan's plan, or nil when there is nothing to render: a destroy, or a
+// nested object known only after apply (then manifests are unknown).
+func (w workload[S, M, P]) planned(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) P {
+	if req.Plan.Raw.IsNull() {
+		return nil
+	}
+	if unknownAttrs(req.Plan.Raw, w.nested...) {
+		resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("manifests"), unknownManifests())...)
+		for name, v := range w.unrendered {
+			resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root(name), v)...)
+		}
+		return nil
+	}
+	var m M
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &m)...)
+	if resp.Diagnostics.HasError() {
+		return nil
+	}
+	return &m
+}
+
+// prior reads the state a plan or an update starts from; nil on create.
+func (w workload[S, M, P]) prior(ctx context.Context, state tfsdk.State, diags *diag.Diagnostics) P {
+	if state.Raw.IsNull() {
+		return nil
+	}
+	var m M
+	diags.Append(state.Get(ctx, &m)...)
+	return &m
+}
+
+// rendered renders a model: its settings, its objects, and its manifests and computed
+// attributes set from them.
+func (w workload[S, M, P]) rendered(ctx context.Context, m P, version string, diags *diag.Diagnostics) (S, stack.Set, bool) {
+	s, d := m.settings(ctx, version)
+	diags.Append(d...)
+	if d.HasError() {
+		return s, nil, false
+	}
+	set, err := w.render(s)
+	if err != nil {
+		diags.Append(renderError(w.kind, err)...)
+		return s, nil, false
+	}
+	m.attrs().Manifests = manifestsValue(ctx, set, diags)
+	m.setComputed(ctx, s, diags)
+	return s, set, !diags.HasError()
+}
+
+// create and update read the plan (and the prior state), bound the context by the
+// resource's timeouts, and hand over to the resource's apply.
+func (w workload[S, M, P]) create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse,
+	apply func(ctx context.Context, plan, prior P, state stateLike, diags *diag.Diagnostics)) {
+	var plan M
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	timeout, d := P(&plan).attrs().Timeouts.Create(ctx, w.applyTimeout)
+	resp.Diagnostics.Append(d...)
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	apply(ctx, &plan, nil, &resp.State, &resp.Diagnostics)
+}
+
+func (w workload[S, M, P]) update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse,
+	apply func(ctx context.Context, plan, prior P, state stateLike, diags *diag.Diagnostics)) {
+	var plan, prior M
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	resp.Diagnostics.Append(req.State.Get(ctx, &prior)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	timeout, d := P(&plan).attrs().Timeouts.Update(ctx, w.applyTimeout)
+	resp.Diagnostics.Append(d...)
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	apply(ctx, &plan, &prior, &resp.State, &resp.Diagnostics)
+}
+
+// converge renders the plan and server-side applies its objects, pruning the owned objects
+// no longer rendered unless the resource prunes later itself (prune false).
+func (w workload[S, M, P]) converge(ctx context.Context, data *providerData, plan P, version string, prune bool, diags *diag.Diagnostics) (*kube.Client, S, stack.Set, bool) {
+	s, set, ok := w.rendered(ctx, plan, version, diags)
+	if !ok {
+		return nil, s, nil, false
+	}
+	kc, d := kubeClient(ctx, plan.attrs().Kubernetes, data)
+	diags.Append(d...)
+	if diags.HasError() {
+		return nil, s, nil, false
+	}
+	what := plan.attrs().describe(w.kind)
+	if _, err := kc.Apply(ctx, set); err != nil {
+		diags.Append(diagnostics.Failed(w.summary("Apply"), "Could not apply the objects of "+what, "", err))
+		return nil, s, nil, false
+	}
+	if prune && !w.prune(ctx, kc, plan, set, diags) {
+		return nil, s, nil, false
+	}
+	return kc, s, set, true
+}
+
+// prune deletes the owned objects that set no longer renders and waits until they are gone.
+func (w workload[S, M, P]) prune(ctx context.Context, kc *kube.Client, m P, set stack.Set, diags *diag.Diagnostics) bool {
+	a := m.attrs()
+	if _, err := kc.Prune(ctx, a.Namespace.ValueString(), stack.Owner(w.typ, a.Name.ValueString()), w.kinds, set); err != nil {
+		diags.Append(diagnostics.Failed(w.summary("Apply"), "Could not remove the objects of "+a.describe(w.kind)+" that are no longer rendered", "", err))
 		return false
 	}
 	return true
 }
 
+// wait waits for one object of the set, by manifests key.
+func (w workload[S, M, P]) wait(ctx context.Context, kc *kube.Client, set stack.Set, key string, cond kube.Condition, happened, todo string, diags *diag.Diagnostics) (*unstructured.Unstructured, bool) {
+	live, err := kc.WaitFor(ctx, set.Find(key), cond)
+	if err != nil {
+		diags.Append(diagnostics.Failed(w.summary("Apply"), happened, todo, err))
+		return nil, false
+	}
+	return live, true
+}
+
+// read is Read: after an import it rebuilds the configuration from the cluster; then it
+// reads every object back (projected on the fields we set, so that drift shows in the plan)
+// and what the live objects report. None of the objects left means the resource is gone.
+func (w workload[S, M, P]) read(ctx context.Context, data *providerData, version string, req resource.ReadRequest, resp *resource.ReadResponse) {
+	var st M
+	resp.Diagnostics.Append(req.State.Get(ctx, &st)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	m := P(&st)
+	kc, d := kubeClient(ctx, m.attrs().Kubernetes, data)
+	resp.Diagnostics.Append(d...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	if m.attrs().justImported() && !m.fromCluster(ctx, kc, &resp.Diagnostics) {
+		if !resp.Diagnostics.HasError() {
+			resp.State.RemoveResource(ctx)
+		}
+		return
+	}
+	s, set, ok := w.rendered(ctx, m, version, &resp.Diagnostics)
+	if !ok {
+		return
+	}
+	manifests, live := readSet(ctx, kc, set, w.summary("Read"), &resp.Diagnostics)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	if len(live) == 0 {
+		tflog.Warn(ctx, m.attrs().describe(w.kind)+": none of its objects exist any more; removing it from state")
+		resp.State.RemoveResource(ctx)
+		return
+	}
+	m.attrs().Manifests = manifests
+	m.readLive(ctx, kc, s, live, &resp.Diagnostics)
+	resp.Diagnostics.Append(resp.State.Set(ctx, m)...)
+}
+
+// delete is Delete: every object the resource owns, and what controllers made of them, gone.
+func (w workload[S, M, P]) delete(ctx context.Context, data *providerData, req resource.DeleteRequest, resp *resource.DeleteResponse) {
+	var st M
+	resp.Diagnostics.Append(req.State.Get(ctx, &st)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	a := P(&st).attrs()
+	timeout, d := a.Timeouts.Delete(ctx, w.deleteTimeout)
+	resp.Diagnostics.Append(d...)
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	kc, d := kubeClient(ctx, a.Kubernetes, data)
+	resp.Diagnostics.Append(d...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	ns, name := a.Namespace.ValueString(), a.Name.ValueString()
+	if err := kc.DeleteAll(ctx, ns, stack.Owner(w.typ, name), w.kinds, stack.ControllerKinds); err != nil {
+		resp.Diagnostics.Append(diagnostics.Failed(w.summary("Delete"), "Could not delete everything "+a.describe(w.kind)+" owns", "", err))
+	}
+}
+
+func (w workload[S, M, P]) summary(op string) string { return op + " " + w.kind + " Error" }
+
 // readSet reads every object of the set back, projected onto the fields we set, as the
 // `manifests` value. live holds the objects that exist; none existing means the resource is gone.
-func readSet(ctx context.Context, c *kube.Client, set stack.Set, diags *diag.Diagnostics) (types.Map, map[string]*unstructured.Unstructured) {
+func readSet(ctx context.Context, c *kube.Client, set stack.Set, summary string, diags *diag.Diagnostics) (types.Map, map[string]*unstructured.Unstructured) {
 	manifests := map[string]string{}
 	live := map[string]*unstructured.Unstructured{}
 	for _, o := range set {
 		u, err := c.Get(ctx, o.Object)
 		if err != nil {
-			diags.AddError("Read Error", err.Error())
+			diags.Append(diagnostics.Failed(summary, "Could not read "+kube.Describe(o.Object), "", err))
 			return types.MapNull(types.StringType), nil
 		}
 		if u == nil {
@@ -50,7 +337,7 @@ func readSet(ctx context.Context, c *kube.Client, set stack.Set, diags *diag.Dia
 		}
 		y, err := stack.YAML(kube.Project(o.Object, u))
 		if err != nil {
-			diags.AddError("Read Error", err.Error())
+			diags.Append(diagnostics.Failed(summary, "Could not show "+kube.Describe(o.Object), "", err))
 			return types.MapNull(types.StringType), nil
 		}
 		manifests[o.Key] = y
@@ -65,7 +352,7 @@ func readSet(ctx context.Context, c *kube.Client, set stack.Set, diags *diag.Dia
 func manifestsValue(ctx context.Context, set stack.Set, diags *diag.Diagnostics) types.Map {
 	m, err := set.Manifests()
 	if err != nil {
-		diags.AddError("Render Error", err.Error())
+		diags.Append(diagnostics.Failed("Render Error", "Could not show the Kubernetes objects", "", err))
 		return types.MapUnknown(types.StringType)
 	}
 	mv, d := types.MapValueFrom(ctx, types.StringType, m)
@@ -82,6 +369,49 @@ func settingErrors(kind string, errs stack.FieldErrors) diag.Diagnostics {
 	return diags
 }
 
+// fieldPath turns a stack.FieldError path ("trainer.requests[\"cpu\"]", "policies[0].event")
+// into an attribute path.
+func fieldPath(p string) path.Path {
+	var out path.Path
+	first := true
+	for len(p) > 0 {
+		switch {
+		case p[0] == '.':
+			p = p[1:]
+		case p[0] == '[':
+			end := strings.IndexByte(p, ']')
+			if end < 0 {
+				return out
+			}
+			inner := p[1:end]
+			p = p[end+1:]
+			if strings.HasPrefix(inner, `"`) {
+				out = out.AtMapKey(strings.Trim(inner, `"`))
+			} else {
+				i, err := strconv.Atoi(inner)
+				if err != nil {
+					return out
+				}
+				out = out.AtListIndex(i)
+			}
+		default:
+			end := strings.IndexAny(p, ".[")
+			if end < 0 {
+				end = len(p)
+			}
+			name := p[:end]
+			p = p[end:]
+			if first {
+				out = path.Root(name)
+				first = false
+			} else {
+				out = out.AtName(name)
+			}
+		}
+	}
+	return out
+}
+
 // renderError reports a rendering that failed: settings errors at their attributes (found
 // at plan time when validation had to wait for values known only then), anything else as is.
 func renderError(kind string, err error) diag.Diagnostics {
@@ -93,7 +423,7 @@ func renderError(kind string, err error) diag.Diagnostics {
 }
 
 // importByNamespaceName starts the import of a workload resource from "NAMESPACE/NAME": only
-// id, namespace and name are set, and Read, seeing no other settings, reads them from the
+// id, namespace and name are set, and Read, seeing them alone, reads the rest from the
 // cluster. An ID that names no valid object is refused here, before anything is read.
 func importByNamespaceName(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
 	ns, name, err := parseNamespaceName(req.ID)
@@ -118,4 +448,9 @@ func parseNamespaceName(id string) (ns, name string, err error) {
 		return "", "", fmt.Errorf("the name %q %s", parts[1], stack.NameRule)
 	}
 	return parts[0], parts[1], nil
+}
+
+// namespaceName is the ID of a workload resource.
+func namespaceName(namespace, name string) types.String {
+	return types.StringValue(namespace + "/" + name)
 }

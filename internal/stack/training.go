@@ -113,8 +113,9 @@ type Task struct {
 	Replicas int32             `json:"replicas,omitempty"`
 	Requests map[string]string `json:"requests,omitempty"`
 	Limits   map[string]string `json:"limits,omitempty"`
-	// GPUs is the nvidia.com/gpu limit per pod (collective workers).
-	GPUs int32 `json:"gpus,omitempty"`
+	// GPUs is the nvidia.com/gpu limit per pod (collective workers); nil or 0 for none. A
+	// pointer, so that a configured 0 reads back as 0 at import.
+	GPUs *int32 `json:"gpus,omitempty"`
 	// Policies are task-level policies; nil gives trainers TaskCompleted -> CompleteJob.
 	Policies []Policy `json:"policies,omitempty"`
 }
@@ -613,11 +614,11 @@ func resources(t *Task, gpu bool) corev1.ResourceRequirements {
 		return out
 	}
 	r := corev1.ResourceRequirements{Requests: conv(t.Requests), Limits: conv(t.Limits)}
-	if gpu && t.GPUs > 0 {
+	if gpu && t.GPUs != nil && *t.GPUs > 0 {
 		if r.Limits == nil {
 			r.Limits = corev1.ResourceList{}
 		}
-		r.Limits["nvidia.com/gpu"] = *resource.NewQuantity(int64(t.GPUs), resource.DecimalSI)
+		r.Limits["nvidia.com/gpu"] = *resource.NewQuantity(int64(*t.GPUs), resource.DecimalSI)
 	}
 	return r
 }

@@ -62,7 +62,7 @@ func TestRenderTrainingJob_Golden(t *testing.T) {
 		},
 		"training_collective.yaml": {
 			Name: "wide-deep", Namespace: "gpu", Mode: ModeCollective,
-			Worker:      &Task{Replicas: 4, GPUs: 1, Requests: map[string]string{"cpu": "4", "memory": "16Gi"}},
+			Worker:      &Task{Replicas: 4, GPUs: ptr.To[int32](1), Requests: map[string]string{"cpu": "4", "memory": "16Gi"}},
 			ModelOutput: &ModelOutput{ExistingClaim: "juicefs-model"},
 		},
 	}
@@ -195,7 +195,7 @@ func unstructuredString(obj map[string]any, fields ...string) (string, bool, err
 func FuzzTrainingJobFromSettings(f *testing.F) {
 	for _, j := range []TrainingJob{
 		{Name: "a", Namespace: "b"},
-		{Name: "fleet", Namespace: "ctr", Mode: ModeCollective, Worker: &Task{Replicas: 2, GPUs: 1, Requests: map[string]string{"cpu": "1"}}},
+		{Name: "fleet", Namespace: "ctr", Mode: ModeCollective, Worker: &Task{Replicas: 2, GPUs: ptr.To[int32](1), Requests: map[string]string{"cpu": "1"}}},
 		{Name: "x", Namespace: "y", PServer: &Task{Limits: map[string]string{"memory": "1Gi"}}, ModelOutput: &ModelOutput{Size: "1Gi"}},
 	} {
 		b, _ := json.Marshal(j)
