@@ -6,6 +6,14 @@ package api
 
 import "time"
 
+// The agent's endpoints, on the cube server's port (cube server --agent).
+const (
+	AgentPreparePath = "/agent/prepare" // POST PrepareRequest
+	AgentCommitPath  = "/agent/commit"  // POST CommitRequest
+	AgentAbortPath   = "/agent/abort"   // POST AbortRequest
+	AgentStatusPath  = "/agent/status"  // GET; every endpoint answers AgentStatus
+)
+
 // MaxCommitAhead bounds how far ahead of the agent's clock a commit instant
 // may lie; a commit further ahead is refused (a clock that far off is a
 // fault to fix, not to wait out).

@@ -2,6 +2,9 @@ package api
 
 import "time"
 
+// StatusPath is the transfer's status document (Status), GET on its --listen port.
+const StatusPath = "/status"
+
 // Phases of a rollout in flight, persisted so that a restart resumes it.
 const (
 	PhaseBuilding   = "building"

@@ -434,7 +434,7 @@ func appendFile(path, text string) error {
 // Status reads the transfer's GET /status.
 func (c *Cluster) Status() (api.Status, error) {
 	var st api.Status
-	resp, err := http.Get("http://" + c.Transfer.Addr + "/status")
+	resp, err := http.Get("http://" + c.Transfer.Addr + api.StatusPath)
 	if err != nil {
 		return st, err
 	}
@@ -500,7 +500,7 @@ func (c *Cluster) CheckReplicasDirect(want string) error {
 	var errs []error
 	for s, row := range c.Servers {
 		for _, p := range row {
-			req, _ := http.NewRequest(http.MethodGet, "http://"+p.Addr+"/agent/status", nil)
+			req, _ := http.NewRequest(http.MethodGet, "http://"+p.Addr+api.AgentStatusPath, nil)
 			req.Header.Set("Authorization", "Bearer "+c.Token)
 			resp, err := (&http.Client{Timeout: time.Second}).Do(req)
 			if err != nil {

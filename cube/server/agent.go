@@ -127,10 +127,10 @@ func (a *agent) allowed(u *url.URL) error {
 }
 
 func (a *agent) routes(mux *http.ServeMux) {
-	mux.HandleFunc("POST /agent/prepare", a.auth(a.httpPrepare))
-	mux.HandleFunc("POST /agent/commit", a.auth(a.httpCommit))
-	mux.HandleFunc("POST /agent/abort", a.auth(a.httpAbort))
-	mux.HandleFunc("GET /agent/status", a.auth(func(w http.ResponseWriter, _ *http.Request) {
+	mux.HandleFunc("POST "+api.AgentPreparePath, a.auth(a.httpPrepare))
+	mux.HandleFunc("POST "+api.AgentCommitPath, a.auth(a.httpCommit))
+	mux.HandleFunc("POST "+api.AgentAbortPath, a.auth(a.httpAbort))
+	mux.HandleFunc("GET "+api.AgentStatusPath, a.auth(func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, a.status())
 	}))
 }

@@ -49,7 +49,7 @@ func (t *Transfer) heal(ctx context.Context) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			reports[i], errs[i] = t.call(ctx, rp, "/agent/status", nil)
+			reports[i], errs[i] = t.call(ctx, rp, api.AgentStatusPath, nil)
 		}()
 	}
 	wg.Wait()
@@ -92,7 +92,7 @@ func (t *Transfer) healOne(ctx context.Context, rp replica, version string) erro
 		return err
 	}
 	return retry.Do(ctx, t.opts.Retries, t.opts.Backoff, func() error {
-		st, err := t.call(ctx, rp, "/agent/commit", api.CommitRequest{Version: version})
+		st, err := t.call(ctx, rp, api.AgentCommitPath, api.CommitRequest{Version: version})
 		if err == nil && st.ServedVersion != version {
 			err = fmt.Errorf("replica %s shard %d: serves %q after commit", rp.addr, rp.shard, st.ServedVersion)
 		}

@@ -66,7 +66,7 @@ func (m *metrics) served(v string) {
 // as well and files is nil; apart, each can listen on its own port, so that
 // a NetworkPolicy can let only cube servers download the model while the
 // status stays readable by whoever runs the stack.
-func (t *Transfer) Handlers(together bool) (api, files http.Handler, err error) {
+func (t *Transfer) Handlers(together bool) (status, files http.Handler, err error) {
 	fh, err := fileserver.New(fileserver.Options{Root: t.outputDir(), Log: t.log})
 	if err != nil {
 		return nil, nil, err
@@ -82,7 +82,7 @@ func (t *Transfer) Handlers(together bool) (api, files http.Handler, err error) 
 	} else {
 		files = fmux
 	}
-	mux.HandleFunc("GET /status", func(w http.ResponseWriter, r *http.Request) {
+	mux.HandleFunc("GET "+api.StatusPath, func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, t.Status(r.Context()))
 	})
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
@@ -129,7 +129,7 @@ func (t *Transfer) Status(ctx context.Context) api.Status {
 				c, cancel := context.WithTimeout(ctx, time.Second)
 				defer cancel()
 				rs := api.ReplicaStatus{Addr: a}
-				as, err := t.call(c, replica{s, a}, "/agent/status", nil)
+				as, err := t.call(c, replica{s, a}, api.AgentStatusPath, nil)
 				if err != nil {
 					rs.State, rs.Error = "unreachable", err.Error()
 				} else {

@@ -109,7 +109,7 @@ func (t *Transfer) prepare(ctx context.Context, version string, rs []replica, tm
 			URL: fmt.Sprintf("%s/files/%s/%s", t.opts.PublicURL, version, sm.File), SHA256: sm.SHA256, Size: sm.Size}
 		send := func() error {
 			return retry.Do(ctx, t.opts.Retries, t.opts.Backoff, func() error {
-				_, err := t.call(ctx, rp, "/agent/prepare", req)
+				_, err := t.call(ctx, rp, api.AgentPreparePath, req)
 				return err
 			})
 		}
@@ -118,7 +118,7 @@ func (t *Transfer) prepare(ctx context.Context, version string, rs []replica, tm
 		}
 		resent := 0
 		for {
-			st, err := t.call(ctx, rp, "/agent/status", nil)
+			st, err := t.call(ctx, rp, api.AgentStatusPath, nil)
 			switch {
 			case err == nil && (st.ServedVersion == version || (st.Version == version && st.State == api.AgentPrepared)):
 				mu.Lock()
@@ -163,7 +163,7 @@ func (t *Transfer) commitAll(ctx context.Context, r *api.Rollout, tm *api.Timing
 	)
 	err := forEach(t.replicas(), func(rp replica) error {
 		return retry.Do(ctx, t.opts.Retries, t.opts.Backoff, func() error {
-			st, err := t.call(ctx, rp, "/agent/commit", api.CommitRequest{Version: r.Version, AtUnixMs: at})
+			st, err := t.call(ctx, rp, api.AgentCommitPath, api.CommitRequest{Version: r.Version, AtUnixMs: at})
 			if retry.IsPermanent(err) {
 				// 409: not prepared here any more. Prepare it again (the
 				// decision is taken), then let the retry commit.
@@ -203,7 +203,7 @@ func (t *Transfer) commitAll(ctx context.Context, r *api.Rollout, tm *api.Timing
 func (t *Transfer) abortAll(ctx context.Context, v string) {
 	err := forEach(t.replicas(), func(rp replica) error {
 		return retry.Do(ctx, t.opts.Retries, t.opts.Backoff, func() error {
-			_, err := t.call(ctx, rp, "/agent/abort", api.AbortRequest{Version: v})
+			_, err := t.call(ctx, rp, api.AgentAbortPath, api.AbortRequest{Version: v})
 			return err
 		})
 	})

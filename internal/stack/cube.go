@@ -206,8 +206,9 @@ func (c Cube) TransferFilesURL() string {
 // TransferService is the Service of the transfer's status API and files.
 func (c Cube) TransferService() string { return cubeTransferName(c.Name) }
 
-// TransferStatusPath is the transfer's status document (api.Status), GET on transfer_port.
-const TransferStatusPath = "status"
+// TransferStatusPath is the transfer's status document (api.Status), GET on transfer_port,
+// as the API server's service proxy takes it (no leading slash).
+var TransferStatusPath = strings.TrimPrefix(api.StatusPath, "/")
 
 // ControlToken returns the token stored in a cube's control Secret ("" when there is none).
 func ControlToken(secret *unstructured.Unstructured) string { return SecretValue(secret, tokenKey) }
