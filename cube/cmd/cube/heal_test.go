@@ -92,16 +92,21 @@ func TestReplicasHeal(t *testing.T) {
 	if g := lookupGens(t, c, keys); string(g) != strings.Repeat("\x01", len(keys)) {
 		t.Fatalf("after healing: generations %v", g)
 	}
-	resp, err := http.Get("http://" + c.Transfer.Addr + "/metrics")
-	if err != nil {
-		t.Fatal(err)
+	// The transfer was restarted by AddReplica: it counts the one heal since. The count
+	// follows the switch the status shows, so it may lag that by a moment.
+	var metrics string
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		resp, err := http.Get("http://" + c.Transfer.Addr + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if metrics = string(b); strings.Contains(metrics, `cube_transfer_heals_total{result="healed"} 1`) {
+			return
+		}
 	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	// The transfer was restarted by AddReplica: it counts the one heal since.
-	if !strings.Contains(string(b), `cube_transfer_heals_total{result="healed"} 1`) {
-		t.Fatalf("metrics lack one healed replica:\n%s", grepLines(string(b), "cube_transfer_heal"))
-	}
+	t.Fatalf("metrics lack one healed replica:\n%s", grepLines(metrics, "cube_transfer_heal"))
 }
 
 func grepLines(s, sub string) string {
