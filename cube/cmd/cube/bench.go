@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/elasticctr/terraform-provider-ctr/cube/bench"
@@ -17,15 +18,20 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	if len(args) > 0 && args[0] == "hostile" {
 		return runBenchHostile(args[1:], stdout, stderr)
 	}
-	fs := flags("bench", "--against redis --keys N --value-size B --batch K --duration D", stdout, stderr)
+	fs := flags("bench", "--against redis,memcached --keys N --value-size B --batch K --duration D --runs R", stdout, stderr)
 	var o bench.Options
-	fs.StringVar(&o.Against, "against", "redis", "competitor: `redis` (Debian's redis-server, started on 127.0.0.1)")
+	serverCPUs, clientCPUs := bench.DefaultPinning()
+	fs.StringVar(&o.Against, "against", strings.Join(bench.Peers, ","), "`peers`, comma-separated: redis (Debian's redis-server, MGET), memcached (Debian's memcached, multi-get); each started on 127.0.0.1 and stopped by PID")
 	fs.IntVar(&o.Keys, "keys", 1_000_000, "distinct keys `N` loaded into both")
 	fs.IntVar(&o.ValueSize, "value-size", 40, "value size in `bytes` (>= 8)")
 	fs.IntVar(&o.Batch, "batch", 1000, "keys per request `K` (cube seek / Redis MGET)")
-	fs.DurationVar(&o.Duration, "duration", 10e9, "measuring time `D` per system (after a warm-up of D/10, at most 2s)")
+	fs.DurationVar(&o.Duration, "duration", 10e9, "measuring time `D` per system and run (after a warm-up of D/10, at most 2s)")
+	fs.IntVar(&o.Runs, "runs", 5, "runs `R` per system, alternating between the systems; the table shows each figure's median and range")
 	fs.IntVar(&o.Conns, "conns", 8, "client connections `C`, one goroutine each")
+	fs.StringVar(&o.ServerCPUs, "server-cpus", serverCPUs, "CPU `list` (taskset -c) every server runs on; none = unpinned")
+	fs.StringVar(&o.ClientCPUs, "client-cpus", clientCPUs, "CPU `list` the load generator (this process) runs on; none = unpinned")
 	fs.StringVar(&o.RedisServer, "redis-server", "", "redis-server `path` (default: from PATH)")
+	fs.StringVar(&o.MemcachedServer, "memcached", "", "memcached `path` (default: from PATH)")
 	fs.StringVar(&o.WorkDir, "work-dir", "", "keep generated data in this `directory` (default: a removed temp dir)")
 	fs.BoolVar(&o.InMemory, "server-in-memory", false, "run the cube server with --in-memory (huge-page copy instead of the file mapping)")
 	serverProfile := fs.String("server-cpuprofile", "", "pass --cpuprofile `file` to the cube server under test")
