@@ -4,6 +4,7 @@
 package bench
 
 import (
+	"bufio"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -356,11 +357,10 @@ func programVersion(exe, flag string) string {
 // spread is a figure over runs: the median and the range.
 type spread struct{ med, lo, hi float64 }
 
-func spreadOf(rs []Result, f func(Result) float64) spread {
-	v := make([]float64, len(rs))
-	for i, r := range rs {
-		v[i] = f(r)
-	}
+func spreadOf(rs []Result, f func(Result) float64) spread { return spreadOfF(rs, f) }
+
+// spreadOfValues sorts v and returns its median and range.
+func spreadOfValues(v []float64) spread {
 	slices.Sort(v)
 	m := v[len(v)/2]
 	if len(v)%2 == 0 {
@@ -469,30 +469,7 @@ func cpuList(cpus []int) string {
 // shard from it with the real builder.
 func prepare(work, data string, o Options) (string, error) {
 	in := filepath.Join(work, "input")
-	if err := os.MkdirAll(in, 0o755); err != nil {
-		return "", err
-	}
-	f, err := os.Create(filepath.Join(in, "part-00000"))
-	if err != nil {
-		return "", err
-	}
-	sw, err := seqfile.NewWriter(f, [16]byte{'c', 'u', 'b', 'e', 'b', 'e', 'n', 'c', 'h'})
-	if err != nil {
-		f.Close()
-		return "", err
-	}
-	v := make([]byte, o.ValueSize)
-	for k := 0; k < o.Keys; k++ {
-		if err := sw.Append(uint64(k), value(v, uint64(k))); err != nil {
-			f.Close()
-			return "", err
-		}
-	}
-	if err := sw.Close(); err != nil {
-		f.Close()
-		return "", err
-	}
-	if err := f.Close(); err != nil {
+	if _, err := writeInput(in, o.Keys, o.ValueSize); err != nil {
 		return "", err
 	}
 	m, err := build.Build(build.Options{Input: in, Output: data, Shards: 1, Dict: "bench", Log: o.Log})
@@ -500,6 +477,41 @@ func prepare(work, data string, o Options) (string, error) {
 		return "", err
 	}
 	return m.Version, nil
+}
+
+// writeInput writes keys 0..n-1 with their benchmark values as one
+// Paddle-layout SequenceFile part in dir, and returns its size in bytes.
+func writeInput(dir string, n, valueSize int) (int64, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return 0, err
+	}
+	f, err := os.Create(filepath.Join(dir, "part-00000"))
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	bw := bufio.NewWriterSize(f, 1<<20)
+	sw, err := seqfile.NewWriter(bw, [16]byte{'c', 'u', 'b', 'e', 'b', 'e', 'n', 'c', 'h'})
+	if err != nil {
+		return 0, err
+	}
+	v := make([]byte, valueSize)
+	for k := 0; k < n; k++ {
+		if err := sw.Append(uint64(k), value(v, uint64(k))); err != nil {
+			return 0, err
+		}
+	}
+	if err := sw.Close(); err != nil {
+		return 0, err
+	}
+	if err := bw.Flush(); err != nil {
+		return 0, err
+	}
+	st, err := f.Stat()
+	if err != nil {
+		return 0, err
+	}
+	return st.Size(), f.Close()
 }
 
 // inProcessRate measures batched lookups (LookupBatch, copying every value,

@@ -2,9 +2,11 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -14,6 +16,9 @@ import (
 func runBench(args []string, stdout, stderr io.Writer) error {
 	if len(args) > 0 && args[0] == "rollout" {
 		return runBenchRollout(args[1:], stdout, stderr)
+	}
+	if len(args) > 0 && args[0] == "scale" {
+		return runBenchScale(args[1:], stdout, stderr)
 	}
 	if len(args) > 0 && args[0] == "hostile" {
 		return runBenchHostile(args[1:], stdout, stderr)
@@ -69,4 +74,50 @@ func runBenchHostile(args []string, stdout, stderr io.Writer) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	return bench.RunHostile(ctx, o, stdout)
+}
+
+func runBenchScale(args []string, stdout, stderr io.Writer) error {
+	fs := flags("bench scale", "[--sizes N,N,N] [--shards S,S,S] [--scale F] [--tables size,rollout]", stdout, stderr)
+	var o bench.ScaleOptions
+	serverCPUs, clientCPUs := bench.DefaultPinning()
+	sizes := fs.String("sizes", "1000000,10000000,50000000", "`records` built, and keys per shard served, one row each")
+	shards := fs.String("shards", "2,4,8,16", "shard `counts` of the rollout table")
+	fs.IntVar(&o.RolloutKeys, "rollout-keys", 1_000_000, "keys `K` per version in the rollout table")
+	fs.IntVar(&o.Replicas, "replicas", 2, "replicas `R` per shard in the rollout table")
+	fs.IntVar(&o.Rollouts, "rollouts", 3, "rollouts `N` measured per shard count, after the first version")
+	fs.Float64Var(&o.Scale, "scale", 1, "multiply --sizes and --rollout-keys by `F` (at least 10,000 each), for quick runs; make bench passes $BENCH_SCALE")
+	fs.DurationVar(&o.Duration, "duration", 3e9, "measuring time `D` of the lookups per size (after a warm-up of D/10)")
+	fs.IntVar(&o.Batch, "batch", 1000, "keys per lookup request `K`")
+	fs.IntVar(&o.Conns, "conns", 8, "client connections `C` of the lookups")
+	fs.StringVar(&o.ServerCPUs, "server-cpus", serverCPUs, "CPU `list` (taskset -c) of the builder and the server; none = unpinned")
+	fs.StringVar(&o.ClientCPUs, "client-cpus", clientCPUs, "CPU `list` of the load generator (this process); none = unpinned")
+	tables := fs.String("tables", "size,rollout", "`tables` to print: size (build, and lookups, against the size), rollout (rollout and heal against shards)")
+	fs.StringVar(&o.WorkDir, "work-dir", "", "keep generated data in this `directory` (default: a removed temp dir); each size's files are removed once measured")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	var err error
+	if o.Sizes, err = intList("--sizes", *sizes); err != nil {
+		return err
+	}
+	if o.Shards, err = intList("--shards", *shards); err != nil {
+		return err
+	}
+	o.Tables = strings.Split(*tables, ",")
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return bench.RunScale(ctx, o, stdout)
+}
+
+// intList parses a comma-separated list of positive integers.
+func intList(flag, s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n <= 0 {
+			return nil, fmt.Errorf("%s %q: want positive integers, comma-separated", flag, s)
+		}
+		out = append(out, n)
+	}
+	return out, nil
 }
