@@ -71,6 +71,7 @@ func BenchmarkStack_PlanApply(b *testing.B) {
 type tfBench struct {
 	b           *testing.B
 	tf, dir, rc string
+	bin         string // the directory of the provider binary
 	k           *kubeClients
 	vars        []string // -var flags of plan
 }
