@@ -32,6 +32,8 @@ type ScaleOptions struct {
 	Replicas int
 	// Rollouts measured per shard count, after the first version; if 0, 3.
 	Rollouts int
+	// HealInterval is the transfer's --heal-interval; if 0, its default.
+	HealInterval time.Duration
 	// Scale multiplies Sizes and RolloutKeys, for quick runs (make bench's
 	// BENCH_SCALE); if 0, 1. No size goes below 10,000.
 	Scale float64
@@ -73,6 +75,9 @@ func (o *ScaleOptions) defaults() error {
 	o.RolloutKeys = scale(cmpOr(o.RolloutKeys, 1_000_000))
 	o.Replicas = cmpOr(o.Replicas, 2)
 	o.Rollouts = cmpOr(o.Rollouts, 3)
+	if o.HealInterval <= 0 {
+		o.HealInterval = transfer.DefaultHealInterval
+	}
 	if o.Duration <= 0 {
 		o.Duration = 3 * time.Second
 	}
@@ -282,7 +287,7 @@ func rolloutTable(o ScaleOptions, work string, w io.Writer) error {
 	}
 	fmt.Fprintf(w, "\nrollout against shards: donefile line -> every replica serving; %d replicas per shard, %d keys x %d B per version, %d rollouts each after the first version; file server, transfer and servers are real processes on all CPUs (unpinned)\n",
 		o.Replicas, o.RolloutKeys, valueSize, o.Rollouts)
-	fmt.Fprintf(w, "heal: one replica killed, its disk emptied, restarted; time until the transfer reports it serving the decided version again (--heal-interval %s: a pass finds it, then prepares and switches it)\n", transfer.DefaultHealInterval)
+	fmt.Fprintf(w, "heal: one replica killed, its disk emptied, restarted; time until the transfer reports it serving the decided version again (--heal-interval %s: a pass finds it, then prepares and switches it)\n", o.HealInterval)
 	tw := tabwriter.NewWriter(w, 0, 0, 3, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(tw, "shards\tservers\ttotal ms median [min-max]\tdownload\tbuild\tdistribution\tload\tswitch\tline->serving ms\theal ms\t\n")
 	med := func(recs []rolloutRec, f func(rolloutRec) float64) float64 { return spreadOfF(recs, f).med }
@@ -308,7 +313,7 @@ func measureRollouts(o ScaleOptions, dir string, shards int) (rolloutRow, error)
 	row := rolloutRow{shards: shards}
 	defer os.RemoveAll(dir)
 	c, err := pipeline.Start(pipeline.Options{Bin: o.CubeBinary, Dir: dir, Shards: shards, Replicas: o.Replicas,
-		Keys: o.RolloutKeys, ValueSize: valueSize, Poll: 50 * time.Millisecond, HealInterval: transfer.DefaultHealInterval})
+		Keys: o.RolloutKeys, ValueSize: valueSize, Poll: 50 * time.Millisecond, HealInterval: o.HealInterval})
 	if c != nil {
 		defer c.Close()
 	}

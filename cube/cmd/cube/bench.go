@@ -11,6 +11,7 @@ import (
 	"syscall"
 
 	"github.com/elasticctr/terraform-provider-ctr/cube/bench"
+	"github.com/elasticctr/terraform-provider-ctr/cube/transfer"
 )
 
 func runBench(args []string, stdout, stderr io.Writer) error {
@@ -85,6 +86,7 @@ func runBenchScale(args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&o.RolloutKeys, "rollout-keys", 1_000_000, "keys `K` per version in the rollout table")
 	fs.IntVar(&o.Replicas, "replicas", 2, "replicas `R` per shard in the rollout table")
 	fs.IntVar(&o.Rollouts, "rollouts", 3, "rollouts `N` measured per shard count, after the first version")
+	fs.DurationVar(&o.HealInterval, "heal-interval", transfer.DefaultHealInterval, "the transfer's --heal-interval in the rollout table (the heal column measures a replica restarted with an empty disk)")
 	fs.Float64Var(&o.Scale, "scale", 1, "multiply --sizes and --rollout-keys by `F` (at least 10,000 each), for quick runs; make bench passes $BENCH_SCALE")
 	fs.DurationVar(&o.Duration, "duration", 3e9, "measuring time `D` of the lookups per size (after a warm-up of D/10)")
 	fs.IntVar(&o.Batch, "batch", 1000, "keys per lookup request `K`")

@@ -550,6 +550,34 @@ func TestBenchSmoke(t *testing.T) {
 	t.Log("\n" + out)
 }
 
+// TestBenchScaleSmoke runs the scaling tables at their smallest: two sizes
+// built and served, two shard counts rolled out and healed; every table and
+// column is printed with a row per size or shard count.
+func TestBenchScaleSmoke(t *testing.T) {
+	out := cube(t, "bench", "scale", "--sizes", "10000,20000", "--shards", "1,2", "--rollout-keys", "10000",
+		"--rollouts", "1", "--duration", "300ms", "--conns", "2", "--heal-interval", "300ms")
+	for _, w := range []string{
+		"build against input size", "records   input MB", "peak RSS MiB",
+		"lookups against keys per shard", "keys/shard", "p99 ms", "dictionary B/key", "server RSS B/key",
+		"rollout against shards", "total ms median [min-max]", "heal ms", "rollout 2 shards / 1 shards = ",
+	} {
+		if !strings.Contains(out, w) {
+			t.Errorf("bench scale output lacks %q", w)
+		}
+	}
+	rows := 0
+	for _, line := range strings.Split(out, "\n") {
+		f := strings.Fields(line)
+		if len(f) > 0 && (f[0] == "10000" || f[0] == "20000") {
+			rows++
+		}
+	}
+	if rows != 4 { // a build row and a lookup row per size
+		t.Errorf("%d size rows, want 4", rows)
+	}
+	t.Log("\n" + out)
+}
+
 // TestMaxConns checks that connections beyond --max-conns are closed at
 // accept while the admitted ones keep working.
 func TestMaxConns(t *testing.T) {
