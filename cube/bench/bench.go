@@ -250,16 +250,18 @@ func Run(ctx context.Context, o Options, w io.Writer) error {
 	}
 	fmt.Fprintf(w, "prepared SequenceFile input and built version %s in %.1fs\n", version, time.Since(t0).Seconds())
 
-	inproc, err := inProcessRate(filepath.Join(data, version, layout.ShardFile(0)), o, serverCPUs)
+	// The in-process rate is measured once a round, just before that round's
+	// cube run, so that a neighbour's load weighs on both alike; a first
+	// round pages the dictionary in.
+	inproc, err := openInProcess(filepath.Join(data, version, layout.ShardFile(0)), o, serverCPUs)
 	if err != nil {
 		return err
 	}
-	if len(clientCPUs) > 0 {
-		if err := pinSelf(clientCPUs); err != nil {
-			return err
-		}
-		defer func() { _ = pinSelf(nil) }()
+	defer inproc.Close()
+	if _, err := inproc.measure(clientCPUs); err != nil {
+		return err
 	}
+	defer func() { _ = pinSelf(nil) }()
 
 	var systems []*system
 	defer func() {
@@ -282,9 +284,17 @@ func Run(ctx context.Context, o Options, w io.Writer) error {
 			return err
 		}
 	}
+	var rates []float64 // in-process, one per round
 	for run := 0; run < o.Runs; run++ {
 		for j := range systems {
 			s := systems[(run+j)%len(systems)]
+			if s == systems[0] {
+				rate, err := inproc.measure(clientCPUs)
+				if err != nil {
+					return err
+				}
+				rates = append(rates, rate)
+			}
 			res, err := drive(ctx, o, s.name, s.proc.pid(), s.worker)
 			if err != nil {
 				return err
@@ -295,7 +305,7 @@ func Run(ctx context.Context, o Options, w io.Writer) error {
 	for _, s := range systems {
 		s.proc.stop()
 	}
-	report(w, o, systems, inproc, serverCPUs, clientCPUs)
+	report(w, o, systems, rates, serverCPUs, clientCPUs)
 	var bad []string
 	for _, s := range systems {
 		var e, m int64
@@ -392,7 +402,7 @@ var rows = []row{
 	{"load generator CPU us/request", Result.ClientCPUPerReq, "%.1f", 1},
 }
 
-func report(w io.Writer, o Options, systems []*system, inproc float64, serverCPUs, clientCPUs []int) {
+func report(w io.Writer, o Options, systems []*system, rates []float64, serverCPUs, clientCPUs []int) {
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 3, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(tw, "median [min-max] of %d runs\t", o.Runs)
@@ -422,22 +432,26 @@ func report(w io.Writer, o Options, systems []*system, inproc float64, serverCPU
 	c := systems[0]
 	keys := spreadOf(c.runs, Result.KeysPerSec)
 	cpu := spreadOf(c.runs, Result.CPUPerMKey)
-	if len(serverCPUs) > 0 {
-		fmt.Fprintf(w, "in-process dictionary lookups: %.0f keys/s on the %d server CPU(s) %s (best of 3 x 1s, %d goroutine(s), LookupBatch of %d keys, values copied)\n",
-			inproc, len(serverCPUs), cpuList(serverCPUs), len(serverCPUs), o.Batch)
-		fmt.Fprintf(w, "cube RPC keys/s = %.1f%% of the in-process rate on the same server CPU(s) (median run; load generator on CPUs %s)\n",
-			100*keys.med/inproc, cpuList(clientCPUs))
+	in := spreadOfValues(slices.Clone(rates))
+	share := make([]float64, len(rates)) // each cube run against the in-process round just before it
+	for i, r := range rates {
+		share[i] = 100 * c.runs[i].KeysPerSec() / r
+	}
+	sh := spreadOfValues(share)
+	cores := len(serverCPUs)
+	if cores > 0 {
+		fmt.Fprintf(w, "in-process dictionary lookups: %s keys/s on the %d server CPU(s) %s (one 1s round before each cube run, %d goroutine(s), LookupBatch of %d keys, values copied)\n",
+			in.format("%.2fM", 1e6), cores, cpuList(serverCPUs), cores, o.Batch)
+		fmt.Fprintf(w, "cube RPC keys/s = %s of the in-process rate on the same server CPU(s) (each run against the round before it; load generator on CPUs %s)\n",
+			sh.format("%.1f%%", 1), cpuList(clientCPUs))
 	} else {
-		fmt.Fprintf(w, "in-process dictionary lookups: %.0f keys/s (best of 3 x 1s, %d goroutines, LookupBatch of %d keys, values copied)\n",
-			inproc, runtime.GOMAXPROCS(0), o.Batch)
-		fmt.Fprintf(w, "cube RPC keys/s = %.1f%% of the in-process rate (median run; client and server share the same %d CPUs)\n",
-			100*keys.med/inproc, runtime.NumCPU())
-	}
-	cores := max(1, len(serverCPUs))
-	if len(serverCPUs) == 0 {
 		cores = runtime.NumCPU()
+		fmt.Fprintf(w, "in-process dictionary lookups: %s keys/s (one 1s round before each cube run, %d goroutines, LookupBatch of %d keys, values copied)\n",
+			in.format("%.2fM", 1e6), runtime.GOMAXPROCS(0), o.Batch)
+		fmt.Fprintf(w, "cube RPC keys/s = %s of the in-process rate (each run against the round before it; client and server share the same %d CPUs)\n",
+			sh.format("%.1f%%", 1), runtime.NumCPU())
 	}
-	fmt.Fprintf(w, "cube server keys per CPU-second = %.0f (in-process: %.0f per CPU-second)\n", 1e6/cpu.med, inproc/float64(cores))
+	fmt.Fprintf(w, "cube server keys per CPU-second = %.2fM (in-process: %.2fM per CPU-second)\n", 1/cpu.med, in.med/1e6/float64(cores))
 	if len(systems) < 2 {
 		return
 	}
@@ -514,30 +528,60 @@ func writeInput(dir string, n, valueSize int) (int64, error) {
 	return st.Size(), f.Close()
 }
 
-// inProcessRate measures batched lookups (LookupBatch, copying every value,
-// as the server does) on the dictionary loaded as the server loads it: the
-// ceiling any RPC path can reach. With server CPUs given, it runs pinned to
-// them with one goroutine per CPU (what the server has); without, on every
-// CPU with GOMAXPROCS goroutines. It reports the best of three one-second
-// rounds, so neighbours' noise lowers the RPC share rather than flattering
-// it.
-func inProcessRate(path string, o Options, serverCPUs []int) (float64, error) {
+// inProcess measures batched lookups (LookupBatch, copying every value, as
+// the server does) on the dictionary loaded as the server loads it: the
+// ceiling any RPC path can reach. With server CPUs given, each round runs
+// pinned to them with one goroutine per CPU (what the server has); without,
+// on every CPU with GOMAXPROCS goroutines.
+type inProcess struct {
+	d     *dict.Dict
+	o     Options
+	cpus  []int // the server CPUs; nil: unpinned
+	round uint64
+}
+
+func openInProcess(path string, o Options, serverCPUs []int) (*inProcess, error) {
 	d, err := dict.Open(path, dict.Options{InMemory: o.InMemory})
+	if err != nil {
+		return nil, err
+	}
+	return &inProcess{d: d, o: o, cpus: serverCPUs}, nil
+}
+
+func (p *inProcess) Close() error { return p.d.Close() }
+
+// measure runs one one-second round and leaves this process pinned to back
+// (nil: every CPU).
+func (p *inProcess) measure(back []int) (float64, error) {
+	if len(p.cpus) > 0 {
+		if err := pinSelf(p.cpus); err != nil {
+			return 0, err
+		}
+	}
+	p.round++
+	rate := lookupRound(p.d, p.o, p.round)
+	if len(p.cpus) > 0 || len(back) > 0 {
+		if err := pinSelf(back); err != nil {
+			return 0, err
+		}
+	}
+	return rate, nil
+}
+
+// inProcessRate is the median of three rounds after a warm-up round.
+func inProcessRate(path string, o Options, serverCPUs []int) (float64, error) {
+	p, err := openInProcess(path, o, serverCPUs)
 	if err != nil {
 		return 0, err
 	}
-	defer d.Close()
-	if len(serverCPUs) > 0 {
-		if err := pinSelf(serverCPUs); err != nil {
+	defer p.Close()
+	rates := make([]float64, 4)
+	for i := range rates {
+		if rates[i], err = p.measure(nil); err != nil {
 			return 0, err
 		}
-		defer func() { _ = pinSelf(nil) }()
 	}
-	best := 0.0
-	for round := 0; round < 3; round++ {
-		best = max(best, lookupRound(d, o, uint64(round)))
-	}
-	return best, nil
+	return spreadOfValues(rates[1:]).med, nil
 }
 
 func lookupRound(d *dict.Dict, o Options, round uint64) float64 {
