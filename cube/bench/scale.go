@@ -39,7 +39,7 @@ type ScaleOptions struct {
 	Scale float64
 	// Duration of the lookups measured per size; if 0, 3s.
 	Duration time.Duration
-	// Batch and Conns of the lookups; if 0, 1,000 keys and 8 connections.
+	// Batch and Conns of the lookups; if 0, 1,000 keys and DefaultConns.
 	Batch, Conns int
 	// ServerCPUs (builder and server) and ClientCPUs (load generator), as in
 	// Options.
@@ -82,7 +82,7 @@ func (o *ScaleOptions) defaults() error {
 		o.Duration = 3 * time.Second
 	}
 	o.Batch = cmpOr(o.Batch, 1000)
-	o.Conns = cmpOr(o.Conns, 8)
+	o.Conns = cmpOr(o.Conns, DefaultConns)
 	server, client := DefaultPinning()
 	o.ServerCPUs = cmpOrS(o.ServerCPUs, server)
 	o.ClientCPUs = cmpOrS(o.ClientCPUs, client)
