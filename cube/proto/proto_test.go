@@ -3,9 +3,11 @@ package proto
 import (
 	"bytes"
 	"errors"
+	"math/rand/v2"
 	"slices"
 	"testing"
 	"testing/iotest"
+	"time"
 
 	"google.golang.org/protobuf/encoding/protowire"
 	gproto "google.golang.org/protobuf/proto"
@@ -316,17 +318,54 @@ func TestDecodeDictRequestFastPath(t *testing.T) {
 	}
 }
 
-func BenchmarkDecodeRequest1000(b *testing.B) {
-	keys := make([]uint64, 1000)
-	for i := range keys {
-		keys[i] = uint64(i) * 2654435761 // 1 to 5 bytes as varints
+// TestUvarint holds the fast varint decoder to protowire's on every length,
+// with trailing bytes of every kind and cut short (seed printed).
+func TestUvarint(t *testing.T) {
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, 0))
+	for i := 0; i < 100_000; i++ {
+		v := rng.Uint64() >> rng.UintN(64)
+		b := protowire.AppendVarint(nil, v)
+		for j := rng.IntN(12); j > 0; j-- {
+			b = append(b, byte(rng.Uint32()))
+		}
+		if rng.IntN(4) == 0 { // overlong or garbage
+			b = append([]byte{0xff, 0x80}, b...)
+		}
+		b = b[:rng.IntN(len(b)+1)]
+		want, wn := protowire.ConsumeVarint(b)
+		got, n := uvarint(b)
+		if (wn < 0) != (n <= 0) || wn >= 0 && (got != want || n != wn) {
+			t.Fatalf("% x: uvarint %d,%d; protowire %d,%d", b, got, n, want, wn)
+		}
 	}
-	req := AppendDictRequest(nil, keys, false)
-	out := make([]uint64, 0, 1000)
-	b.ReportAllocs()
-	b.SetBytes(int64(len(req)))
-	for b.Loop() {
-		out, _, _, _ = DecodeDictRequest(req, out[:0], 0)
+}
+
+// BenchmarkDecodeRequest1000 decodes 1,000 unpacked keys: small ones (the
+// benchmark's, 1 to 3 bytes) and 64-bit hashes (Paddle's feature signs, 9
+// or 10 bytes).
+func BenchmarkDecodeRequest1000(b *testing.B) {
+	for _, c := range []struct {
+		name string
+		key  func(i uint64) uint64
+	}{
+		{"small", func(i uint64) uint64 { return i * 997 % 1_000_000 }},
+		{"hash64", func(i uint64) uint64 { return (i + 1) * 0x9E3779B97F4A7C15 }},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			keys := make([]uint64, 1000)
+			for i := range keys {
+				keys[i] = c.key(uint64(i))
+			}
+			req := AppendDictRequest(nil, keys, false)
+			out := make([]uint64, 0, 1000)
+			b.ReportAllocs()
+			b.SetBytes(int64(len(req)))
+			for b.Loop() {
+				out, _, _, _ = DecodeDictRequest(req, out[:0], 0)
+			}
+		})
 	}
 }
 
