@@ -281,7 +281,7 @@ func Run(ctx context.Context, o Options, w io.Writer) error {
 		return err
 	}
 	systems = append(systems, &system{name: "cube (baidu_std)", proc: cube, worker: cubeWorker(cube.addr, o)})
-	fmt.Fprintf(w, "cube server: GOMAXPROCS %d (its CPUs)\n", cores)
+	fmt.Fprintf(w, "cube server: pid %d, GOMAXPROCS %d (its CPUs)\n", cube.pid(), cores)
 	for _, p := range peers {
 		s, err := startPeer(ctx, w, p, o, work, cores)
 		if s != nil {
@@ -547,8 +547,10 @@ type inProcess struct {
 	round uint64
 }
 
+// The benchmark has just built the file and the server verifies it as it
+// opens it, so this open skips the verification.
 func openInProcess(path string, o Options, serverCPUs []int) (*inProcess, error) {
-	d, err := dict.Open(path, dict.Options{InMemory: o.InMemory})
+	d, err := dict.Open(path, dict.Options{InMemory: o.InMemory, SkipVerify: true})
 	if err != nil {
 		return nil, err
 	}

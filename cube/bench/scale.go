@@ -160,6 +160,7 @@ type sizeRow struct {
 	lookups              Result
 	inproc               float64
 	serverRSSKiB         int64
+	serverOpen           time.Duration // from start to listening: map and verify
 }
 
 func sizeTables(ctx context.Context, o ScaleOptions, work string, w io.Writer) error {
@@ -167,7 +168,7 @@ func sizeTables(ctx context.Context, o ScaleOptions, work string, w io.Writer) e
 	clientCPUs, _ := parseCPUList(o.ClientCPUs)
 	var rows []sizeRow
 	for _, n := range o.Sizes {
-		row, err := measureSize(ctx, o, filepath.Join(work, fmt.Sprint(n)), n, serverCPUs, clientCPUs)
+		row, err := measureSize(ctx, o, filepath.Join(work, fmt.Sprint(n)), n, serverCPUs, clientCPUs, w)
 		if err != nil {
 			return fmt.Errorf("%d keys: %w", n, err)
 		}
@@ -182,14 +183,14 @@ func sizeTables(ctx context.Context, o ScaleOptions, work string, w io.Writer) e
 			float64(r.buildRSSKiB<<10)/float64(r.dictSize))
 	}
 	_ = tw.Flush()
-	fmt.Fprintf(w, "\nlookups against keys per shard: cube server on CPUs %s, load generator on CPUs %s, batch %d random keys, %d connections, %s each; in-process: LookupBatch on the server CPUs\n",
+	fmt.Fprintf(w, "\nlookups against keys per shard: cube server on CPUs %s, load generator on CPUs %s, batch %d random keys, %d connections, %s each; in-process: LookupBatch on the server CPUs; server open: start to listening (map, verify every record)\n",
 		o.ServerCPUs, o.ClientCPUs, o.Batch, o.Conns, o.Duration)
 	tw = tabwriter.NewWriter(w, 0, 0, 3, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "keys/shard\tkeys/s\tp50 ms\tp99 ms\tin-process keys/s\tdictionary B/key\tserver RSS B/key\terrors\t")
+	fmt.Fprintln(tw, "keys/shard\tkeys/s\tp50 ms\tp99 ms\tin-process keys/s\tdictionary B/key\tserver RSS B/key\tserver open s\terrors\t")
 	for _, r := range rows {
 		l := r.lookups
-		fmt.Fprintf(tw, "%d\t%.2fM\t%.3f\t%.3f\t%.2fM\t%.1f\t%.1f\t%d\t\n", r.n, l.KeysPerSec()/1e6, ms(l.P50), ms(l.P99), r.inproc/1e6,
-			float64(r.dictSize)/float64(r.n), float64(r.serverRSSKiB<<10)/float64(r.n), l.Errors+l.Mismatches)
+		fmt.Fprintf(tw, "%d\t%.2fM\t%.3f\t%.3f\t%.2fM\t%.1f\t%.1f\t%.1f\t%d\t\n", r.n, l.KeysPerSec()/1e6, ms(l.P50), ms(l.P99), r.inproc/1e6,
+			float64(r.dictSize)/float64(r.n), float64(r.serverRSSKiB<<10)/float64(r.n), r.serverOpen.Seconds(), l.Errors+l.Mismatches)
 	}
 	_ = tw.Flush()
 	for _, r := range rows {
@@ -205,14 +206,16 @@ func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond)
 // measureSize writes n records, builds them as a child process, measures
 // in-process lookups, then serves them and drives lookups; dir is removed
 // afterwards (the largest size takes gigabytes).
-func measureSize(ctx context.Context, o ScaleOptions, dir string, n int, serverCPUs, clientCPUs []int) (sizeRow, error) {
+func measureSize(ctx context.Context, o ScaleOptions, dir string, n int, serverCPUs, clientCPUs []int, w io.Writer) (sizeRow, error) {
 	row := sizeRow{n: n}
 	defer os.RemoveAll(dir)
 	in, data := filepath.Join(dir, "input"), filepath.Join(dir, "data")
 	var err error
+	t0 := time.Now()
 	if row.inputBytes, err = writeInput(in, n, valueSize); err != nil {
 		return row, err
 	}
+	fmt.Fprintf(w, "size %d: input written in %.1fs;", n, time.Since(t0).Seconds())
 	argv := pinned(o.ServerCPUs, o.CubeBinary, "build", "--input", in, "--output", data, "--shards", "1", "--dict", "bench", "--log-level", "warn")
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.Stderr = os.Stderr
@@ -232,6 +235,7 @@ func measureSize(ctx context.Context, o ScaleOptions, dir string, n int, serverC
 		return row, err
 	}
 	row.dictSize = st.Size()
+	fmt.Fprintf(w, " built in %.1fs;", row.buildWall.Seconds())
 	if err := os.RemoveAll(in); err != nil {
 		return row, err
 	}
@@ -249,11 +253,14 @@ func measureSize(ctx context.Context, o ScaleOptions, dir string, n int, serverC
 		}
 		defer func() { _ = pinSelf(nil) }()
 	}
+	t0 = time.Now()
 	srv, err := startCube(ctx, bo, data)
 	if err != nil {
 		return row, err
 	}
 	defer srv.stop()
+	row.serverOpen = time.Since(t0)
+	fmt.Fprintf(w, " server listening after %.1fs\n", row.serverOpen.Seconds())
 	if row.lookups, err = drive(ctx, bo, "cube", srv.pid(), cubeWorker(srv.addr, bo)); err != nil {
 		return row, err
 	}

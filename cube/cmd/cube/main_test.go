@@ -558,7 +558,7 @@ func TestBenchScaleSmoke(t *testing.T) {
 		"--rollouts", "1", "--duration", "300ms", "--conns", "2", "--heal-interval", "300ms")
 	for _, w := range []string{
 		"build against input size", "records   input MB", "peak RSS MiB",
-		"lookups against keys per shard", "keys/shard", "p99 ms", "dictionary B/key", "server RSS B/key",
+		"lookups against keys per shard", "keys/shard", "p99 ms", "dictionary B/key", "server RSS B/key", "server open s",
 		"rollout against shards", "total ms median [min-max]", "heal ms", "rollout 2 shards / 1 shards = ",
 	} {
 		if !strings.Contains(out, w) {
