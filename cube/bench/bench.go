@@ -248,6 +248,7 @@ func Run(ctx context.Context, o Options, w io.Writer) error {
 		o.Keys, o.ValueSize, o.Batch, o.Conns, o.Runs, o.Duration)
 	fmt.Fprintf(w, "machine: %d CPUs, %s; servers on CPUs %s, load generator on CPUs %s (taskset)\n",
 		runtime.NumCPU(), cpuModel(), o.ServerCPUs, o.ClientCPUs)
+	fmt.Fprintf(w, "at the start: %s\n", machineLoad())
 
 	data := filepath.Join(work, "data")
 	t0 := time.Now()
@@ -312,6 +313,7 @@ func Run(ctx context.Context, o Options, w io.Writer) error {
 	for _, s := range systems {
 		s.proc.stop()
 	}
+	fmt.Fprintf(w, "at the end: %s\n", machineLoad())
 	report(w, o, systems, rates, serverCPUs, clientCPUs)
 	var bad []string
 	for _, s := range systems {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os/exec"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -93,5 +94,11 @@ func TestParseValueLine(t *testing.T) {
 		if _, _, ok := parseValueLine([]byte(bad)); ok {
 			t.Errorf("%q parsed", bad)
 		}
+	}
+}
+
+func TestMachineLoad(t *testing.T) {
+	if s := machineLoad(); !strings.HasPrefix(s, "load average ") || strings.Contains(s, "unknown") {
+		t.Errorf("machineLoad() = %q", s)
 	}
 }

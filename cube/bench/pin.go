@@ -135,3 +135,24 @@ func cpuModel() string {
 	}
 	return "unknown"
 }
+
+// machineLoad describes how busy the machine is: the load averages and,
+// where the kernel reports pressure stall information, the share of the
+// last minute some task waited for a CPU. Figures taken on a busy machine
+// say so next to themselves.
+func machineLoad() string {
+	s := "load average unknown"
+	if b, err := os.ReadFile("/proc/loadavg"); err == nil {
+		if f := strings.Fields(string(b)); len(f) >= 3 {
+			s = "load average " + strings.Join(f[:3], " ")
+		}
+	}
+	if b, err := os.ReadFile("/proc/pressure/cpu"); err == nil {
+		for _, f := range strings.Fields(strings.SplitN(string(b), "\n", 2)[0]) {
+			if v, ok := strings.CutPrefix(f, "avg60="); ok {
+				s += ", CPU pressure " + v + "% (share of the last minute some task waited for a CPU)"
+			}
+		}
+	}
+	return s
+}

@@ -137,6 +137,8 @@ func RunScale(ctx context.Context, o ScaleOptions, w io.Writer) error {
 	defer done()
 	fmt.Fprintf(w, "cube bench scale: %d-byte values; machine: %d CPUs, %s; builder and server on CPUs %s, load generator on CPUs %s (taskset)\n",
 		valueSize, runtime.NumCPU(), cpuModel(), o.ServerCPUs, o.ClientCPUs)
+	fmt.Fprintf(w, "at the start: %s\n", machineLoad())
+	defer func() { fmt.Fprintf(w, "at the end: %s\n", machineLoad()) }()
 	if slices.Contains(o.Tables, "size") {
 		if err := sizeTables(ctx, o, work, w); err != nil {
 			return err
