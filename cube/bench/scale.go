@@ -41,6 +41,15 @@ type ScaleOptions struct {
 	Duration time.Duration
 	// Batch and Conns of the lookups; if 0, 1,000 keys and DefaultConns.
 	Batch, Conns int
+	// Memory lists how each size is served (and measured in-process):
+	// MemoryMapped, the file mapping (cube server's default), and
+	// MemoryHugePages, a copy in huge-page memory (--in-memory); if nil, both.
+	Memory []string
+	// MappedUpTo is the largest size served from the file mapping; if 0,
+	// 10M. On the development VM (a PVM guest, whose shadow page tables
+	// make every 4 KiB page the first lookup touches costly) a 50M-key
+	// mapping took 7 minutes to verify and then served 60k keys/s.
+	MappedUpTo int
 	// ServerCPUs (builder and server) and ClientCPUs (load generator), as in
 	// Options.
 	ServerCPUs, ClientCPUs string
@@ -53,6 +62,12 @@ type ScaleOptions struct {
 	// "rollout" (rollout and heal against shards); if nil, both.
 	Tables []string
 }
+
+// The memory modes of ScaleOptions.Memory.
+const (
+	MemoryMapped    = "mapped"
+	MemoryHugePages = "in-memory"
+)
 
 // valueSize is the value size of every scaling table: Paddle's demos use
 // 40-byte values (10 float32).
@@ -91,6 +106,15 @@ func (o *ScaleOptions) defaults() error {
 			return err
 		}
 	}
+	if o.Memory == nil {
+		o.Memory = []string{MemoryMapped, MemoryHugePages}
+	}
+	for _, m := range o.Memory {
+		if m != MemoryMapped && m != MemoryHugePages {
+			return fmt.Errorf("memory %q: the modes are %s and %s", m, MemoryMapped, MemoryHugePages)
+		}
+	}
+	o.MappedUpTo = cmpOr(o.MappedUpTo, 10_000_000)
 	if o.Tables == nil {
 		o.Tables = []string{"size", "rollout"}
 	}
@@ -152,17 +176,31 @@ func RunScale(ctx context.Context, o ScaleOptions, w io.Writer) error {
 	return nil
 }
 
-// sizeRow is what one size measured.
+// sizeRow is what one size measured: its build, then its lookups in each
+// memory mode.
 type sizeRow struct {
 	n                    int
 	inputBytes, dictSize int64
 	buildWall            time.Duration
 	buildCPU             float64
 	buildRSSKiB          int64
-	lookups              Result
-	inproc               float64
-	serverRSSKiB         int64
-	serverOpen           time.Duration // from start to listening: map and verify
+	serves               []serveRow
+}
+
+// serveRow is one size served in one memory mode.
+type serveRow struct {
+	inMemory     bool
+	lookups      Result
+	inproc       float64
+	serverRSSKiB int64
+	serverOpen   time.Duration // from start to listening: map or copy, and verify
+}
+
+func (r serveRow) mode() string {
+	if r.inMemory {
+		return "huge-page copy"
+	}
+	return "file mapping"
 }
 
 func sizeTables(ctx context.Context, o ScaleOptions, work string, w io.Writer) error {
@@ -185,19 +223,25 @@ func sizeTables(ctx context.Context, o ScaleOptions, work string, w io.Writer) e
 			float64(r.buildRSSKiB<<10)/float64(r.dictSize))
 	}
 	_ = tw.Flush()
-	fmt.Fprintf(w, "\nlookups against keys per shard: cube server on CPUs %s, load generator on CPUs %s, batch %d random keys, %d connections, %s each; in-process: LookupBatch on the server CPUs; server open: start to listening (map, verify every record)\n",
-		o.ServerCPUs, o.ClientCPUs, o.Batch, o.Conns, o.Duration)
+	fmt.Fprintf(w, "\nlookups against keys per shard: cube server on CPUs %s, load generator on CPUs %s, batch %d random keys, %d connections, %s each;"+
+		" memory: the file mapping (4 KiB pages of the page cache; only up to %d keys) or a huge-page copy (--in-memory);"+
+		" in-process: LookupBatch on the server CPUs, opened as the server opens it; open: server start to listening (map or copy, verify every record)\n",
+		o.ServerCPUs, o.ClientCPUs, o.Batch, o.Conns, o.Duration, o.MappedUpTo)
 	tw = tabwriter.NewWriter(w, 0, 0, 3, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "keys/shard\tkeys/s\tp50 ms\tp99 ms\tin-process keys/s\tdictionary B/key\tserver RSS B/key\tserver open s\terrors\t")
+	fmt.Fprintln(tw, "keys/shard\tmemory\tkeys/s\tp50 ms\tp99 ms\tin-process keys/s\tdictionary B/key\tserver RSS B/key\topen s\terrors\t")
 	for _, r := range rows {
-		l := r.lookups
-		fmt.Fprintf(tw, "%d\t%.2fM\t%.3f\t%.3f\t%.2fM\t%.1f\t%.1f\t%.1f\t%d\t\n", r.n, l.KeysPerSec()/1e6, ms(l.P50), ms(l.P99), r.inproc/1e6,
-			float64(r.dictSize)/float64(r.n), float64(r.serverRSSKiB<<10)/float64(r.n), r.serverOpen.Seconds(), l.Errors+l.Mismatches)
+		for _, v := range r.serves {
+			l := v.lookups
+			fmt.Fprintf(tw, "%d\t%s\t%.2fM\t%.3f\t%.3f\t%.2fM\t%.1f\t%.1f\t%.1f\t%d\t\n", r.n, v.mode(), l.KeysPerSec()/1e6, ms(l.P50), ms(l.P99),
+				v.inproc/1e6, float64(r.dictSize)/float64(r.n), float64(v.serverRSSKiB<<10)/float64(r.n), v.serverOpen.Seconds(), l.Errors+l.Mismatches)
+		}
 	}
 	_ = tw.Flush()
 	for _, r := range rows {
-		if r.lookups.Errors+r.lookups.Mismatches > 0 {
-			return fmt.Errorf("%d keys: %d errors, %d wrong values", r.n, r.lookups.Errors, r.lookups.Mismatches)
+		for _, v := range r.serves {
+			if v.lookups.Errors+v.lookups.Mismatches > 0 {
+				return fmt.Errorf("%d keys, %s: %d errors, %d wrong values", r.n, v.mode(), v.lookups.Errors, v.lookups.Mismatches)
+			}
 		}
 	}
 	return nil
@@ -205,9 +249,9 @@ func sizeTables(ctx context.Context, o ScaleOptions, work string, w io.Writer) e
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
-// measureSize writes n records, builds them as a child process, measures
-// in-process lookups, then serves them and drives lookups; dir is removed
-// afterwards (the largest size takes gigabytes).
+// measureSize writes n records, builds them as a child process, then in each
+// memory mode measures in-process lookups, serves the dictionary and drives
+// lookups; dir is removed afterwards (the largest size takes gigabytes).
 func measureSize(ctx context.Context, o ScaleOptions, dir string, n int, serverCPUs, clientCPUs []int, w io.Writer) (sizeRow, error) {
 	row := sizeRow{n: n}
 	defer os.RemoveAll(dir)
@@ -217,7 +261,7 @@ func measureSize(ctx context.Context, o ScaleOptions, dir string, n int, serverC
 	if row.inputBytes, err = writeInput(in, n, valueSize); err != nil {
 		return row, err
 	}
-	fmt.Fprintf(w, "size %d: input written in %.1fs;", n, time.Since(t0).Seconds())
+	fmt.Fprintf(w, "size %d: input written in %.1fs; ", n, time.Since(t0).Seconds())
 	argv := pinned(o.ServerCPUs, o.CubeBinary, "build", "--input", in, "--output", data, "--shards", "1", "--dict", "bench", "--log-level", "warn")
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.Stderr = os.Stderr
@@ -237,39 +281,56 @@ func measureSize(ctx context.Context, o ScaleOptions, dir string, n int, serverC
 		return row, err
 	}
 	row.dictSize = st.Size()
-	fmt.Fprintf(w, " built in %.1fs;", row.buildWall.Seconds())
+	fmt.Fprintf(w, "built in %.1fs", row.buildWall.Seconds())
 	if err := os.RemoveAll(in); err != nil {
 		return row, err
 	}
-	bo := Options{Keys: n, ValueSize: valueSize, Batch: o.Batch, Duration: o.Duration, Conns: o.Conns,
-		ServerCPUs: o.ServerCPUs, CubeBinary: o.CubeBinary}
-	if err := bo.workload(n, o.Duration); err != nil {
-		return row, err
+	for _, inMemory := range []bool{false, true} {
+		if !inMemory && (n > o.MappedUpTo || !slices.Contains(o.Memory, MemoryMapped)) || inMemory && !slices.Contains(o.Memory, MemoryHugePages) {
+			continue
+		}
+		v, err := serveSize(ctx, o, data, shard, n, inMemory, serverCPUs, clientCPUs)
+		if err != nil {
+			return row, fmt.Errorf("%s: %w", v.mode(), err)
+		}
+		fmt.Fprintf(w, "; %s: server listening after %.1fs", v.mode(), v.serverOpen.Seconds())
+		row.serves = append(row.serves, v)
 	}
-	if row.inproc, err = inProcessRate(shard, bo, serverCPUs); err != nil {
-		return row, err
+	fmt.Fprintln(w)
+	return row, nil
+}
+
+// serveSize measures one size in one memory mode: in-process, then a
+// server driven by the load generator.
+func serveSize(ctx context.Context, o ScaleOptions, data, shard string, n int, inMemory bool, serverCPUs, clientCPUs []int) (serveRow, error) {
+	v := serveRow{inMemory: inMemory}
+	bo := Options{Keys: n, ValueSize: valueSize, Batch: o.Batch, Duration: o.Duration, Conns: o.Conns,
+		ServerCPUs: o.ServerCPUs, CubeBinary: o.CubeBinary, InMemory: inMemory}
+	if err := bo.workload(n, o.Duration); err != nil {
+		return v, err
+	}
+	var err error
+	if v.inproc, err = inProcessRate(shard, bo, serverCPUs); err != nil {
+		return v, err
 	}
 	if len(clientCPUs) > 0 {
 		if err := pinSelf(clientCPUs); err != nil {
-			return row, err
+			return v, err
 		}
 		defer func() { _ = pinSelf(nil) }()
 	}
-	t0 = time.Now()
+	t0 := time.Now()
 	srv, err := startCube(ctx, bo, data)
 	if err != nil {
-		return row, err
+		return v, err
 	}
 	defer srv.stop()
-	row.serverOpen = time.Since(t0)
-	fmt.Fprintf(w, " server listening after %.1fs\n", row.serverOpen.Seconds())
-	if row.lookups, err = drive(ctx, bo, "cube", srv.pid(), cubeWorker(srv.addr, bo)); err != nil {
-		return row, err
+	v.serverOpen = time.Since(t0)
+	if v.lookups, err = drive(ctx, bo, "cube", srv.pid(), cubeWorker(srv.addr, bo)); err != nil {
+		return v, err
 	}
-	if row.serverRSSKiB, err = processStatusKiB(srv.pid(), "VmRSS"); err != nil {
-		return row, err
-	}
-	return row, nil
+	v.serverRSSKiB, err = processStatusKiB(srv.pid(), "VmRSS")
+	return v, err
 }
 
 // rolloutRow is one shard count's rollouts.

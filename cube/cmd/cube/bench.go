@@ -93,6 +93,8 @@ func runBenchScale(args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&o.Conns, "conns", bench.DefaultConns, "client connections `C` of the lookups")
 	fs.StringVar(&o.ServerCPUs, "server-cpus", serverCPUs, "CPU `list` (taskset -c) of the builder and the server; none = unpinned")
 	fs.StringVar(&o.ClientCPUs, "client-cpus", clientCPUs, "CPU `list` of the load generator (this process); none = unpinned")
+	memory := fs.String("memory", bench.MemoryMapped+","+bench.MemoryHugePages, "how each size is served and measured in-process: `modes` "+bench.MemoryMapped+" (the file mapping, cube server's default), "+bench.MemoryHugePages+" (a huge-page copy, --in-memory)")
+	fs.IntVar(&o.MappedUpTo, "mapped-up-to", 10_000_000, "largest size `N` served from the file mapping (on the development VM a 50M-key mapping took minutes to verify)")
 	tables := fs.String("tables", "size,rollout", "`tables` to print: size (build, and lookups, against the size), rollout (rollout and heal against shards)")
 	fs.StringVar(&o.WorkDir, "work-dir", "", "keep generated data in this `directory` (default: a removed temp dir); each size's files are removed once measured")
 	if err := parse(fs, args); err != nil {
@@ -106,6 +108,7 @@ func runBenchScale(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	o.Tables = strings.Split(*tables, ",")
+	o.Memory = strings.Split(*memory, ",")
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	return bench.RunScale(ctx, o, stdout)

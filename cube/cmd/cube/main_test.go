@@ -551,14 +551,15 @@ func TestBenchSmoke(t *testing.T) {
 }
 
 // TestBenchScaleSmoke runs the scaling tables at their smallest: two sizes
-// built and served, two shard counts rolled out and healed; every table and
-// column is printed with a row per size or shard count.
+// built and served from the file mapping and from huge-page memory, two
+// shard counts rolled out and healed; every table and column is printed
+// with its rows.
 func TestBenchScaleSmoke(t *testing.T) {
 	out := cube(t, "bench", "scale", "--sizes", "10000,20000", "--shards", "1,2", "--rollout-keys", "10000",
 		"--rollouts", "1", "--duration", "300ms", "--conns", "2", "--heal-interval", "300ms")
 	for _, w := range []string{
 		"build against input size", "records   input MB", "peak RSS MiB",
-		"lookups against keys per shard", "keys/shard", "p99 ms", "dictionary B/key", "server RSS B/key", "server open s",
+		"lookups against keys per shard", "keys/shard", "p99 ms", "dictionary B/key", "server RSS B/key", "open s", "file mapping", "huge-page copy",
 		"rollout against shards", "total ms median [min-max]", "heal ms", "rollout 2 shards / 1 shards = ",
 	} {
 		if !strings.Contains(out, w) {
@@ -572,8 +573,8 @@ func TestBenchScaleSmoke(t *testing.T) {
 			rows++
 		}
 	}
-	if rows != 4 { // a build row and a lookup row per size
-		t.Errorf("%d size rows, want 4", rows)
+	if rows != 6 { // a build row and a lookup row per memory mode, for each size
+		t.Errorf("%d size rows, want 6", rows)
 	}
 	t.Log("\n" + out)
 }
