@@ -38,7 +38,7 @@ resource "ctr_training_job" "bench" {
 }
 
 // BenchmarkCube_PlanApply: one ctr_cube of 4, 16 and 64 shards (2 replicas each): how
-// plan and apply grow with the objects rendered (3 per shard, plus the transfer's).
+// plan and apply grow with the objects rendered (2 per shard, plus 5: 133 at 64 shards).
 func BenchmarkCube_PlanApply(b *testing.B) {
 	tb := newTFBench(b)
 	for _, shards := range []int{4, 16, 64} {
