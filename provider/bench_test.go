@@ -5,17 +5,83 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-testing/helper/acctest"
+
+	"github.com/elasticctr/terraform-provider-ctr/internal/kube"
 )
 
-// BenchmarkTrainingJob_PlanApply measures what a user waits for: `terraform plan` and
-// `terraform apply` of one training job (1 pserver + 1 trainer) on the local control plane,
-// with the real terraform CLI and the provider binary. Destroy runs outside the timer.
-// Needs TF_ACC=1 and KUBECONFIG (scripts/bench.sh sets them).
+// The provider benchmarks measure what a user waits for: `terraform plan` and `terraform
+// apply` on the local control plane, with the real terraform CLI and the provider binary.
+// Apply is reported twice: whole (s/apply), and without the provider's waits for the cluster
+// (s/apply-no-wait: the waits for StatefulSets, Deployments and Volcano jobs, summed from the
+// progress lines kube.WaitFor logs, are what the control plane's controllers and kwok's
+// simulated nodes take, not the provider). Destroy runs outside the timer. They need
+// TF_ACC=1 and KUBECONFIG (scripts/bench.sh sets them).
+
+// BenchmarkTrainingJob_PlanApply: one training job (1 pserver + 1 trainer).
 func BenchmarkTrainingJob_PlanApply(b *testing.B) {
+	tb := newTFBench(b)
+	tb.planApply(func(ns string) string {
+		return tb.provider() + fmt.Sprintf(`
+resource "ctr_training_job" "bench" {
+  name      = %q
+  namespace = %q
+  pserver   = { replicas = 1 }
+  trainer   = { replicas = 1 }
+}
+`, "bench-"+acctest.RandString(5), ns)
+	})
+}
+
+// BenchmarkCube_PlanApply: one ctr_cube of 4, 16 and 64 shards (2 replicas each): how
+// plan and apply grow with the objects rendered (2 per shard, plus 5: 133 at 64 shards).
+func BenchmarkCube_PlanApply(b *testing.B) {
+	tb := newTFBench(b)
+	for _, shards := range []int{4, 16, 64} {
+		b.Run(fmt.Sprintf("shards=%d", shards), func(b *testing.B) {
+			tb := tb.sub(b)
+			tb.planApply(func(ns string) string {
+				return tb.provider() + fmt.Sprintf(`
+resource "ctr_cube" "bench" {
+  name         = %[1]q
+  namespace    = %[2]q
+  donefile_url = "http://ctr-fileserver.%[2]s.svc:8080/output/ctr_cube/donefile/base.txt"
+  shards       = %[3]d
+  replicas     = 2
+  timeouts     = { create = "10m", update = "10m", delete = "10m" }
+}
+`, "bench-"+acctest.RandString(5), ns, shards)
+			})
+		})
+	}
+}
+
+// BenchmarkStack_PlanApply: examples/stack as it is, the training job, the cube (2 shards)
+// and Paddle Serving in one apply.
+func BenchmarkStack_PlanApply(b *testing.B) {
+	tb := newTFBench(b)
+	example, err := os.ReadFile(filepath.Join("..", "examples", "stack", "main.tf"))
+	must(b, err)
+	tb.planApply(func(ns string) string {
+		tb.vars = []string{"-var", "namespace=" + ns}
+		return string(example)
+	})
+}
+
+// tfBench runs terraform in a scratch directory against the provider built once.
+type tfBench struct {
+	b           *testing.B
+	tf, dir, rc string
+	bin         string // the directory of the provider binary
+	k           *kubeClients
+	vars        []string // -var flags of plan
+}
+
+func newTFBench(b *testing.B) *tfBench {
 	if os.Getenv("TF_ACC") == "" || os.Getenv("KUBECONFIG") == "" {
 		b.Skip("needs the local control plane: run make bench")
 	}
@@ -23,33 +89,28 @@ func BenchmarkTrainingJob_PlanApply(b *testing.B) {
 	if tf == "" {
 		tf = "terraform"
 	}
-	dir := b.TempDir()
-	bin := filepath.Join(dir, "bin")
+	bin := b.TempDir() // the build cache makes every build after the first a link
 	if out, err := exec.Command("go", "build", "-o", filepath.Join(bin, "terraform-provider-ctr"), "..").CombinedOutput(); err != nil {
 		b.Fatalf("build provider: %v\n%s", err, out)
 	}
-	rc := filepath.Join(dir, "terraformrc")
-	must(b, os.WriteFile(rc, []byte(fmt.Sprintf(`provider_installation {
+	tb := &tfBench{b: b, tf: tf, k: requireClusterB(b), bin: bin}
+	return tb.sub(b)
+}
+
+// sub is tb for a sub-benchmark, in a directory of its own.
+func (tb *tfBench) sub(b *testing.B) *tfBench {
+	n := &tfBench{b: b, tf: tb.tf, k: tb.k, bin: tb.bin, dir: b.TempDir()}
+	n.rc = filepath.Join(n.dir, "terraformrc")
+	must(b, os.WriteFile(n.rc, []byte(fmt.Sprintf(`provider_installation {
   dev_overrides { "elasticctr/ctr" = %q }
   direct {}
 }
-`, bin)), 0o644))
-	k := requireClusterB(b)
-	run := func(args ...string) time.Duration {
-		cmd := exec.Command(tf, args...)
-		cmd.Dir = dir
-		cmd.Env = append(os.Environ(), "TF_CLI_CONFIG_FILE="+rc, "TF_IN_AUTOMATION=1")
-		start := time.Now()
-		if out, err := cmd.CombinedOutput(); err != nil {
-			b.Fatalf("terraform %v: %v\n%s", args, err, out)
-		}
-		return time.Since(start)
-	}
-	var plan, apply time.Duration
-	for i := 0; i < b.N; i++ {
-		b.StopTimer()
-		ns := k.namespaceB(b)
-		must(b, os.WriteFile(filepath.Join(dir, "main.tf"), []byte(fmt.Sprintf(`
+`, tb.bin)), 0o644))
+	return n
+}
+
+func (tb *tfBench) provider() string {
+	return fmt.Sprintf(`
 terraform {
   required_providers {
     ctr = { source = "elasticctr/ctr" }
@@ -58,22 +119,69 @@ terraform {
 provider "ctr" {
   kubernetes = { config_path = %q }
 }
-resource "ctr_training_job" "bench" {
-  name      = %q
-  namespace = %q
-  pserver   = { replicas = 1 }
-  trainer   = { replicas = 1 }
+`, os.Getenv("KUBECONFIG"))
 }
-`, os.Getenv("KUBECONFIG"), "bench-"+acctest.RandString(5), ns)), 0o644))
-		b.StartTimer()
-		plan += run("plan", "-input=false", "-out=plan.out")
-		apply += run("apply", "-input=false", "plan.out")
+
+func (tb *tfBench) run(args ...string) time.Duration {
+	return tb.runEnv(nil, args...)
+}
+
+func (tb *tfBench) runEnv(env []string, args ...string) time.Duration {
+	cmd := exec.Command(tb.tf, args...)
+	cmd.Dir = tb.dir
+	cmd.Env = append(append(os.Environ(), "TF_CLI_CONFIG_FILE="+tb.rc, "TF_IN_AUTOMATION=1"), env...)
+	start := time.Now()
+	if out, err := cmd.CombinedOutput(); err != nil {
+		tb.b.Fatalf("terraform %v: %v\n%s", args, err, out)
+	}
+	return time.Since(start)
+}
+
+// planApply times `terraform plan` and `terraform apply` of config(namespace) in a fresh
+// namespace per iteration, and destroys it untimed.
+func (tb *tfBench) planApply(config func(ns string) string) {
+	b := tb.b
+	var plan, apply, waits time.Duration
+	logFile := filepath.Join(tb.dir, "apply.log")
+	b.ResetTimer() // not the provider's build
+	for i := 0; i < b.N; i++ {
 		b.StopTimer()
-		run("destroy", "-auto-approve", "-input=false")
+		ns := tb.k.namespaceB(b)
+		must(b, os.WriteFile(filepath.Join(tb.dir, "main.tf"), []byte(config(ns)), 0o644))
+		b.StartTimer()
+		plan += tb.run(append([]string{"plan", "-input=false", "-out=plan.out"}, tb.vars...)...)
+		apply += tb.runEnv([]string{"TF_LOG_PROVIDER=INFO", "TF_LOG_PATH=" + logFile}, "apply", "-input=false", "plan.out")
+		b.StopTimer()
+		waits += waited(b, logFile)
+		must(b, os.Remove(logFile))
+		tb.run(append([]string{"destroy", "-auto-approve", "-input=false"}, tb.vars...)...)
 		b.StartTimer()
 	}
 	b.ReportMetric(plan.Seconds()/float64(b.N), "s/plan")
 	b.ReportMetric(apply.Seconds()/float64(b.N), "s/apply")
+	b.ReportMetric((apply-waits).Seconds()/float64(b.N), "s/apply-no-wait")
+}
+
+// waited adds up the waits that kube.WaitFor logged in a provider log.
+func waited(b *testing.B, logFile string) time.Duration {
+	data, err := os.ReadFile(logFile)
+	must(b, err)
+	var total time.Duration
+	n := 0
+	for _, line := range strings.Split(string(data), "\n") {
+		_, rest, ok := strings.Cut(line, kube.WaitedMarker)
+		if !ok {
+			continue
+		}
+		d, err := time.ParseDuration(strings.FieldsFunc(rest, func(r rune) bool { return r == ':' || r == ' ' || r == '"' })[0])
+		must(b, err)
+		total += d
+		n++
+	}
+	if n == 0 {
+		b.Fatalf("no %q line in the provider's log %s", kube.WaitedMarker, logFile)
+	}
+	return total
 }
 
 func must(b *testing.B, err error) {

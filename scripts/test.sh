@@ -18,8 +18,8 @@ if [ -n "$unformatted" ]; then
 fi
 go run github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.14.0 run ./...
 
-say "installing test dependencies (redis-server for the cube benchmark test)"
-cube/scripts/install-redis.sh
+say "installing test dependencies (redis-server and memcached for the cube benchmark test)"
+cube/scripts/install-peers.sh
 
 say "finding a Terraform CLI"
 eval "$(scripts/ensure-terraform.sh)"

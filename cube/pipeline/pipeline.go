@@ -465,6 +465,29 @@ func (c *Cluster) WaitServed(id string, timeout time.Duration) (api.Record, erro
 	return api.Record{}, fmt.Errorf("id %s not served within %s; last status %s", id, timeout, b)
 }
 
+// TimeToHeal kills replica r of shard s, removes its data (a pod back on
+// another node, or on emptyDir storage), starts it again and returns how
+// long until the transfer reports it serving the decided version.
+func (c *Cluster) TimeToHeal(s, r int, timeout time.Duration) (time.Duration, error) {
+	p := c.Servers[s][r]
+	p.Kill()
+	if err := os.RemoveAll(c.DataDir(s, r)); err != nil {
+		return 0, err
+	}
+	if err := p.Start(); err != nil {
+		return 0, err
+	}
+	start := time.Now()
+	for time.Since(start) < timeout {
+		st, err := c.Status()
+		if err == nil && st.DecidedVersion != "" && st.Shards[s].Replicas[r].ServedVersion == st.DecidedVersion {
+			return time.Since(start), nil
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return 0, fmt.Errorf("replica %s not healed within %s", p.Name, timeout)
+}
+
 func allServe(st api.Status, v string) bool {
 	for _, s := range st.Shards {
 		for _, r := range s.Replicas {

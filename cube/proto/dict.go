@@ -20,9 +20,25 @@ const (
 // version_required. Keys may be packed or unpacked (proto2 writers use
 // unpacked; parsers must accept both). maxKeys bounds the count (0 = none);
 // exceeding it returns ok=false with tooMany=true.
+//
+// Unpacked keys, what every proto2 client sends, take a fast path that
+// decodes them without the generic tag dispatch: on the server this decode
+// was 5% of the CPU per request (issue 13's profile).
 func DecodeDictRequest(b []byte, keys []uint64, maxKeys int) (out []uint64, versionRequired, tooMany bool, err error) {
 	out = keys
 	for len(b) > 0 {
+		if b[0] == keyTag {
+			v, n := uvarint(b[1:])
+			if n <= 0 {
+				return out, false, false, ErrMalformed
+			}
+			out = append(out, v)
+			b = b[1+n:]
+			if maxKeys > 0 && len(out) > maxKeys {
+				return out, false, true, nil
+			}
+			continue
+		}
 		num, typ, n := protowire.ConsumeTag(b)
 		if n < 0 {
 			return out, false, false, ErrMalformed
@@ -72,6 +88,26 @@ func DecodeDictRequest(b []byte, keys []uint64, maxKeys int) (out []uint64, vers
 		}
 	}
 	return out, versionRequired, false, nil
+}
+
+// keyTag is DictRequest.keys' tag when unpacked: field 1, varint.
+const keyTag = 1<<3 | byte(protowire.VarintType)
+
+// uvarint decodes a protobuf varint as protowire.ConsumeVarint does (at most
+// 10 bytes, the 10th at most 1), returning n <= 0 when b holds none.
+func uvarint(b []byte) (uint64, int) {
+	var x uint64
+	for i := 0; i < len(b) && i < 10; i++ {
+		c := b[i]
+		if c < 0x80 {
+			if i == 9 && c > 1 {
+				return 0, -1
+			}
+			return x | uint64(c)<<(7*i), i + 1
+		}
+		x |= uint64(c&0x7f) << (7 * i)
+	}
+	return 0, -1
 }
 
 // AppendDictRequest serializes a DictRequest with unpacked keys, as proto2

@@ -3,9 +3,13 @@ package proto
 import (
 	"bytes"
 	"errors"
+	"math/rand/v2"
+	"slices"
 	"testing"
 	"testing/iotest"
+	"time"
 
+	"google.golang.org/protobuf/encoding/protowire"
 	gproto "google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protodesc"
 	"google.golang.org/protobuf/reflect/protoreflect"
@@ -241,12 +245,141 @@ func FuzzReadFrame(f *testing.F) {
 	})
 }
 
+// decodeDictRequestGeneric decodes a DictRequest with protowire alone, as
+// DecodeDictRequest did before its fast path: the reference the fuzzer
+// holds the fast path to.
+func decodeDictRequestGeneric(b []byte) (keys []uint64, versionRequired bool, err error) {
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return nil, false, ErrMalformed
+		}
+		b = b[n:]
+		switch {
+		case num == 1 && typ == protowire.VarintType:
+			v, n := protowire.ConsumeVarint(b)
+			if n < 0 {
+				return nil, false, ErrMalformed
+			}
+			keys, b = append(keys, v), b[n:]
+		case num == 1 && typ == protowire.BytesType:
+			packed, n := protowire.ConsumeBytes(b)
+			if n < 0 {
+				return nil, false, ErrMalformed
+			}
+			b = b[n:]
+			for len(packed) > 0 {
+				v, n := protowire.ConsumeVarint(packed)
+				if n < 0 {
+					return nil, false, ErrMalformed
+				}
+				keys, packed = append(keys, v), packed[n:]
+			}
+		case num == 2 && typ == protowire.VarintType:
+			v, n := protowire.ConsumeVarint(b)
+			if n < 0 {
+				return nil, false, ErrMalformed
+			}
+			versionRequired, b = v != 0, b[n:]
+		default:
+			n := protowire.ConsumeFieldValue(num, typ, b)
+			if n < 0 {
+				return nil, false, ErrMalformed
+			}
+			b = b[n:]
+		}
+	}
+	return keys, versionRequired, nil
+}
+
+func TestDecodeDictRequestFastPath(t *testing.T) {
+	// Varints of every length, the 10-byte limit, and overlong or cut ones.
+	keys := []uint64{0, 1, 127, 128, 1<<14 - 1, 1 << 14, 1<<35 + 3, 1<<63 - 1, 1 << 63, ^uint64(0)}
+	req := AppendDictRequest(nil, keys, true)
+	got, vr, tooMany, err := DecodeDictRequest(req, nil, 0)
+	if err != nil || !vr || tooMany || !slices.Equal(got, keys) {
+		t.Fatalf("got %v %v %v %v", got, vr, tooMany, err)
+	}
+	for _, bad := range [][]byte{
+		{keyTag},       // no varint
+		{keyTag, 0x80}, // cut varint
+		{keyTag, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x02},       // 10th byte > 1: overflow
+		{keyTag, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x00}, // 11 bytes
+	} {
+		if _, _, _, err := DecodeDictRequest(bad, nil, 0); err == nil {
+			t.Errorf("% x decoded", bad)
+		}
+		if _, _, err := decodeDictRequestGeneric(bad); err == nil {
+			t.Errorf("generic: % x decoded", bad)
+		}
+	}
+	if _, _, tooMany, _ := DecodeDictRequest(req, nil, 3); !tooMany {
+		t.Error("more than maxKeys keys accepted")
+	}
+}
+
+// TestUvarint holds the fast varint decoder to protowire's on every length,
+// with trailing bytes of every kind and cut short (seed printed).
+func TestUvarint(t *testing.T) {
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, 0))
+	for i := 0; i < 100_000; i++ {
+		v := rng.Uint64() >> rng.UintN(64)
+		b := protowire.AppendVarint(nil, v)
+		for j := rng.IntN(12); j > 0; j-- {
+			b = append(b, byte(rng.Uint32()))
+		}
+		if rng.IntN(4) == 0 { // overlong or garbage
+			b = append([]byte{0xff, 0x80}, b...)
+		}
+		b = b[:rng.IntN(len(b)+1)]
+		want, wn := protowire.ConsumeVarint(b)
+		got, n := uvarint(b)
+		if (wn < 0) != (n <= 0) || wn >= 0 && (got != want || n != wn) {
+			t.Fatalf("% x: uvarint %d,%d; protowire %d,%d", b, got, n, want, wn)
+		}
+	}
+}
+
+// BenchmarkDecodeRequest1000 decodes 1,000 unpacked keys: small ones (the
+// benchmark's, 1 to 3 bytes) and 64-bit hashes (Paddle's feature signs, 9
+// or 10 bytes).
+func BenchmarkDecodeRequest1000(b *testing.B) {
+	for _, c := range []struct {
+		name string
+		key  func(i uint64) uint64
+	}{
+		{"small", func(i uint64) uint64 { return i * 997 % 1_000_000 }},
+		{"hash64", func(i uint64) uint64 { return (i + 1) * 0x9E3779B97F4A7C15 }},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			keys := make([]uint64, 1000)
+			for i := range keys {
+				keys[i] = c.key(uint64(i))
+			}
+			req := AppendDictRequest(nil, keys, false)
+			out := make([]uint64, 0, 1000)
+			b.ReportAllocs()
+			b.SetBytes(int64(len(req)))
+			for b.Loop() {
+				out, _, _, _ = DecodeDictRequest(req, out[:0], 0)
+			}
+		})
+	}
+}
+
 func FuzzDecodeDict(f *testing.F) {
 	f.Add(AppendDictRequest(nil, []uint64{1, 2, ^uint64(0)}, true))
 	f.Add(AppendDictVersion(AppendDictMiss(AppendDictValue(nil, 0, []byte("x"))), "v"))
 	f.Add(AppendDictValue(nil, 7, []byte("abc"))[2:]) // a bare DictValue
 	f.Fuzz(func(t *testing.T, data []byte) {
 		keys, vr, _, err := DecodeDictRequest(data, nil, 1000)
+		all, allVR, _, allErr := DecodeDictRequest(data, nil, 0)
+		ref, refVR, refErr := decodeDictRequestGeneric(data)
+		if (allErr == nil) != (refErr == nil) || allErr == nil && (!slices.Equal(all, ref) || allVR != refVR) {
+			t.Fatalf("fast path: %v %v %v; generic: %v %v %v", all, allVR, allErr, ref, refVR, refErr)
+		}
 		if err == nil && len(keys) <= 1000 {
 			// Re-encoding (unpacked) must decode to the same keys.
 			again, vr2, _, err := DecodeDictRequest(AppendDictRequest(nil, keys, vr), nil, 0)

@@ -116,6 +116,12 @@ func TestClient_WaitForDeploymentWithProgress(t *testing.T) {
 	avail, _, _ := unstructured.NestedInt64(live.Object, "status", "availableReplicas")
 	assert.Equal(t, int64(1), avail)
 	assert.Contains(t, strings.Join(*lines, "\n"), "Deployment "+ns+"/w-fileserver: 1/1 replicas available")
+	// The last line tells how long the wait took: at least the 500 ms before the object existed.
+	_, waited, found := strings.Cut((*lines)[len(*lines)-1], "Deployment "+ns+"/w-fileserver"+WaitedMarker)
+	require.True(t, found, "no wait summary in %q", *lines)
+	d, err := time.ParseDuration(waited)
+	require.NoError(t, err)
+	assert.GreaterOrEqual(t, d, 500*time.Millisecond)
 	owner := stack.Owner(stack.TrainingJobType, "w")
 	require.NoError(t, c.DeleteAll(context.Background(), ns, owner, stack.TrainingJobKinds, stack.ControllerKinds))
 }

@@ -2,30 +2,42 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"os"
 	"os/signal"
+	"strconv"
+	"strings"
 	"syscall"
 
 	"github.com/elasticctr/terraform-provider-ctr/cube/bench"
+	"github.com/elasticctr/terraform-provider-ctr/cube/transfer"
 )
 
 func runBench(args []string, stdout, stderr io.Writer) error {
 	if len(args) > 0 && args[0] == "rollout" {
 		return runBenchRollout(args[1:], stdout, stderr)
 	}
+	if len(args) > 0 && args[0] == "scale" {
+		return runBenchScale(args[1:], stdout, stderr)
+	}
 	if len(args) > 0 && args[0] == "hostile" {
 		return runBenchHostile(args[1:], stdout, stderr)
 	}
-	fs := flags("bench", "--against redis --keys N --value-size B --batch K --duration D", stdout, stderr)
+	fs := flags("bench", "--against redis,memcached --keys N --value-size B --batch K --duration D --runs R", stdout, stderr)
 	var o bench.Options
-	fs.StringVar(&o.Against, "against", "redis", "competitor: `redis` (Debian's redis-server, started on 127.0.0.1)")
+	serverCPUs, clientCPUs := bench.DefaultPinning()
+	fs.StringVar(&o.Against, "against", strings.Join(bench.Peers, ","), "`peers`, comma-separated: redis (Debian's redis-server, MGET), memcached (Debian's memcached, multi-get); each started on 127.0.0.1 and stopped by PID")
 	fs.IntVar(&o.Keys, "keys", 1_000_000, "distinct keys `N` loaded into both")
 	fs.IntVar(&o.ValueSize, "value-size", 40, "value size in `bytes` (>= 8)")
 	fs.IntVar(&o.Batch, "batch", 1000, "keys per request `K` (cube seek / Redis MGET)")
-	fs.DurationVar(&o.Duration, "duration", 10e9, "measuring time `D` per system (after a warm-up of D/10, at most 2s)")
-	fs.IntVar(&o.Conns, "conns", 8, "client connections `C`, one goroutine each")
+	fs.DurationVar(&o.Duration, "duration", 10e9, "measuring time `D` per system and run (after a warm-up of D/10, at most 2s)")
+	fs.IntVar(&o.Runs, "runs", 5, "runs `R` per system, alternating between the systems; the table shows each figure's median and range")
+	fs.IntVar(&o.Conns, "conns", bench.DefaultConns, "client connections `C`, one goroutine each, one request in flight on each")
+	fs.StringVar(&o.ServerCPUs, "server-cpus", serverCPUs, "CPU `list` (taskset -c) every server runs on; none = unpinned")
+	fs.StringVar(&o.ClientCPUs, "client-cpus", clientCPUs, "CPU `list` the load generator (this process) runs on; none = unpinned")
 	fs.StringVar(&o.RedisServer, "redis-server", "", "redis-server `path` (default: from PATH)")
+	fs.StringVar(&o.MemcachedServer, "memcached", "", "memcached `path` (default: from PATH)")
 	fs.StringVar(&o.WorkDir, "work-dir", "", "keep generated data in this `directory` (default: a removed temp dir)")
 	fs.BoolVar(&o.InMemory, "server-in-memory", false, "run the cube server with --in-memory (huge-page copy instead of the file mapping)")
 	serverProfile := fs.String("server-cpuprofile", "", "pass --cpuprofile `file` to the cube server under test")
@@ -63,4 +75,54 @@ func runBenchHostile(args []string, stdout, stderr io.Writer) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	return bench.RunHostile(ctx, o, stdout)
+}
+
+func runBenchScale(args []string, stdout, stderr io.Writer) error {
+	fs := flags("bench scale", "[--sizes N,N,N] [--shards S,S,S] [--scale F] [--tables size,rollout]", stdout, stderr)
+	var o bench.ScaleOptions
+	serverCPUs, clientCPUs := bench.DefaultPinning()
+	sizes := fs.String("sizes", "1000000,10000000,50000000", "`records` built, and keys per shard served, one row each")
+	shards := fs.String("shards", "2,4,8,16", "shard `counts` of the rollout table")
+	fs.IntVar(&o.RolloutKeys, "rollout-keys", 1_000_000, "keys `K` per version in the rollout table")
+	fs.IntVar(&o.Replicas, "replicas", 2, "replicas `R` per shard in the rollout table")
+	fs.IntVar(&o.Rollouts, "rollouts", 3, "rollouts `N` measured per shard count, after the first version")
+	fs.DurationVar(&o.HealInterval, "heal-interval", transfer.DefaultHealInterval, "the transfer's --heal-interval in the rollout table (the heal column measures a replica restarted with an empty disk)")
+	fs.Float64Var(&o.Scale, "scale", 1, "multiply --sizes and --rollout-keys by `F` (at least 10,000 each), for quick runs; make bench passes $BENCH_SCALE")
+	fs.DurationVar(&o.Duration, "duration", 3e9, "measuring time `D` of the lookups per size (after a warm-up of D/10)")
+	fs.IntVar(&o.Batch, "batch", 1000, "keys per lookup request `K`")
+	fs.IntVar(&o.Conns, "conns", bench.DefaultConns, "client connections `C` of the lookups")
+	fs.StringVar(&o.ServerCPUs, "server-cpus", serverCPUs, "CPU `list` (taskset -c) of the builder and the server; none = unpinned")
+	fs.StringVar(&o.ClientCPUs, "client-cpus", clientCPUs, "CPU `list` of the load generator (this process); none = unpinned")
+	memory := fs.String("memory", bench.MemoryMapped+","+bench.MemoryHugePages, "how each size is served and measured in-process: `modes` "+bench.MemoryMapped+" (the file mapping, cube server's default), "+bench.MemoryHugePages+" (a huge-page copy, --in-memory)")
+	fs.IntVar(&o.MappedUpTo, "mapped-up-to", 10_000_000, "largest size `N` served from the file mapping (on the development VM a 50M-key mapping took minutes to verify)")
+	tables := fs.String("tables", "size,rollout", "`tables` to print: size (build, and lookups, against the size), rollout (rollout and heal against shards)")
+	fs.StringVar(&o.WorkDir, "work-dir", "", "keep generated data in this `directory` (default: a removed temp dir); each size's files are removed once measured")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	var err error
+	if o.Sizes, err = intList("--sizes", *sizes); err != nil {
+		return err
+	}
+	if o.Shards, err = intList("--shards", *shards); err != nil {
+		return err
+	}
+	o.Tables = strings.Split(*tables, ",")
+	o.Memory = strings.Split(*memory, ",")
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return bench.RunScale(ctx, o, stdout)
+}
+
+// intList parses a comma-separated list of positive integers.
+func intList(flag, s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n <= 0 {
+			return nil, fmt.Errorf("%s %q: want positive integers, comma-separated", flag, s)
+		}
+		out = append(out, n)
+	}
+	return out, nil
 }

@@ -230,7 +230,7 @@ func runBenchRollout(args []string, stdout, stderr io.Writer) error {
 		ps.Requests, *batch, ps.Failed, ps.Mixed, ps.FlipBacks, ms(pipeline.Percentile(ps.Windows, 50)), ms(pipeline.Percentile(ps.Windows, 99)), ms(ps.MaxWindow()), ps.FirstErr)
 	fmt.Fprintf(stdout, "latency: steady p50 %s / p99 %s ms; first request after a switch p50 %s / max %s ms (%d)\n",
 		ms(pipeline.Percentile(ps.Steady, 50)), ms(pipeline.Percentile(ps.Steady, 99)), ms(pipeline.Percentile(ps.FirstAfterSwitch, 50)), ms(pipeline.Percentile(ps.FirstAfterSwitch, 100)), len(ps.FirstAfterSwitch))
-	healed, err := timeToHeal(c, *shards-1, *replicas-1)
+	healed, err := c.TimeToHeal(*shards-1, *replicas-1, 10*time.Minute)
 	if err != nil {
 		return err
 	}
@@ -238,29 +238,6 @@ func runBenchRollout(args []string, stdout, stderr io.Writer) error {
 		ms(healed), *heal)
 	fmt.Fprintf(stdout, "rollout failed=%d mixed=%d window_ms=%s heal_ms=%s\n", ps.Failed+st.Failed, ps.Mixed, ms(ps.MaxWindow()), ms(healed))
 	return nil
-}
-
-// timeToHeal kills replica r of shard s, removes its data (a pod back on
-// another node, or on emptyDir storage), starts it again and returns how
-// long until the transfer reports it serving the decided version.
-func timeToHeal(c *pipeline.Cluster, s, r int) (time.Duration, error) {
-	p := c.Servers[s][r]
-	p.Kill()
-	if err := os.RemoveAll(c.DataDir(s, r)); err != nil {
-		return 0, err
-	}
-	if err := p.Start(); err != nil {
-		return 0, err
-	}
-	start := time.Now()
-	for time.Since(start) < 10*time.Minute {
-		st, err := c.Status()
-		if err == nil && st.DecidedVersion != "" && st.Shards[s].Replicas[r].ServedVersion == st.DecidedVersion {
-			return time.Since(start), nil
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	return 0, fmt.Errorf("replica %s not healed within 10 minutes", p.Name)
 }
 
 // lookupThroughExported looks keys up through an exported cube.conf (ctr_cube's cube_conf),

@@ -47,7 +47,7 @@ func commands() []command {
 		{"fileserver", "serve a model-output directory over HTTP (listings, HEAD, Range)", runFileserver},
 		{"model", "write a synthetic model as a trainer would (SequenceFiles + a donefile line): a smoke test without Paddle", runModel},
 		{"seek", "look keys up through cube.conf or one server", runSeek},
-		{"bench", "benchmark a cube server against Redis MGET; \"bench rollout\" measures rollouts under load, \"bench hostile\" latency under hostile connections", runBench},
+		{"bench", "benchmark a cube server against Redis MGET and memcached multi-get, pinned; \"bench scale\" how costs grow, \"bench rollout\" rollouts under load, \"bench hostile\" latency under hostile connections", runBench},
 		{"demo", "run the whole pipeline on this machine: data, file server, transfer, shards, lookups, a rollout under load", runDemo},
 		{"version", "print the version", runVersion},
 	}

@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -520,21 +521,60 @@ func TestHelp(t *testing.T) {
 	}
 }
 
-// TestBenchSmoke runs a tiny benchmark end to end: both servers start, serve
-// correct values and are stopped, and the two ratio lines come last.
+// TestBenchSmoke runs a tiny benchmark end to end: the servers start pinned,
+// serve correct values in alternating runs and are stopped, the table has a
+// column per system, and the two ratio lines come last.
 func TestBenchSmoke(t *testing.T) {
 	if _, err := exec.LookPath("redis-server"); err != nil {
 		t.Skip("redis-server not installed (make deps)")
 	}
-	out := cube(t, "bench", "--against", "redis", "--keys", "20000", "--value-size", "40", "--batch", "100", "--duration", "500ms", "--conns", "2")
+	against, columns := "redis", []string{"cube (baidu_std)", "redis (MGET)"}
+	if _, err := exec.LookPath("memcached"); err == nil {
+		against, columns = "redis,memcached", append(columns, "memcached (get)")
+	}
+	out := cube(t, "bench", "--against", against, "--keys", "20000", "--value-size", "40", "--batch", "100", "--duration", "300ms", "--conns", "2", "--runs", "2")
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	if len(lines) < 2 || !strings.HasPrefix(lines[len(lines)-2], "ratio keys_per_s=") || !strings.HasPrefix(lines[len(lines)-1], "ratio cpu_per_mkey=") {
 		t.Fatalf("bench output does not end with the ratio lines:\n%s", out)
 	}
-	for _, want := range []string{"requests/s", "keys/s", "p50 latency", "p99 latency", "server CPU s/Mkey", "in-process dictionary lookups"} {
-		if !strings.Contains(out, want) {
-			t.Errorf("bench output lacks %q", want)
+	want := append([]string{"median [min-max] of 2 runs", "requests/s", "keys/s", "p50 latency", "p99 latency",
+		"server CPU s/Mkey", "load generator CPU us/request", "in-process dictionary lookups", "against the best peer"}, columns...)
+	if runtime.NumCPU() >= 2 {
+		want = append(want, "servers on CPUs 1, load generator on CPUs 0 (taskset)", "io-threads 1")
+	}
+	for _, w := range want {
+		if !strings.Contains(out, w) {
+			t.Errorf("bench output lacks %q", w)
 		}
+	}
+	t.Log("\n" + out)
+}
+
+// TestBenchScaleSmoke runs the scaling tables at their smallest: two sizes
+// built and served from the file mapping and from huge-page memory, two
+// shard counts rolled out and healed; every table and column is printed
+// with its rows.
+func TestBenchScaleSmoke(t *testing.T) {
+	out := cube(t, "bench", "scale", "--sizes", "10000,20000", "--shards", "1,2", "--rollout-keys", "10000",
+		"--rollouts", "1", "--duration", "300ms", "--conns", "2", "--heal-interval", "300ms")
+	for _, w := range []string{
+		"build against input size", "records   input MB", "peak RSS MiB",
+		"lookups against keys per shard", "keys/shard", "p99 ms", "dictionary B/key", "server RSS B/key", "open s", "file mapping", "huge-page copy",
+		"rollout against shards", "total ms median [min-max]", "heal ms", "rollout 2 shards / 1 shards = ",
+	} {
+		if !strings.Contains(out, w) {
+			t.Errorf("bench scale output lacks %q", w)
+		}
+	}
+	rows := 0
+	for _, line := range strings.Split(out, "\n") {
+		f := strings.Fields(line)
+		if len(f) > 0 && (f[0] == "10000" || f[0] == "20000") {
+			rows++
+		}
+	}
+	if rows != 6 { // a build row and a lookup row per memory mode, for each size
+		t.Errorf("%d size rows, want 6", rows)
 	}
 	t.Log("\n" + out)
 }

@@ -1,0 +1,421 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/elasticctr/terraform-provider-ctr/cube/layout"
+	"github.com/elasticctr/terraform-provider-ctr/cube/pipeline"
+	"github.com/elasticctr/terraform-provider-ctr/cube/transfer"
+)
+
+// ScaleOptions configure RunScale. Zero values take the documented defaults.
+type ScaleOptions struct {
+	// Sizes are the records built and then served as one shard; if nil,
+	// 1M, 10M and 50M.
+	Sizes []int
+	// Shards are the shard counts of the rollout table; if nil, 2, 4, 8, 16.
+	Shards []int
+	// RolloutKeys is the keys per version of the rollout table; if 0, 1M.
+	RolloutKeys int
+	// Replicas per shard in the rollout table; if 0, 2.
+	Replicas int
+	// Rollouts measured per shard count, after the first version; if 0, 3.
+	Rollouts int
+	// HealInterval is the transfer's --heal-interval; if 0, its default.
+	HealInterval time.Duration
+	// Scale multiplies Sizes and RolloutKeys, for quick runs (make bench's
+	// BENCH_SCALE); if 0, 1. No size goes below 10,000.
+	Scale float64
+	// Duration of the lookups measured per size; if 0, 3s.
+	Duration time.Duration
+	// Batch and Conns of the lookups; if 0, 1,000 keys and DefaultConns.
+	Batch, Conns int
+	// Memory lists how each size is served (and measured in-process):
+	// MemoryMapped, the file mapping (cube server's default), and
+	// MemoryHugePages, a copy in huge-page memory (--in-memory); if nil, both.
+	Memory []string
+	// MappedUpTo is the largest size served from the file mapping; if 0,
+	// 10M. On the development VM (a PVM guest, whose shadow page tables
+	// make every 4 KiB page the first lookup touches costly) a 50M-key
+	// mapping took 7 minutes to verify and then served 60k keys/s.
+	MappedUpTo int
+	// ServerCPUs (builder and server) and ClientCPUs (load generator), as in
+	// Options.
+	ServerCPUs, ClientCPUs string
+	// CubeBinary is run as "cube build", "cube server" and the rollout's
+	// processes; if empty, os.Executable().
+	CubeBinary string
+	// WorkDir holds the generated data; if empty, a temporary directory.
+	WorkDir string
+	// Tables selects "size" (build and lookups against the size) and
+	// "rollout" (rollout and heal against shards); if nil, both.
+	Tables []string
+}
+
+// The memory modes of ScaleOptions.Memory.
+const (
+	MemoryMapped    = "mapped"
+	MemoryHugePages = "in-memory"
+)
+
+// valueSize is the value size of every scaling table: Paddle's demos use
+// 40-byte values (10 float32).
+const valueSize = 40
+
+func (o *ScaleOptions) defaults() error {
+	if o.Scale <= 0 {
+		o.Scale = 1
+	}
+	scale := func(n int) int { return max(10_000, int(float64(n)*o.Scale)) }
+	if o.Sizes == nil {
+		o.Sizes = []int{1_000_000, 10_000_000, 50_000_000}
+	}
+	for i := range o.Sizes {
+		o.Sizes[i] = scale(o.Sizes[i])
+	}
+	if o.Shards == nil {
+		o.Shards = []int{2, 4, 8, 16}
+	}
+	o.RolloutKeys = scale(cmpOr(o.RolloutKeys, 1_000_000))
+	o.Replicas = cmpOr(o.Replicas, 2)
+	o.Rollouts = cmpOr(o.Rollouts, 3)
+	if o.HealInterval <= 0 {
+		o.HealInterval = transfer.DefaultHealInterval
+	}
+	if o.Duration <= 0 {
+		o.Duration = 3 * time.Second
+	}
+	o.Batch = cmpOr(o.Batch, 1000)
+	o.Conns = cmpOr(o.Conns, DefaultConns)
+	server, client := DefaultPinning()
+	o.ServerCPUs = cmpOrS(o.ServerCPUs, server)
+	o.ClientCPUs = cmpOrS(o.ClientCPUs, client)
+	for _, l := range []string{o.ServerCPUs, o.ClientCPUs} {
+		if _, err := parseCPUList(l); err != nil {
+			return err
+		}
+	}
+	if o.Memory == nil {
+		o.Memory = []string{MemoryMapped, MemoryHugePages}
+	}
+	for _, m := range o.Memory {
+		if m != MemoryMapped && m != MemoryHugePages {
+			return fmt.Errorf("memory %q: the modes are %s and %s", m, MemoryMapped, MemoryHugePages)
+		}
+	}
+	o.MappedUpTo = cmpOr(o.MappedUpTo, 10_000_000)
+	if o.Tables == nil {
+		o.Tables = []string{"size", "rollout"}
+	}
+	for _, t := range o.Tables {
+		if t != "size" && t != "rollout" {
+			return fmt.Errorf("table %q: the tables are size and rollout", t)
+		}
+	}
+	if o.CubeBinary == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return err
+		}
+		o.CubeBinary = exe
+	}
+	return nil
+}
+
+func cmpOr(n, def int) int {
+	if n <= 0 {
+		return def
+	}
+	return n
+}
+
+func cmpOrS(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+// RunScale prints how the costs grow: build time and memory against the
+// input size, lookup rate and latency against the keys per shard, and
+// rollout and heal time against the shard count.
+func RunScale(ctx context.Context, o ScaleOptions, w io.Writer) error {
+	if err := o.defaults(); err != nil {
+		return err
+	}
+	work, done, err := workDir(o.WorkDir, "cube-bench-scale-")
+	if err != nil {
+		return err
+	}
+	defer done()
+	fmt.Fprintf(w, "cube bench scale: %d-byte values; machine: %d CPUs, %s; builder and server on CPUs %s, load generator on CPUs %s (taskset)\n",
+		valueSize, runtime.NumCPU(), cpuModel(), o.ServerCPUs, o.ClientCPUs)
+	fmt.Fprintf(w, "at the start: %s\n", machineLoad())
+	defer func() { fmt.Fprintf(w, "at the end: %s\n", machineLoad()) }()
+	if slices.Contains(o.Tables, "size") {
+		if err := sizeTables(ctx, o, work, w); err != nil {
+			return err
+		}
+	}
+	if slices.Contains(o.Tables, "rollout") {
+		if err := rolloutTable(o, work, w); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// sizeRow is what one size measured: its build, then its lookups in each
+// memory mode.
+type sizeRow struct {
+	n                    int
+	inputBytes, dictSize int64
+	buildWall            time.Duration
+	buildCPU             float64
+	buildRSSKiB          int64
+	serves               []serveRow
+}
+
+// serveRow is one size served in one memory mode.
+type serveRow struct {
+	inMemory     bool
+	lookups      Result
+	inproc       float64
+	serverRSSKiB int64
+	serverOpen   time.Duration // from start to listening: map or copy, and verify
+}
+
+func (r serveRow) mode() string {
+	if r.inMemory {
+		return "huge-page copy"
+	}
+	return "file mapping"
+}
+
+func sizeTables(ctx context.Context, o ScaleOptions, work string, w io.Writer) error {
+	serverCPUs, _ := parseCPUList(o.ServerCPUs)
+	clientCPUs, _ := parseCPUList(o.ClientCPUs)
+	var rows []sizeRow
+	for _, n := range o.Sizes {
+		row, err := measureSize(ctx, o, filepath.Join(work, fmt.Sprint(n)), n, serverCPUs, clientCPUs, w)
+		if err != nil {
+			return fmt.Errorf("%d keys: %w", n, err)
+		}
+		rows = append(rows, row)
+	}
+	fmt.Fprintf(w, "\nbuild against input size: cube build, 1 shard, pinned to CPUs %s; peak RSS is the builder's (getrusage)\n", o.ServerCPUs)
+	tw := tabwriter.NewWriter(w, 0, 0, 3, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "records\tinput MB\tseconds\tMB/s\tCPU s\tpeak RSS MiB\tdictionary MiB\tpeak RSS / dictionary\t")
+	for _, r := range rows {
+		fmt.Fprintf(tw, "%d\t%.0f\t%.2f\t%.0f\t%.2f\t%.0f\t%.0f\t%.2f\t\n", r.n, float64(r.inputBytes)/1e6, r.buildWall.Seconds(),
+			float64(r.inputBytes)/1e6/r.buildWall.Seconds(), r.buildCPU, float64(r.buildRSSKiB)/1024, float64(r.dictSize)/(1<<20),
+			float64(r.buildRSSKiB<<10)/float64(r.dictSize))
+	}
+	_ = tw.Flush()
+	fmt.Fprintf(w, "\nlookups against keys per shard: cube server on CPUs %s, load generator on CPUs %s, batch %d random keys, %d connections, %s each;"+
+		" memory: the file mapping (4 KiB pages of the page cache; only up to %d keys) or a huge-page copy (--in-memory);"+
+		" in-process: LookupBatch on the server CPUs, opened as the server opens it; open: server start to listening (map or copy, verify every record)\n",
+		o.ServerCPUs, o.ClientCPUs, o.Batch, o.Conns, o.Duration, o.MappedUpTo)
+	tw = tabwriter.NewWriter(w, 0, 0, 3, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "keys/shard\tmemory\tkeys/s\tp50 ms\tp99 ms\tin-process keys/s\tdictionary B/key\tserver RSS B/key\topen s\terrors\t")
+	for _, r := range rows {
+		for _, v := range r.serves {
+			l := v.lookups
+			fmt.Fprintf(tw, "%d\t%s\t%.2fM\t%.3f\t%.3f\t%.2fM\t%.1f\t%.1f\t%.1f\t%d\t\n", r.n, v.mode(), l.KeysPerSec()/1e6, ms(l.P50), ms(l.P99),
+				v.inproc/1e6, float64(r.dictSize)/float64(r.n), float64(v.serverRSSKiB<<10)/float64(r.n), v.serverOpen.Seconds(), l.Errors+l.Mismatches)
+		}
+	}
+	_ = tw.Flush()
+	for _, r := range rows {
+		for _, v := range r.serves {
+			if v.lookups.Errors+v.lookups.Mismatches > 0 {
+				return fmt.Errorf("%d keys, %s: %d errors, %d wrong values", r.n, v.mode(), v.lookups.Errors, v.lookups.Mismatches)
+			}
+		}
+	}
+	return nil
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// measureSize writes n records, builds them as a child process, then in each
+// memory mode measures in-process lookups, serves the dictionary and drives
+// lookups; dir is removed afterwards (the largest size takes gigabytes).
+func measureSize(ctx context.Context, o ScaleOptions, dir string, n int, serverCPUs, clientCPUs []int, w io.Writer) (sizeRow, error) {
+	row := sizeRow{n: n}
+	defer os.RemoveAll(dir)
+	in, data := filepath.Join(dir, "input"), filepath.Join(dir, "data")
+	var err error
+	t0 := time.Now()
+	if row.inputBytes, err = writeInput(in, n, valueSize); err != nil {
+		return row, err
+	}
+	fmt.Fprintf(w, "size %d: input written in %.1fs; ", n, time.Since(t0).Seconds())
+	argv := pinned(o.ServerCPUs, o.CubeBinary, "build", "--input", in, "--output", data, "--shards", "1", "--dict", "bench", "--log-level", "warn")
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.Stderr = os.Stderr
+	start := time.Now()
+	out, err := cmd.Output()
+	if err != nil {
+		return row, fmt.Errorf("cube build: %w", err)
+	}
+	row.buildWall = time.Since(start)
+	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		row.buildRSSKiB = ru.Maxrss // KiB on Linux
+		row.buildCPU = time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
+	}
+	shard := filepath.Join(data, strings.TrimSpace(string(out)), layout.ShardFile(0))
+	st, err := os.Stat(shard)
+	if err != nil {
+		return row, err
+	}
+	row.dictSize = st.Size()
+	fmt.Fprintf(w, "built in %.1fs", row.buildWall.Seconds())
+	if err := os.RemoveAll(in); err != nil {
+		return row, err
+	}
+	for _, inMemory := range []bool{false, true} {
+		if !inMemory && (n > o.MappedUpTo || !slices.Contains(o.Memory, MemoryMapped)) || inMemory && !slices.Contains(o.Memory, MemoryHugePages) {
+			continue
+		}
+		v, err := serveSize(ctx, o, data, shard, n, inMemory, serverCPUs, clientCPUs)
+		if err != nil {
+			return row, fmt.Errorf("%s: %w", v.mode(), err)
+		}
+		fmt.Fprintf(w, "; %s: server listening after %.1fs", v.mode(), v.serverOpen.Seconds())
+		row.serves = append(row.serves, v)
+	}
+	fmt.Fprintln(w)
+	return row, nil
+}
+
+// serveSize measures one size in one memory mode: in-process, then a
+// server driven by the load generator.
+func serveSize(ctx context.Context, o ScaleOptions, data, shard string, n int, inMemory bool, serverCPUs, clientCPUs []int) (serveRow, error) {
+	v := serveRow{inMemory: inMemory}
+	bo := Options{Keys: n, ValueSize: valueSize, Batch: o.Batch, Duration: o.Duration, Conns: o.Conns,
+		ServerCPUs: o.ServerCPUs, CubeBinary: o.CubeBinary, InMemory: inMemory}
+	if err := bo.workload(n, o.Duration); err != nil {
+		return v, err
+	}
+	var err error
+	if v.inproc, err = inProcessRate(shard, bo, serverCPUs); err != nil {
+		return v, err
+	}
+	if len(clientCPUs) > 0 {
+		if err := pinSelf(clientCPUs); err != nil {
+			return v, err
+		}
+		defer func() { _ = pinSelf(nil) }()
+	}
+	t0 := time.Now()
+	srv, err := startCube(ctx, bo, data)
+	if err != nil {
+		return v, err
+	}
+	defer srv.stop()
+	v.serverOpen = time.Since(t0)
+	if v.lookups, err = drive(ctx, bo, "cube", srv.pid(), cubeWorker(srv.addr, bo)); err != nil {
+		return v, err
+	}
+	v.serverRSSKiB, err = processStatusKiB(srv.pid(), "VmRSS")
+	return v, err
+}
+
+// rolloutRow is one shard count's rollouts.
+type rolloutRow struct {
+	shards int
+	recs   []rolloutRec
+	heal   time.Duration
+}
+
+// rolloutRec is one rollout: the transfer's record and the benchmark's own
+// clock from appending the donefile line to every replica serving.
+type rolloutRec struct {
+	total, download, build, distrib, load, switchMs, wall float64
+}
+
+func rolloutTable(o ScaleOptions, work string, w io.Writer) error {
+	var rows []rolloutRow
+	for _, s := range o.Shards {
+		row, err := measureRollouts(o, filepath.Join(work, fmt.Sprintf("rollout-%d", s)), s)
+		if err != nil {
+			return fmt.Errorf("%d shards: %w", s, err)
+		}
+		rows = append(rows, row)
+	}
+	fmt.Fprintf(w, "\nrollout against shards: donefile line -> every replica serving; %d replicas per shard, %d keys x %d B per version, %d rollouts each after the first version; file server, transfer and servers are real processes on all CPUs (unpinned)\n",
+		o.Replicas, o.RolloutKeys, valueSize, o.Rollouts)
+	fmt.Fprintf(w, "heal: one replica killed, its disk emptied, restarted; time until the transfer reports it serving the decided version again (--heal-interval %s: a pass finds it, then prepares and switches it)\n", o.HealInterval)
+	tw := tabwriter.NewWriter(w, 0, 0, 3, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "shards\tservers\ttotal ms median [min-max]\tdownload\tbuild\tdistribution\tload\tswitch\tline->serving ms\theal ms\t\n")
+	med := func(recs []rolloutRec, f func(rolloutRec) float64) float64 { return spreadOfF(recs, f).med }
+	for _, r := range rows {
+		t := spreadOfF(r.recs, func(x rolloutRec) float64 { return x.total })
+		fmt.Fprintf(tw, "%d\t%d\t%.0f [%.0f-%.0f]\t%.0f\t%.0f\t%.0f\t%.0f\t%.0f\t%.0f\t%.0f\t\n", r.shards, r.shards*o.Replicas, t.med, t.lo, t.hi,
+			med(r.recs, func(x rolloutRec) float64 { return x.download }), med(r.recs, func(x rolloutRec) float64 { return x.build }),
+			med(r.recs, func(x rolloutRec) float64 { return x.distrib }), med(r.recs, func(x rolloutRec) float64 { return x.load }),
+			med(r.recs, func(x rolloutRec) float64 { return x.switchMs }), med(r.recs, func(x rolloutRec) float64 { return x.wall }),
+			ms(r.heal))
+	}
+	_ = tw.Flush()
+	if len(rows) > 1 {
+		first, last := rows[0], rows[len(rows)-1]
+		f := func(x rolloutRec) float64 { return x.total }
+		fmt.Fprintf(w, "rollout %d shards / %d shards = %.2fx (median total)\n", last.shards, first.shards,
+			spreadOfF(last.recs, f).med/spreadOfF(first.recs, f).med)
+	}
+	return nil
+}
+
+func measureRollouts(o ScaleOptions, dir string, shards int) (rolloutRow, error) {
+	row := rolloutRow{shards: shards}
+	defer os.RemoveAll(dir)
+	c, err := pipeline.Start(pipeline.Options{Bin: o.CubeBinary, Dir: dir, Shards: shards, Replicas: o.Replicas,
+		Keys: o.RolloutKeys, ValueSize: valueSize, Poll: 50 * time.Millisecond, HealInterval: o.HealInterval})
+	if c != nil {
+		defer c.Close()
+	}
+	if err != nil {
+		return row, err
+	}
+	base := time.Now().Unix()
+	for i := 0; i <= o.Rollouts; i++ {
+		id := fmt.Sprint(base + int64(i))
+		start := time.Now()
+		if err := c.Publish(id, byte(i+1), ""); err != nil {
+			return row, err
+		}
+		rec, err := c.WaitServed(id, 10*time.Minute)
+		if err != nil {
+			return row, err
+		}
+		if i == 0 {
+			continue // the first version also starts every server's first load
+		}
+		row.recs = append(row.recs, rolloutRec{float64(rec.TotalMs), float64(rec.DownloadMs), float64(rec.BuildMs),
+			float64(rec.DistribMs), float64(rec.LoadMs), float64(rec.SwitchMs), ms(time.Since(start))})
+	}
+	row.heal, err = c.TimeToHeal(shards-1, o.Replicas-1, 10*time.Minute)
+	return row, err
+}
+
+// spreadOfF is spreadOf for any figures.
+func spreadOfF[T any](xs []T, f func(T) float64) spread {
+	v := make([]float64, len(xs))
+	for i, x := range xs {
+		v[i] = f(x)
+	}
+	return spreadOfValues(v)
+}
