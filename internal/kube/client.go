@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -107,40 +109,88 @@ func (c *Client) resource(gvk schema.GroupVersionKind, namespace string) (dynami
 	return c.dyn.Resource(m.Resource), nil
 }
 
-// Apply server-side-applies every object in order with FieldManager, forcing ownership of
+// Apply server-side-applies every object with FieldManager, forcing ownership of
 // the fields we set, and reports what each write did.
+//
+// Objects are applied in waves by kind (see kindOrder: namespaces and CRDs, then accounts
+// and RBAC, configuration and policies, Services, workloads, webhooks), each wave's objects
+// at once (at most applyParallel): what others depend on is in place first, and the 133
+// objects of a 64-shard cube take a few round trips instead of 133 in a row.
 func (c *Client) Apply(ctx context.Context, set stack.Set) (map[string]Operation, error) {
 	ops := map[string]Operation{}
-	for _, o := range set {
-		u := o.Object
-		ri, err := c.resource(u.GroupVersionKind(), u.GetNamespace())
-		if err != nil {
-			return ops, fmt.Errorf("apply %s: %w", Describe(u), err)
+	var mu sync.Mutex
+	for _, wave := range waves(set) {
+		g, gctx := errgroup.WithContext(ctx)
+		g.SetLimit(applyParallel)
+		for _, o := range wave {
+			g.Go(func() error {
+				op, err := c.applyOne(gctx, o.Object)
+				if err != nil {
+					return err
+				}
+				mu.Lock()
+				ops[o.Key] = op
+				mu.Unlock()
+				c.logf("%s %s", Describe(o.Object), op)
+				return nil
+			})
 		}
-		before, err := ri.Get(ctx, u.GetName(), metav1.GetOptions{})
-		if err != nil && !apierrors.IsNotFound(err) {
-			return ops, apiError("read", u, err)
-		}
-		body, err := u.MarshalJSON()
-		if err != nil {
+		if err := g.Wait(); err != nil {
 			return ops, err
 		}
-		after, err := ri.Patch(ctx, u.GetName(), types.ApplyPatchType, body,
-			metav1.PatchOptions{FieldManager: FieldManager, Force: ptr.To(true)})
-		if err != nil {
-			return ops, apiError("apply", u, err)
-		}
-		op := Created
-		if before != nil && err == nil && before.GetResourceVersion() != "" {
-			op = Configured
-			if before.GetResourceVersion() == after.GetResourceVersion() {
-				op = Unchanged
-			}
-		}
-		ops[o.Key] = op
-		c.logf("%s %s", Describe(u), op)
 	}
 	return ops, nil
+}
+
+// applyParallel bounds the objects applied at once (the client allows 50 requests/s, bursts of 100).
+const applyParallel = 8
+
+// waves splits set by kindOrder rank, keeping the set's order within a rank.
+func waves(set stack.Set) []stack.Set {
+	byRank := map[int]stack.Set{}
+	var ranks []int
+	for _, o := range set {
+		r := order(o.Object.GetKind())
+		if _, ok := byRank[r]; !ok {
+			ranks = append(ranks, r)
+		}
+		byRank[r] = append(byRank[r], o)
+	}
+	sort.Ints(ranks)
+	out := make([]stack.Set, 0, len(ranks))
+	for _, r := range ranks {
+		out = append(out, byRank[r])
+	}
+	return out
+}
+
+// applyOne server-side applies u and says whether that created, changed or left it.
+func (c *Client) applyOne(ctx context.Context, u *unstructured.Unstructured) (Operation, error) {
+	ri, err := c.resource(u.GroupVersionKind(), u.GetNamespace())
+	if err != nil {
+		return "", fmt.Errorf("apply %s: %w", Describe(u), err)
+	}
+	before, err := ri.Get(ctx, u.GetName(), metav1.GetOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return "", apiError("read", u, err)
+	}
+	body, err := u.MarshalJSON()
+	if err != nil {
+		return "", err
+	}
+	after, err := ri.Patch(ctx, u.GetName(), types.ApplyPatchType, body,
+		metav1.PatchOptions{FieldManager: FieldManager, Force: ptr.To(true)})
+	if err != nil {
+		return "", apiError("apply", u, err)
+	}
+	op := Created
+	if before != nil && before.GetResourceVersion() != "" {
+		op = Configured
+		if before.GetResourceVersion() == after.GetResourceVersion() {
+			op = Unchanged
+		}
+	}
+	return op, nil
 }
 
 // Get returns the live object, or nil when it does not exist.

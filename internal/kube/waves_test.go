@@ -1,0 +1,41 @@
+package kube
+
+import (
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/elasticctr/terraform-provider-ctr/internal/stack"
+)
+
+// TestWaves: a cube's objects, rendered Service/StatefulSet pair by pair, are applied in
+// waves by kind — the policies and claims before any pod, the Services before the workloads —
+// each wave keeping the rendering's order.
+func TestWaves(t *testing.T) {
+	var set stack.Set
+	for _, k := range []string{"Secret/control", "NetworkPolicy/server", "Service/replicas", "Service/shard-0", "StatefulSet/shard-0",
+		"Service/shard-1", "StatefulSet/shard-1", "PersistentVolumeClaim/transfer", "Service/transfer", "Deployment/transfer"} {
+		kind, name, _ := strings.Cut(k, "/")
+		u := &unstructured.Unstructured{}
+		u.SetKind(kind)
+		u.SetName(name)
+		set = append(set, stack.Object{Key: k, Object: u})
+	}
+	var got []string
+	for _, w := range waves(set) {
+		var keys []string
+		for _, o := range w {
+			keys = append(keys, o.Key)
+		}
+		got = append(got, strings.Join(keys, " "))
+	}
+	want := []string{
+		"Secret/control NetworkPolicy/server PersistentVolumeClaim/transfer",
+		"Service/replicas Service/shard-0 Service/shard-1 Service/transfer",
+		"StatefulSet/shard-0 StatefulSet/shard-1 Deployment/transfer",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("waves:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
