@@ -142,8 +142,8 @@ func (c *Client) Apply(ctx context.Context, set stack.Set) (map[string]Operation
 	return ops, nil
 }
 
-// applyParallel bounds the objects applied at once (the client allows 50 requests/s, bursts of 100).
-const applyParallel = 8
+// applyParallel bounds the objects applied at once (the client allows 50 requests/s, bursts of 300).
+const applyParallel = 16
 
 // waves splits set by kindOrder rank, keeping the set's order within a rank.
 func waves(set stack.Set) []stack.Set {
