@@ -341,7 +341,7 @@ func startPeer(ctx context.Context, w io.Writer, p string, o Options, work strin
 		if err != nil {
 			return nil, err
 		}
-		s := &system{name: "redis (MGET)", proc: pr, worker: redisWorker(pr.addr, o)}
+		s := &system{name: "redis (MGET)", proc: pr, worker: peerWorker(func() (*redisConn, error) { return dialRedis(pr.addr) }, o)}
 		if err := loadRedis(pr.addr, o); err != nil {
 			return s, err
 		}
@@ -353,7 +353,7 @@ func startPeer(ctx context.Context, w io.Writer, p string, o Options, work strin
 		if err != nil {
 			return nil, err
 		}
-		s := &system{name: "memcached (get)", proc: pr, worker: memcachedWorker(pr.addr, o)}
+		s := &system{name: "memcached (get)", proc: pr, worker: peerWorker(func() (*memcachedConn, error) { return dialMemcached(pr.addr) }, o)}
 		if err := loadMemcached(pr.addr, o); err != nil {
 			return s, err
 		}
@@ -662,9 +662,17 @@ func cubeWorker(addr string, o Options) worker {
 	}
 }
 
-func redisWorker(addr string, o Options) worker {
+// mgetConn is a peer's connection: a multi-key get, each value handed to fn by index.
+type mgetConn interface {
+	mget(keys []uint64, fn func(i int, v []byte)) error
+	Close() error
+}
+
+// peerWorker drives a peer (Redis MGET, memcached multi-get) over connections dial opens,
+// counting the values that are not what the key holds.
+func peerWorker[C mgetConn](dial func() (C, error), o Options) worker {
 	return func(int) (func([]uint64) (int, error), func(), error) {
-		c, err := dialRedis(addr)
+		c, err := dial()
 		if err != nil {
 			return nil, nil, err
 		}

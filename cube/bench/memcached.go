@@ -171,24 +171,6 @@ func loadMemcached(addr string, o Options) error {
 	return c.version()
 }
 
-func memcachedWorker(addr string, o Options) worker {
-	return func(int) (func([]uint64) (int, error), func(), error) {
-		c, err := dialMemcached(addr)
-		if err != nil {
-			return nil, nil, err
-		}
-		return func(keys []uint64) (int, error) {
-			bad := 0
-			err := c.mget(keys, func(i int, v []byte) {
-				if !valueOK(v, keys[i], o.ValueSize) {
-					bad++
-				}
-			})
-			return bad, err
-		}, func() { c.Close() }, nil
-	}
-}
-
 // memcachedMemoryMB is the cache size (-m) that holds every key with room
 // to spare: memcached evicts beyond it, and an evicted key would miss.
 func memcachedMemoryMB(o Options) int {

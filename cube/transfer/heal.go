@@ -43,16 +43,8 @@ func (t *Transfer) heal(ctx context.Context) {
 		return
 	}
 	rs := t.replicas()
-	reports, errs := make([]api.AgentStatus, len(rs)), make([]error, len(rs))
+	reports, errs := t.askAll(ctx, rs, t.opts.StepTimeout)
 	var wg sync.WaitGroup
-	for i, rp := range rs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			reports[i], errs[i] = t.call(ctx, rp, api.AgentStatusPath, nil)
-		}()
-	}
-	wg.Wait()
 	behind, unreachable := healTargets(st.Served, rs, reports, errs)
 	serves := map[replica]string{}
 	for i, rp := range rs {

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -118,28 +117,22 @@ func (t *Transfer) Status(ctx context.Context) api.Status {
 				st.InFlight.Version, st.InFlight.ID, st.InFlight.LastError)
 		}
 	}
+	rs := t.replicas()
+	reports, errs := t.askAll(ctx, rs, time.Second)
 	out.Shards = make([]api.ShardStatus, t.opts.Shards)
-	var wg sync.WaitGroup
-	for s, addrs := range t.opts.Replicas {
-		out.Shards[s] = api.ShardStatus{Shard: s, Replicas: make([]api.ReplicaStatus, len(addrs))}
-		for i, a := range addrs {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				c, cancel := context.WithTimeout(ctx, time.Second)
-				defer cancel()
-				rs := api.ReplicaStatus{Addr: a}
-				as, err := t.call(c, replica{s, a}, api.AgentStatusPath, nil)
-				if err != nil {
-					rs.State, rs.Error = "unreachable", err.Error()
-				} else {
-					rs.ServedVersion, rs.State, rs.Version, rs.Error = as.ServedVersion, as.State, as.Version, as.Error
-				}
-				out.Shards[s].Replicas[i] = rs
-			}()
-		}
+	for s := range out.Shards {
+		out.Shards[s].Shard = s
 	}
-	wg.Wait()
+	for i, rp := range rs {
+		r := api.ReplicaStatus{Addr: rp.addr}
+		if errs[i] != nil {
+			r.State, r.Error = "unreachable", errs[i].Error()
+		} else {
+			a := reports[i]
+			r.ServedVersion, r.State, r.Version, r.Error = a.ServedVersion, a.State, a.Version, a.Error
+		}
+		out.Shards[rp.shard].Replicas = append(out.Shards[rp.shard].Replicas, r)
+	}
 	out.Summarize()
 	return out
 }

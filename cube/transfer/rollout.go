@@ -68,6 +68,24 @@ func (t *Transfer) call(ctx context.Context, r replica, path string, body any) (
 	return st, nil
 }
 
+// askAll asks every replica in rs for its agent status, in parallel, each
+// call bounded by timeout (and StepTimeout): reports[i] and errs[i] are rs[i]'s.
+func (t *Transfer) askAll(ctx context.Context, rs []replica, timeout time.Duration) (reports []api.AgentStatus, errs []error) {
+	reports, errs = make([]api.AgentStatus, len(rs)), make([]error, len(rs))
+	var wg sync.WaitGroup
+	for i, rp := range rs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c, cancel := context.WithTimeout(ctx, timeout)
+			defer cancel()
+			reports[i], errs[i] = t.call(c, rp, api.AgentStatusPath, nil)
+		}()
+	}
+	wg.Wait()
+	return reports, errs
+}
+
 // forEach runs f on every replica in parallel and joins the errors.
 func forEach(rs []replica, f func(r replica) error) error {
 	errs := make([]error, len(rs))
