@@ -129,7 +129,7 @@ func dedicatedEnv(t *testing.T) string {
 		t.Fatalf("build the control plane: %v", err)
 	}
 	dir := t.TempDir()
-	env, err := testenv.Up(ctx, dir, bin, io.Discard)
+	env, err := testenv.Up(ctx, dir, bin, io.Discard, nil)
 	if err != nil {
 		t.Fatalf("start a dedicated control plane: %v", err)
 	}

@@ -18,8 +18,9 @@ if [ -n "$unformatted" ]; then
 fi
 go run github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.14.0 run ./...
 
-say "installing test dependencies (redis-server and memcached for the cube benchmark test)"
+say "installing test dependencies (redis-server and memcached for the cube benchmark test; containerd, runc, CNI plugins, iptables for the real node)"
 cube/scripts/install-peers.sh
+scripts/install-node-deps.sh
 
 say "finding a Terraform CLI"
 eval "$(scripts/ensure-terraform.sh)"
@@ -40,11 +41,22 @@ mkdir -p bin
 go build -o bin/testenv ./internal/testenv/cmd/testenv
 bin/testenv build -repo "$root"
 
-say "starting the local control plane"
+say "building the cube image the real node runs (make images)"
+make --no-print-directory images >/dev/null
+image="$root/dist/image/cube-image.tar"
+
+say "the real node alone: pods of our image, cluster DNS, a ClusterIP dropped without kube-proxy, the host restored"
+mkdir -p "$state"
+if ! CTR_TESTENV_NODE_TEST=1 CTR_TESTENV_CUBE_IMAGE="$image" go test -count=1 -timeout 10m -run '^(TestRealNode|TestHostSnapshotSeesChanges)$' -v ./internal/testenv > "$state/node-test.log" 2>&1; then
+  tail -80 "$state/node-test.log"; echo "the real node test failed (log: $state/node-test.log)"; exit 1
+fi
+grep -E '^\s*(--- |ok )|real node Ready|create to Ready|counters' "$state/node-test.log" || true
+
+say "starting the local control plane with the real node"
 bin/testenv down -dir "$state" 2>/dev/null || true
 trap 'say "stopping the local control plane"; bin/testenv down -dir "$state"' EXIT
 export KUBECONFIG
-KUBECONFIG=$(bin/testenv up -dir "$state" -repo "$root")
+KUBECONFIG=$(bin/testenv up -dir "$state" -repo "$root" -node -image "$image")
 
 # An empty CLI configuration: the machine's may point at a missing file, which OpenTofu
 # prints on stdout and plugin-testing then fails to parse.

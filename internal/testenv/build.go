@@ -28,6 +28,7 @@ import (
 const (
 	KubernetesVersion = "v1.34.1"
 	KwokVersion       = "v0.8.0"
+	CoreDNSVersion    = "v1.12.4" // pinned in coredns/go.mod
 	VolcanoVersion    = "v1.14.1"
 	volcanoAPIVersion = "v1.14.0" // volcano.sh/apis v1.14.1 does not exist; v1.14.0 is API-identical.
 )
@@ -42,6 +43,8 @@ type Binaries struct {
 	VCWebhook   string
 	KwokStages  string   // one YAML with the kwok stages that make pods Ready and nodes alive
 	VolcanoCRDs []string // CRD YAML files
+	CoreDNS     string   // the real node's cluster DNS (see the coredns module beside this file)
+	PauseImage  string   // docker-archive tarball of the real node's sandbox image, named PauseImage
 }
 
 // CacheDir is where built binaries are kept: $CTR_TESTENV_CACHE, else the user cache dir.
@@ -128,6 +131,38 @@ func (b *Builder) Build(ctx context.Context) (*Binaries, error) {
 	if err != nil || len(out.VolcanoCRDs) == 0 {
 		return nil, fmt.Errorf("no Volcano CRDs in %q (remove the folder to rebuild)", vcOut)
 	}
+
+	dnsDir := filepath.Join(b.RepoRoot, "internal", "testenv", "coredns")
+	dnsKey, err := hashFiles(dnsDir, "go.mod", "go.sum", "main.go")
+	if err != nil {
+		return nil, err
+	}
+	dnsOut := filepath.Join(b.Cache, "coredns-"+CoreDNSVersion+"-"+dnsKey)
+	err = b.cached(ctx, dnsOut, "CoreDNS "+CoreDNSVersion+" (bind, errors, log, kubernetes plugins only)", func(tmp string) error {
+		return b.run(ctx, dnsDir, []string{"CGO_ENABLED=0"}, "go", "build", "-o", filepath.Join(tmp, "coredns"), "-ldflags", "-s -w", ".")
+	})
+	if err != nil {
+		return nil, err
+	}
+	out.CoreDNS = filepath.Join(dnsOut, "coredns")
+
+	pauseDir := filepath.Join(b.RepoRoot, "internal", "testenv", "pause")
+	pauseKey, err := hashFiles(pauseDir, "main.go")
+	if err != nil {
+		return nil, err
+	}
+	pauseOut := filepath.Join(b.Cache, "pause-"+pauseKey)
+	err = b.cached(ctx, pauseOut, "the real node's pause image", func(tmp string) error {
+		bin := filepath.Join(tmp, "pause")
+		if err := b.run(ctx, pauseDir, []string{"CGO_ENABLED=0"}, "go", "build", "-o", bin, "-ldflags", "-s -w", "."); err != nil {
+			return err
+		}
+		return writePauseImage(bin, filepath.Join(tmp, "pause.tar"))
+	})
+	if err != nil {
+		return nil, err
+	}
+	out.PauseImage = filepath.Join(pauseOut, "pause.tar")
 	return out, nil
 }
 

@@ -35,6 +35,12 @@ type Env struct {
 	// tests of installing Volcano: file://<path>. The real Volcano of the environment is the
 	// processes it started.
 	VolcanoManifest string
+	// Node is true when the environment has the real node (see node.go); NodeReady is how long
+	// it took from kubelet's start to the node's Ready condition, NodeImages the image names
+	// imported into its containerd.
+	Node       bool          `json:",omitempty"`
+	NodeReady  time.Duration `json:",omitempty"`
+	NodeImages []string      `json:",omitempty"`
 }
 
 // Ports are picked free on 127.0.0.1 at start, so environments never collide with each
@@ -43,6 +49,8 @@ type Ports struct {
 	EtcdClient, EtcdPeer, APIServer, KCM, Scheduler, Kwok int
 	VCScheduler, VCSchedulerHealth, VCCtrl, VCCtrlHealth  int
 	VCWebhook                                             int
+	// The real node's: kubelet (on NodeIP), kubelet healthz, kube-proxy healthz and metrics.
+	Kubelet, KubeletHealth, ProxyHealth, ProxyMetrics int
 }
 
 // Kubeconfig is the admin kubeconfig of the environment.
@@ -55,8 +63,9 @@ var order = []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-
 	"vc-webhook-manager", "vc-scheduler", "vc-controller-manager"}
 
 // Up starts a fresh environment in dir (which must not hold a running one) and waits until
-// nodes are Ready, Volcano's CRDs are established and its default queue is open.
-func Up(ctx context.Context, dir string, bin *Binaries, log io.Writer) (*Env, error) {
+// nodes are Ready, Volcano's CRDs are established and its default queue is open. With node
+// set, it also starts the real node (root only; one per machine) and waits until it is Ready.
+func Up(ctx context.Context, dir string, bin *Binaries, log io.Writer, node *NodeOptions) (*Env, error) {
 	dir, err := filepath.Abs(dir)
 	if err != nil {
 		return nil, err
@@ -124,7 +133,9 @@ func Up(ctx context.Context, dir string, bin *Binaries, log io.Writer) (*Env, er
 		"--service-account-issuer=https://127.0.0.1:"+strconv.Itoa(e.Ports.APIServer),
 		"--service-account-key-file="+p.path("sa.pub"),
 		"--service-account-signing-key-file="+p.path("sa.key"),
-		"--service-cluster-ip-range=10.96.0.0/16",
+		"--service-cluster-ip-range="+ServiceCIDR,
+		// The real node's hostname resolves nowhere: logs and exec go to its InternalIP.
+		"--kubelet-preferred-address-types=InternalIP",
 		"--allow-privileged=true",
 		"--enable-priority-and-fairness=false",
 		"--profiling=false"); err != nil {
@@ -219,6 +230,22 @@ func Up(ctx context.Context, dir string, bin *Binaries, log io.Writer) (*Env, er
 	if err := c.waitReady(ctx, 90*time.Second); err != nil {
 		return nil, err
 	}
+	if node != nil {
+		e.Node = true
+		if err := e.save(); err != nil { // Down must know of the node from here on
+			return nil, err
+		}
+		if err := e.startNode(ctx, bin, c, *node, log); err != nil {
+			return nil, err
+		}
+		for _, img := range append([]string{bin.PauseImage}, node.Images...) {
+			names, err := imageNames(img)
+			if err != nil {
+				return nil, err
+			}
+			e.NodeImages = append(e.NodeImages, names...)
+		}
+	}
 	if err := e.save(); err != nil {
 		return nil, err
 	}
@@ -252,6 +279,11 @@ func (e *Env) save() error {
 // order (etcd last), and waits for each to exit. It is safe to call when nothing runs.
 func Down(dir string, log io.Writer) error {
 	var errs []error
+	if abs, err := filepath.Abs(dir); err == nil {
+		if err := (&Env{Dir: abs}).stopNode(log); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	for i := len(order) - 1; i >= 0; i-- {
 		name := order[i]
 		pidFile := filepath.Join(dir, "pids", name)
@@ -274,7 +306,7 @@ func Down(dir string, log io.Writer) error {
 }
 
 func running(dir string) bool {
-	for _, name := range order {
+	for _, name := range append(order, nodeOrder...) {
 		data, err := os.ReadFile(filepath.Join(dir, "pids", name))
 		if err != nil {
 			continue
@@ -345,7 +377,8 @@ func (e *Env) logPath(name string) string { return filepath.Join(e.Dir, "logs", 
 
 func (e *Env) pickPorts() error {
 	ports := []*int{&e.Ports.EtcdClient, &e.Ports.EtcdPeer, &e.Ports.APIServer, &e.Ports.KCM, &e.Ports.Scheduler,
-		&e.Ports.Kwok, &e.Ports.VCScheduler, &e.Ports.VCSchedulerHealth, &e.Ports.VCCtrl, &e.Ports.VCCtrlHealth, &e.Ports.VCWebhook}
+		&e.Ports.Kwok, &e.Ports.VCScheduler, &e.Ports.VCSchedulerHealth, &e.Ports.VCCtrl, &e.Ports.VCCtrlHealth, &e.Ports.VCWebhook,
+		&e.Ports.Kubelet, &e.Ports.KubeletHealth, &e.Ports.ProxyHealth, &e.Ports.ProxyMetrics}
 	var ls []net.Listener
 	defer func() {
 		for _, l := range ls {

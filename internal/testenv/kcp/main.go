@@ -4,11 +4,14 @@
 //	kcp kube-apiserver FLAGS...
 //	kcp kube-controller-manager FLAGS...
 //	kcp kube-scheduler FLAGS...
+//	kcp kubelet FLAGS...            (the real node: see ../node.go)
+//	kcp kube-proxy FLAGS...
 //
 // It lives in its own module so that k8s.io/kubernetes stays out of the provider's go.mod.
 package main
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"log"
@@ -21,12 +24,14 @@ import (
 	"k8s.io/component-base/cli"
 	apiserver "k8s.io/kubernetes/cmd/kube-apiserver/app"
 	controllermanager "k8s.io/kubernetes/cmd/kube-controller-manager/app"
+	proxy "k8s.io/kubernetes/cmd/kube-proxy/app"
 	scheduler "k8s.io/kubernetes/cmd/kube-scheduler/app"
+	kubelet "k8s.io/kubernetes/cmd/kubelet/app"
 )
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: kcp etcd|kube-apiserver|kube-controller-manager|kube-scheduler [flags]")
+		fmt.Fprintln(os.Stderr, "usage: kcp etcd|kube-apiserver|kube-controller-manager|kube-scheduler|kubelet|kube-proxy [flags]")
 		os.Exit(2)
 	}
 	name := os.Args[1]
@@ -40,6 +45,10 @@ func main() {
 		os.Exit(cli.Run(controllermanager.NewControllerManagerCommand()))
 	case "kube-scheduler":
 		os.Exit(cli.Run(scheduler.NewSchedulerCommand()))
+	case "kubelet":
+		os.Exit(cli.Run(kubelet.NewKubeletCommand(context.Background())))
+	case "kube-proxy":
+		os.Exit(cli.Run(proxy.NewProxyCommand()))
 	default:
 		fmt.Fprintf(os.Stderr, "kcp: unknown component %q\n", name)
 		os.Exit(2)

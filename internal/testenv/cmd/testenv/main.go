@@ -1,7 +1,8 @@
 // Command testenv builds, starts and stops the local control plane used by tests and the demo.
 //
 //	testenv build          build (or find cached) every binary
-//	testenv up   [-dir D]  build if needed, start, print the kubeconfig path
+//	testenv up   [-dir D] [-node [-image TAR]...]
+//	                       build if needed, start (with the real node), print the kubeconfig path
 //	testenv down [-dir D]  stop every process by its recorded pid
 //	testenv env  [-dir D]  print KUBECONFIG=... for a running environment
 package main
@@ -26,6 +27,9 @@ func main() {
 	fs := flag.NewFlagSet(cmd, flag.ExitOnError)
 	dir := fs.String("dir", ".testenv", "folder that holds the environment's state (pids, logs, kubeconfig)")
 	repo := fs.String("repo", ".", "repository root (the kcp module is built from internal/testenv/kcp)")
+	node := fs.Bool("node", false, "up: also start the real node (kubelet, containerd, CNI bridge, CoreDNS, kube-proxy; root; one per machine)")
+	var images imageFlags
+	fs.Var(&images, "image", "up -node: an image `tarball` to import into the node's containerd (repeatable)")
 	_ = fs.Parse(os.Args[2:])
 
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -38,7 +42,11 @@ func main() {
 		var bin *testenv.Binaries
 		if bin, err = build(ctx, *repo); err == nil {
 			var e *testenv.Env
-			if e, err = testenv.Up(ctx, *dir, bin, os.Stderr); err == nil {
+			var opts *testenv.NodeOptions
+			if *node {
+				opts = &testenv.NodeOptions{Images: images}
+			}
+			if e, err = testenv.Up(ctx, *dir, bin, os.Stderr, opts); err == nil {
 				fmt.Println(e.Kubeconfig())
 			}
 		}
@@ -72,6 +80,11 @@ func build(ctx context.Context, repo string) (*testenv.Binaries, error) {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: testenv build|up|down|env [-dir DIR] [-repo ROOT]")
+	fmt.Fprintln(os.Stderr, "usage: testenv build|up|down|env [-dir DIR] [-repo ROOT] [-node [-image TAR]...]")
 	os.Exit(2)
 }
+
+type imageFlags []string
+
+func (f *imageFlags) String() string     { return fmt.Sprint([]string(*f)) }
+func (f *imageFlags) Set(v string) error { *f = append(*f, v); return nil }
