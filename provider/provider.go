@@ -33,9 +33,9 @@ type ctrProvider struct {
 // providerData is what Configure hands to every resource. Nothing in it has contacted a
 // server: `terraform validate` and `plan` work without a cluster or cloud credentials.
 type providerData struct {
-	version    string
-	kubernetes types.Object // the default connection; null when not configured
-	baidu      baiduCredentials
+	version string
+	conn    providerConnection // the connection of resources that set none of their own
+	baidu   baiduCredentials
 }
 
 // baiduCredentials are the Baidu Cloud (BCE) credentials ctr_cluster uses for CCE.
@@ -106,10 +106,9 @@ func (p *ctrProvider) Configure(ctx context.Context, req provider.ConfigureReque
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	if m.Kubernetes.IsUnknown() {
-		resp.Diagnostics.Append(diagnostics.FailedAt(path.Root("kubernetes"), "Unknown Provider Connection",
-			"The provider's kubernetes connection depends on a value known only after apply; provider configuration must be known at plan time",
-			"Pass the connection to each resource's own `kubernetes` attribute instead (for example `kubernetes = ctr_cluster.this.kubernetes`).", nil))
+	conn, d := providerConnectionFrom(ctx, m.Kubernetes)
+	resp.Diagnostics.Append(d...)
+	if resp.Diagnostics.HasError() {
 		return
 	}
 	var poll time.Duration
@@ -123,8 +122,8 @@ func (p *ctrProvider) Configure(ctx context.Context, req provider.ConfigureReque
 		poll = d
 	}
 	data := &providerData{
-		version:    p.version,
-		kubernetes: m.Kubernetes,
+		version: p.version,
+		conn:    conn,
 		baidu: baiduCredentials{
 			AccessKey:    stringOr(m.AccessKey, os.Getenv("BCE_ACCESS_KEY_ID")),
 			SecretKey:    stringOr(m.SecretKey, os.Getenv("BCE_SECRET_ACCESS_KEY")),

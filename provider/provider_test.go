@@ -21,6 +21,26 @@ import (
 	"github.com/elasticctr/terraform-provider-ctr/internal/stack"
 )
 
+// TestMain gives the tests a connection the way a user opts in, since the provider never
+// falls back to KUBECONFIG by itself: KUBE_CONFIG_PATH names the local control plane's
+// kubeconfig (the KUBECONFIG that scripts/test.sh exports). Without a control plane, the
+// plan-only tests, which never connect, get an explicit unreachable host. Tests of the
+// connection itself set their own environment with t.Setenv.
+func TestMain(m *testing.M) {
+	if os.Getenv("KUBE_CONFIG_PATH") == "" && os.Getenv("KUBE_HOST") == "" {
+		if kc := os.Getenv("KUBECONFIG"); kc != "" {
+			_ = os.Setenv("KUBE_CONFIG_PATH", kc)
+		} else {
+			_ = os.Setenv("KUBE_HOST", unreachableHost)
+			_ = os.Setenv("KUBE_TOKEN", "plan-only")
+		}
+	}
+	os.Exit(m.Run())
+}
+
+// unreachableHost is an API server address where nothing listens.
+const unreachableHost = "https://127.0.0.1:1"
+
 // providerFactories serves the provider in-process to the real terraform CLI.
 var providerFactories = map[string]func() (tfprotov6.ProviderServer, error){
 	"ctr": providerserver.NewProtocol6WithError(New("test")()),

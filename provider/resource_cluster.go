@@ -330,7 +330,7 @@ func (r *clusterResource) connect(ctx context.Context, c *cce.Client, m *cluster
 
 // adopt manages only Volcano on an existing cluster.
 func (r *clusterResource) adopt(ctx context.Context, plan *clusterModel, state stateLike, diags *diag.Diagnostics) {
-	conn, d := connection(ctx, plan.Kubernetes, nil)
+	conn, _, d := connection(ctx, plan.Kubernetes, nil)
 	diags.Append(d...)
 	cfg, err := conn.RESTConfig()
 	if err != nil {

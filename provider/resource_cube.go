@@ -47,7 +47,7 @@ func (r *cubeResource) ValidateConfig(ctx context.Context, req resource.Validate
 
 // ModifyPlan renders the objects at plan time and says when the cube will be re-sharded.
 func (r *cubeResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
-	plan := cubeWorkload.planned(ctx, req, resp)
+	plan := cubeWorkload.planned(ctx, r.data, req, resp)
 	if plan == nil {
 		return
 	}

@@ -42,7 +42,7 @@ func (r *servingResource) ValidateConfig(ctx context.Context, req resource.Valid
 
 // ModifyPlan renders the objects at plan time, so that `manifests` shows the field-level change.
 func (r *servingResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
-	plan := servingWorkload.planned(ctx, req, resp)
+	plan := servingWorkload.planned(ctx, r.data, req, resp)
 	if plan == nil {
 		return
 	}

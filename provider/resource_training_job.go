@@ -53,7 +53,7 @@ func (r *trainingJobResource) ValidateConfig(ctx context.Context, req resource.V
 // ModifyPlan renders the Kubernetes objects at plan time, so that `manifests` shows the
 // field-level change, and explains any replacement.
 func (r *trainingJobResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
-	plan := trainingJobWorkload.planned(ctx, req, resp)
+	plan := trainingJobWorkload.planned(ctx, r.data, req, resp)
 	if plan == nil {
 		return
 	}

@@ -135,9 +135,16 @@ func (w workload[S, M, P]) validate(ctx context.Context, config tfsdk.Config, ve
 }
 
 // planned reads ModifyPlan's plan, or nil when there is nothing to render: a destroy, or a
-// nested object known only after apply (then manifests are unknown).
-func (w workload[S, M, P]) planned(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) P {
+// nested object known only after apply (then manifests are unknown). A resource that has no
+// connection anywhere is refused here, at plan time.
+func (w workload[S, M, P]) planned(ctx context.Context, data *providerData, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) P {
 	if req.Plan.Raw.IsNull() {
+		return nil
+	}
+	var own types.Object
+	resp.Diagnostics.Append(req.Plan.GetAttribute(ctx, path.Root("kubernetes"), &own)...)
+	requireConnection(ctx, own, data, &resp.Diagnostics)
+	if resp.Diagnostics.HasError() {
 		return nil
 	}
 	if unknownAttrs(req.Plan.Raw, w.nested...) {
@@ -267,6 +274,11 @@ func (w workload[S, M, P]) read(ctx context.Context, data *providerData, version
 		return
 	}
 	m := P(&st)
+	if connectionPending(ctx, m.attrs().Kubernetes, data) {
+		// The cluster is created or replaced in this run: there is nothing to read yet.
+		tflog.Warn(ctx, m.attrs().describe(w.kind)+": the connection is known only after apply; not refreshed")
+		return
+	}
 	kc, d := kubeClient(ctx, m.attrs().Kubernetes, data)
 	resp.Diagnostics.Append(d...)
 	if resp.Diagnostics.HasError() {
