@@ -4,6 +4,10 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"sync"
 	"testing"
 
 	"github.com/hashicorp/terraform-plugin-framework/providerserver"
@@ -171,4 +175,48 @@ func gvrOf(gvk schema.GroupVersionKind) schema.GroupVersionResource {
 		"Service": "services", "NetworkPolicy": "networkpolicies", "Job": "jobs", "StatefulSet": "statefulsets", "Pod": "pods", "ReplicaSet": "replicasets", "PodGroup": "podgroups",
 	}[gvk.Kind]
 	return gvk.GroupVersion().WithResource(plural)
+}
+
+var devBuild struct {
+	once sync.Once
+	dir  string
+	err  error
+}
+
+// devProviderVersion is the version the locally built provider is installed as.
+const devProviderVersion = "0.0.1"
+
+// localProvider builds the provider from this checkout once per test binary into a
+// filesystem mirror and returns a Terraform CLI configuration that installs `elasticctr/ctr`
+// from it (offline), for tests that need the provider as users run it: one plugin process per
+// provider configuration. In-process provider servers are shared by every configuration of a
+// test, aliases included.
+func localProvider(t *testing.T) string {
+	t.Helper()
+	host := os.Getenv("TF_ACC_PROVIDER_HOST")
+	if host == "" {
+		host = "registry.terraform.io"
+	}
+	devBuild.once.Do(func() {
+		dir, err := os.MkdirTemp("", "ctr-provider-mirror-")
+		if err != nil {
+			devBuild.err = err
+			return
+		}
+		devBuild.dir = dir
+		bin := filepath.Join(dir, host, "elasticctr", "ctr", devProviderVersion, runtime.GOOS+"_"+runtime.GOARCH, "terraform-provider-ctr_v"+devProviderVersion)
+		out, err := exec.Command("go", "build", "-o", bin, "..").CombinedOutput()
+		if err != nil {
+			devBuild.err = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if devBuild.err != nil {
+		t.Fatal(devBuild.err)
+	}
+	rc := filepath.Join(t.TempDir(), "terraformrc")
+	cfg := fmt.Sprintf("provider_installation {\n  filesystem_mirror {\n    path    = %q\n    include = [\"%s/elasticctr/ctr\"]\n  }\n}\n", devBuild.dir, host)
+	if err := os.WriteFile(rc, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return rc
 }
