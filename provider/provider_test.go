@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"sync"
 	"testing"
@@ -180,6 +181,7 @@ func gvrOf(gvk schema.GroupVersionKind) schema.GroupVersionResource {
 var devBuild struct {
 	once sync.Once
 	dir  string
+	host string
 	err  error
 }
 
@@ -193,10 +195,6 @@ const devProviderVersion = "0.0.1"
 // test, aliases included.
 func localProvider(t *testing.T) string {
 	t.Helper()
-	host := os.Getenv("TF_ACC_PROVIDER_HOST")
-	if host == "" {
-		host = "registry.terraform.io"
-	}
 	devBuild.once.Do(func() {
 		dir, err := os.MkdirTemp("", "ctr-provider-mirror-")
 		if err != nil {
@@ -204,6 +202,12 @@ func localProvider(t *testing.T) string {
 			return
 		}
 		devBuild.dir = dir
+		host, err := registryHost(dir)
+		if err != nil {
+			devBuild.err = err
+			return
+		}
+		devBuild.host = host
 		bin := filepath.Join(dir, host, "elasticctr", "ctr", devProviderVersion, runtime.GOOS+"_"+runtime.GOARCH, "terraform-provider-ctr_v"+devProviderVersion)
 		out, err := exec.Command("go", "build", "-o", bin, "..").CombinedOutput()
 		if err != nil {
@@ -214,9 +218,33 @@ func localProvider(t *testing.T) string {
 		t.Fatal(devBuild.err)
 	}
 	rc := filepath.Join(t.TempDir(), "terraformrc")
-	cfg := fmt.Sprintf("provider_installation {\n  filesystem_mirror {\n    path    = %q\n    include = [\"%s/elasticctr/ctr\"]\n  }\n}\n", devBuild.dir, host)
+	cfg := fmt.Sprintf("provider_installation {\n  filesystem_mirror {\n    path    = %q\n    include = [\"%s/elasticctr/ctr\"]\n  }\n}\n", devBuild.dir, devBuild.host)
 	if err := os.WriteFile(rc, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	return rc
+}
+
+// registryHost is the Terraform CLI's default registry host, as it spells elasticctr/ctr in
+// full (the mirror's directories are named by it).
+func registryHost(dir string) (string, error) {
+	probe := filepath.Join(dir, "probe")
+	if err := os.MkdirAll(probe, 0o700); err != nil {
+		return "", err
+	}
+	hcl := "terraform {\n  required_providers {\n    ctr = { source = \"elasticctr/ctr\" }\n  }\n}\n"
+	if err := os.WriteFile(filepath.Join(probe, "main.tf"), []byte(hcl), 0o600); err != nil {
+		return "", err
+	}
+	cmd := exec.Command(os.Getenv("TF_ACC_TERRAFORM_PATH"), "providers", "-no-color")
+	cmd.Dir, cmd.Env = probe, append(os.Environ(), "TF_CLI_CONFIG_FILE=/dev/null")
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("terraform providers: %w", err)
+	}
+	m := regexp.MustCompile(`provider\[(.+)/elasticctr/ctr\]`).FindSubmatch(out)
+	if m == nil {
+		return "", fmt.Errorf("terraform providers names no elasticctr/ctr: %s", out)
+	}
+	return string(m[1]), nil
 }

@@ -1,6 +1,6 @@
 # The ElasticCTR stack on any conformant Kubernetes cluster with Volcano: PaddlePaddle
 # parameter-server training, the cube sparse-parameter service fed by its donefile, and Paddle
-# Serving reading the cube.
+# Serving reading the cube. The cluster is the one the caller's `ctr` provider connects to.
 
 locals {
   ps   = var.training.mode == "ps"
@@ -12,17 +12,16 @@ locals {
 }
 
 resource "ctr_training_job" "this" {
-  kubernetes = var.kubernetes
-  name       = "${var.name}-train"
-  namespace  = var.namespace
-  stack      = var.name
-  image      = var.training.image
-  entry      = var.training.entry
-  mode       = var.training.mode
-  pserver    = local.ps ? merge(local.resources, { replicas = var.training.pservers, gpus = null }) : null
-  trainer    = local.ps ? merge(local.resources, { replicas = var.training.trainers, gpus = local.gpus }) : null
-  worker     = local.ps ? null : merge(local.resources, { replicas = var.training.workers, gpus = local.gpus })
-  dataset    = var.dataset
+  name      = "${var.name}-train"
+  namespace = var.namespace
+  stack     = var.name
+  image     = var.training.image
+  entry     = var.training.entry
+  mode      = var.training.mode
+  pserver   = local.ps ? merge(local.resources, { replicas = var.training.pservers, gpus = null }) : null
+  trainer   = local.ps ? merge(local.resources, { replicas = var.training.trainers, gpus = local.gpus }) : null
+  worker    = local.ps ? null : merge(local.resources, { replicas = var.training.workers, gpus = local.gpus })
+  dataset   = var.dataset
   model_output = {
     size          = var.model_output.size
     storage_class = var.model_output.storage_class
@@ -31,7 +30,6 @@ resource "ctr_training_job" "this" {
 }
 
 resource "ctr_cube" "this" {
-  kubernetes   = var.kubernetes
   name         = "${var.name}-cube"
   namespace    = var.namespace
   stack        = var.name
@@ -45,7 +43,6 @@ resource "ctr_cube" "this" {
 }
 
 resource "ctr_serving" "this" {
-  kubernetes   = var.kubernetes
   name         = "${var.name}-serving"
   namespace    = var.namespace
   stack        = var.name
