@@ -141,6 +141,7 @@ func (p *ctrProvider) Resources(context.Context) []func() resource.Resource {
 	return []func() resource.Resource{
 		NewClusterResource,
 		NewCubeResource,
+		NewNamespaceResource,
 		NewServingResource,
 		NewTrainingJobResource,
 	}

@@ -49,14 +49,16 @@ module "ctr" {
     ctr.cluster = ctr.cluster
   }
 
-  name            = "ads"
-  vpc_id          = var.vpc_id
-  subnet_id       = var.subnet_id
-  workers         = { machine_spec = "bcc.g5.c8m32", replicas = 4 }
-  admin_password  = var.admin_password
-  public_endpoint = true # Terraform runs outside the VPC
-  training        = { pservers = 2, trainers = 4 }
-  cube            = { shards = 4 }
+  name             = "ads"
+  vpc_id           = var.vpc_id
+  subnet_id        = var.subnet_id
+  workers          = { machine_spec = "bcc.g5.c8m32", replicas = 4 }
+  admin_password   = var.admin_password
+  public_endpoint  = true # Terraform runs outside the VPC
+  namespace        = "ads"
+  create_namespace = true
+  training         = { pservers = 2, trainers = 4 }
+  cube             = { shards = 4 }
 }
 
 output "serving_url" {

@@ -44,7 +44,7 @@ variable "workers" {
 }
 
 variable "namespace" {
-  description = "Namespace of the stack."
+  description = "Namespace of the stack, created by the apply (it must not exist)."
   type        = string
-  default     = "default"
+  default     = "ctr"
 }

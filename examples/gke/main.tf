@@ -66,12 +66,13 @@ resource "ctr_cluster" "volcano" {
 }
 
 module "stack" {
-  source    = "../modules/elastic-ctr"
-  name      = var.name
-  namespace = var.namespace
-  training  = { pservers = 2, trainers = 2 }
-  cube      = { shards = 2, replicas = 2 }
-  serving   = { service_type = "LoadBalancer" }
+  source           = "../modules/elastic-ctr"
+  name             = var.name
+  namespace        = var.namespace
+  create_namespace = true # the stack's own namespace on the new cluster
+  training         = { pservers = 2, trainers = 2 }
+  cube             = { shards = 2, replicas = 2 }
+  serving          = { service_type = "LoadBalancer" }
 
   depends_on = [ctr_cluster.volcano]
 }

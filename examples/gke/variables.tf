@@ -28,7 +28,7 @@ variable "workers_per_zone" {
 }
 
 variable "namespace" {
-  description = "Namespace of the stack."
+  description = "Namespace of the stack, created by the apply (it must not exist)."
   type        = string
-  default     = "default"
+  default     = "ctr"
 }

@@ -26,14 +26,15 @@ resource "ctr_cluster" "this" {
 }
 
 module "stack" {
-  source       = "../elastic-ctr"
-  name         = var.name
-  namespace    = var.namespace
-  training     = var.training
-  dataset      = var.dataset
-  model_output = var.model_output
-  cube         = var.cube
-  serving      = var.serving
+  source           = "../elastic-ctr"
+  name             = var.name
+  namespace        = var.namespace
+  create_namespace = var.create_namespace
+  training         = var.training
+  dataset          = var.dataset
+  model_output     = var.model_output
+  cube             = var.cube
+  serving          = var.serving
 
   depends_on = [ctr_cluster.this]
 }

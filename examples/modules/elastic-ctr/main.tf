@@ -2,9 +2,17 @@
 # parameter-server training, the cube sparse-parameter service fed by its donefile, and Paddle
 # Serving reading the cube. The cluster is the one the caller's `ctr` provider connects to.
 
+# The stack's own namespace when asked for; otherwise the namespace must exist.
+resource "ctr_namespace" "this" {
+  count = var.create_namespace ? 1 : 0
+  name  = var.namespace
+}
+
 locals {
-  ps   = var.training.mode == "ps"
-  gpus = var.training.gpus > 0 ? var.training.gpus : null
+  # Through the resource, so that the namespace exists before the workloads and goes after them.
+  namespace = var.create_namespace ? ctr_namespace.this[0].name : var.namespace
+  ps        = var.training.mode == "ps"
+  gpus      = var.training.gpus > 0 ? var.training.gpus : null
   resources = {
     requests = var.training.requests
     limits   = var.training.limits
@@ -13,7 +21,7 @@ locals {
 
 resource "ctr_training_job" "this" {
   name      = "${var.name}-train"
-  namespace = var.namespace
+  namespace = local.namespace
   stack     = var.name
   image     = var.training.image
   entry     = var.training.entry
@@ -31,7 +39,7 @@ resource "ctr_training_job" "this" {
 
 resource "ctr_cube" "this" {
   name         = "${var.name}-cube"
-  namespace    = var.namespace
+  namespace    = local.namespace
   stack        = var.name
   donefile_url = ctr_training_job.this.donefile_url
   shards       = var.cube.shards
@@ -44,7 +52,7 @@ resource "ctr_cube" "this" {
 
 resource "ctr_serving" "this" {
   name         = "${var.name}-serving"
-  namespace    = var.namespace
+  namespace    = local.namespace
   stack        = var.name
   image        = var.serving.image
   replicas     = var.serving.replicas

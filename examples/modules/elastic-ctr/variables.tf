@@ -9,9 +9,15 @@ variable "name" {
 }
 
 variable "namespace" {
-  description = "Namespace of the whole stack; it must exist."
+  description = "Namespace of the whole stack; it must exist unless create_namespace is true."
   type        = string
   default     = "default"
+}
+
+variable "create_namespace" {
+  description = "Create the namespace (ctr_namespace) and delete it on destroy. A namespace that exists already is refused, never taken over."
+  type        = bool
+  default     = false
 }
 
 variable "training" {
