@@ -119,7 +119,7 @@ var connectionDescriptions = map[string]string{
 	"client_certificate":     "PEM-encoded client certificate for TLS client authentication; needs `client_key`.",
 	"client_key":             "PEM-encoded private key of `client_certificate`, which it needs.",
 	"cluster_ca_certificate": "PEM-encoded certificate authority that signed the API server's certificate.",
-	"insecure":               "Skip verification of the API server's certificate. For test clusters only. Defaults to `false`.",
+	"insecure":               "Skip verification of the API server's certificate. For test clusters only.",
 	"tls_server_name":        "Server name to verify the API server's certificate against (and to send as SNI), when it differs from `host`.",
 	"proxy_url":              "Proxy for every request to the API server: an `http://`, `https://` or `socks5://` URL.",
 	"exec": "A client-go credential plugin: a command that prints an `ExecCredential`, run whenever a token is needed " +
@@ -232,6 +232,9 @@ func connectionAttributes[A any](str func(name string, sensitive bool, v []valid
 
 func envNote(name string) string {
 	if env, ok := connectionEnv[name]; ok {
+		if name == "insecure" {
+			return " Defaults to the `" + env + "` environment variable, else `false`."
+		}
 		return " Defaults to the `" + env + "` environment variable."
 	}
 	return ""
@@ -284,7 +287,7 @@ func connectionResourceAttribute() rschema.SingleNestedAttribute {
 			return rschema.StringAttribute{Optional: true, Sensitive: sensitive, Validators: v, MarkdownDescription: desc}
 		},
 		func(name string) rschema.Attribute {
-			return rschema.BoolAttribute{Optional: true, MarkdownDescription: connectionDescriptions[name]}
+			return rschema.BoolAttribute{Optional: true, MarkdownDescription: connectionDescriptions[name] + " Defaults to `false`."}
 		},
 		func(name string) rschema.Attribute {
 			return rschema.ListAttribute{Optional: true, ElementType: types.StringType, Validators: []validator.List{listvalidator.SizeAtLeast(1)},
