@@ -14,6 +14,10 @@ terraform {
 provider "ctr" {
   region = "bj"
 
+  # Every default image (training, cube, file server, Paddle Serving, Volcano) from a mirror;
+  # pods pull with each resource's image_pull_secrets.
+  image_registry = "registry.example.com:5000"
+
   kubernetes = {
     config_path    = "~/.kube/config"
     config_context = "prod"
