@@ -111,9 +111,9 @@ type workload[S interface{ Validate() stack.FieldErrors }, M any, P interface {
 	unrendered map[string]attr.Value
 	// Default timeouts of create (and update) and of delete.
 	applyTimeout, deleteTimeout time.Duration
-	// defaultImage is the `image` planned when the configuration leaves it unset (the schema's
-	// static default is the image before the provider's image_registry), and imageReplaces says
-	// whether a changed image replaces the resource.
+	// defaultImage is the `image` planned when the configuration leaves it unset (not a static
+	// schema default: it follows the provider's image_registry), and imageReplaces says whether
+	// a changed image replaces the resource.
 	defaultImage  func(stack.Images) string
 	imageReplaces bool
 }
