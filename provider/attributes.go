@@ -8,6 +8,7 @@ import (
 
 	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
 	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
+	"github.com/hashicorp/terraform-plugin-framework-validators/listvalidator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/int64default"
@@ -83,6 +84,15 @@ func serviceTypeAttribute() schema.StringAttribute {
 	return schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString(stack.DefaultServiceType),
 		MarkdownDescription: "One of " + quoted(stack.ServiceTypes) + ". Defaults to `" + stack.DefaultServiceType + "`.",
 		Validators:          []validator.String{stringvalidator.OneOf(stack.ServiceTypes...)}}
+}
+
+// pullSecretsAttribute is `image_pull_secrets`: Secrets in the resource's namespace that
+// pods pull their images with; modifiers say what a change does.
+func pullSecretsAttribute(pods string, modifiers ...planmodifier.List) schema.ListAttribute {
+	return schema.ListAttribute{Optional: true, ElementType: types.StringType, PlanModifiers: modifiers,
+		MarkdownDescription: "Names of `kubernetes.io/dockerconfigjson` Secrets in the namespace that " + pods + " pull their images with " +
+			"(a private registry, or the mirror of the provider's `image_registry`).",
+		Validators: []validator.List{listvalidator.ValueStringsAre(stringvalidator.RegexMatches(stack.SecretNamePattern, stack.SecretNameRule))}}
 }
 
 // imageValidators refuse an empty image, which Kubernetes would refuse at apply.

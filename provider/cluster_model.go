@@ -8,7 +8,9 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/types"
+	"github.com/hashicorp/terraform-plugin-framework/types/basetypes"
 	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/elasticctr/terraform-provider-ctr/internal/cce"
 )
@@ -154,21 +156,78 @@ func connectionFromKubeconfig(kubeconfig string) (types.Object, error) {
 		}
 		return types.StringValue(s)
 	}
-	vals := map[string]attr.Value{
-		"config_path": types.StringNull(), "config_context": types.StringNull(),
-		"host":                   types.StringValue(cluster.Server),
-		"cluster_ca_certificate": str(string(cluster.CertificateAuthorityData)),
-		"insecure":               types.BoolValue(cluster.InsecureSkipTLSVerify),
-		"token":                  types.StringNull(), "client_certificate": types.StringNull(), "client_key": types.StringNull(),
+	vals := map[string]attr.Value{}
+	for name, typ := range connectionAttrTypes {
+		vals[name] = nullOf(typ)
 	}
+	vals["host"] = types.StringValue(cluster.Server)
+	vals["cluster_ca_certificate"] = str(string(cluster.CertificateAuthorityData))
+	vals["insecure"] = types.BoolValue(cluster.InsecureSkipTLSVerify)
+	vals["tls_server_name"] = str(cluster.TLSServerName)
+	vals["proxy_url"] = str(cluster.ProxyURL)
 	if user != nil {
 		vals["token"] = str(user.Token)
 		vals["client_certificate"] = str(string(user.ClientCertificateData))
 		vals["client_key"] = str(string(user.ClientKeyData))
+		if e := user.Exec; e != nil {
+			exec, err := execValue(e)
+			if err != nil {
+				return types.ObjectNull(connectionAttrTypes), err
+			}
+			vals["exec"] = exec
+		}
 	}
 	obj, d := types.ObjectValue(connectionAttrTypes, vals)
 	if d.HasError() {
 		return types.ObjectNull(connectionAttrTypes), fmt.Errorf("build connection: %v", d)
 	}
 	return obj, nil
+}
+
+// nullOf is the null value of a connection attribute's type.
+func nullOf(t attr.Type) attr.Value {
+	switch t := t.(type) {
+	case types.ListType:
+		return types.ListNull(t.ElemType)
+	case types.MapType:
+		return types.MapNull(t.ElemType)
+	case types.ObjectType:
+		return types.ObjectNull(t.AttrTypes)
+	case basetypes.BoolType:
+		return types.BoolNull()
+	}
+	return types.StringNull()
+}
+
+// execValue is a kubeconfig's exec plugin as the connection's `exec`.
+func execValue(e *clientcmdapi.ExecConfig) (attr.Value, error) {
+	args := []attr.Value{}
+	for _, a := range e.Args {
+		args = append(args, types.StringValue(a))
+	}
+	env := map[string]attr.Value{}
+	for _, v := range e.Env {
+		env[v.Name] = types.StringValue(v.Value)
+	}
+	al, d := types.ListValue(types.StringType, args)
+	if d.HasError() {
+		return nil, fmt.Errorf("exec args: %v", d)
+	}
+	em, d := types.MapValue(types.StringType, env)
+	if d.HasError() {
+		return nil, fmt.Errorf("exec env: %v", d)
+	}
+	if len(e.Args) == 0 {
+		al = types.ListNull(types.StringType)
+	}
+	if len(e.Env) == 0 {
+		em = types.MapNull(types.StringType)
+	}
+	o, d := types.ObjectValue(execAttrTypes, map[string]attr.Value{
+		"api_version": types.StringValue(e.APIVersion), "command": types.StringValue(e.Command), "args": al, "env": em,
+	})
+	if d.HasError() {
+		return nil, fmt.Errorf("exec: %v", d)
+	}
+	return o, nil
 }

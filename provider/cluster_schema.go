@@ -50,8 +50,9 @@ func clusterSchema(ctx context.Context) schema.Schema {
 	return schema.Schema{
 		MarkdownDescription: "The cluster the stack runs on, with Volcano installed and ready. Either `cce`: create a Baidu Cloud CCE " +
 			"cluster with a worker pool, or `kubernetes`: adopt an existing cluster on any cloud and only manage Volcano on it. " +
-			"Its `kubernetes` attribute is a connection that workload resources take directly, so one `terraform apply` builds " +
-			"the cluster and everything on it.",
+			"Its `kubernetes` attribute configures the provider that connects the workloads (`provider \"ctr\" { kubernetes = " +
+			"ctr_cluster.this.kubernetes }`, with this resource on a provider alias), so one `terraform apply` builds the cluster " +
+			"and everything on it.",
 		Attributes: map[string]schema.Attribute{
 			"id": schema.StringAttribute{Computed: true, MarkdownDescription: "The CCE cluster ID, or `existing/<API server host>` for an adopted cluster.",
 				PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown()}},
@@ -111,8 +112,10 @@ func clusterSchema(ctx context.Context) schema.Schema {
 			},
 			"kubernetes": schema.SingleNestedAttribute{
 				Optional: true, Computed: true,
-				MarkdownDescription: "The connection to the cluster. Set it to adopt an existing cluster (any cloud); with `cce` it is " +
-					"computed from the new cluster's kubeconfig. Pass it to workload resources: `kubernetes = ctr_cluster.this.kubernetes`.",
+				MarkdownDescription: "The connection to the cluster. Set it to adopt an existing cluster (any cloud): it is stored in state " +
+					"and used as stored when destroy uninstalls Volcano, so it takes a kubeconfig or `exec`, not a static token. With `cce` it " +
+					"is computed from the new cluster's kubeconfig (host, CA, and its client certificate and key: sensitive, in this resource's " +
+					"state only) for the provider: `provider \"ctr\" { kubernetes = ctr_cluster.this.kubernetes }`.",
 				PlanModifiers: []planmodifier.Object{objectplanmodifier.UseStateForUnknown()},
 				Attributes:    connectionResourceAttribute().Attributes,
 			},

@@ -30,6 +30,7 @@ type cubeModel struct {
 	TransferStorage types.String          `tfsdk:"transfer_storage"`
 	NodeSelector    types.Map             `tfsdk:"node_selector"`
 	Tolerations     []tolerationModel     `tfsdk:"tolerations"`
+	PullSecrets     types.List            `tfsdk:"image_pull_secrets"`
 	TimeoutMS       types.Int64           `tfsdk:"timeout_ms"`
 	Retry           types.Int64           `tfsdk:"retry"`
 	BackupRequestMS types.Int64           `tfsdk:"backup_request_ms"`
@@ -62,7 +63,7 @@ type networkPeerModel struct {
 
 func (m *cubeModel) known() bool {
 	vals := []attr.Value{m.Name, m.Namespace, m.Stack, m.Dict, m.Shards, m.Replicas, m.Image, m.DonefileURL, m.Mode,
-		m.Port, m.TransferPort, m.FilesPort, m.TransferStorage, m.NodeSelector, m.TimeoutMS, m.Retry, m.BackupRequestMS}
+		m.Port, m.TransferPort, m.FilesPort, m.TransferStorage, m.NodeSelector, m.PullSecrets, m.TimeoutMS, m.Retry, m.BackupRequestMS}
 	vals = append(vals, m.SecurityContext.values()...)
 	if p := m.NetworkPolicy; p != nil {
 		vals = append(vals, p.Enabled)
@@ -73,14 +74,15 @@ func (m *cubeModel) known() bool {
 	return allKnown(vals)
 }
 
-func (m *cubeModel) settings(ctx context.Context, _ string) (stack.Cube, diag.Diagnostics) {
+func (m *cubeModel) settings(ctx context.Context, _ stack.Images) (stack.Cube, diag.Diagnostics) {
 	var diags diag.Diagnostics
 	c := stack.Cube{Name: m.Name.ValueString(), Namespace: m.Namespace.ValueString(), Stack: m.Stack.ValueString(), Dict: m.Dict.ValueString(),
 		Shards: int32(m.Shards.ValueInt64()), Replicas: int32(m.Replicas.ValueInt64()), Image: m.Image.ValueString(),
 		DonefileURL: m.DonefileURL.ValueString(), Mode: m.Mode.ValueString(), Port: int32(m.Port.ValueInt64()),
 		TransferPort: int32(m.TransferPort.ValueInt64()), TransferFilesPort: int32(m.FilesPort.ValueInt64()), TransferStorage: m.TransferStorage.ValueString(),
 		TimeoutMS: int32(m.TimeoutMS.ValueInt64()), Retry: int32Ptr(m.Retry), BackupRequestMS: int32(m.BackupRequestMS.ValueInt64()),
-		Token: m.ControlToken.ValueString(), NodeSelector: stringMap(ctx, m.NodeSelector, &diags), Tolerations: tolerations(m.Tolerations)}
+		Token: m.ControlToken.ValueString(), NodeSelector: stringMap(ctx, m.NodeSelector, &diags), Tolerations: tolerations(m.Tolerations),
+		ImagePullSecrets: stringList(ctx, m.PullSecrets, &diags)}
 	c.Requests, c.Limits = m.Resources.stack(ctx, &diags)
 	if s := m.Storage; s != nil {
 		c.Storage = &stack.CubeStorage{Size: s.Size.ValueString(), StorageClass: s.StorageClass.ValueString()}
@@ -137,6 +139,7 @@ func (m *cubeModel) fromCluster(ctx context.Context, kc *kube.Client, diags *dia
 		m.Storage = &cubeStorageModel{Size: optionalString(c.Storage.Size), StorageClass: optionalString(c.Storage.StorageClass)}
 	}
 	m.Tolerations = tolerationsFromStack(c.Tolerations)
+	m.PullSecrets = optionalStringList(ctx, c.ImagePullSecrets, diags)
 	m.SecurityContext = securityContextFromStack(ctx, c.SecurityContext, diags)
 	m.NetworkPolicy = nil
 	if p := c.NetworkPolicy; p != nil {

@@ -9,13 +9,16 @@ import (
 	"os"
 	"time"
 
+	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
 	"github.com/hashicorp/terraform-plugin-framework/datasource"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/provider"
 	"github.com/hashicorp/terraform-plugin-framework/provider/schema"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
+	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
+	"github.com/elasticctr/terraform-provider-ctr/internal/stack"
 	"github.com/elasticctr/terraform-provider-ctr/provider/internal/diagnostics"
 )
 
@@ -33,9 +36,11 @@ type ctrProvider struct {
 // providerData is what Configure hands to every resource. Nothing in it has contacted a
 // server: `terraform validate` and `plan` work without a cluster or cloud credentials.
 type providerData struct {
-	version    string
-	kubernetes types.Object // the default connection; null when not configured
-	baidu      baiduCredentials
+	version string
+	conn    providerConnection // the connection of resources that set none of their own
+	baidu   baiduCredentials
+	// imageRegistry moves every default image to a mirror or private registry (stack.Images).
+	imageRegistry string
 }
 
 // baiduCredentials are the Baidu Cloud (BCE) credentials ctr_cluster uses for CCE.
@@ -86,6 +91,18 @@ func (p *ctrProvider) Schema(_ context.Context, _ provider.SchemaRequest, resp *
 				Optional: true,
 			},
 			"kubernetes": connectionProviderAttribute(),
+			"image_registry": schema.StringAttribute{Optional: true,
+				Validators: []validator.String{stringvalidator.RegexMatches(stack.RegistryPattern, stack.RegistryRule)},
+				MarkdownDescription: "A mirror or private registry for every default image, as Helm charts' `global.imageRegistry`: it " +
+					"replaces the registry of each image a resource uses when its own `image` is unset (the training image `" + stack.DefaultImage +
+					"`, Paddle Serving's `" + stack.DefaultServingImage + "`, this repository's `" + stack.CubeImageRepository + ":<version>` for " +
+					"`ctr_cube` and the file server) and of every image of the Volcano release `ctr_cluster` installs (at install and upgrade), keeping the repository " +
+					"path and tag: `registry.example.com:5000` pulls `" + stack.DefaultImage + "` as `registry.example.com:5000/" + stack.DefaultImage +
+					"` (Docker Hub's official images under `library/`). Images set explicitly are used as they are. The registry must serve " +
+					"those paths (a pull-through cache, or copies pushed there); give pods credentials with each resource's `image_pull_secrets`. " +
+					"Changing it changes the images of the training jobs (which are replaced) and of Paddle Serving; a `ctr_cube` keeps the image " +
+					"it was created with.",
+			},
 		},
 	}
 }
@@ -98,6 +115,7 @@ type providerModel struct {
 	CCEEndpoint  types.String `tfsdk:"cce_endpoint"`
 	PollInterval types.String `tfsdk:"cce_poll_interval"`
 	Kubernetes   types.Object `tfsdk:"kubernetes"`
+	Registry     types.String `tfsdk:"image_registry"`
 }
 
 func (p *ctrProvider) Configure(ctx context.Context, req provider.ConfigureRequest, resp *provider.ConfigureResponse) {
@@ -106,10 +124,9 @@ func (p *ctrProvider) Configure(ctx context.Context, req provider.ConfigureReque
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	if m.Kubernetes.IsUnknown() {
-		resp.Diagnostics.Append(diagnostics.FailedAt(path.Root("kubernetes"), "Unknown Provider Connection",
-			"The provider's kubernetes connection depends on a value known only after apply; provider configuration must be known at plan time",
-			"Pass the connection to each resource's own `kubernetes` attribute instead (for example `kubernetes = ctr_cluster.this.kubernetes`).", nil))
+	conn, d := providerConnectionFrom(ctx, m.Kubernetes)
+	resp.Diagnostics.Append(d...)
+	if resp.Diagnostics.HasError() {
 		return
 	}
 	var poll time.Duration
@@ -123,8 +140,9 @@ func (p *ctrProvider) Configure(ctx context.Context, req provider.ConfigureReque
 		poll = d
 	}
 	data := &providerData{
-		version:    p.version,
-		kubernetes: m.Kubernetes,
+		version:       p.version,
+		conn:          conn,
+		imageRegistry: m.Registry.ValueString(),
 		baidu: baiduCredentials{
 			AccessKey:    stringOr(m.AccessKey, os.Getenv("BCE_ACCESS_KEY_ID")),
 			SecretKey:    stringOr(m.SecretKey, os.Getenv("BCE_SECRET_ACCESS_KEY")),
@@ -142,6 +160,7 @@ func (p *ctrProvider) Resources(context.Context) []func() resource.Resource {
 	return []func() resource.Resource{
 		NewClusterResource,
 		NewCubeResource,
+		NewNamespaceResource,
 		NewServingResource,
 		NewTrainingJobResource,
 	}

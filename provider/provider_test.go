@@ -4,6 +4,11 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"sync"
 	"testing"
 
 	"github.com/hashicorp/terraform-plugin-framework/providerserver"
@@ -20,6 +25,26 @@ import (
 
 	"github.com/elasticctr/terraform-provider-ctr/internal/stack"
 )
+
+// TestMain gives the tests a connection the way a user opts in, since the provider never
+// falls back to KUBECONFIG by itself: KUBE_CONFIG_PATH names the local control plane's
+// kubeconfig (the KUBECONFIG that scripts/test.sh exports). Without a control plane, the
+// plan-only tests, which never connect, get an explicit unreachable host. Tests of the
+// connection itself set their own environment with t.Setenv.
+func TestMain(m *testing.M) {
+	if os.Getenv("KUBE_CONFIG_PATH") == "" && os.Getenv("KUBE_HOST") == "" {
+		if kc := os.Getenv("KUBECONFIG"); kc != "" {
+			_ = os.Setenv("KUBE_CONFIG_PATH", kc)
+		} else {
+			_ = os.Setenv("KUBE_HOST", unreachableHost)
+			_ = os.Setenv("KUBE_TOKEN", "plan-only")
+		}
+	}
+	os.Exit(m.Run())
+}
+
+// unreachableHost is an API server address where nothing listens.
+const unreachableHost = "https://127.0.0.1:1"
 
 // providerFactories serves the provider in-process to the real terraform CLI.
 var providerFactories = map[string]func() (tfprotov6.ProviderServer, error){
@@ -151,4 +176,75 @@ func gvrOf(gvk schema.GroupVersionKind) schema.GroupVersionResource {
 		"Service": "services", "NetworkPolicy": "networkpolicies", "Job": "jobs", "StatefulSet": "statefulsets", "Pod": "pods", "ReplicaSet": "replicasets", "PodGroup": "podgroups",
 	}[gvk.Kind]
 	return gvk.GroupVersion().WithResource(plural)
+}
+
+var devBuild struct {
+	once sync.Once
+	dir  string
+	host string
+	err  error
+}
+
+// devProviderVersion is the version the locally built provider is installed as.
+const devProviderVersion = "0.0.1"
+
+// localProvider builds the provider from this checkout once per test binary into a
+// filesystem mirror and returns a Terraform CLI configuration that installs `elasticctr/ctr`
+// from it (offline), for tests that need the provider as users run it: one plugin process per
+// provider configuration. In-process provider servers are shared by every configuration of a
+// test, aliases included.
+func localProvider(t *testing.T) string {
+	t.Helper()
+	devBuild.once.Do(func() {
+		dir, err := os.MkdirTemp("", "ctr-provider-mirror-")
+		if err != nil {
+			devBuild.err = err
+			return
+		}
+		devBuild.dir = dir
+		host, err := registryHost(dir)
+		if err != nil {
+			devBuild.err = err
+			return
+		}
+		devBuild.host = host
+		bin := filepath.Join(dir, host, "elasticctr", "ctr", devProviderVersion, runtime.GOOS+"_"+runtime.GOARCH, "terraform-provider-ctr_v"+devProviderVersion)
+		out, err := exec.Command("go", "build", "-o", bin, "..").CombinedOutput()
+		if err != nil {
+			devBuild.err = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if devBuild.err != nil {
+		t.Fatal(devBuild.err)
+	}
+	rc := filepath.Join(t.TempDir(), "terraformrc")
+	cfg := fmt.Sprintf("provider_installation {\n  filesystem_mirror {\n    path    = %q\n    include = [\"%s/elasticctr/ctr\"]\n  }\n}\n", devBuild.dir, devBuild.host)
+	if err := os.WriteFile(rc, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return rc
+}
+
+// registryHost is the Terraform CLI's default registry host, as it spells elasticctr/ctr in
+// full (the mirror's directories are named by it).
+func registryHost(dir string) (string, error) {
+	probe := filepath.Join(dir, "probe")
+	if err := os.MkdirAll(probe, 0o700); err != nil {
+		return "", err
+	}
+	hcl := "terraform {\n  required_providers {\n    ctr = { source = \"elasticctr/ctr\" }\n  }\n}\n"
+	if err := os.WriteFile(filepath.Join(probe, "main.tf"), []byte(hcl), 0o600); err != nil {
+		return "", err
+	}
+	cmd := exec.Command(os.Getenv("TF_ACC_TERRAFORM_PATH"), "providers", "-no-color")
+	cmd.Dir, cmd.Env = probe, append(os.Environ(), "TF_CLI_CONFIG_FILE=/dev/null")
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("terraform providers: %w", err)
+	}
+	m := regexp.MustCompile(`provider\[(.+)/elasticctr/ctr\]`).FindSubmatch(out)
+	if m == nil {
+		return "", fmt.Errorf("terraform providers names no elasticctr/ctr: %s", out)
+	}
+	return string(m[1]), nil
 }

@@ -330,7 +330,7 @@ func (r *clusterResource) connect(ctx context.Context, c *cce.Client, m *cluster
 
 // adopt manages only Volcano on an existing cluster.
 func (r *clusterResource) adopt(ctx context.Context, plan *clusterModel, state stateLike, diags *diag.Diagnostics) {
-	conn, d := connection(ctx, plan.Kubernetes, nil)
+	conn, _, d := connection(ctx, plan.Kubernetes, nil)
 	diags.Append(d...)
 	cfg, err := conn.RESTConfig()
 	if err != nil {
@@ -369,6 +369,8 @@ func (r *clusterResource) installVolcano(ctx context.Context, m *clusterModel, p
 		diags.Append(diagnostics.FailedAt(path.Root("volcano"), "Install Volcano Error", "The Volcano manifest "+manifestURL+" is not usable", "", err))
 		return
 	}
+	// The release's images from the provider's image_registry, when set.
+	stack.MirrorImages(set, r.images().Registry)
 	if _, err := c.Apply(ctx, set); err != nil {
 		diags.Append(diagnostics.Failed("Install Volcano Error", "Could not apply the Volcano manifest", "", err))
 		return

@@ -16,6 +16,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
 
 	"github.com/elasticctr/terraform-provider-ctr/internal/cceemu"
+	"github.com/elasticctr/terraform-provider-ctr/internal/stack"
 )
 
 const (
@@ -230,27 +231,32 @@ func TestAccCluster_CCE_Faults(t *testing.T) {
 }
 
 // TestAccCluster_CCE_FullStackOneApply: one apply builds the CCE cluster, Volcano, a training
-// job, the cube and Paddle Serving, all taking the cluster's connection, unknown at plan time;
-// the second plan is empty (checked by the framework after every step).
+// job, the cube and Paddle Serving, the way kubernetes provider users know: the workloads use
+// the provider's connection, configured from the cluster created in the same apply (unknown at
+// plan time), and the cluster is managed through a provider alias. The provider runs as real
+// plugin processes, one per provider configuration, as Terraform runs it for users; the
+// second plan is empty (checked by the framework after every step) and destroy goes through
+// the provider's connection, read afresh.
 func TestAccCluster_CCE_FullStackOneApply(t *testing.T) {
 	emu, endpoint := emulator(t)
 	k := requireCluster(t)
+	for _, env := range connectionEnv {
+		t.Setenv(env, "") // only the cluster's connection may reach it
+	}
 	ns, name := k.namespace(t), jobName()
-	resource.Test(t, resource.TestCase{
-		ProtoV6ProviderFactories: providerFactories,
-		CheckDestroy:             clusterGone(emu),
-		Steps: []resource.TestStep{{
-			Config: cceConfig(endpoint, testSK, volcanoManifest(t), fmt.Sprintf(`
-resource "ctr_training_job" "test" {
+	config := cceConfig(endpoint, testSK, volcanoManifest(t), fmt.Sprintf(`
+provider "ctr" {
   kubernetes = ctr_cluster.this.kubernetes
-  name       = %[1]q
-  namespace  = %[2]q
-  pserver    = { replicas = 1 }
-  trainer    = { replicas = 1 }
+}
+
+resource "ctr_training_job" "test" {
+  name      = %[1]q
+  namespace = %[2]q
+  pserver   = { replicas = 1 }
+  trainer   = { replicas = 1 }
 }
 
 resource "ctr_cube" "test" {
-  kubernetes   = ctr_cluster.this.kubernetes
   name         = "%[1]s-cube"
   namespace    = %[2]q
   donefile_url = ctr_training_job.test.donefile_url
@@ -258,12 +264,19 @@ resource "ctr_cube" "test" {
 }
 
 resource "ctr_serving" "test" {
-  kubernetes = ctr_cluster.this.kubernetes
-  name       = "%[1]s-serving"
-  namespace  = %[2]q
-  cube_conf  = ctr_cube.test.cube_conf
+  name      = "%[1]s-serving"
+  namespace = %[2]q
+  cube_conf = ctr_cube.test.cube_conf
 }
-`, name, ns), 1),
+`, name, ns), 1)
+	config = strings.Replace(config, "provider \"ctr\" {\n", "provider \"ctr\" {\n  alias = \"cloud\"\n", 1)
+	config = strings.Replace(config, "resource \"ctr_cluster\" \"this\" {\n", "resource \"ctr_cluster\" \"this\" {\n  provider = ctr.cloud\n", 1)
+	t.Setenv("TF_CLI_CONFIG_FILE", localProvider(t))
+	resource.Test(t, resource.TestCase{
+		ExternalProviders: map[string]resource.ExternalProvider{"ctr": {Source: "elasticctr/ctr", VersionConstraint: devProviderVersion}},
+		CheckDestroy:      resource.ComposeTestCheckFunc(clusterGone(emu), k.checkNothingOwned(ns, stack.Owner(stack.TrainingJobType, name))),
+		Steps: []resource.TestStep{{
+			Config: config,
 			ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 				plancheck.ExpectUnknownValue("ctr_cluster.this", tfjsonpath.New("kubernetes")),
 				plancheck.ExpectResourceAction(jobAddr, plancheck.ResourceActionCreate),
@@ -271,6 +284,7 @@ resource "ctr_serving" "test" {
 			ConfigStateChecks: []statecheck.StateCheck{
 				statecheck.ExpectKnownValue(jobAddr, tfjsonpath.New("phase"), knownvalue.StringExact("Running")),
 				statecheck.ExpectKnownValue("ctr_serving.test", tfjsonpath.New("url"), knownvalue.NotNull()),
+				statecheck.ExpectKnownValue(jobAddr, tfjsonpath.New("kubernetes"), knownvalue.Null()),
 			},
 		}},
 	})

@@ -246,8 +246,8 @@ func TestCluster_BadInput(t *testing.T) {
 			`Attribute volcano.manifest_url: "ftp://mirror/volcano.yaml": use an https://, http:// or file:// URL`},
 		{"manifest as a bare path", with(adopt, "volcano", map[string]any{"manifest_url": "/srv/volcano.yaml"}), "volcano.manifest_url", `use an https://, http:// or file:// URL`},
 		{"manifest URL without a host", with(adopt, "volcano", map[string]any{"manifest_url": "https:///volcano.yaml"}), "volcano.manifest_url", `names no host`},
-		{"kubeconfig and host", map[string]any{"kubernetes": map[string]any{"config_path": "/kubeconfig", "host": "https://k:6443"}},
-			"kubernetes.config_path", `"kubernetes.host" cannot be specified when "kubernetes.config_path" is specified`},
+		{"adopted with a static token", map[string]any{"kubernetes": map[string]any{"host": "https://k:6443", "token": "t"}},
+			"kubernetes.token", `a resource's kubernetes is stored in state`},
 		{"bad timeout", with(adopt, "timeouts", map[string]any{"create": "1 hour"}), "timeouts.create", `"1 hour" is not a positive duration`},
 	})
 }

@@ -42,25 +42,25 @@ func (r *cubeResource) Schema(ctx context.Context, _ resource.SchemaRequest, res
 }
 
 func (r *cubeResource) ValidateConfig(ctx context.Context, req resource.ValidateConfigRequest, resp *resource.ValidateConfigResponse) {
-	cubeWorkload.validate(ctx, req.Config, r.version(), &resp.Diagnostics)
+	cubeWorkload.validate(ctx, req.Config, r.images(), &resp.Diagnostics)
 }
 
 // ModifyPlan renders the objects at plan time and says when the cube will be re-sharded.
 func (r *cubeResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
-	plan := cubeWorkload.planned(ctx, req, resp)
+	plan := cubeWorkload.planned(ctx, r.data, req, resp)
 	if plan == nil {
 		return
 	}
 	state := cubeWorkload.prior(ctx, req.State, &resp.Diagnostics)
 	if plan.Image.IsUnknown() && state == nil {
-		plan.Image = types.StringValue(stack.CubeImage(r.version()))
+		plan.Image = types.StringValue(r.images().Cube())
 	}
 	if !plan.known() {
 		plan.Manifests, plan.CubeConf = unknownManifests(), types.StringUnknown()
 		resp.Diagnostics.Append(resp.Plan.Set(ctx, plan)...)
 		return
 	}
-	if _, _, ok := cubeWorkload.rendered(ctx, plan, r.version(), &resp.Diagnostics); !ok {
+	if _, _, ok := cubeWorkload.rendered(ctx, plan, r.images(), &resp.Diagnostics); !ok {
 		return
 	}
 	if state != nil {
@@ -83,7 +83,7 @@ func (r *cubeResource) Create(ctx context.Context, req resource.CreateRequest, r
 }
 
 func (r *cubeResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
-	cubeWorkload.read(ctx, r.data, r.version(), req, resp)
+	cubeWorkload.read(ctx, r.data, r.images(), req, resp)
 }
 
 func (r *cubeResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
@@ -110,7 +110,7 @@ func (r *cubeResource) apply(ctx context.Context, plan, prior *cubeModel, state 
 		}
 		plan.ControlToken = types.StringValue(tok)
 	}
-	kc, c, set, ok := cubeWorkload.converge(ctx, r.data, plan, r.version(), false, diags)
+	kc, c, set, ok := cubeWorkload.converge(ctx, r.data, plan, r.images(), false, diags)
 	if !ok {
 		return
 	}

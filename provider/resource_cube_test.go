@@ -302,11 +302,17 @@ func TestCube_BadInput(t *testing.T) {
 		{"bad timeout", with(base, "timeouts", map[string]any{"create": "10x"}), "timeouts.create", `Attribute timeouts.create: "10x" is not a positive duration`},
 		{"negative timeout", with(base, "timeouts", map[string]any{"delete": "-5m"}), "timeouts.delete", `"-5m" is not a positive duration`},
 		{"empty connection", with(base, "kubernetes", map[string]any{}), "kubernetes", `Attribute kubernetes: sets nothing`},
-		{"kubeconfig and host", with(base, "kubernetes", map[string]any{"config_path": "/kubeconfig", "host": "https://k:6443"}),
-			"kubernetes.config_path", `"kubernetes.host" cannot be specified when "kubernetes.config_path" is specified`},
-		{"certificate without key", with(base, "kubernetes", map[string]any{"host": "https://k:6443", "client_certificate": "PEM"}),
-			"kubernetes.client_certificate", `"kubernetes.client_key" must be specified when "kubernetes.client_certificate" is specified`},
-		{"empty host", with(base, "kubernetes", map[string]any{"host": "", "token": "t"}), "kubernetes.host", `string length must be at least 1`},
+		{"two ways to name kubeconfigs", with(base, "kubernetes", map[string]any{"config_path": "/kubeconfig", "config_paths": []any{"/a", "/b"}}),
+			"kubernetes.config_path", `"kubernetes.config_paths" cannot be specified when "kubernetes.config_path" is specified`},
+		{"static token in a resource", with(base, "kubernetes", map[string]any{"host": "https://k:6443", "token": "t"}),
+			"kubernetes.token", `Attribute kubernetes.token: a resource's kubernetes is stored in state .* Put host, token and certificates on the provider`},
+		{"client key in a resource", with(base, "kubernetes", map[string]any{"config_path": "/kubeconfig", "client_key": "PEM"}),
+			"kubernetes.client_key", `a resource's kubernetes is stored in state`},
+		{"empty host", with(base, "kubernetes", map[string]any{"host": "", "config_path": "/kubeconfig"}), "kubernetes.host", `string length must be at least 1`},
+		{"exec with an unknown API version", with(base, "kubernetes", map[string]any{"host": "https://k:6443",
+			"exec": map[string]any{"api_version": "client.authentication.k8s.io/v1alpha1", "command": "aws"}}), "kubernetes.exec.api_version", `value must be one of`},
+		{"proxy without a scheme", with(base, "kubernetes", map[string]any{"config_path": "/kubeconfig", "proxy_url": "proxy:3128"}),
+			"kubernetes.proxy_url", `must be an http://, https:// or socks5:// URL`},
 	})
 }
 

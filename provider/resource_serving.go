@@ -26,6 +26,7 @@ type servingResource struct{ resourceBase }
 var servingWorkload = workload[stack.Serving, servingModel, *servingModel]{
 	kind: "Serving", typ: stack.ServingType, kinds: stack.ServingKinds, nested: servingObjects, render: stack.RenderServing,
 	applyTimeout: 15 * time.Minute, deleteTimeout: 10 * time.Minute,
+	defaultImage: stack.Images.Serving,
 }
 
 func (r *servingResource) Metadata(_ context.Context, req resource.MetadataRequest, resp *resource.MetadataResponse) {
@@ -37,17 +38,17 @@ func (r *servingResource) Schema(ctx context.Context, _ resource.SchemaRequest, 
 }
 
 func (r *servingResource) ValidateConfig(ctx context.Context, req resource.ValidateConfigRequest, resp *resource.ValidateConfigResponse) {
-	servingWorkload.validate(ctx, req.Config, r.version(), &resp.Diagnostics)
+	servingWorkload.validate(ctx, req.Config, r.images(), &resp.Diagnostics)
 }
 
 // ModifyPlan renders the objects at plan time, so that `manifests` shows the field-level change.
 func (r *servingResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
-	plan := servingWorkload.planned(ctx, req, resp)
+	plan := servingWorkload.planned(ctx, r.data, req, resp)
 	if plan == nil {
 		return
 	}
 	if plan.known() {
-		servingWorkload.rendered(ctx, plan, r.version(), &resp.Diagnostics)
+		servingWorkload.rendered(ctx, plan, r.images(), &resp.Diagnostics)
 	} else {
 		plan.Manifests = unknownManifests()
 	}
@@ -59,7 +60,7 @@ func (r *servingResource) Create(ctx context.Context, req resource.CreateRequest
 }
 
 func (r *servingResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
-	servingWorkload.read(ctx, r.data, r.version(), req, resp)
+	servingWorkload.read(ctx, r.data, r.images(), req, resp)
 }
 
 func (r *servingResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
@@ -77,7 +78,7 @@ func (r *servingResource) ImportState(ctx context.Context, req resource.ImportSt
 // apply converges, saves the state, and waits for the rollout: a failed wait leaves a
 // resource Terraform knows about (tainted) rather than orphaned objects.
 func (r *servingResource) apply(ctx context.Context, plan, _ *servingModel, state stateLike, diags *diag.Diagnostics) {
-	kc, s, set, ok := servingWorkload.converge(ctx, r.data, plan, r.version(), true, diags)
+	kc, s, set, ok := servingWorkload.converge(ctx, r.data, plan, r.images(), true, diags)
 	if !ok {
 		return
 	}

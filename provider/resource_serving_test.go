@@ -197,5 +197,6 @@ func TestServing_BadInput(t *testing.T) {
 		{"environment variable name", with(base, "env", map[string]any{"1X": "y"}), `env["1X"]`, `"1X" is not a valid environment variable name`},
 		{"negative limit", with(base, "resources", map[string]any{"limits": map[string]any{"cpu": "-1"}}), `resources.limits["cpu"]`, `"-1" is negative`},
 		{"bad timeout", with(base, "timeouts", map[string]any{"update": "soon"}), "timeouts.update", `"soon" is not a positive duration`},
+		{"pull secret name", with(base, "image_pull_secrets", []any{"Mirror_Pull"}), "image_pull_secrets[0]", `must be a Secret's name`},
 	})
 }

@@ -35,6 +35,7 @@ type trainingJobResource struct{ resourceBase }
 var trainingJobWorkload = workload[stack.TrainingJob, trainingJobModel, *trainingJobModel]{
 	kind: "Training Job", typ: stack.TrainingJobType, kinds: stack.TrainingJobKinds, nested: trainingJobObjects, render: stack.RenderTrainingJob,
 	applyTimeout: 20 * time.Minute, deleteTimeout: 10 * time.Minute,
+	defaultImage: stack.Images.Training, imageReplaces: true,
 	unrendered: map[string]attr.Value{"min_available": types.Int64Unknown(), "upload_token": types.StringUnknown()},
 }
 
@@ -47,13 +48,13 @@ func (r *trainingJobResource) Schema(ctx context.Context, _ resource.SchemaReque
 }
 
 func (r *trainingJobResource) ValidateConfig(ctx context.Context, req resource.ValidateConfigRequest, resp *resource.ValidateConfigResponse) {
-	trainingJobWorkload.validate(ctx, req.Config, r.version(), &resp.Diagnostics)
+	trainingJobWorkload.validate(ctx, req.Config, r.images(), &resp.Diagnostics)
 }
 
 // ModifyPlan renders the Kubernetes objects at plan time, so that `manifests` shows the
 // field-level change, and explains any replacement.
 func (r *trainingJobResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
-	plan := trainingJobWorkload.planned(ctx, req, resp)
+	plan := trainingJobWorkload.planned(ctx, r.data, req, resp)
 	if plan == nil {
 		return
 	}
@@ -75,11 +76,11 @@ func (r *trainingJobResource) ModifyPlan(ctx context.Context, req resource.Modif
 		return
 	}
 	if config.MinAvailable.IsNull() {
-		j, d := plan.settings(ctx, r.version())
+		j, d := plan.settings(ctx, r.images())
 		resp.Diagnostics.Append(d...)
 		plan.MinAvailable = types.Int64Value(int64(j.Defaulted().MinAvailable))
 	}
-	j, _, ok := trainingJobWorkload.rendered(ctx, plan, r.version(), &resp.Diagnostics)
+	j, _, ok := trainingJobWorkload.rendered(ctx, plan, r.images(), &resp.Diagnostics)
 	if !ok {
 		return
 	}
@@ -126,7 +127,7 @@ func (r *trainingJobResource) Create(ctx context.Context, req resource.CreateReq
 }
 
 func (r *trainingJobResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
-	trainingJobWorkload.read(ctx, r.data, r.version(), req, resp)
+	trainingJobWorkload.read(ctx, r.data, r.images(), req, resp)
 }
 
 func (r *trainingJobResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
@@ -156,7 +157,7 @@ func (r *trainingJobResource) apply(ctx context.Context, plan, _ *trainingJobMod
 		}
 		plan.UploadToken = types.StringValue(tok)
 	}
-	kc, j, set, ok := trainingJobWorkload.converge(ctx, r.data, plan, r.version(), true, diags)
+	kc, j, set, ok := trainingJobWorkload.converge(ctx, r.data, plan, r.images(), true, diags)
 	if !ok {
 		return
 	}

@@ -324,9 +324,12 @@ func TestTrainingJob_PlanWithoutCluster(t *testing.T) {
 		ProtoV6ProviderFactories: providerFactories,
 		Steps: []resource.TestStep{{
 			Config: `
-resource "ctr_training_job" "test" {
-  name       = "offline"
+provider "ctr" {
   kubernetes = { host = "https://127.0.0.1:1", token = "x" }
+}
+
+resource "ctr_training_job" "test" {
+  name = "offline"
 }
 `,
 			ExpectError: regexp.MustCompile(`(?s)Could not apply the objects of training job default/offline.*ServiceAccount default/offline.*connection refused`),

@@ -18,6 +18,7 @@ import (
 type servingModel struct {
 	workloadAttrs
 	Image           types.String          `tfsdk:"image"`
+	PullSecrets     types.List            `tfsdk:"image_pull_secrets"`
 	Replicas        types.Int64           `tfsdk:"replicas"`
 	Port            types.Int64           `tfsdk:"port"`
 	ServiceType     types.String          `tfsdk:"service_type"`
@@ -33,18 +34,18 @@ type servingModel struct {
 var _ workloadModel[stack.Serving] = (*servingModel)(nil)
 
 func (m *servingModel) known() bool {
-	vals := append([]attr.Value{m.Name, m.Namespace, m.Stack, m.Image, m.Replicas, m.Port, m.ServiceType, m.ModelURL, m.Args, m.Env, m.CubeConf},
+	vals := append([]attr.Value{m.Name, m.Namespace, m.Stack, m.Image, m.PullSecrets, m.Replicas, m.Port, m.ServiceType, m.ModelURL, m.Args, m.Env, m.CubeConf},
 		m.SecurityContext.values()...)
 	vals = append(vals, m.Resources.values()...)
 	return allKnown(vals)
 }
 
-func (m *servingModel) settings(ctx context.Context, _ string) (stack.Serving, diag.Diagnostics) {
+func (m *servingModel) settings(ctx context.Context, _ stack.Images) (stack.Serving, diag.Diagnostics) {
 	var diags diag.Diagnostics
 	s := stack.Serving{Name: m.Name.ValueString(), Namespace: m.Namespace.ValueString(), Stack: m.Stack.ValueString(), Image: m.Image.ValueString(),
 		Replicas: int32(m.Replicas.ValueInt64()), Port: int32(m.Port.ValueInt64()), ServiceType: m.ServiceType.ValueString(),
 		ModelURL: m.ModelURL.ValueString(), CubeConf: m.CubeConf.ValueString(),
-		Args: stringList(ctx, m.Args, &diags), Env: stringMap(ctx, m.Env, &diags)}
+		Args: stringList(ctx, m.Args, &diags), Env: stringMap(ctx, m.Env, &diags), ImagePullSecrets: stringList(ctx, m.PullSecrets, &diags)}
 	s.Requests, s.Limits = m.Resources.stack(ctx, &diags)
 	s.SecurityContext = m.SecurityContext.stack(ctx, &diags)
 	return s, diags
@@ -65,6 +66,7 @@ func (m *servingModel) fromCluster(ctx context.Context, kc *kube.Client, diags *
 	m.Replicas, m.Port, m.ServiceType = types.Int64Value(int64(s.Replicas)), types.Int64Value(int64(s.Port)), optionalString(s.ServiceType)
 	m.ModelURL, m.CubeConf, m.Env = optionalString(s.ModelURL), types.StringValue(s.CubeConf), optionalStringMap(ctx, s.Env, diags)
 	m.Args = optionalStringList(ctx, s.Args, diags)
+	m.PullSecrets = optionalStringList(ctx, s.ImagePullSecrets, diags)
 	m.Resources = resourcesFromStack(ctx, s.Requests, s.Limits, diags)
 	m.SecurityContext = securityContextFromStack(ctx, s.SecurityContext, diags)
 	return !diags.HasError()

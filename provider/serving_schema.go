@@ -8,7 +8,6 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/int64default"
-	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringdefault"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
@@ -29,8 +28,11 @@ func servingSchema(ctx context.Context) schema.Schema {
 			"name":      nameAttribute("Name of the Deployment and Service."),
 			"namespace": namespaceAttribute("Namespace."),
 			"stack":     stackAttribute("Name of the stack this serving belongs to"),
-			"image": schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString(stack.DefaultServingImage), Validators: imageValidators,
-				MarkdownDescription: "Paddle Serving image with the CTR model's serving program. Defaults to `" + stack.DefaultServingImage + "`."},
+			// No schema default: the default moves with the provider's image_registry (planned in ModifyPlan).
+			"image": schema.StringAttribute{Optional: true, Computed: true, Validators: imageValidators,
+				MarkdownDescription: "Paddle Serving image with the CTR model's serving program. Defaults to `" + stack.DefaultServingImage + "` " +
+					"(from the provider's `image_registry` when set)."},
+			"image_pull_secrets": pullSecretsAttribute("the serving pods"),
 			"replicas": schema.Int64Attribute{Optional: true, Computed: true, Default: int64default.StaticInt64(stack.DefaultServingReplicas),
 				MarkdownDescription: fmt.Sprintf("Serving pods. Defaults to `%d`.", stack.DefaultServingReplicas),
 				Validators:          []validator.Int64{int64validator.AtLeast(1)}},

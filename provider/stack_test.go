@@ -1,6 +1,7 @@
 package provider
 
 import (
+	"os"
 	"testing"
 
 	"github.com/hashicorp/terraform-plugin-testing/config"
@@ -21,7 +22,8 @@ func TestAccStack_ExampleOneApply(t *testing.T) {
 	ns := k.namespace(t)
 	t.Setenv("TF_ACC_PROVIDER_NAMESPACE", "elasticctr") // the example's required_providers source
 	vars := func(shards int) config.Variables {
-		return config.Variables{"namespace": config.StringVariable(ns), "cube_shards": config.IntegerVariable(shards)}
+		return config.Variables{"namespace": config.StringVariable(ns), "cube_shards": config.IntegerVariable(shards),
+			"kubeconfig": config.StringVariable(os.Getenv("KUBECONFIG"))}
 	}
 	resource.Test(t, resource.TestCase{
 		CheckDestroy: resource.ComposeTestCheckFunc(

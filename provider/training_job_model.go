@@ -20,6 +20,7 @@ type trainingJobModel struct {
 	Mode            types.String          `tfsdk:"mode"`
 	Image           types.String          `tfsdk:"image"`
 	ImagePullPolicy types.String          `tfsdk:"image_pull_policy"`
+	PullSecrets     types.List            `tfsdk:"image_pull_secrets"`
 	Command         types.List            `tfsdk:"command"`
 	Entry           types.String          `tfsdk:"entry"`
 	Env             types.Map             `tfsdk:"env"`
@@ -90,7 +91,7 @@ type fileServerModel struct {
 // known reports whether every value that rendering needs is known (not "known after apply").
 // Computed-only attributes and the connection do not matter for rendering.
 func (m *trainingJobModel) known() bool {
-	vals := []attr.Value{m.Name, m.Namespace, m.Stack, m.Mode, m.Image, m.ImagePullPolicy, m.Command, m.Entry, m.Env,
+	vals := []attr.Value{m.Name, m.Namespace, m.Stack, m.Mode, m.Image, m.ImagePullPolicy, m.PullSecrets, m.Command, m.Entry, m.Env,
 		m.Port, m.Queue, m.SchedulerName, m.MinAvailable, m.MaxRetry, m.SlotConfig}
 	for _, t := range []*taskModel{m.PServer, m.Trainer, m.Worker} {
 		if t != nil {
@@ -124,27 +125,29 @@ func policyValues(ps []policyModel) []attr.Value {
 // settings converts the model to the stack's settings. A min_available left to its default
 // is null here (ModifyPlan sets the plan's from the configuration), so that it follows the
 // replicas.
-func (m *trainingJobModel) settings(ctx context.Context, version string) (stack.TrainingJob, diag.Diagnostics) {
+func (m *trainingJobModel) settings(ctx context.Context, images stack.Images) (stack.TrainingJob, diag.Diagnostics) {
 	var diags diag.Diagnostics
 	j := stack.TrainingJob{
-		Name:            m.Name.ValueString(),
-		Namespace:       m.Namespace.ValueString(),
-		Stack:           m.Stack.ValueString(),
-		Mode:            m.Mode.ValueString(),
-		Image:           m.Image.ValueString(),
-		ImagePullPolicy: m.ImagePullPolicy.ValueString(),
-		Entry:           m.Entry.ValueString(),
-		Port:            int32(m.Port.ValueInt64()),
-		Queue:           m.Queue.ValueString(),
-		SchedulerName:   m.SchedulerName.ValueString(),
-		MinAvailable:    int32(m.MinAvailable.ValueInt64()),
-		MaxRetry:        int32(m.MaxRetry.ValueInt64()),
-		SlotConfig:      m.SlotConfig.ValueString(),
-		Policies:        policies(m.Policies),
-		UploadToken:     m.UploadToken.ValueString(),
-		ProviderVersion: version,
-		Command:         stringList(ctx, m.Command, &diags),
-		Env:             stringMap(ctx, m.Env, &diags),
+		Name:             m.Name.ValueString(),
+		Namespace:        m.Namespace.ValueString(),
+		Stack:            m.Stack.ValueString(),
+		Mode:             m.Mode.ValueString(),
+		Image:            m.Image.ValueString(),
+		ImagePullPolicy:  m.ImagePullPolicy.ValueString(),
+		Entry:            m.Entry.ValueString(),
+		Port:             int32(m.Port.ValueInt64()),
+		Queue:            m.Queue.ValueString(),
+		SchedulerName:    m.SchedulerName.ValueString(),
+		MinAvailable:     int32(m.MinAvailable.ValueInt64()),
+		MaxRetry:         int32(m.MaxRetry.ValueInt64()),
+		SlotConfig:       m.SlotConfig.ValueString(),
+		Policies:         policies(m.Policies),
+		UploadToken:      m.UploadToken.ValueString(),
+		ProviderVersion:  images.ProviderVersion,
+		ImageRegistry:    images.Registry,
+		Command:          stringList(ctx, m.Command, &diags),
+		ImagePullSecrets: stringList(ctx, m.PullSecrets, &diags),
+		Env:              stringMap(ctx, m.Env, &diags),
 	}
 	j.SecurityContext = m.SecurityContext.stack(ctx, &diags)
 	task := func(t *taskModel) *stack.Task {
@@ -241,6 +244,7 @@ func (m *trainingJobModel) fromJob(ctx context.Context, j stack.TrainingJob, dia
 	m.Port, m.MinAvailable, m.MaxRetry = optionalInt64(int64(j.Port)), optionalInt64(int64(j.MinAvailable)), optionalInt64(int64(j.MaxRetry))
 	m.Env = optionalStringMap(ctx, j.Env, diags)
 	m.Command = optionalStringList(ctx, j.Command, diags)
+	m.PullSecrets = optionalStringList(ctx, j.ImagePullSecrets, diags)
 	toPolicies := func(ps []stack.Policy) []policyModel {
 		if ps == nil {
 			return nil
@@ -294,6 +298,7 @@ func replaceReasons(state, plan *trainingJobModel) []string {
 	diff("mode", state.Mode, plan.Mode)
 	diff("image", state.Image, plan.Image)
 	diff("image_pull_policy", state.ImagePullPolicy, plan.ImagePullPolicy)
+	diff("image_pull_secrets", state.PullSecrets, plan.PullSecrets)
 	diff("command", state.Command, plan.Command)
 	diff("entry", state.Entry, plan.Entry)
 	diff("env", state.Env, plan.Env)

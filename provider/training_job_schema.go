@@ -89,12 +89,19 @@ func trainingJobSchema(ctx context.Context) schema.Schema {
 			"mode": schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString(stack.ModePS), PlanModifiers: replaceStr(),
 				MarkdownDescription: "`ps`: parameter servers (`pserver`) and `trainer`s, the ElasticCTR layout; `collective`: GPU `worker`s with Volcano's `svc` and `env` plugins. Defaults to `ps`.",
 				Validators:          []validator.String{stringvalidator.OneOf(stack.Modes...)}},
-			"image": schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString(stack.DefaultImage), PlanModifiers: replaceStr(),
-				MarkdownDescription: "Training image for every task. Defaults to `" + stack.DefaultImage + "` (the seed image with `paddle_k8s`). " + replaceReason,
-				Validators:          imageValidators},
+			// No schema default: the default moves with the provider's image_registry (planned in ModifyPlan).
+			"image": schema.StringAttribute{Optional: true, Computed: true, PlanModifiers: replaceStr(),
+				MarkdownDescription: "Training image for every task. Defaults to `" + stack.DefaultImage + "` (the seed image with `paddle_k8s`; " +
+					"from the provider's `image_registry` when set). " + replaceReason,
+				Validators: imageValidators},
 			"image_pull_policy": schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString(stack.DefaultPullPolicy), PlanModifiers: replaceStr(),
 				MarkdownDescription: "One of " + quoted(stack.PullPolicies) + ". Defaults to `" + stack.DefaultPullPolicy + "`.",
 				Validators:          []validator.String{stringvalidator.OneOf(stack.PullPolicies...)}},
+			"image_pull_secrets": func() schema.ListAttribute {
+				a := pullSecretsAttribute("the training tasks and the file server", listplanmodifier.RequiresReplace())
+				a.MarkdownDescription += " " + replaceReason
+				return a
+			}(),
 			"command": schema.ListAttribute{Optional: true, ElementType: types.StringType,
 				PlanModifiers:       []planmodifier.List{listplanmodifier.RequiresReplace()},
 				MarkdownDescription: "Container command. Defaults to `[\"paddle_k8s\", \"start_fluid\"]`, the launcher that finds the other pods by label and runs `entry` in the right role. " + replaceReason,

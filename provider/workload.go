@@ -46,13 +46,15 @@ func (b *resourceBase) Configure(_ context.Context, req resource.ConfigureReques
 	b.data = data
 }
 
-// version is the provider's version, which picks the default images of this repository
-// (stack.CubeImage) for ctr_cube and the training job's file server.
-func (b *resourceBase) version() string {
-	if b.data == nil {
-		return ""
+// images are the provider's default images: this repository's at the provider's version
+// (ctr_cube, the training job's file server) and the others, moved to image_registry.
+func (b *resourceBase) images() stack.Images { return imagesOf(b.data) }
+
+func imagesOf(data *providerData) stack.Images {
+	if data == nil {
+		return stack.Images{}
 	}
-	return b.data.version
+	return stack.Images{ProviderVersion: data.version, Registry: data.imageRegistry}
 }
 
 // workloadAttrs are the attributes every workload resource has; each model embeds them.
@@ -82,8 +84,8 @@ type workloadModel[S any] interface {
 	attrs() *workloadAttrs
 	// known reports whether every value rendering needs is known (not "known after apply").
 	known() bool
-	// settings converts the model to stack's settings, as this provider version renders them.
-	settings(ctx context.Context, version string) (S, diag.Diagnostics)
+	// settings converts the model to stack's settings, with this provider's default images.
+	settings(ctx context.Context, images stack.Images) (S, diag.Diagnostics)
 	// setComputed sets what rendering determines besides manifests (id, URLs, cube_conf).
 	setComputed(ctx context.Context, s S, diags *diag.Diagnostics)
 	// fromCluster rebuilds the configuration from the cluster after an import: the settings
@@ -109,6 +111,11 @@ type workload[S interface{ Validate() stack.FieldErrors }, M any, P interface {
 	unrendered map[string]attr.Value
 	// Default timeouts of create (and update) and of delete.
 	applyTimeout, deleteTimeout time.Duration
+	// defaultImage is the `image` planned when the configuration leaves it unset (not a static
+	// schema default: it follows the provider's image_registry), and imageReplaces says whether
+	// a changed image replaces the resource.
+	defaultImage  func(stack.Images) string
+	imageReplaces bool
 }
 
 // stateLike is the part of tfsdk.State that apply needs.
@@ -118,7 +125,7 @@ type stateLike interface {
 
 // validate is ValidateConfig: what the schema cannot check (see internal/stack/validate.go),
 // each error at its attribute. Values not known until apply are checked when they are.
-func (w workload[S, M, P]) validate(ctx context.Context, config tfsdk.Config, version string, diags *diag.Diagnostics) {
+func (w workload[S, M, P]) validate(ctx context.Context, config tfsdk.Config, images stack.Images, diags *diag.Diagnostics) {
 	if unknownAttrs(config.Raw, w.nested...) {
 		return
 	}
@@ -127,7 +134,7 @@ func (w workload[S, M, P]) validate(ctx context.Context, config tfsdk.Config, ve
 	if diags.HasError() || !P(&m).known() {
 		return
 	}
-	s, d := P(&m).settings(ctx, version)
+	s, d := P(&m).settings(ctx, images)
 	diags.Append(d...)
 	if !d.HasError() {
 		diags.Append(settingErrors(w.kind, s.Validate())...)
@@ -135,11 +142,19 @@ func (w workload[S, M, P]) validate(ctx context.Context, config tfsdk.Config, ve
 }
 
 // planned reads ModifyPlan's plan, or nil when there is nothing to render: a destroy, or a
-// nested object known only after apply (then manifests are unknown).
-func (w workload[S, M, P]) planned(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) P {
+// nested object known only after apply (then manifests are unknown). A resource that has no
+// connection anywhere is refused here, at plan time.
+func (w workload[S, M, P]) planned(ctx context.Context, data *providerData, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) P {
 	if req.Plan.Raw.IsNull() {
 		return nil
 	}
+	var own types.Object
+	resp.Diagnostics.Append(req.Plan.GetAttribute(ctx, path.Root("kubernetes"), &own)...)
+	requireConnection(ctx, own, data, &resp.Diagnostics)
+	if resp.Diagnostics.HasError() {
+		return nil
+	}
+	w.planDefaultImage(ctx, data, req, resp)
 	if unknownAttrs(req.Plan.Raw, w.nested...) {
 		resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("manifests"), unknownManifests())...)
 		for name, v := range w.unrendered {
@@ -148,11 +163,32 @@ func (w workload[S, M, P]) planned(ctx context.Context, req resource.ModifyPlanR
 		return nil
 	}
 	var m M
-	resp.Diagnostics.Append(req.Plan.Get(ctx, &m)...)
+	resp.Diagnostics.Append(resp.Plan.Get(ctx, &m)...)
 	if resp.Diagnostics.HasError() {
 		return nil
 	}
 	return &m
+}
+
+// planDefaultImage plans the provider's default image (moved to image_registry) for an
+// `image` the configuration leaves unset.
+func (w workload[S, M, P]) planDefaultImage(ctx context.Context, data *providerData, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
+	if w.defaultImage == nil {
+		return
+	}
+	var configured, prior types.String
+	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root("image"), &configured)...)
+	if !configured.IsNull() || resp.Diagnostics.HasError() {
+		return
+	}
+	image := types.StringValue(w.defaultImage(imagesOf(data)))
+	resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("image"), image)...)
+	if w.imageReplaces && !req.State.Raw.IsNull() {
+		resp.Diagnostics.Append(req.State.GetAttribute(ctx, path.Root("image"), &prior)...)
+		if !prior.Equal(image) {
+			resp.RequiresReplace = append(resp.RequiresReplace, path.Root("image"))
+		}
+	}
 }
 
 // prior reads the state a plan or an update starts from; nil on create.
@@ -167,8 +203,8 @@ func (w workload[S, M, P]) prior(ctx context.Context, state tfsdk.State, diags *
 
 // rendered renders a model: its settings, its objects, and its manifests and computed
 // attributes set from them.
-func (w workload[S, M, P]) rendered(ctx context.Context, m P, version string, diags *diag.Diagnostics) (S, stack.Set, bool) {
-	s, d := m.settings(ctx, version)
+func (w workload[S, M, P]) rendered(ctx context.Context, m P, images stack.Images, diags *diag.Diagnostics) (S, stack.Set, bool) {
+	s, d := m.settings(ctx, images)
 	diags.Append(d...)
 	if d.HasError() {
 		return s, nil, false
@@ -216,8 +252,8 @@ func (w workload[S, M, P]) update(ctx context.Context, req resource.UpdateReques
 
 // converge renders the plan and server-side applies its objects, pruning the owned objects
 // no longer rendered unless the resource prunes later itself (prune false).
-func (w workload[S, M, P]) converge(ctx context.Context, data *providerData, plan P, version string, prune bool, diags *diag.Diagnostics) (*kube.Client, S, stack.Set, bool) {
-	s, set, ok := w.rendered(ctx, plan, version, diags)
+func (w workload[S, M, P]) converge(ctx context.Context, data *providerData, plan P, images stack.Images, prune bool, diags *diag.Diagnostics) (*kube.Client, S, stack.Set, bool) {
+	s, set, ok := w.rendered(ctx, plan, images, diags)
 	if !ok {
 		return nil, s, nil, false
 	}
@@ -260,13 +296,18 @@ func (w workload[S, M, P]) wait(ctx context.Context, kc *kube.Client, set stack.
 // read is Read: after an import it rebuilds the configuration from the cluster; then it
 // reads every object back (projected on the fields we set, so that drift shows in the plan)
 // and what the live objects report. None of the objects left means the resource is gone.
-func (w workload[S, M, P]) read(ctx context.Context, data *providerData, version string, req resource.ReadRequest, resp *resource.ReadResponse) {
+func (w workload[S, M, P]) read(ctx context.Context, data *providerData, images stack.Images, req resource.ReadRequest, resp *resource.ReadResponse) {
 	var st M
 	resp.Diagnostics.Append(req.State.Get(ctx, &st)...)
 	if resp.Diagnostics.HasError() {
 		return
 	}
 	m := P(&st)
+	if connectionPending(ctx, m.attrs().Kubernetes, data) {
+		// The cluster is created or replaced in this run: there is nothing to read yet.
+		tflog.Warn(ctx, m.attrs().describe(w.kind)+": the connection is known only after apply; not refreshed")
+		return
+	}
 	kc, d := kubeClient(ctx, m.attrs().Kubernetes, data)
 	resp.Diagnostics.Append(d...)
 	if resp.Diagnostics.HasError() {
@@ -278,7 +319,7 @@ func (w workload[S, M, P]) read(ctx context.Context, data *providerData, version
 		}
 		return
 	}
-	s, set, ok := w.rendered(ctx, m, version, &resp.Diagnostics)
+	s, set, ok := w.rendered(ctx, m, images, &resp.Diagnostics)
 	if !ok {
 		return
 	}

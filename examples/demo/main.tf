@@ -25,7 +25,9 @@ variable "cube_shards" {
   default     = 2
 }
 
+# The cluster's provider configuration: CCE credentials and endpoint.
 provider "ctr" {
+  alias = "cluster"
   # The emulator's demo credentials; real ones come from BCE_ACCESS_KEY_ID / BCE_SECRET_ACCESS_KEY.
   access_key        = "AKDEMO0000000001"
   secret_key        = "demo-secret-key"
@@ -33,8 +35,18 @@ provider "ctr" {
   cce_poll_interval = "500ms"
 }
 
+# The workloads' provider configuration: the connection of the cluster created in this apply.
+provider "ctr" {
+  kubernetes = module.ctr.kubernetes
+}
+
 module "ctr" {
-  source               = "../modules/elastic-ctr-cce"
+  source = "../modules/elastic-ctr-cce"
+  providers = {
+    ctr         = ctr
+    ctr.cluster = ctr.cluster
+  }
+
   name                 = "demo"
   vpc_id               = "vpc-demo"
   subnet_id            = "sbn-demo"

@@ -1,6 +1,5 @@
 # The ElasticCTR stack on an existing cluster in one apply: PaddlePaddle training on Volcano,
 # whose donefile feeds the cube, whose cube.conf feeds Paddle Serving.
-# The connection comes from KUBECONFIG (or ~/.kube/config).
 terraform {
   required_providers {
     ctr = {
@@ -9,7 +8,19 @@ terraform {
   }
 }
 
-provider "ctr" {}
+variable "kubeconfig" {
+  description = "Kubeconfig of the cluster (its current context is used)."
+  type        = string
+  default     = "~/.kube/config"
+}
+
+# The connection is named, never implicit: without it (or KUBE_CONFIG_PATH) plan refuses to
+# guess a cluster.
+provider "ctr" {
+  kubernetes = {
+    config_path = var.kubeconfig
+  }
+}
 
 variable "namespace" {
   description = "Namespace of the whole stack; it must exist."

@@ -26,7 +26,7 @@ func liveClient(t *testing.T) (*Client, kubernetes.Interface, string, *[]string)
 	if os.Getenv("TF_ACC") == "" || os.Getenv("KUBECONFIG") == "" {
 		t.Skip("needs the local control plane: make test starts it (TF_ACC=1, KUBECONFIG)")
 	}
-	cfg, err := Connection{ConfigPath: os.Getenv("KUBECONFIG")}.RESTConfig()
+	cfg, err := Connection{ConfigPaths: []string{os.Getenv("KUBECONFIG")}}.RESTConfig()
 	require.NoError(t, err)
 	c, err := NewClient(cfg)
 	require.NoError(t, err)

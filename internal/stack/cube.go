@@ -111,6 +111,8 @@ type Cube struct {
 	TransferStorage string            `json:"transfer_storage,omitempty"`
 	NodeSelector    map[string]string `json:"node_selector,omitempty"`
 	Tolerations     []Toleration      `json:"tolerations,omitempty"`
+	// ImagePullSecrets are Secrets (in the namespace) the servers and the transfer pull with.
+	ImagePullSecrets []string `json:"image_pull_secrets,omitempty"`
 	// cube.conf settings for Paddle Serving.
 	TimeoutMS int32 `json:"timeout_ms,omitempty"`
 	// Retry is Paddle Serving's retries on another replica; 0 turns retries off.
@@ -413,6 +415,7 @@ func (c Cube) shardStatefulSet(i int32) *appsv1.StatefulSet {
 					AutomountServiceAccountToken: ptr.To(false),
 					Containers:                   []corev1.Container{container},
 					Volumes:                      []corev1.Volume{tokVol},
+					ImagePullSecrets:             pullSecrets(c.ImagePullSecrets),
 					NodeSelector:                 c.NodeSelector,
 					Tolerations:                  tolerations(c.Tolerations),
 				},
@@ -466,6 +469,7 @@ func (c Cube) transferDeployment() *appsv1.Deployment {
 				Spec: corev1.PodSpec{
 					SecurityContext:              podSec,
 					AutomountServiceAccountToken: ptr.To(false),
+					ImagePullSecrets:             pullSecrets(c.ImagePullSecrets),
 					Containers: []corev1.Container{{
 						Name: "transfer", Image: c.Image, ImagePullPolicy: corev1.PullPolicy(c.ImagePullPolicy), Args: args,
 						Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: c.TransferPort, Protocol: corev1.ProtocolTCP},

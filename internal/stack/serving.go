@@ -32,19 +32,21 @@ const (
 
 // Serving is everything a `ctr_serving` says. Zero values mean "default".
 type Serving struct {
-	Name            string            `json:"name"`
-	Namespace       string            `json:"namespace"`
-	Stack           string            `json:"stack,omitempty"`
-	Image           string            `json:"image,omitempty"`
-	ImagePullPolicy string            `json:"image_pull_policy,omitempty"`
-	Replicas        int32             `json:"replicas,omitempty"`
-	Port            int32             `json:"port,omitempty"`
-	ServiceType     string            `json:"service_type,omitempty"`
-	ModelURL        string            `json:"model_url,omitempty"`
-	Args            []string          `json:"args,omitempty"`
-	Env             map[string]string `json:"env,omitempty"`
-	Requests        map[string]string `json:"requests,omitempty"`
-	Limits          map[string]string `json:"limits,omitempty"`
+	Name            string `json:"name"`
+	Namespace       string `json:"namespace"`
+	Stack           string `json:"stack,omitempty"`
+	Image           string `json:"image,omitempty"`
+	ImagePullPolicy string `json:"image_pull_policy,omitempty"`
+	// ImagePullSecrets are Secrets (in the namespace) the serving pods pull with.
+	ImagePullSecrets []string          `json:"image_pull_secrets,omitempty"`
+	Replicas         int32             `json:"replicas,omitempty"`
+	Port             int32             `json:"port,omitempty"`
+	ServiceType      string            `json:"service_type,omitempty"`
+	ModelURL         string            `json:"model_url,omitempty"`
+	Args             []string          `json:"args,omitempty"`
+	Env              map[string]string `json:"env,omitempty"`
+	Requests         map[string]string `json:"requests,omitempty"`
+	Limits           map[string]string `json:"limits,omitempty"`
 	// CubeConf is ctr_cube's cube_conf.
 	CubeConf string `json:"cube_conf"`
 	// SecurityContext overrides the hardened defaults of the serving pods.
@@ -113,7 +115,8 @@ func RenderServing(given Serving) (Set, error) {
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: labels, Annotations: map[string]string{CubeConfChecksumAnnotation: hex.EncodeToString(sum[:])}},
 				Spec: corev1.PodSpec{
-					SecurityContext: podSec,
+					SecurityContext:  podSec,
+					ImagePullSecrets: pullSecrets(s.ImagePullSecrets),
 					Containers: []corev1.Container{{
 						Name: "serving", Image: s.Image, ImagePullPolicy: corev1.PullPolicy(s.ImagePullPolicy),
 						WorkingDir: "/serving", Args: s.Args, Env: env,

@@ -72,15 +72,18 @@ type TrainingJob struct {
 	// Stack is the app.kubernetes.io/part-of label; empty means Name.
 	Stack string `json:"stack,omitempty"`
 	// Mode is "ps" (parameter servers + trainers) or "collective" (GPU workers).
-	Mode            string            `json:"mode,omitempty"`
-	Image           string            `json:"image,omitempty"`
-	ImagePullPolicy string            `json:"image_pull_policy,omitempty"`
-	Command         []string          `json:"command,omitempty"`
-	Entry           string            `json:"entry,omitempty"`
-	Env             map[string]string `json:"env,omitempty"`
-	Port            int32             `json:"port,omitempty"`
-	Queue           string            `json:"queue,omitempty"`
-	SchedulerName   string            `json:"scheduler_name,omitempty"`
+	Mode            string `json:"mode,omitempty"`
+	Image           string `json:"image,omitempty"`
+	ImagePullPolicy string `json:"image_pull_policy,omitempty"`
+	// ImagePullSecrets are Secrets (in the namespace) every pod pulls its image with: the
+	// training tasks and the file server.
+	ImagePullSecrets []string          `json:"image_pull_secrets,omitempty"`
+	Command          []string          `json:"command,omitempty"`
+	Entry            string            `json:"entry,omitempty"`
+	Env              map[string]string `json:"env,omitempty"`
+	Port             int32             `json:"port,omitempty"`
+	Queue            string            `json:"queue,omitempty"`
+	SchedulerName    string            `json:"scheduler_name,omitempty"`
 	// MinAvailable is the gang size; 0 means every pod of the job.
 	MinAvailable int32 `json:"min_available,omitempty"`
 	MaxRetry     int32 `json:"max_retry,omitempty"`
@@ -103,6 +106,8 @@ type TrainingJob struct {
 	// ProviderVersion picks the file server's default image, CubeImage(ProviderVersion).
 	// Not a setting of the resource, so not in the annotation.
 	ProviderVersion string `json:"-"`
+	// ImageRegistry moves the default images (training, file server) to a mirror; see Images.
+	ImageRegistry string `json:"-"`
 	// UploadToken is the bearer token of file server uploads (FileServer.TokenUploads); never
 	// in the settings annotation.
 	UploadToken string `json:"-"`
@@ -178,7 +183,7 @@ func (j TrainingJob) Defaulted() TrainingJob {
 	}
 	def(&d.Stack, d.Name)
 	def(&d.Mode, ModePS)
-	def(&d.Image, DefaultImage)
+	def(&d.Image, d.images().Training())
 	def(&d.ImagePullPolicy, DefaultPullPolicy)
 	def(&d.Queue, DefaultQueue)
 	def(&d.SchedulerName, DefaultScheduler)
@@ -231,7 +236,7 @@ func (j TrainingJob) Defaulted() TrainingJob {
 	if d.FileServer != nil {
 		fs = *d.FileServer
 	}
-	def(&fs.Image, CubeImage(d.ProviderVersion))
+	def(&fs.Image, d.images().Cube())
 	def(&fs.ServiceType, DefaultServiceType)
 	if fs.Port == 0 {
 		fs.Port = DefaultFileServerPort
@@ -389,6 +394,7 @@ func (j TrainingJob) renderFileServer() *appsv1.Deployment {
 				Spec: corev1.PodSpec{
 					SecurityContext:              podSec,
 					AutomountServiceAccountToken: ptr.To(false),
+					ImagePullSecrets:             pullSecrets(j.ImagePullSecrets),
 					Containers: []corev1.Container{{
 						Name:  "fileserver",
 						Image: j.FileServer.Image,
@@ -494,6 +500,7 @@ func (j TrainingJob) task(name string, t *Task, role string) batchv1alpha1.TaskS
 		ServiceAccountName: j.Name,
 		RestartPolicy:      corev1.RestartPolicyOnFailure,
 		SecurityContext:    podSec,
+		ImagePullSecrets:   pullSecrets(j.ImagePullSecrets),
 	}
 	if j.SlotConfig != "" {
 		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: "slot-conf", MountPath: slotConfigDir, ReadOnly: true})
@@ -655,3 +662,8 @@ func SecretValue(secret *unstructured.Unstructured, key string) string {
 
 // TrainingJobFromSettings decodes the settings annotation of a training job's Volcano Job.
 func TrainingJobFromSettings(s string) (TrainingJob, error) { return fromSettings[TrainingJob](s) }
+
+// images are the job's default images.
+func (j TrainingJob) images() Images {
+	return Images{ProviderVersion: j.ProviderVersion, Registry: j.ImageRegistry}
+}

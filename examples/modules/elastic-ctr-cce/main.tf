@@ -1,7 +1,11 @@
-# A CCE cluster with Volcano, and the generic elastic-ctr module on it, in one apply: the
-# module takes the cluster's connection, which is known only after the cluster exists.
+# A CCE cluster with Volcano, and the generic elastic-ctr module on it, in one apply. As with
+# the kubernetes provider: the cluster is managed through one provider configuration
+# (ctr.cluster, with the Baidu Cloud credentials), the workloads through the default one, which
+# the caller configures from this module's `kubernetes` output — known only once the cluster
+# exists, and read afresh on every run, never stored with the workloads.
 
 resource "ctr_cluster" "this" {
+  provider = ctr.cluster
   cce = {
     name        = var.name
     k8s_version = var.k8s_version
@@ -22,15 +26,15 @@ resource "ctr_cluster" "this" {
 }
 
 module "stack" {
-  source       = "../elastic-ctr"
-  kubernetes   = ctr_cluster.this.kubernetes
-  name         = var.name
-  namespace    = var.namespace
-  training     = var.training
-  dataset      = var.dataset
-  model_output = var.model_output
-  cube         = var.cube
-  serving      = var.serving
+  source           = "../elastic-ctr"
+  name             = var.name
+  namespace        = var.namespace
+  create_namespace = var.create_namespace
+  training         = var.training
+  dataset          = var.dataset
+  model_output     = var.model_output
+  cube             = var.cube
+  serving          = var.serving
 
   depends_on = [ctr_cluster.this]
 }

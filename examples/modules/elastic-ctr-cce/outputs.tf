@@ -3,6 +3,12 @@ output "cluster_id" {
   value       = ctr_cluster.this.cluster_id
 }
 
+output "kubernetes" {
+  description = "The cluster's connection, for the default ctr provider: provider \"ctr\" { kubernetes = module.NAME.kubernetes }."
+  value       = ctr_cluster.this.kubernetes
+  sensitive   = true
+}
+
 output "kubeconfig" {
   description = "Kubeconfig of the CCE cluster."
   value       = ctr_cluster.this.kubeconfig

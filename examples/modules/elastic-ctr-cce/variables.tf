@@ -53,9 +53,15 @@ variable "public_endpoint" {
 }
 
 variable "namespace" {
-  description = "Namespace of the whole stack; it must exist."
+  description = "Namespace of the whole stack; it must exist unless create_namespace is true."
   type        = string
   default     = "default"
+}
+
+variable "create_namespace" {
+  description = "Create the namespace on the new cluster (and delete it on destroy)."
+  type        = bool
+  default     = false
 }
 
 # The stack's settings, passed to the elastic-ctr module as they are: the attributes and their

@@ -1,10 +1,18 @@
 # The ElasticCTR stack on any conformant Kubernetes cluster with Volcano: PaddlePaddle
 # parameter-server training, the cube sparse-parameter service fed by its donefile, and Paddle
-# Serving reading the cube.
+# Serving reading the cube. The cluster is the one the caller's `ctr` provider connects to.
+
+# The stack's own namespace when asked for; otherwise the namespace must exist.
+resource "ctr_namespace" "this" {
+  count = var.create_namespace ? 1 : 0
+  name  = var.namespace
+}
 
 locals {
-  ps   = var.training.mode == "ps"
-  gpus = var.training.gpus > 0 ? var.training.gpus : null
+  # Through the resource, so that the namespace exists before the workloads and goes after them.
+  namespace = var.create_namespace ? ctr_namespace.this[0].name : var.namespace
+  ps        = var.training.mode == "ps"
+  gpus      = var.training.gpus > 0 ? var.training.gpus : null
   resources = {
     requests = var.training.requests
     limits   = var.training.limits
@@ -12,17 +20,16 @@ locals {
 }
 
 resource "ctr_training_job" "this" {
-  kubernetes = var.kubernetes
-  name       = "${var.name}-train"
-  namespace  = var.namespace
-  stack      = var.name
-  image      = var.training.image
-  entry      = var.training.entry
-  mode       = var.training.mode
-  pserver    = local.ps ? merge(local.resources, { replicas = var.training.pservers, gpus = null }) : null
-  trainer    = local.ps ? merge(local.resources, { replicas = var.training.trainers, gpus = local.gpus }) : null
-  worker     = local.ps ? null : merge(local.resources, { replicas = var.training.workers, gpus = local.gpus })
-  dataset    = var.dataset
+  name      = "${var.name}-train"
+  namespace = local.namespace
+  stack     = var.name
+  image     = var.training.image
+  entry     = var.training.entry
+  mode      = var.training.mode
+  pserver   = local.ps ? merge(local.resources, { replicas = var.training.pservers, gpus = null }) : null
+  trainer   = local.ps ? merge(local.resources, { replicas = var.training.trainers, gpus = local.gpus }) : null
+  worker    = local.ps ? null : merge(local.resources, { replicas = var.training.workers, gpus = local.gpus })
+  dataset   = var.dataset
   model_output = {
     size          = var.model_output.size
     storage_class = var.model_output.storage_class
@@ -31,9 +38,8 @@ resource "ctr_training_job" "this" {
 }
 
 resource "ctr_cube" "this" {
-  kubernetes   = var.kubernetes
   name         = "${var.name}-cube"
-  namespace    = var.namespace
+  namespace    = local.namespace
   stack        = var.name
   donefile_url = ctr_training_job.this.donefile_url
   shards       = var.cube.shards
@@ -45,9 +51,8 @@ resource "ctr_cube" "this" {
 }
 
 resource "ctr_serving" "this" {
-  kubernetes   = var.kubernetes
   name         = "${var.name}-serving"
-  namespace    = var.namespace
+  namespace    = local.namespace
   stack        = var.name
   image        = var.serving.image
   replicas     = var.serving.replicas

@@ -1,19 +1,3 @@
-variable "kubernetes" {
-  description = "Connection to the cluster (e.g. ctr_cluster.this.kubernetes). Null uses the provider's default connection."
-  type = object({
-    config_path            = optional(string)
-    config_context         = optional(string)
-    host                   = optional(string)
-    token                  = optional(string)
-    client_certificate     = optional(string)
-    client_key             = optional(string)
-    cluster_ca_certificate = optional(string)
-    insecure               = optional(bool)
-  })
-  default   = null
-  sensitive = true
-}
-
 variable "name" {
   description = "Prefix of every resource name."
   type        = string
@@ -25,9 +9,15 @@ variable "name" {
 }
 
 variable "namespace" {
-  description = "Namespace of the whole stack; it must exist."
+  description = "Namespace of the whole stack; it must exist unless create_namespace is true."
   type        = string
   default     = "default"
+}
+
+variable "create_namespace" {
+  description = "Create the namespace (ctr_namespace) and delete it on destroy. A namespace that exists already is refused, never taken over."
+  type        = bool
+  default     = false
 }
 
 variable "training" {

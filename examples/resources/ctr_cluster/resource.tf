@@ -1,6 +1,16 @@
-# A CCE cluster with a worker pool and Volcano, whose connection feeds the workloads of the
+# A CCE cluster with a worker pool and Volcano, managed through its own provider
+# configuration; the default one takes the new cluster's connection for the workloads of the
 # same apply.
+provider "ctr" {
+  alias = "cloud" # Baidu Cloud credentials from BCE_ACCESS_KEY_ID / BCE_SECRET_ACCESS_KEY
+}
+
+provider "ctr" {
+  kubernetes = ctr_cluster.this.kubernetes
+}
+
 resource "ctr_cluster" "this" {
+  provider = ctr.cloud
   cce = {
     name         = "elastic-ctr"
     k8s_version  = "1.34.2"
@@ -30,8 +40,10 @@ variable "admin_password" {
   sensitive = true
 }
 
-# Any existing cluster (EKS, GKE, kind, on-prem): only Volcano is managed.
+# Any existing cluster (EKS, GKE, kind, on-prem): only Volcano is managed. Its own connection
+# is stored in state, so it takes a kubeconfig or an exec plugin, not a static token.
 resource "ctr_cluster" "existing" {
+  provider = ctr.cloud
   kubernetes = {
     config_path = "~/.kube/config"
   }
@@ -41,6 +53,5 @@ resource "ctr_cluster" "existing" {
 }
 
 resource "ctr_training_job" "ctr" {
-  kubernetes = ctr_cluster.this.kubernetes
-  name       = "ctr-demo"
+  name = "ctr-demo"
 }

@@ -1,0 +1,340 @@
+package provider
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
+	"github.com/hashicorp/terraform-plugin-testing/plancheck"
+	"github.com/hashicorp/terraform-plugin-testing/statecheck"
+	"github.com/hashicorp/terraform-plugin-testing/terraform"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/elasticctr/terraform-provider-ctr/internal/stack"
+)
+
+// How the provider reaches a cluster, as a platform engineer configures it: kubeconfig paths
+// with ~ and several files, an exec credential plugin, explicit host and token; never an
+// implicit kubeconfig; and credentials that change without changing any plan.
+
+// connectionTest starts a test with none of the connection's environment variables set, so
+// that only what the configuration says connects (TestMain's opt-in is undone).
+func connectionTest(t *testing.T) (*kubeClients, string, string, *clientcmdapi.Config) {
+	t.Helper()
+	k := requireCluster(t)
+	kc, err := clientcmd.LoadFromFile(os.Getenv("KUBECONFIG"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, env := range connectionEnv {
+		t.Setenv(env, "")
+	}
+	return k, k.namespace(t), "srv-" + jobName()[3:], kc
+}
+
+// servingWith is servingConfig with a provider block (and the resource's own lines).
+func servingWith(provider, ns, name, own string) string {
+	return provider + "\n" + servingConfig(ns, name, "1", own)
+}
+
+// current is the kubeconfig's current cluster and credentials.
+func current(t *testing.T, kc *clientcmdapi.Config) (*clientcmdapi.Cluster, *clientcmdapi.AuthInfo) {
+	t.Helper()
+	ctx := kc.Contexts[kc.CurrentContext]
+	if ctx == nil || kc.Clusters[ctx.Cluster] == nil || kc.AuthInfos[ctx.AuthInfo] == nil {
+		t.Fatalf("the control plane's kubeconfig has no complete current context")
+	}
+	return kc.Clusters[ctx.Cluster], kc.AuthInfos[ctx.AuthInfo]
+}
+
+// TestAccConnection_HomeKubeconfig: `config_path = "~/.kube/config"` on the provider is the
+// home directory's kubeconfig.
+func TestAccConnection_HomeKubeconfig(t *testing.T) {
+	k, ns, name, _ := connectionTest(t)
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	data, err := os.ReadFile(os.Getenv("KUBECONFIG"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(home, ".kube"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(home, ".kube", "config"), data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	k.run(t, ns, stack.ServingType, name, stack.ServingKinds, resource.TestStep{
+		Config: servingWith(`provider "ctr" {
+  kubernetes = { config_path = "~/.kube/config" }
+}`, ns, name, ""),
+		Check: k.deploymentAvailable(ns, name, 1),
+	})
+}
+
+// TestAccConnection_ConfigPaths: a resource's own connection with several kubeconfigs, merged
+// as kubectl merges KUBECONFIG: the first (under ~) names the context, the last holds it, a
+// missing one in between is skipped. Refresh and destroy use it as stored.
+func TestAccConnection_ConfigPaths(t *testing.T) {
+	k, ns, name, kc := connectionTest(t)
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	if err := os.WriteFile(filepath.Join(home, "first.yaml"), []byte("apiVersion: v1\nkind: Config\ncurrent-context: "+kc.CurrentContext+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	own := fmt.Sprintf("  kubernetes = { config_paths = [\"~/first.yaml\", %q, %q] }", filepath.Join(home, "missing.yaml"), os.Getenv("KUBECONFIG"))
+	k.run(t, ns, stack.ServingType, name, stack.ServingKinds,
+		resource.TestStep{
+			Config: servingWith(`provider "ctr" {}`, ns, name, own),
+			Check:  k.deploymentAvailable(ns, name, 1),
+		},
+		resource.TestStep{
+			Config: servingWith(`provider "ctr" {}`, ns, name, own+"\n  replicas = 2"),
+			Check:  k.deploymentAvailable(ns, name, 2),
+		},
+	)
+}
+
+// TestAccConnection_NoneIsAnError: with no connection anywhere, plan fails and says what to
+// set, although KUBECONFIG and ~/.kube/config would both reach a cluster.
+func TestAccConnection_NoneIsAnError(t *testing.T) {
+	_, ns, name, _ := connectionTest(t)
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	data, err := os.ReadFile(os.Getenv("KUBECONFIG"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(home, ".kube"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(home, ".kube", "config"), data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: providerFactories,
+		Steps: []resource.TestStep{{
+			Config:      servingWith(`provider "ctr" {}`, ns, name, ""),
+			PlanOnly:    true,
+			ExpectError: detailRE(`No Kubernetes Connection .* never falls back to KUBECONFIG or ~/.kube/config .* provider "ctr" \{ kubernetes = \{ config_path = "~/.kube/config" \} \} .* KUBE_CONFIG_PATH`),
+		}},
+	})
+}
+
+// serviceAccountTokens makes a cluster-admin ServiceAccount and n tokens for it, each bound
+// to a Secret of its own: deleting the Secret revokes that token.
+func (k *kubeClients) serviceAccountTokens(t *testing.T, ns string, n int) (tokens []string, revoke []func()) {
+	t.Helper()
+	ctx := context.Background()
+	sa := "ctr-connection"
+	if _, err := k.cs.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: sa}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	binding := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "ctr-connection-" + ns},
+		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "cluster-admin"},
+		Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Name: sa, Namespace: ns}},
+	}
+	if _, err := k.cs.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = k.cs.RbacV1().ClusterRoleBindings().Delete(context.Background(), binding.Name, metav1.DeleteOptions{})
+	})
+	for i := range n {
+		s, err := k.cs.CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("token-anchor-%d", i)}}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		expiry := int64(3600)
+		tr, err := k.cs.CoreV1().ServiceAccounts(ns).CreateToken(ctx, sa, &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{
+			ExpirationSeconds: &expiry,
+			BoundObjectRef:    &authenticationv1.BoundObjectReference{Kind: "Secret", APIVersion: "v1", Name: s.Name, UID: s.UID},
+		}}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tokens = append(tokens, tr.Status.Token)
+		name := s.Name
+		revoke = append(revoke, func() {
+			if err := k.cs.CoreV1().Secrets(ns).Delete(context.Background(), name, metav1.DeleteOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+	return tokens, revoke
+}
+
+// TestAccConnection_TokenRotation: the provider's token is replaced by another one and the
+// first is revoked: the plan is empty (refresh used the new token), nothing of either token
+// is in state, and destroy (checked by the harness) works with the new one. Moving the
+// kubeconfig plans nothing either.
+func TestAccConnection_TokenRotation(t *testing.T) {
+	k, ns, name, kc := connectionTest(t)
+	tokens, revoke := k.serviceAccountTokens(t, ns, 2)
+	cluster, _ := current(t, kc)
+	withToken := func(token string) string {
+		return fmt.Sprintf(`provider "ctr" {
+  kubernetes = {
+    host                   = %q
+    cluster_ca_certificate = %q
+    token                  = %q
+  }
+}`, cluster.Server, string(cluster.CertificateAuthorityData), token)
+	}
+	moved := filepath.Join(t.TempDir(), "moved", "kubeconfig")
+	k.run(t, ns, stack.ServingType, name, stack.ServingKinds,
+		resource.TestStep{
+			Config:            servingWith(withToken(tokens[0]), ns, name, ""),
+			Check:             k.deploymentAvailable(ns, name, 1),
+			ConfigStateChecks: []statecheck.StateCheck{stateHolds(tokens...)},
+		},
+		resource.TestStep{
+			PreConfig: revoke[0],
+			Config:    servingWith(withToken(tokens[1]), ns, name, ""),
+			ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+				plancheck.ExpectEmptyPlan(),
+			}},
+			ConfigStateChecks: []statecheck.StateCheck{stateHolds(tokens...)},
+		},
+		resource.TestStep{
+			PreConfig: func() { copyFile(t, os.Getenv("KUBECONFIG"), moved) },
+			Config: servingWith(fmt.Sprintf(`provider "ctr" {
+  kubernetes = { config_path = %q }
+}`, moved), ns, name, ""),
+			ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+				plancheck.ExpectEmptyPlan(),
+			}},
+		},
+	)
+}
+
+// TestAccConnection_ExecPlugin: an exec credential plugin (a script that prints an
+// ExecCredential with a ServiceAccount token and counts its runs) authenticates the
+// provider's connection; the token is nowhere in state.
+func TestAccConnection_ExecPlugin(t *testing.T) { testExecPlugin(t, false) }
+
+// TestAccConnection_ExecPluginOwn: the same plugin as a resource's own connection, which is
+// stored in state (the command, not the token) and used as stored at refresh and destroy.
+func TestAccConnection_ExecPluginOwn(t *testing.T) { testExecPlugin(t, true) }
+
+func testExecPlugin(t *testing.T, resourceLevel bool) {
+	k, ns, name, kc := connectionTest(t)
+	tokens, _ := k.serviceAccountTokens(t, ns, 1)
+	cluster, _ := current(t, kc)
+	dir := t.TempDir()
+	runs := filepath.Join(dir, "runs")
+	cred, err := json.Marshal(map[string]any{
+		"apiVersion": "client.authentication.k8s.io/v1", "kind": "ExecCredential",
+		"status": map[string]any{"token": tokens[0]},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	plugin := filepath.Join(dir, "credential-plugin")
+	script := "#!/bin/sh\n# a tiny client-go credential plugin\necho run >> \"$RUNS_FILE\"\ncat <<'EOF'\n" + string(cred) + "\nEOF\n"
+	if err := os.WriteFile(plugin, []byte(script), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	conn := fmt.Sprintf(`{
+    host                   = %q
+    cluster_ca_certificate = %q
+    exec = {
+      api_version = "client.authentication.k8s.io/v1"
+      command     = %q
+      env         = { RUNS_FILE = %q }
+    }
+  }`, cluster.Server, string(cluster.CertificateAuthorityData), plugin, runs)
+	ran := func(*terraform.State) error {
+		data, err := os.ReadFile(runs)
+		if err != nil || strings.Count(string(data), "run") == 0 {
+			return fmt.Errorf("the exec plugin never ran (%v)", err)
+		}
+		return os.Remove(runs)
+	}
+	provider := "provider \"ctr\" {\n  kubernetes = " + conn + "\n}"
+	own := ""
+	if resourceLevel {
+		provider, own = `provider "ctr" {}`, "  kubernetes = "+conn
+	}
+	k.run(t, ns, stack.ServingType, name, stack.ServingKinds,
+		resource.TestStep{
+			Config:            servingWith(provider, ns, name, own),
+			Check:             resource.ComposeTestCheckFunc(k.deploymentAvailable(ns, name, 1), ran),
+			ConfigStateChecks: []statecheck.StateCheck{stateHolds(tokens...)},
+		},
+		resource.TestStep{
+			// client-go keeps the plugin's token while it is valid: within this process the
+			// plugin need not run again (each terraform run is a new process, which does).
+			Config:            servingWith(provider, ns, name, own+"\n  replicas = 2"),
+			Check:             k.deploymentAvailable(ns, name, 2),
+			ConfigStateChecks: []statecheck.StateCheck{stateHolds(tokens...)},
+		},
+	)
+}
+
+// TestAccConnection_ProviderExecAndTokenRefused: exec and a static token together are
+// refused at plan time, as the kubernetes provider's docs warn they are undefined together.
+func TestAccConnection_ProviderExecAndTokenRefused(t *testing.T) {
+	resource.UnitTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: providerFactories,
+		Steps: []resource.TestStep{{
+			Config: servingWith(`provider "ctr" {
+  kubernetes = {
+    host  = "https://127.0.0.1:1"
+    token = "t"
+    exec  = { api_version = "client.authentication.k8s.io/v1", command = "aws" }
+  }
+}`, "default", "exec-and-token", ""),
+			PlanOnly:    true,
+			ExpectError: detailRE(`"kubernetes.token" cannot be specified when "kubernetes.exec" is specified`),
+		}},
+	})
+}
+
+// stateHolds fails when any of the secrets appears anywhere in the resources' state.
+func stateHolds(secrets ...string) statecheck.StateCheck {
+	return stateCheckFunc(func(raw string) error {
+		for i, s := range secrets {
+			if strings.Contains(raw, s) {
+				return fmt.Errorf("secret %d is stored in state", i)
+			}
+		}
+		return nil
+	})
+}
+
+func copyFile(t *testing.T, from, to string) {
+	t.Helper()
+	data, err := os.ReadFile(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Dir(to), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(to, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// stateCheckFunc runs f on the whole state as JSON (sensitive values included).
+type stateCheckFunc func(raw string) error
+
+func (f stateCheckFunc) CheckState(_ context.Context, req statecheck.CheckStateRequest, resp *statecheck.CheckStateResponse) {
+	data, err := json.Marshal(req.State)
+	if err != nil {
+		resp.Error = err
+		return
+	}
+	resp.Error = f(string(data))
+}

@@ -1,0 +1,239 @@
+package provider
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
+	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
+	"github.com/hashicorp/terraform-plugin-testing/plancheck"
+	"github.com/hashicorp/terraform-plugin-testing/statecheck"
+	"github.com/hashicorp/terraform-plugin-testing/terraform"
+	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/elasticctr/terraform-provider-ctr/internal/stack"
+)
+
+// testMirror is where TestAccImages_* redirect every default image.
+const testMirror = "mirror.example:5000"
+
+// imagesStack is a training job, a cube and Paddle Serving with default images, pull secrets,
+// and the provider's image_registry; servingImage ("" for the default) is Serving's own.
+func imagesStack(ns, name, servingImage string) string {
+	return imagesStackFrom(testMirror, ns, name, servingImage)
+}
+
+func imagesStackFrom(registry, ns, name, servingImage string) string {
+	own := ""
+	if servingImage != "" {
+		own = fmt.Sprintf("  image = %q\n", servingImage)
+	}
+	return fmt.Sprintf(`
+provider "ctr" {
+  image_registry = %[3]q
+}
+
+resource "ctr_training_job" "test" {
+  name               = %[2]q
+  namespace          = %[1]q
+  pserver            = { replicas = 1 }
+  trainer            = { replicas = 1 }
+  image_pull_secrets = ["mirror-pull"]
+  timeouts           = { create = "3m", update = "3m", delete = "3m" }
+}
+
+resource "ctr_cube" "test" {
+  name               = "%[2]s-cube"
+  namespace          = %[1]q
+  donefile_url       = ctr_training_job.test.donefile_url
+  shards             = 1
+  replicas           = 1
+  image_pull_secrets = ["mirror-pull"]
+  timeouts           = { create = "3m", update = "3m", delete = "3m" }
+}
+
+resource "ctr_serving" "test" {
+  name               = "%[2]s-serving"
+  namespace          = %[1]q
+  cube_conf          = ctr_cube.test.cube_conf
+  image_pull_secrets = ["mirror-pull", "team-pull"]
+%[4]s  timeouts           = { create = "3m", update = "3m", delete = "3m" }
+}
+`, ns, name, registry, own)
+}
+
+// livePods checks every pod in the namespace: each container's image (want, by the pod's
+// component label) and its pull secrets.
+func (k *kubeClients) livePods(ns string, want map[string]string, secrets map[string][]string) resource.TestCheckFunc {
+	return func(*terraform.State) error {
+		pods, err := k.cs.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{LabelSelector: stack.LabelManagedBy + "=" + stack.ManagedBy})
+		if err != nil {
+			return err
+		}
+		seen := map[string]bool{}
+		for _, p := range pods.Items {
+			component := p.Labels[stack.LabelComponent]
+			image, ok := want[component]
+			if !ok {
+				return fmt.Errorf("pod %s: component %q is not one the test knows", p.Name, component)
+			}
+			seen[component] = true
+			for _, c := range append(p.Spec.InitContainers, p.Spec.Containers...) {
+				if c.Image != image {
+					return fmt.Errorf("pod %s (%s): container %s runs %s, want %s", p.Name, component, c.Name, c.Image, image)
+				}
+			}
+			var got []string
+			for _, s := range p.Spec.ImagePullSecrets {
+				got = append(got, s.Name)
+			}
+			if strings.Join(got, ",") != strings.Join(secrets[component], ",") {
+				return fmt.Errorf("pod %s (%s): pull secrets %v, want %v", p.Name, component, got, secrets[component])
+			}
+		}
+		for c := range want {
+			if !seen[c] {
+				return fmt.Errorf("no pod of component %s", c)
+			}
+		}
+		return nil
+	}
+}
+
+// TestAccImages_MirrorAndPullSecrets: with the provider's image_registry every default image
+// comes from the mirror — the training tasks, the file server, the cube servers and transfer,
+// Paddle Serving — on the live pods, each with its resource's pull secrets; an image set
+// explicitly is used as it is.
+func TestAccImages_MirrorAndPullSecrets(t *testing.T) {
+	k := requireCluster(t)
+	ns, name := k.namespace(t), jobName()
+	cube := testMirror + "/elasticctr/cube:latest" // the test provider's version is a development one
+	want := map[string]string{
+		"training": testMirror + "/" + stack.DefaultImage, "fileserver": cube, "cube-server": cube, "cube-transfer": cube,
+		"serving": testMirror + "/" + stack.DefaultServingImage,
+	}
+	one, two := []string{"mirror-pull"}, []string{"mirror-pull", "team-pull"}
+	secrets := map[string][]string{"training": one, "fileserver": one, "cube-server": one, "cube-transfer": one, "serving": two}
+	explicit := "registry.example.com/team/serving:1"
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: providerFactories,
+		CheckDestroy: resource.ComposeTestCheckFunc(
+			k.checkNothingOwnedOf(ns, stack.Owner(stack.TrainingJobType, name), stack.TrainingJobKinds),
+			k.checkNothingOwnedOf(ns, stack.Owner(stack.CubeType, name+"-cube"), stack.CubeKinds),
+			k.checkNothingOwnedOf(ns, stack.Owner(stack.ServingType, name+"-serving"), stack.ServingKinds)),
+		Steps: []resource.TestStep{
+			{
+				Config: imagesStack(ns, name, ""),
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(jobAddr, tfjsonpath.New("image"), knownvalue.StringExact(want["training"])),
+					statecheck.ExpectKnownValue(cubeAddr, tfjsonpath.New("image"), knownvalue.StringExact(cube)),
+					statecheck.ExpectKnownValue(servingAddr, tfjsonpath.New("image"), knownvalue.StringExact(want["serving"])),
+					statecheck.ExpectKnownValue(jobAddr, tfjsonpath.New("manifests"), knownvalue.MapPartial(map[string]knownvalue.Check{
+						"apps/v1/Deployment/" + name + "-fileserver": knownvalue.StringRegexp(regexp.MustCompile(regexp.QuoteMeta("image: " + cube))),
+					})),
+				},
+				Check: k.livePods(ns, want, secrets),
+			},
+			{
+				Config: imagesStack(ns, name, explicit),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(servingAddr, plancheck.ResourceActionUpdate),
+					plancheck.ExpectResourceAction(jobAddr, plancheck.ResourceActionNoop),
+				}},
+				Check: func(s *terraform.State) error {
+					want["serving"] = explicit
+					return k.deploymentImage(ns, name+"-serving", explicit)(s)
+				},
+			},
+			{
+				// Another mirror: the training job is replaced (its image changes), the cube keeps
+				// the image it was created with, Serving's own image stays.
+				Config: imagesStackFrom("mirror2.example", ns, name, explicit),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(jobAddr, plancheck.ResourceActionDestroyBeforeCreate),
+					plancheck.ExpectResourceAction(cubeAddr, plancheck.ResourceActionNoop),
+					plancheck.ExpectResourceAction(servingAddr, plancheck.ResourceActionNoop),
+				}},
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(jobAddr, tfjsonpath.New("image"), knownvalue.StringExact("mirror2.example/"+stack.DefaultImage)),
+				},
+			},
+			{ResourceName: servingAddr, ImportState: true, ImportStateId: ns + "/" + name + "-serving", ImportStateVerify: true, ImportStateVerifyIgnore: []string{"timeouts"}},
+		},
+	})
+}
+
+// deploymentImage: the Deployment's pod template runs image.
+func (k *kubeClients) deploymentImage(ns, name, image string) resource.TestCheckFunc {
+	return func(*terraform.State) error {
+		d, err := k.cs.AppsV1().Deployments(ns).Get(context.Background(), name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if got := d.Spec.Template.Spec.Containers[0].Image; got != image {
+			return fmt.Errorf("deployment %s runs %s, want %s", name, got, image)
+		}
+		return nil
+	}
+}
+
+// TestImages_RegistryRefused: an image_registry that is not a registry host is refused at plan
+// time, at the attribute.
+func TestImages_RegistryRefused(t *testing.T) {
+	resource.UnitTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: providerFactories,
+		Steps: []resource.TestStep{{
+			Config:      "provider \"ctr\" {\n  image_registry = \"https://mirror.example\"\n}\n" + servingConfig("default", "s", "1", ""),
+			PlanOnly:    true,
+			ExpectError: detailRE(`image_registry .* must be a registry host, optionally with a port and a path, without a scheme`),
+		}},
+	})
+}
+
+// TestAccCluster_VolcanoFromMirror: ctr_cluster installs the Volcano release with every image
+// from the provider's image_registry; an upgrade without it goes back to the release's own.
+func TestAccCluster_VolcanoFromMirror(t *testing.T) {
+	k := requireCluster(t)
+	manifest := volcanoManifest(t)
+	cfg := func(registry, version string) string {
+		return fmt.Sprintf(`
+provider "ctr" {
+  image_registry = %q
+}
+
+resource "ctr_cluster" "this" {
+  kubernetes = { config_path = %q }
+  volcano = {
+    version         = %q
+    manifest_url    = %q
+    keep_on_destroy = true # the control plane's own Volcano serves the other tests
+  }
+}
+`, registry, os.Getenv("KUBECONFIG"), version, manifest)
+	}
+	schedulerImage := func(mirrored bool) resource.TestCheckFunc {
+		return func(*terraform.State) error {
+			d, err := k.cs.AppsV1().Deployments("volcano-system").Get(context.Background(), "volcano-scheduler", metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			image := d.Spec.Template.Spec.Containers[0].Image
+			if strings.HasPrefix(image, testMirror+"/") != mirrored {
+				return fmt.Errorf("volcano-scheduler runs %s (from the mirror: %v, want %v)", image, !mirrored, mirrored)
+			}
+			return nil
+		}
+	}
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: providerFactories,
+		Steps: []resource.TestStep{
+			{Config: cfg(testMirror, "test-mirror"), Check: schedulerImage(true)},
+			{Config: strings.Replace(cfg(testMirror, "test"), "image_registry = \""+testMirror+"\"", "", 1), Check: schedulerImage(false)},
+		},
+	})
+}
