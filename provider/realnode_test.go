@@ -75,7 +75,7 @@ resource "ctr_training_job" "train" {
   image             = %[2]q
   image_pull_policy = "IfNotPresent"
   command           = ["/cube", "model", "--out", "/data", "--keys", "%[5]d", "--id", "%[3]d", "--gen", "%[4]d"]
-  trainer           = { replicas = 1 }
+  worker            = { replicas = 1 }
   model_output      = { size = "1Gi", mount_path = "/data", donefile_path = "donefile/base.txt" }
   file_server       = { image = %[2]q }
   timeouts          = { create = "5m", update = "5m", delete = "3m" }

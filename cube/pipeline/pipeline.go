@@ -410,7 +410,10 @@ func WriteModel(root string, m Model) error {
 	if m.PatchOf != "" {
 		name, key = "patch.txt", m.PatchOf
 	}
-	line, _ := json.Marshal(donefile.Entry{ID: m.ID, Key: key, Input: "/data/" + m.ID}) // plain strings: cannot fail
+	// The input is relative to the donefile's folder, so the line is right wherever the
+	// output folder is served: at a file server's root (the loopback pipeline) or below the
+	// model volume's mount path (a training job's file server serves /data/donefile/...).
+	line, _ := json.Marshal(donefile.Entry{ID: m.ID, Key: key, Input: "../data/" + m.ID}) // plain strings: cannot fail
 	return appendFile(filepath.Join(root, "donefile", name), string(line)+"\n")
 }
 

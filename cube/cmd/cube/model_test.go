@@ -23,7 +23,7 @@ func TestModelStandIn(t *testing.T) {
 		t.Fatalf("output %q", out)
 	}
 	line, err := os.ReadFile(filepath.Join(root, "donefile", "base.txt"))
-	if err != nil || strings.TrimSpace(string(line)) != `{"id":"1000","key":"1000","input":"/data/1000"}` {
+	if err != nil || strings.TrimSpace(string(line)) != `{"id":"1000","key":"1000","input":"../data/1000"}` {
 		t.Fatalf("donefile %q (%v)", line, err)
 	}
 	data := filepath.Join(dir, "dict")
