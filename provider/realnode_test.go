@@ -101,6 +101,7 @@ resource "ctr_cube" "cube" {
 func TestAccRealNode_TrainingToLookup(t *testing.T) {
 	k, ns, image := requireRealNode(t)
 	const id, gen = 1000, 1
+	var version string
 	resource.Test(t, resource.TestCase{
 		ProtoV6ProviderFactories: providerFactories,
 		CheckDestroy: resource.ComposeTestCheckFunc(
@@ -109,24 +110,25 @@ func TestAccRealNode_TrainingToLookup(t *testing.T) {
 		Steps: []resource.TestStep{
 			{
 				Config: e2eStack(ns, image, id, gen),
-				Check:  k.waitServed(ns, "e2e-cube", strconv.Itoa(id), 4*time.Minute),
+				Check:  k.waitServed(ns, "e2e-cube", strconv.Itoa(id), 4*time.Minute, &version),
 			},
 			{
-				// A refresh reads what the replicas serve.
+				// A refresh reads what the replicas serve: that version, on both replicas of
+				// both shards.
 				Config: e2eStack(ns, image, id, gen),
 				ConfigStateChecks: []statecheck.StateCheck{
-					statecheck.ExpectKnownValue("ctr_cube.cube", tfjsonpath.New("served_version"), knownvalue.StringExact(strconv.Itoa(id))),
 					statecheck.ExpectKnownValue("ctr_cube.cube", tfjsonpath.New("serving_replicas"),
 						knownvalue.ListExact([]knownvalue.Check{knownvalue.Int64Exact(2), knownvalue.Int64Exact(2)})),
 				},
-				Check: k.lookupJob(t, ns, image, "lookup", gen),
+				Check: resource.ComposeTestCheckFunc(stateServes(&version), k.lookupJob(t, ns, image, "lookup", gen)),
 			},
 		},
 	})
 }
 
-// waitServed waits (bounded) until the cube's transfer reports version served by every shard.
-func (k *kubeClients) waitServed(ns, cube, version string, timeout time.Duration) resource.TestCheckFunc {
+// waitServed waits (bounded) until the replicas of every shard of the cube serve the version
+// the transfer built from donefile id, and records that version's name in *version.
+func (k *kubeClients) waitServed(ns, cube, id string, timeout time.Duration, version *string) resource.TestCheckFunc {
 	return func(*terraform.State) error {
 		c := stack.Cube{Name: cube, Namespace: ns}.Defaulted()
 		var last string
@@ -141,10 +143,27 @@ func (k *kubeClients) waitServed(ns, cube, version string, timeout time.Duration
 				return false, err
 			}
 			last = string(body)
-			return st.ServedVersion == version, nil
+			for _, r := range st.History {
+				if r.ID == id && r.Result == "served" && st.ServedVersion == r.Version {
+					*version = r.Version
+					return true, nil
+				}
+			}
+			return false, nil
 		})
 		if err != nil {
-			return fmt.Errorf("cube %s/%s did not serve version %s within %s: %w; last status: %s", ns, cube, version, timeout, err, last)
+			return fmt.Errorf("cube %s/%s did not serve donefile id %s within %s: %w; last status: %s", ns, cube, id, timeout, err, last)
+		}
+		return nil
+	}
+}
+
+// stateServes checks the state's served_version is version (what the replicas report).
+func stateServes(version *string) resource.TestCheckFunc {
+	return func(s *terraform.State) error {
+		got := s.RootModule().Resources["ctr_cube.cube"].Primary.Attributes["served_version"]
+		if got != *version || got == "" {
+			return fmt.Errorf("ctr_cube.cube served_version = %q, want %q", got, *version)
 		}
 		return nil
 	}
