@@ -66,7 +66,7 @@ const e2eModelKeys = 20000
 // e2eStack is a training job whose trainer is the stand-in (`cube model`, generation gen,
 // donefile id id) writing into the model volume, and a cube of 2 shards × 2 replicas that
 // follows its donefile.
-func e2eStack(ns, image string, id, gen int) string {
+func e2eStack(ns, image string, id, gen int, cubeExtra ...string) string {
 	return fmt.Sprintf(`
 resource "ctr_training_job" "train" {
   name              = "e2e"
@@ -89,8 +89,9 @@ resource "ctr_cube" "cube" {
   shards       = 2
   replicas     = 2
   timeouts     = { create = "5m", update = "5m", delete = "3m" }
+%[6]s
 }
-`, ns, image, id, gen, e2eModelKeys)
+`, ns, image, id, gen, e2eModelKeys, strings.Join(cubeExtra, "\n"))
 }
 
 // TestAccRealNode_TrainingToLookup: the trainer stand-in writes a model into the training
@@ -124,6 +125,111 @@ func TestAccRealNode_TrainingToLookup(t *testing.T) {
 			},
 		},
 	})
+}
+
+// TestAccRealNode_ReplicaComesBack: a cube pod deleted (its disk is an emptyDir, so it comes
+// back empty) serves the current version again without a new model: the transfer heals it.
+func TestAccRealNode_ReplicaComesBack(t *testing.T) {
+	k, ns, image := requireRealNode(t)
+	const id, gen = 1000, 1
+	var version string
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: providerFactories,
+		Steps: []resource.TestStep{{
+			Config: e2eStack(ns, image, id, gen),
+			Check: resource.ComposeTestCheckFunc(
+				k.waitServed(ns, "e2e-cube", strconv.Itoa(id), 4*time.Minute, &version),
+				k.deletePodAndWaitServing(t, ns, "e2e-cube", "e2e-cube-shard-0-0", &version, 3*time.Minute),
+				k.lookupJob(t, ns, image, "lookup", gen)),
+		}},
+	})
+}
+
+// TestAccRealNode_DestroyLeavesNothing: with storage set, every shard replica has a claim;
+// destroy removes everything the resources own, and those claims too.
+func TestAccRealNode_DestroyLeavesNothing(t *testing.T) {
+	k, ns, image := requireRealNode(t)
+	const id, gen = 1000, 1
+	var version string
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: providerFactories,
+		CheckDestroy: resource.ComposeTestCheckFunc(
+			k.checkNothingOwnedOf(ns, stack.Owner(stack.TrainingJobType, "e2e"), stack.TrainingJobKinds),
+			k.checkNothingOwnedOf(ns, stack.Owner(stack.CubeType, "e2e-cube"), stack.CubeKinds),
+			k.checkNoClaims(ns)),
+		Steps: []resource.TestStep{{
+			Config: e2eStack(ns, image, id, gen, `  storage      = { size = "1Gi" }`),
+			Check: resource.ComposeTestCheckFunc(
+				k.waitServed(ns, "e2e-cube", strconv.Itoa(id), 4*time.Minute, &version),
+				k.countClaims(ns, 1+1+2*2)), // model output, transfer, 2 shards x 2 replicas
+		}},
+	})
+}
+
+func (k *kubeClients) countClaims(ns string, want int) resource.TestCheckFunc {
+	return func(*terraform.State) error {
+		list, err := k.cs.CoreV1().PersistentVolumeClaims(ns).List(context.Background(), metav1.ListOptions{})
+		if err != nil {
+			return err
+		}
+		if len(list.Items) != want {
+			var names []string
+			for _, c := range list.Items {
+				names = append(names, c.Name)
+			}
+			return fmt.Errorf("%d claims in %s (%s), want %d", len(list.Items), ns, strings.Join(names, ", "), want)
+		}
+		return nil
+	}
+}
+
+func (k *kubeClients) checkNoClaims(ns string) resource.TestCheckFunc { return k.countClaims(ns, 0) }
+
+// deletePodAndWaitServing deletes one cube pod and waits until its shard's replicas all serve
+// version again (the StatefulSet brings the pod back empty; the transfer's heal pass fills it).
+func (k *kubeClients) deletePodAndWaitServing(t *testing.T, ns, cube, pod string, version *string, timeout time.Duration) resource.TestCheckFunc {
+	return func(*terraform.State) error {
+		ctx := context.Background()
+		old, err := k.cs.CoreV1().Pods(ns).Get(ctx, pod, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		start := time.Now()
+		if err := k.cs.CoreV1().Pods(ns).Delete(ctx, pod, metav1.DeleteOptions{}); err != nil {
+			return err
+		}
+		c := stack.Cube{Name: cube, Namespace: ns}.Defaulted()
+		var last string
+		err = wait.PollUntilContextTimeout(ctx, time.Second, timeout, true, func(ctx context.Context) (bool, error) {
+			p, err := k.cs.CoreV1().Pods(ns).Get(ctx, pod, metav1.GetOptions{})
+			if err != nil || p.UID == old.UID {
+				return false, nil // not yet re-created
+			}
+			body, err := k.cs.CoreV1().Services(ns).ProxyGet("http", c.TransferService(), strconv.Itoa(int(c.TransferPort)), stack.TransferStatusPath, nil).DoRaw(ctx)
+			if err != nil {
+				return false, nil
+			}
+			st, err := stack.DecodeTransferStatus(body)
+			if err != nil {
+				return false, err
+			}
+			last = string(body)
+			if st.ServedVersion != *version {
+				return false, nil
+			}
+			for _, sh := range st.Shards {
+				if sh.Serving != len(sh.Replicas) {
+					return false, nil
+				}
+			}
+			return true, nil
+		})
+		if err != nil {
+			return fmt.Errorf("pod %s/%s deleted: its shard did not serve %s on every replica again within %s: %w; last status: %s", ns, pod, *version, timeout, err, last)
+		}
+		t.Logf("pod %s deleted: every replica serves %s again after %s", pod, *version, time.Since(start).Round(100*time.Millisecond))
+		return nil
+	}
 }
 
 // waitServed waits (bounded) until the replicas of every shard of the cube serve the version
