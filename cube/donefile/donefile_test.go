@@ -65,4 +65,11 @@ func TestReadLocalAndHTTP(t *testing.T) {
 	if got := InputLocation(p, "in"); got != filepath.Join(dir, "in") {
 		t.Fatal(got)
 	}
+	// cube model's lines: relative to the donefile's folder, wherever the output is served.
+	if got := InputLocation("http://h:1/data/donefile/base.txt", "../data/1000"); got != "http://h:1/data/data/1000" {
+		t.Fatal(got)
+	}
+	if got := InputLocation(filepath.Join(dir, "donefile", "base.txt"), "../data/1000"); got != filepath.Join(dir, "data", "1000") {
+		t.Fatal(got)
+	}
 }

@@ -154,6 +154,7 @@ func (c *Cluster) LoadPaddle(ctx context.Context, workers, batch int) (*PaddleSt
 	}
 	defer cl.Close()
 	o := &paddleObserver{shards: c.opts.Shards, versions: map[string]*versionSeen{}}
+	l := Loader{Conf: c.Conf, Keys: c.opts.Keys, ValueSize: c.opts.ValueSize}
 	var wg sync.WaitGroup
 	for w := range workers {
 		wg.Add(1)
@@ -163,7 +164,7 @@ func (c *Cluster) LoadPaddle(ctx context.Context, workers, batch int) (*PaddleSt
 			seed := uint64(w*104729 + 17)
 			newest := ""
 			for ctx.Err() == nil {
-				c.randomKeys(keys, &seed)
+				l.randomKeys(keys, &seed)
 				rctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 				sent := time.Now()
 				res, answers, err := cl.SeekShards(rctx, keys)
@@ -174,7 +175,7 @@ func (c *Cluster) LoadPaddle(ctx context.Context, workers, batch int) (*PaddleSt
 					if failed {
 						break
 					}
-					if err = c.checkValue(keys[i], r); err != nil {
+					if err = l.checkValue(keys[i], r); err != nil {
 						failed = true
 					}
 				}

@@ -219,7 +219,7 @@ func (c *Cluster) say(format string, args ...any) {
 // Start launches the file server, the shard servers and the transfer.
 func Start(o Options) (*Cluster, error) {
 	if o.ValueSize < 10 {
-		o.ValueSize = 40
+		o.ValueSize = DefaultValueSize
 	}
 	if o.Poll <= 0 {
 		o.Poll = 100 * time.Millisecond
@@ -410,7 +410,10 @@ func WriteModel(root string, m Model) error {
 	if m.PatchOf != "" {
 		name, key = "patch.txt", m.PatchOf
 	}
-	line, _ := json.Marshal(donefile.Entry{ID: m.ID, Key: key, Input: "/data/" + m.ID}) // plain strings: cannot fail
+	// The input is relative to the donefile's folder, so the line is right wherever the
+	// output folder is served: at a file server's root (the loopback pipeline) or below the
+	// model volume's mount path (a training job's file server serves /data/donefile/...).
+	line, _ := json.Marshal(donefile.Entry{ID: m.ID, Key: key, Input: "../data/" + m.ID}) // plain strings: cannot fail
 	return appendFile(filepath.Join(root, "donefile", name), string(line)+"\n")
 }
 
@@ -540,6 +543,10 @@ func (c *Cluster) CheckReplicasDirect(want string) error {
 	return errors.Join(errs...)
 }
 
+// DefaultValueSize is the bytes per value of a synthetic model (cube model, the demo), as
+// Paddle's demos.
+const DefaultValueSize = 40
+
 // LoadStats count the outcome of the lookups of a Load.
 type LoadStats struct {
 	Requests   int64
@@ -552,7 +559,26 @@ type LoadStats struct {
 // Load runs workers goroutines of batch-key lookups through the cube.conf
 // client until ctx ends.
 func (c *Cluster) Load(ctx context.Context, workers, batch int) (*LoadStats, error) {
-	cl, err := client.New(c.Conf)
+	return Loader{Conf: c.Conf, Keys: c.opts.Keys, ValueSize: c.opts.ValueSize}.Run(ctx, workers, batch)
+}
+
+// Loader looks keys of a model written by WriteModel (cube model) up through
+// a cube.conf entry, checking every answer: each key is found, its value is
+// ValueSize bytes starting with the key, and no response combines values of
+// two generations (versions).
+type Loader struct {
+	Conf      client.DictConf
+	Keys      int // keys 0..Keys-1 exist
+	ValueSize int
+}
+
+// Run runs workers goroutines of batch-key lookups of random keys until ctx
+// ends, and counts what it saw.
+func (l Loader) Run(ctx context.Context, workers, batch int) (*LoadStats, error) {
+	if l.Keys < 1 || workers < 1 || batch < 1 {
+		return nil, fmt.Errorf("load: keys %d, workers %d, batch %d: each must be at least 1", l.Keys, workers, batch)
+	}
+	cl, err := client.New(l.Conf)
 	if err != nil {
 		return nil, err
 	}
@@ -569,7 +595,7 @@ func (c *Cluster) Load(ctx context.Context, workers, batch int) (*LoadStats, err
 			keys := make([]uint64, batch)
 			seed := uint64(w*7919 + 1)
 			for ctx.Err() == nil {
-				c.randomKeys(keys, &seed)
+				l.randomKeys(keys, &seed)
 				rctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 				res, _, firstMixed, err := cl.SeekConsistent(rctx, keys, time.Second)
 				cancel()
@@ -579,13 +605,13 @@ func (c *Cluster) Load(ctx context.Context, workers, batch int) (*LoadStats, err
 					if err != nil {
 						break
 					}
-					if err = c.checkValue(keys[i], r); err != nil {
+					if err = l.checkValue(keys[i], r); err != nil {
 						failed = true
 						break
 					}
 					if i == 0 {
 						gen = r.Value[8]
-					} else if r.Value[8] != gen && !c.samePatchFamily(gen, r.Value[8]) {
+					} else if r.Value[8] != gen && !samePatchFamily(gen, r.Value[8]) {
 						mixed = true
 					}
 				}
@@ -611,18 +637,18 @@ func (c *Cluster) Load(ctx context.Context, workers, batch int) (*LoadStats, err
 	return &st, nil
 }
 
-// randomKeys fills keys with keys of the cluster's versions, drawn from seed.
-func (c *Cluster) randomKeys(keys []uint64, seed *uint64) {
+// randomKeys fills keys with keys of the model, drawn from seed.
+func (l Loader) randomKeys(keys []uint64, seed *uint64) {
 	for i := range keys {
 		*seed = *seed*6364136223846793005 + 1442695040888963407
-		keys[i] = (*seed >> 33) % uint64(c.opts.Keys)
+		keys[i] = (*seed >> 33) % uint64(l.Keys)
 	}
 }
 
 // checkValue says what is wrong with key's result, if anything: every key
 // exists and its value starts with the key.
-func (c *Cluster) checkValue(key uint64, r client.Result) error {
-	if !r.Found() || len(r.Value) != c.opts.ValueSize || binary.LittleEndian.Uint64(r.Value) != key {
+func (l Loader) checkValue(key uint64, r client.Result) error {
+	if !r.Found() || len(r.Value) != l.ValueSize || binary.LittleEndian.Uint64(r.Value) != key {
 		return fmt.Errorf("key %d: status %d, %d bytes", key, r.Status, len(r.Value))
 	}
 	return nil
@@ -632,4 +658,4 @@ func (c *Cluster) checkValue(key uint64, r client.Result) error {
 // patch, so a response may legitimately hold two generations. The bench and
 // demo use bases only under load, so this reports false; it exists to say
 // why the generation check is only exact for bases.
-func (c *Cluster) samePatchFamily(a, b byte) bool { return false }
+func samePatchFamily(a, b byte) bool { return false }

@@ -317,6 +317,10 @@ func RenderCube(given Cube) (Set, error) {
 }
 
 // serverSelector selects the cube servers of every shard; shardSelector those of one.
+// ServerClaimsSelector selects the claims of every cube server (made by the shards'
+// StatefulSets, which label them with their selector, not with the owner label).
+func (c Cube) ServerClaimsSelector() map[string]string { return c.serverSelector() }
+
 func (c Cube) serverSelector() map[string]string {
 	return map[string]string{LabelInstance: c.Name, LabelComponent: componentCubeServer}
 }
@@ -434,6 +438,12 @@ func (c Cube) shardStatefulSet(i int32) *appsv1.StatefulSet {
 			pvc.Spec.StorageClassName = ptr.To(c.Storage.StorageClass)
 		}
 		sts.Spec.VolumeClaimTemplates = []corev1.PersistentVolumeClaim{pvc}
+		// The claims go with the StatefulSet (destroy, a removed shard); a replica scaled
+		// away keeps its claim until then, as a scale back up reuses it.
+		sts.Spec.PersistentVolumeClaimRetentionPolicy = &appsv1.StatefulSetPersistentVolumeClaimRetentionPolicy{
+			WhenDeleted: appsv1.DeletePersistentVolumeClaimRetentionPolicyType,
+			WhenScaled:  appsv1.RetainPersistentVolumeClaimRetentionPolicyType,
+		}
 	} else {
 		sts.Spec.Template.Spec.Volumes = append(sts.Spec.Template.Spec.Volumes,
 			corev1.Volume{Name: "data", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})

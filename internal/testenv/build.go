@@ -18,6 +18,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strings"
 	"syscall"
 	"time"
@@ -70,7 +71,7 @@ type Builder struct {
 // several minutes on two cores; every step prints a progress line first.
 func (b *Builder) Build(ctx context.Context) (*Binaries, error) {
 	kcpDir := filepath.Join(b.RepoRoot, "internal", "testenv", "kcp")
-	kcpKey, err := hashFiles(kcpDir, "go.mod", "go.sum", "main.go")
+	kcpKey, err := sourceKey(kcpDir)
 	if err != nil {
 		return nil, err
 	}
@@ -133,7 +134,7 @@ func (b *Builder) Build(ctx context.Context) (*Binaries, error) {
 	}
 
 	dnsDir := filepath.Join(b.RepoRoot, "internal", "testenv", "coredns")
-	dnsKey, err := hashFiles(dnsDir, "go.mod", "go.sum", "main.go")
+	dnsKey, err := sourceKey(dnsDir)
 	if err != nil {
 		return nil, err
 	}
@@ -147,7 +148,7 @@ func (b *Builder) Build(ctx context.Context) (*Binaries, error) {
 	out.CoreDNS = filepath.Join(dnsOut, "coredns")
 
 	pauseDir := filepath.Join(b.RepoRoot, "internal", "testenv", "pause")
-	pauseKey, err := hashFiles(pauseDir, "main.go")
+	pauseKey, err := sourceKey(pauseDir)
 	if err != nil {
 		return nil, err
 	}
@@ -325,6 +326,28 @@ func moduleDir(ctx context.Context, modVersion string) (string, error) {
 		return "", fmt.Errorf("go mod download %s: %s", modVersion, info.Error)
 	}
 	return info.Dir, nil
+}
+
+// sourceKey names a build of the program in dir by its sources: go.mod and go.sum when it is a
+// module of its own, and every .go file (tests aside), so that any change rebuilds it.
+func sourceKey(dir string) (string, error) {
+	names, err := filepath.Glob(filepath.Join(dir, "*.go"))
+	if err != nil {
+		return "", err
+	}
+	var files []string
+	for _, n := range []string{"go.mod", "go.sum"} {
+		if _, err := os.Stat(filepath.Join(dir, n)); err == nil {
+			files = append(files, n)
+		}
+	}
+	for _, n := range names {
+		if !strings.HasSuffix(n, "_test.go") {
+			files = append(files, filepath.Base(n))
+		}
+	}
+	sort.Strings(files)
+	return hashFiles(dir, files...)
 }
 
 func hashFiles(dir string, names ...string) (string, error) {

@@ -81,19 +81,25 @@ func nodeResources() corev1.ResourceList {
 	}
 }
 
-// createStorageClass makes "standard" the default StorageClass, provisioned by the
-// controller-manager's host-path provisioner.
+// The default StorageClass and its provisioner (kcp provisioner, a folder per claim under the
+// environment's volumes/ that any user can write, deleted with its claim).
+const (
+	storageClass    = "standard"
+	provisionerName = "ctr-testenv/hostpath"
+)
+
+// createStorageClass makes storageClass the default StorageClass.
 func (c *client) createStorageClass(ctx context.Context) error {
 	immediate := storagev1.VolumeBindingImmediate
 	del := corev1.PersistentVolumeReclaimDelete
 	sc := &storagev1.StorageClass{
-		ObjectMeta:        metav1.ObjectMeta{Name: "standard", Annotations: map[string]string{"storageclass.kubernetes.io/is-default-class": "true"}},
-		Provisioner:       "kubernetes.io/host-path",
+		ObjectMeta:        metav1.ObjectMeta{Name: storageClass, Annotations: map[string]string{"storageclass.kubernetes.io/is-default-class": "true"}},
+		Provisioner:       provisionerName,
 		ReclaimPolicy:     &del,
 		VolumeBindingMode: &immediate,
 	}
 	if _, err := c.cs.StorageV1().StorageClasses().Create(ctx, sc, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("create StorageClass standard: %w", err)
+		return fmt.Errorf("create StorageClass %s: %w", storageClass, err)
 	}
 	return nil
 }

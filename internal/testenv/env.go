@@ -59,7 +59,7 @@ func (e *Env) Kubeconfig() string { return filepath.Join(e.Dir, "kubeconfig") }
 const adminToken = "ctr-testenv-admin-token"
 
 // order is the start order; Down stops in reverse, so etcd goes last.
-var order = []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok",
+var order = []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "provisioner", "kwok",
 	"vc-webhook-manager", "vc-scheduler", "vc-controller-manager"}
 
 // Up starts a fresh environment in dir (which must not hold a running one) and waits until
@@ -73,7 +73,7 @@ func Up(ctx context.Context, dir string, bin *Binaries, log io.Writer, node *Nod
 	if running(dir) {
 		return nil, fmt.Errorf("an environment is already running in %q: run down first", dir)
 	}
-	for _, d := range []string{"etcd", "pids", "logs", "pki"} {
+	for _, d := range []string{"etcd", "pids", "logs", "pki", "volumes"} {
 		if err := os.RemoveAll(filepath.Join(dir, d)); err != nil {
 			return nil, err
 		}
@@ -137,6 +137,9 @@ func Up(ctx context.Context, dir string, bin *Binaries, log io.Writer, node *Nod
 		// The real node's hostname resolves nowhere: logs and exec go to its InternalIP.
 		"--kubelet-preferred-address-types=InternalIP",
 		"--allow-privileged=true",
+		// Namespace annotations place every pod of a namespace on the real node (see
+		// RealNodeNamespace): the end-to-end tests run the provider's objects there unchanged.
+		"--enable-admission-plugins=PodNodeSelector,PodTolerationRestriction",
 		"--enable-priority-and-fairness=false",
 		"--profiling=false"); err != nil {
 		return nil, err
@@ -153,9 +156,10 @@ func Up(ctx context.Context, dir string, bin *Binaries, log io.Writer, node *Nod
 		"--service-account-private-key-file="+p.path("sa.key"),
 		"--root-ca-file="+p.path("ca.crt"),
 		"--use-service-account-credentials=false",
-		// A default StorageClass that really provisions (hostPath volumes under /tmp), so claims
-		// bind and pods that use them schedule, as on a real cluster.
-		"--enable-hostpath-provisioner=true",
+		// Claims of the default StorageClass are provisioned by kcp's provisioner (below), whose
+		// folders the real node's non-root pods can write; the controller-manager's own makes
+		// root-only ones.
+		"--enable-hostpath-provisioner=false",
 		// nodeipam would hand out pod CIDRs; kwok assigns pod IPs itself. nodelifecycle must stay:
 		// it removes the not-ready taint from new nodes.
 		"--controllers=*,-nodeipam"); err != nil {
@@ -164,6 +168,11 @@ func Up(ctx context.Context, dir string, bin *Binaries, log io.Writer, node *Nod
 	if err := e.spawn("kube-scheduler", bin.KCP, "kube-scheduler",
 		"--kubeconfig="+kc, "--leader-elect=false", "--bind-address=127.0.0.1",
 		"--secure-port="+strconv.Itoa(e.Ports.Scheduler)); err != nil {
+		return nil, err
+	}
+
+	if err := e.spawn("provisioner", bin.KCP, "provisioner", "--kubeconfig="+kc,
+		"--dir="+filepath.Join(dir, "volumes"), "--class="+storageClass, "--name="+provisionerName); err != nil {
 		return nil, err
 	}
 

@@ -24,8 +24,9 @@ const (
 	// NodeName is the real node's name. It carries NodeTaint, so only pods that tolerate it
 	// (the project's own images) run there; everything else stays on the kwok nodes.
 	NodeName = "ctr-real-node"
-	// NodeTaintKey is the key of the real node's NoSchedule taint.
+	// NodeTaintKey is the key of the real node's NoSchedule taint; NodeLabel is its label.
 	NodeTaintKey = "ctr.elasticctr.io/real-node"
+	NodeLabel    = "ctr.elasticctr.io/node=real"
 
 	// ServiceCIDR is the cluster's Service range (kube-apiserver and kube-proxy).
 	ServiceCIDR = "10.96.0.0/16"
@@ -46,6 +47,16 @@ type NodeOptions struct {
 	// Images are docker-archive or OCI tarballs (`make images` writes dist/image/cube-image.tar)
 	// imported into the node's containerd before kubelet starts.
 	Images []string
+}
+
+// RealNodeNamespace are the annotations that put every pod of a namespace on the real node:
+// the PodNodeSelector and PodTolerationRestriction admission plugins (enabled in every
+// environment) add the node selector and the toleration to each pod created there.
+func RealNodeNamespace() map[string]string {
+	return map[string]string{
+		"scheduler.alpha.kubernetes.io/node-selector":      NodeLabel,
+		"scheduler.alpha.kubernetes.io/defaultTolerations": `[{"key":"` + NodeTaintKey + `","operator":"Exists","effect":"NoSchedule"}]`,
+	}
 }
 
 // nodeDir holds everything of the node that can live in the environment's folder.
@@ -131,7 +142,7 @@ func (e *Env) startNode(ctx context.Context, bin *Binaries, c *client, opts Node
 		"--root-dir", e.nodeDir("kubelet"),
 		"--hostname-override", NodeName,
 		"--node-ip", NodeIP,
-		"--node-labels", "ctr.elasticctr.io/node=real",
+		"--node-labels", NodeLabel,
 		"--v", "1"); err != nil {
 		return err
 	}

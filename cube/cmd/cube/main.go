@@ -269,12 +269,19 @@ func runSeek(args []string, stdout, stderr io.Writer) error {
 	format := fs.String("format", "base64", "value format: base64, hex, or float32 (little-endian floats, as Paddle's embeddings)")
 	first := fs.Int("first", 0, "also look up keys 0..`N`-1")
 	check := fs.Int("check", 0, "check every value is what `cube model --gen G` wrote for its key; print only the keys that are not, and a summary (exit 1 if any)")
+	forDur := fs.Duration("for", 0, "instead: look random keys of 0..--first-1 up for this `duration` (e.g. during a rollout), checking every key is found with a well-formed `cube model` value and no response mixes versions; print a summary (exit 1 on any failure)")
+	workers := fs.Int("workers", 4, "with --for: concurrent lookups")
+	batch := fs.Int("batch", 100, "with --for: keys per lookup")
+	valueSize := fs.Int("value-size", pipeline.DefaultValueSize, "with --for: `bytes` per value (cube model --value-size)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
 	if (*conf == "") == (*addr == "") {
 		fmt.Fprintln(stderr, "exactly one of --conf and --addr is required")
 		return errUsage
+	}
+	if *forDur > 0 {
+		return seekFor(stdout, *conf, *dict, *addr, *first, *forDur, *workers, *batch, *valueSize, *timeout)
 	}
 	var keys []uint64
 	for k := range *first {
@@ -296,22 +303,9 @@ func runSeek(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stderr, "--format %q: want base64, hex or float32\n", *format)
 		return errUsage
 	}
-	dc := client.DictConf{DictName: "direct", Shard: 1, Type: "ipport_list", Timeout: int(timeout.Milliseconds()), Nodes: []client.Node{{IPPortList: *addr}}}
-	if *conf != "" {
-		confs, err := client.LoadConf(*conf)
-		if err != nil {
-			return err
-		}
-		found := false
-		for _, c := range confs {
-			if *dict == "" || c.DictName == *dict {
-				dc, found = c, true
-				break
-			}
-		}
-		if !found {
-			return fmt.Errorf("dict %q not in %s", *dict, *conf)
-		}
+	dc, err := seekConf(*conf, *dict, *addr, *timeout)
+	if err != nil {
+		return err
 	}
 	cl, err := client.New(dc)
 	if err != nil {
@@ -336,6 +330,47 @@ func runSeek(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	return err
+}
+
+// seekConf is the dictionary seek asks: dict (or the first) of the cube.conf at conf, or the
+// one server at addr.
+func seekConf(conf, dict, addr string, timeout time.Duration) (client.DictConf, error) {
+	if conf == "" {
+		return client.DictConf{DictName: "direct", Shard: 1, Type: "ipport_list", Timeout: int(timeout.Milliseconds()), Nodes: []client.Node{{IPPortList: addr}}}, nil
+	}
+	confs, err := client.LoadConf(conf)
+	if err != nil {
+		return client.DictConf{}, err
+	}
+	for _, c := range confs {
+		if dict == "" || c.DictName == dict {
+			return c, nil
+		}
+	}
+	return client.DictConf{}, fmt.Errorf("dict %q not in %s", dict, conf)
+}
+
+// seekFor is seek --for: lookups of random keys through the dictionary for d, then a summary.
+func seekFor(stdout io.Writer, conf, dict, addr string, keys int, d time.Duration, workers, batch, valueSize int, timeout time.Duration) error {
+	if keys < 1 {
+		return errors.New("--for needs --first N: the keys 0..N-1 to look up")
+	}
+	dc, err := seekConf(conf, dict, addr, timeout)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	st, err := pipeline.Loader{Conf: dc, Keys: keys, ValueSize: valueSize}.Run(ctx, workers, batch)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "%d lookups of %d keys in %s: %d failed, %d mixing versions (%d first answers disagreed and were re-asked)\n",
+		st.Requests, batch, d, st.Failed, st.Mixed, st.FirstMixed)
+	if st.Failed > 0 || st.Mixed > 0 {
+		return fmt.Errorf("%d failed lookups, %d mixing versions; first failure: %s", st.Failed, st.Mixed, st.FirstErr)
+	}
+	return nil
 }
 
 // checkValues reports every key whose value is not what `cube model --gen

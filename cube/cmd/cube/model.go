@@ -17,7 +17,7 @@ func runModel(args []string, stdout, stderr io.Writer) error {
 	out := fs.String("out", "", "model-output `directory` (what the training file server serves): writes data/<id>/part-00000 and appends donefile/base.txt (patch.txt)")
 	id := fs.String("id", "", "donefile `id` of the version (default: unix seconds now)")
 	keys := fs.Int("keys", 100_000, "keys 0..`N`-1 (a patch holds every third)")
-	size := fs.Int("value-size", 40, "`bytes` per value: the key (8 bytes, little-endian), then the generation byte repeated")
+	size := fs.Int("value-size", pipeline.DefaultValueSize, "`bytes` per value: the key (8 bytes, little-endian), then the generation byte repeated")
 	gen := fs.Int("gen", 1, "generation `G` (1-255) every value carries, so that a lookup can tell versions apart (cube seek --check G)")
 	patchOf := fs.String("patch-of", "", "write a patch of base `BASE_ID` (patch.txt) instead of a base")
 	if err := parse(fs, args); err != nil {

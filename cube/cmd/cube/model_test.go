@@ -23,7 +23,7 @@ func TestModelStandIn(t *testing.T) {
 		t.Fatalf("output %q", out)
 	}
 	line, err := os.ReadFile(filepath.Join(root, "donefile", "base.txt"))
-	if err != nil || strings.TrimSpace(string(line)) != `{"id":"1000","key":"1000","input":"/data/1000"}` {
+	if err != nil || strings.TrimSpace(string(line)) != `{"id":"1000","key":"1000","input":"../data/1000"}` {
 		t.Fatalf("donefile %q (%v)", line, err)
 	}
 	data := filepath.Join(dir, "dict")
@@ -39,6 +39,15 @@ func TestModelStandIn(t *testing.T) {
 	}
 	if out := cube(t, "seek", "--conf", confPath, "--first", "500", "--check", "7"); !strings.Contains(out, "checked 500 keys: every value is generation 7's") {
 		t.Fatalf("check: %q", out)
+	}
+	// --for: random lookups for a while, every value checked; a value size other than the
+	// model's makes every lookup fail.
+	if out := cube(t, "seek", "--conf", confPath, "--first", "500", "--for", "500ms", "--workers", "2", "--batch", "50"); !strings.Contains(out, " 0 failed, 0 mixing versions") {
+		t.Fatalf("seek --for: %q", out)
+	}
+	if b, err := exec.Command(cubeBin, "seek", "--conf", confPath, "--first", "500", "--for", "300ms", "--value-size", "41").CombinedOutput(); err == nil ||
+		!strings.Contains(string(b), "failed lookups") || strings.Contains(string(b), " 0 failed,") {
+		t.Fatalf("seek --for with the wrong value size: err %v, output %s", err, b)
 	}
 	cmd := exec.Command(cubeBin, "seek", "--conf", confPath, "--first", "3", "--check", "8", "600")
 	b, err = cmd.CombinedOutput()

@@ -6,6 +6,7 @@
 //	kcp kube-scheduler FLAGS...
 //	kcp kubelet FLAGS...            (the real node: see ../node.go)
 //	kcp kube-proxy FLAGS...
+//	kcp provisioner --kubeconfig K --dir D  (host-path volumes any pod can write)
 //
 // It lives in its own module so that k8s.io/kubernetes stays out of the provider's go.mod.
 package main
@@ -31,7 +32,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: kcp etcd|kube-apiserver|kube-controller-manager|kube-scheduler|kubelet|kube-proxy [flags]")
+		fmt.Fprintln(os.Stderr, "usage: kcp etcd|kube-apiserver|kube-controller-manager|kube-scheduler|kubelet|kube-proxy|provisioner [flags]")
 		os.Exit(2)
 	}
 	name := os.Args[1]
@@ -49,6 +50,8 @@ func main() {
 		os.Exit(cli.Run(kubelet.NewKubeletCommand(context.Background())))
 	case "kube-proxy":
 		os.Exit(cli.Run(proxy.NewProxyCommand()))
+	case "provisioner":
+		runProvisioner()
 	default:
 		fmt.Fprintf(os.Stderr, "kcp: unknown component %q\n", name)
 		os.Exit(2)

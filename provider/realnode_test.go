@@ -1,0 +1,353 @@
+package provider
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
+	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
+	"github.com/hashicorp/terraform-plugin-testing/statecheck"
+	"github.com/hashicorp/terraform-plugin-testing/terraform"
+	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/utils/ptr"
+
+	"github.com/elasticctr/terraform-provider-ctr/internal/stack"
+	"github.com/elasticctr/terraform-provider-ctr/internal/testenv"
+)
+
+// End-to-end tests on the local cluster's real node: the provider's objects, unchanged, run
+// in pods of the project's image (the namespace's annotations place every pod there), and
+// nothing in between is simulated.
+
+// realNode returns the clients, a fresh namespace whose pods all run on the real node, and
+// the name of the project's image imported there. It skips where the environment has no real
+// node (make test starts one).
+func requireRealNode(t *testing.T) (*kubeClients, string, string) {
+	t.Helper()
+	k := requireCluster(t)
+	env, err := testenv.Load(filepath.Dir(os.Getenv("KUBECONFIG")))
+	if err != nil || !env.Node {
+		t.Skip("the environment has no real node: make test starts one (testenv up -node)")
+	}
+	image := ""
+	for _, n := range env.NodeImages {
+		if strings.HasPrefix(n, stack.CubeImageRepository+":") {
+			image = n
+		}
+	}
+	if image == "" {
+		t.Fatalf("no %s image imported into the real node (images: %v): testenv up -node -image dist/image/cube-image.tar", stack.CubeImageRepository, env.NodeImages)
+	}
+	ns := k.namespace(t)
+	nsObj, err := k.cs.CoreV1().Namespaces().Get(context.Background(), ns, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	nsObj.Annotations = testenv.RealNodeNamespace()
+	if _, err := k.cs.CoreV1().Namespaces().Update(context.Background(), nsObj, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	return k, ns, image
+}
+
+// e2eModelKeys is how many keys the trainer stand-in writes; lookups check them all.
+const e2eModelKeys = 20000
+
+// e2eStack is a training job whose trainer is the stand-in (`cube model`, generation gen,
+// donefile id id) writing into the model volume, and a cube of 2 shards × 2 replicas that
+// follows its donefile.
+func e2eStack(ns, image string, id, gen int, cubeExtra ...string) string {
+	return fmt.Sprintf(`
+resource "ctr_training_job" "train" {
+  name              = "e2e"
+  namespace         = %[1]q
+  mode              = "collective"
+  image             = %[2]q
+  image_pull_policy = "IfNotPresent"
+  command           = ["/cube", "model", "--out", "/data", "--keys", "%[5]d", "--id", "%[3]d", "--gen", "%[4]d"]
+  worker            = { replicas = 1 }
+  model_output      = { size = "1Gi", mount_path = "/data", donefile_path = "donefile/base.txt" }
+  file_server       = { image = %[2]q }
+  timeouts          = { create = "5m", update = "5m", delete = "3m" }
+}
+
+resource "ctr_cube" "cube" {
+  name         = "e2e-cube"
+  namespace    = %[1]q
+  image        = %[2]q
+  donefile_url = ctr_training_job.train.donefile_url
+  shards       = 2
+  replicas     = 2
+  timeouts     = { create = "5m", update = "5m", delete = "3m" }
+%[6]s
+}
+`, ns, image, id, gen, e2eModelKeys, strings.Join(cubeExtra, "\n"))
+}
+
+// TestAccRealNode_TrainingToLookup: the trainer stand-in writes a model into the training
+// job's volume; its file server serves it over its Service; the cube's transfer picks the
+// donefile line up, builds, distributes and switches 2 shards × 2 replicas; served_version
+// becomes that version; and a Job on the node looks every key up through the exported
+// cube_conf mounted from a ConfigMap, as Paddle Serving would read it.
+func TestAccRealNode_TrainingToLookup(t *testing.T) {
+	k, ns, image := requireRealNode(t)
+	const id, gen = 1000, 1
+	var version string
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: providerFactories,
+		CheckDestroy: resource.ComposeTestCheckFunc(
+			k.checkNothingOwnedOf(ns, stack.Owner(stack.TrainingJobType, "e2e"), stack.TrainingJobKinds),
+			k.checkNothingOwnedOf(ns, stack.Owner(stack.CubeType, "e2e-cube"), stack.CubeKinds)),
+		Steps: []resource.TestStep{
+			{
+				Config: e2eStack(ns, image, id, gen),
+				Check:  k.waitServed(ns, "e2e-cube", strconv.Itoa(id), 4*time.Minute, &version),
+			},
+			{
+				// A refresh reads what the replicas serve: that version, on both replicas of
+				// both shards.
+				Config: e2eStack(ns, image, id, gen),
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue("ctr_cube.cube", tfjsonpath.New("serving_replicas"),
+						knownvalue.ListExact([]knownvalue.Check{knownvalue.Int64Exact(2), knownvalue.Int64Exact(2)})),
+				},
+				Check: resource.ComposeTestCheckFunc(stateServes(&version), k.lookupJob(t, ns, image, "lookup", gen)),
+			},
+		},
+	})
+}
+
+// TestAccRealNode_ReplicaComesBack: a cube pod deleted (its disk is an emptyDir, so it comes
+// back empty) serves the current version again without a new model: the transfer heals it.
+func TestAccRealNode_ReplicaComesBack(t *testing.T) {
+	k, ns, image := requireRealNode(t)
+	const id, gen = 1000, 1
+	var version string
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: providerFactories,
+		Steps: []resource.TestStep{{
+			Config: e2eStack(ns, image, id, gen),
+			Check: resource.ComposeTestCheckFunc(
+				k.waitServed(ns, "e2e-cube", strconv.Itoa(id), 4*time.Minute, &version),
+				k.deletePodAndWaitServing(t, ns, "e2e-cube", "e2e-cube-shard-0-0", &version, 3*time.Minute),
+				k.lookupJob(t, ns, image, "lookup", gen)),
+		}},
+	})
+}
+
+// TestAccRealNode_DestroyLeavesNothing: with storage set, every shard replica has a claim;
+// destroy removes everything the resources own, and those claims too.
+func TestAccRealNode_DestroyLeavesNothing(t *testing.T) {
+	k, ns, image := requireRealNode(t)
+	const id, gen = 1000, 1
+	var version string
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: providerFactories,
+		CheckDestroy: resource.ComposeTestCheckFunc(
+			k.checkNothingOwnedOf(ns, stack.Owner(stack.TrainingJobType, "e2e"), stack.TrainingJobKinds),
+			k.checkNothingOwnedOf(ns, stack.Owner(stack.CubeType, "e2e-cube"), stack.CubeKinds),
+			k.checkNoClaims(ns)),
+		Steps: []resource.TestStep{{
+			Config: e2eStack(ns, image, id, gen, `  storage      = { size = "1Gi" }`),
+			Check: resource.ComposeTestCheckFunc(
+				k.waitServed(ns, "e2e-cube", strconv.Itoa(id), 4*time.Minute, &version),
+				k.countClaims(ns, 1+1+2*2)), // model output, transfer, 2 shards x 2 replicas
+		}},
+	})
+}
+
+func (k *kubeClients) countClaims(ns string, want int) resource.TestCheckFunc {
+	return func(*terraform.State) error {
+		list, err := k.cs.CoreV1().PersistentVolumeClaims(ns).List(context.Background(), metav1.ListOptions{})
+		if err != nil {
+			return err
+		}
+		if len(list.Items) != want {
+			var names []string
+			for _, c := range list.Items {
+				names = append(names, c.Name)
+			}
+			return fmt.Errorf("%d claims in %s (%s), want %d", len(list.Items), ns, strings.Join(names, ", "), want)
+		}
+		return nil
+	}
+}
+
+func (k *kubeClients) checkNoClaims(ns string) resource.TestCheckFunc { return k.countClaims(ns, 0) }
+
+// deletePodAndWaitServing deletes one cube pod and waits until its shard's replicas all serve
+// version again (the StatefulSet brings the pod back empty; the transfer's heal pass fills it).
+func (k *kubeClients) deletePodAndWaitServing(t *testing.T, ns, cube, pod string, version *string, timeout time.Duration) resource.TestCheckFunc {
+	return func(*terraform.State) error {
+		ctx := context.Background()
+		old, err := k.cs.CoreV1().Pods(ns).Get(ctx, pod, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		start := time.Now()
+		if err := k.cs.CoreV1().Pods(ns).Delete(ctx, pod, metav1.DeleteOptions{}); err != nil {
+			return err
+		}
+		c := stack.Cube{Name: cube, Namespace: ns}.Defaulted()
+		var last string
+		err = wait.PollUntilContextTimeout(ctx, time.Second, timeout, true, func(ctx context.Context) (bool, error) {
+			p, err := k.cs.CoreV1().Pods(ns).Get(ctx, pod, metav1.GetOptions{})
+			if err != nil || p.UID == old.UID {
+				return false, nil // not yet re-created
+			}
+			body, err := k.cs.CoreV1().Services(ns).ProxyGet("http", c.TransferService(), strconv.Itoa(int(c.TransferPort)), stack.TransferStatusPath, nil).DoRaw(ctx)
+			if err != nil {
+				return false, nil
+			}
+			st, err := stack.DecodeTransferStatus(body)
+			if err != nil {
+				return false, err
+			}
+			last = string(body)
+			if st.ServedVersion != *version {
+				return false, nil
+			}
+			for _, sh := range st.Shards {
+				if sh.Serving != len(sh.Replicas) {
+					return false, nil
+				}
+			}
+			return true, nil
+		})
+		if err != nil {
+			return fmt.Errorf("pod %s/%s deleted: its shard did not serve %s on every replica again within %s: %w; last status: %s", ns, pod, *version, timeout, err, last)
+		}
+		t.Logf("pod %s deleted: every replica serves %s again after %s", pod, *version, time.Since(start).Round(100*time.Millisecond))
+		return nil
+	}
+}
+
+// waitServed waits (bounded) until the replicas of every shard of the cube serve the version
+// the transfer built from donefile id, and records that version's name in *version.
+func (k *kubeClients) waitServed(ns, cube, id string, timeout time.Duration, version *string) resource.TestCheckFunc {
+	return func(*terraform.State) error {
+		c := stack.Cube{Name: cube, Namespace: ns}.Defaulted()
+		var last string
+		err := wait.PollUntilContextTimeout(context.Background(), time.Second, timeout, true, func(ctx context.Context) (bool, error) {
+			body, err := k.cs.CoreV1().Services(ns).ProxyGet("http", c.TransferService(), strconv.Itoa(int(c.TransferPort)), stack.TransferStatusPath, nil).DoRaw(ctx)
+			if err != nil {
+				last = err.Error()
+				return false, nil
+			}
+			st, err := stack.DecodeTransferStatus(body)
+			if err != nil {
+				return false, err
+			}
+			last = string(body)
+			for _, r := range st.History {
+				if r.ID == id && r.Result == "served" && st.ServedVersion == r.Version {
+					*version = r.Version
+					return true, nil
+				}
+			}
+			return false, nil
+		})
+		if err != nil {
+			return fmt.Errorf("cube %s/%s did not serve donefile id %s within %s: %w; last status: %s", ns, cube, id, timeout, err, last)
+		}
+		return nil
+	}
+}
+
+// stateServes checks the state's served_version is version (what the replicas report).
+func stateServes(version *string) resource.TestCheckFunc {
+	return func(s *terraform.State) error {
+		got := s.RootModule().Resources["ctr_cube.cube"].Primary.Attributes["served_version"]
+		if got != *version || got == "" {
+			return fmt.Errorf("ctr_cube.cube served_version = %q, want %q", got, *version)
+		}
+		return nil
+	}
+}
+
+// lookupJob runs `cube seek --conf` in a Job on the real node with the state's cube_conf
+// mounted from a ConfigMap and checks every key's value is generation gen's.
+func (k *kubeClients) lookupJob(t *testing.T, ns, image, name string, gen int) resource.TestCheckFunc {
+	return func(s *terraform.State) error {
+		ctx := context.Background()
+		conf := s.RootModule().Resources["ctr_cube.cube"].Primary.Attributes["cube_conf"]
+		if conf == "" {
+			return fmt.Errorf("ctr_cube.cube exports no cube_conf")
+		}
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name + "-conf", Namespace: ns}, Data: map[string]string{"cube.conf": conf}}
+		if _, err := k.cs.CoreV1().ConfigMaps(ns).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+			return err
+		}
+		job := &batchv1.Job{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+			Spec: batchv1.JobSpec{
+				BackoffLimit: ptr.To[int32](0),
+				Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+					RestartPolicy: corev1.RestartPolicyNever,
+					Containers: []corev1.Container{{
+						Name: "seek", Image: image, ImagePullPolicy: corev1.PullIfNotPresent,
+						Args:         []string{"seek", "--conf", "/conf/cube.conf", "--timeout", "30s", "--first", strconv.Itoa(e2eModelKeys), "--check", strconv.Itoa(gen)},
+						VolumeMounts: []corev1.VolumeMount{{Name: "conf", MountPath: "/conf"}},
+					}},
+					Volumes: []corev1.Volume{{Name: "conf", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+						LocalObjectReference: corev1.LocalObjectReference{Name: cm.Name}}}}},
+				}},
+			},
+		}
+		if _, err := k.cs.BatchV1().Jobs(ns).Create(ctx, job, metav1.CreateOptions{}); err != nil {
+			return err
+		}
+		t.Cleanup(func() {
+			bg := metav1.DeletePropagationBackground
+			_ = k.cs.BatchV1().Jobs(ns).Delete(context.Background(), name, metav1.DeleteOptions{PropagationPolicy: &bg})
+		})
+		var done *batchv1.Job
+		err := wait.PollUntilContextTimeout(ctx, time.Second, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
+			j, err := k.cs.BatchV1().Jobs(ns).Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return false, nil
+			}
+			done = j
+			return j.Status.Succeeded > 0 || j.Status.Failed > 0, nil
+		})
+		logs := k.jobLogs(ctx, ns, name)
+		if err != nil {
+			return fmt.Errorf("lookup job %s/%s did not finish: %w\n%s", ns, name, err, logs)
+		}
+		if done.Status.Succeeded == 0 {
+			return fmt.Errorf("lookup job %s/%s failed: not every value is generation %d\n%s", ns, name, gen, logs)
+		}
+		t.Logf("lookup job: %s", lastLine(logs))
+		return nil
+	}
+}
+
+func (k *kubeClients) jobLogs(ctx context.Context, ns, job string) string {
+	pods, err := k.cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "job-name=" + job})
+	if err != nil || len(pods.Items) == 0 {
+		return "(no pod)"
+	}
+	data, err := k.cs.CoreV1().Pods(ns).GetLogs(pods.Items[0].Name, &corev1.PodLogOptions{}).DoRaw(ctx)
+	if err != nil {
+		return "(no log: " + err.Error() + ")"
+	}
+	return string(data)
+}
+
+func lastLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
+		return s[i+1:]
+	}
+	return s
+}
