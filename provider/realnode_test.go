@@ -12,6 +12,7 @@ import (
 
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
+	"github.com/hashicorp/terraform-plugin-testing/plancheck"
 	"github.com/hashicorp/terraform-plugin-testing/statecheck"
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
@@ -67,6 +68,10 @@ const e2eModelKeys = 20000
 // donefile id id) writing into the model volume, and a cube of 2 shards × 2 replicas that
 // follows its donefile.
 func e2eStack(ns, image string, id, gen int, cubeExtra ...string) string {
+	return e2eStackShards(ns, image, id, gen, 2, cubeExtra...)
+}
+
+func e2eStackShards(ns, image string, id, gen, shards int, cubeExtra ...string) string {
 	return fmt.Sprintf(`
 resource "ctr_training_job" "train" {
   name              = "e2e"
@@ -86,12 +91,11 @@ resource "ctr_cube" "cube" {
   namespace    = %[1]q
   image        = %[2]q
   donefile_url = ctr_training_job.train.donefile_url
-  shards       = 2
   replicas     = 2
   timeouts     = { create = "5m", update = "5m", delete = "3m" }
 %[6]s
 }
-`, ns, image, id, gen, e2eModelKeys, strings.Join(cubeExtra, "\n"))
+`, ns, image, id, gen, e2eModelKeys, strings.Join(append([]string{fmt.Sprintf("  shards       = %d", shards)}, cubeExtra...), "\n"))
 }
 
 // TestAccRealNode_TrainingToLookup: the trainer stand-in writes a model into the training
@@ -125,6 +129,99 @@ func TestAccRealNode_TrainingToLookup(t *testing.T) {
 			},
 		},
 	})
+}
+
+// TestAccRealNode_RolloutUnderLookups: a second model version rolls out while a Job on the
+// node looks keys up through the exported cube_conf the whole time: zero failed lookups and
+// no response mixing versions. The new version comes as a trainer does it: the training job
+// (command changed) runs again and writes version 2000 of generation 2.
+func TestAccRealNode_RolloutUnderLookups(t *testing.T) {
+	k, ns, image := requireRealNode(t)
+	var v1, v2 string
+	const load = "150s"
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: providerFactories,
+		Steps: []resource.TestStep{
+			{
+				Config: e2eStack(ns, image, 1000, 1),
+				Check: resource.ComposeTestCheckFunc(
+					k.waitServed(ns, "e2e-cube", "1000", 4*time.Minute, &v1),
+					func(s *terraform.State) error {
+						return k.startSeekJob(t, s, ns, image, "load", "--first", strconv.Itoa(e2eModelKeys), "--for", load)
+					}),
+			},
+			{
+				Config: e2eStack(ns, image, 2000, 2),
+				Check: resource.ComposeTestCheckFunc(
+					k.waitServed(ns, "e2e-cube", "2000", 4*time.Minute, &v2),
+					func(*terraform.State) error {
+						if k.jobFinished(ns, "load") {
+							return fmt.Errorf("the lookup job ended before version 2000 served: it did not look up during the rollout; make --for longer than %s", load)
+						}
+						logs, err := k.waitJob(ns, "load", 4*time.Minute)
+						if err != nil {
+							return err
+						}
+						t.Logf("lookups during the rollout of %s -> %s: %s", v1, v2, lastLine(logs))
+						return nil
+					},
+					k.lookupJob(t, ns, image, "lookup", 2)),
+			},
+		},
+	})
+}
+
+// TestAccRealNode_Reshard: shards 2 -> 3 -> 2. Growing, the transfer rebuilds the last model
+// for 3 shards and every key answers through the new cube_conf; shrinking, the 2-shard layout
+// serves before the removed shard's StatefulSet goes, and lookups through the 2-shard
+// cube_conf find every key again.
+func TestAccRealNode_Reshard(t *testing.T) {
+	k, ns, image := requireRealNode(t)
+	const id, gen = 1000, 1
+	var v2, v3, v2again string
+	update := resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectResourceAction("ctr_cube.cube", plancheck.ResourceActionUpdate),
+		plancheck.ExpectResourceAction("ctr_training_job.train", plancheck.ResourceActionNoop)}}
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: providerFactories,
+		Steps: []resource.TestStep{
+			{
+				Config: e2eStackShards(ns, image, id, gen, 2),
+				Check:  k.waitServedShards(ns, "e2e-cube", strconv.Itoa(id), 2, 4*time.Minute, &v2, ""),
+			},
+			{
+				Config:           e2eStackShards(ns, image, id, gen, 3),
+				ConfigPlanChecks: update,
+				Check: resource.ComposeTestCheckFunc(
+					k.waitServedShards(ns, "e2e-cube", strconv.Itoa(id), 3, 4*time.Minute, &v3, v2),
+					k.lookupJob(t, ns, image, "lookup-3", gen)),
+			},
+			{
+				Config:           e2eStackShards(ns, image, id, gen, 2),
+				ConfigPlanChecks: update,
+				Check: resource.ComposeTestCheckFunc(
+					// The apply returns only once the 2-shard layout serves; shard 2 is gone.
+					k.servesNow(ns, "e2e-cube", strconv.Itoa(id), 2, &v2again, v3),
+					k.statefulSetGone(ns, "e2e-cube-shard-2"),
+					k.lookupJob(t, ns, image, "lookup-2", gen)),
+			},
+		},
+	})
+}
+
+func (k *kubeClients) statefulSetGone(ns, name string) resource.TestCheckFunc {
+	return func(*terraform.State) error {
+		_, err := k.cs.AppsV1().StatefulSets(ns).Get(context.Background(), name, metav1.GetOptions{})
+		if err == nil {
+			return fmt.Errorf("StatefulSet %s/%s still exists after the apply", ns, name)
+		}
+		return nil
+	}
+}
+
+// servesNow checks, without waiting, that the cube serves a build of donefile id for shards
+// shards other than not (the apply waited for it).
+func (k *kubeClients) servesNow(ns, cube, id string, shards int, version *string, not string) resource.TestCheckFunc {
+	return k.waitServedShards(ns, cube, id, shards, time.Second, version, not)
 }
 
 // TestAccRealNode_ReplicaComesBack: a cube pod deleted (its disk is an emptyDir, so it comes
@@ -235,6 +332,12 @@ func (k *kubeClients) deletePodAndWaitServing(t *testing.T, ns, cube, pod string
 // waitServed waits (bounded) until the replicas of every shard of the cube serve the version
 // the transfer built from donefile id, and records that version's name in *version.
 func (k *kubeClients) waitServed(ns, cube, id string, timeout time.Duration, version *string) resource.TestCheckFunc {
+	return k.waitServedShards(ns, cube, id, 0, timeout, version, "")
+}
+
+// waitServedShards is waitServed for a build with shards shards (0: any) other than the
+// version not (a re-shard rebuilds the same donefile id under a new version name).
+func (k *kubeClients) waitServedShards(ns, cube, id string, shards int, timeout time.Duration, version *string, not string) resource.TestCheckFunc {
 	return func(*terraform.State) error {
 		c := stack.Cube{Name: cube, Namespace: ns}.Defaulted()
 		var last string
@@ -249,8 +352,11 @@ func (k *kubeClients) waitServed(ns, cube, id string, timeout time.Duration, ver
 				return false, err
 			}
 			last = string(body)
+			if shards > 0 && len(st.Shards) != shards {
+				return false, nil
+			}
 			for _, r := range st.History {
-				if r.ID == id && r.Result == "served" && st.ServedVersion == r.Version {
+				if r.ID == id && r.Result == "served" && st.ServedVersion == r.Version && r.Version != not {
 					*version = r.Version
 					return true, nil
 				}
@@ -279,57 +385,82 @@ func stateServes(version *string) resource.TestCheckFunc {
 // mounted from a ConfigMap and checks every key's value is generation gen's.
 func (k *kubeClients) lookupJob(t *testing.T, ns, image, name string, gen int) resource.TestCheckFunc {
 	return func(s *terraform.State) error {
-		ctx := context.Background()
-		conf := s.RootModule().Resources["ctr_cube.cube"].Primary.Attributes["cube_conf"]
-		if conf == "" {
-			return fmt.Errorf("ctr_cube.cube exports no cube_conf")
-		}
-		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name + "-conf", Namespace: ns}, Data: map[string]string{"cube.conf": conf}}
-		if _, err := k.cs.CoreV1().ConfigMaps(ns).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+		if err := k.startSeekJob(t, s, ns, image, name, "--first", strconv.Itoa(e2eModelKeys), "--check", strconv.Itoa(gen)); err != nil {
 			return err
 		}
-		job := &batchv1.Job{
-			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-			Spec: batchv1.JobSpec{
-				BackoffLimit: ptr.To[int32](0),
-				Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
-					RestartPolicy: corev1.RestartPolicyNever,
-					Containers: []corev1.Container{{
-						Name: "seek", Image: image, ImagePullPolicy: corev1.PullIfNotPresent,
-						Args:         []string{"seek", "--conf", "/conf/cube.conf", "--timeout", "30s", "--first", strconv.Itoa(e2eModelKeys), "--check", strconv.Itoa(gen)},
-						VolumeMounts: []corev1.VolumeMount{{Name: "conf", MountPath: "/conf"}},
-					}},
-					Volumes: []corev1.Volume{{Name: "conf", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
-						LocalObjectReference: corev1.LocalObjectReference{Name: cm.Name}}}}},
-				}},
-			},
-		}
-		if _, err := k.cs.BatchV1().Jobs(ns).Create(ctx, job, metav1.CreateOptions{}); err != nil {
-			return err
-		}
-		t.Cleanup(func() {
-			bg := metav1.DeletePropagationBackground
-			_ = k.cs.BatchV1().Jobs(ns).Delete(context.Background(), name, metav1.DeleteOptions{PropagationPolicy: &bg})
-		})
-		var done *batchv1.Job
-		err := wait.PollUntilContextTimeout(ctx, time.Second, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
-			j, err := k.cs.BatchV1().Jobs(ns).Get(ctx, name, metav1.GetOptions{})
-			if err != nil {
-				return false, nil
-			}
-			done = j
-			return j.Status.Succeeded > 0 || j.Status.Failed > 0, nil
-		})
-		logs := k.jobLogs(ctx, ns, name)
+		logs, err := k.waitJob(ns, name, 3*time.Minute)
 		if err != nil {
-			return fmt.Errorf("lookup job %s/%s did not finish: %w\n%s", ns, name, err, logs)
-		}
-		if done.Status.Succeeded == 0 {
-			return fmt.Errorf("lookup job %s/%s failed: not every value is generation %d\n%s", ns, name, gen, logs)
+			return fmt.Errorf("%w: not every value is generation %d", err, gen)
 		}
 		t.Logf("lookup job: %s", lastLine(logs))
 		return nil
 	}
+}
+
+// startSeekJob starts `cube seek --conf /conf/cube.conf ARGS...` in a Job, with the state's
+// cube_conf mounted from a ConfigMap, exactly what Paddle Serving would read.
+func (k *kubeClients) startSeekJob(t *testing.T, s *terraform.State, ns, image, name string, args ...string) error {
+	ctx := context.Background()
+	conf := s.RootModule().Resources["ctr_cube.cube"].Primary.Attributes["cube_conf"]
+	if conf == "" {
+		return fmt.Errorf("ctr_cube.cube exports no cube_conf")
+	}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name + "-conf", Namespace: ns}, Data: map[string]string{"cube.conf": conf}}
+	if _, err := k.cs.CoreV1().ConfigMaps(ns).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+		return err
+	}
+	job := &batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: batchv1.JobSpec{
+			BackoffLimit: ptr.To[int32](0),
+			Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+				RestartPolicy: corev1.RestartPolicyNever,
+				Containers: []corev1.Container{{
+					Name: "seek", Image: image, ImagePullPolicy: corev1.PullIfNotPresent,
+					Args:         append([]string{"seek", "--conf", "/conf/cube.conf", "--timeout", "30s"}, args...),
+					VolumeMounts: []corev1.VolumeMount{{Name: "conf", MountPath: "/conf"}},
+				}},
+				Volumes: []corev1.Volume{{Name: "conf", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+					LocalObjectReference: corev1.LocalObjectReference{Name: cm.Name}}}}},
+			}},
+		},
+	}
+	if _, err := k.cs.BatchV1().Jobs(ns).Create(ctx, job, metav1.CreateOptions{}); err != nil {
+		return err
+	}
+	t.Cleanup(func() {
+		bg := metav1.DeletePropagationBackground
+		_ = k.cs.BatchV1().Jobs(ns).Delete(context.Background(), name, metav1.DeleteOptions{PropagationPolicy: &bg})
+	})
+	return nil
+}
+
+// jobFinished says whether the Job has ended.
+func (k *kubeClients) jobFinished(ns, name string) bool {
+	j, err := k.cs.BatchV1().Jobs(ns).Get(context.Background(), name, metav1.GetOptions{})
+	return err == nil && (j.Status.Succeeded > 0 || j.Status.Failed > 0)
+}
+
+// waitJob waits for the Job to end and returns its pod's log; an error if it failed.
+func (k *kubeClients) waitJob(ns, name string, timeout time.Duration) (string, error) {
+	ctx := context.Background()
+	var done *batchv1.Job
+	err := wait.PollUntilContextTimeout(ctx, time.Second, timeout, true, func(ctx context.Context) (bool, error) {
+		j, err := k.cs.BatchV1().Jobs(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		done = j
+		return j.Status.Succeeded > 0 || j.Status.Failed > 0, nil
+	})
+	logs := k.jobLogs(ctx, ns, name)
+	if err != nil {
+		return logs, fmt.Errorf("job %s/%s did not finish: %w\n%s", ns, name, err, logs)
+	}
+	if done.Status.Succeeded == 0 {
+		return logs, fmt.Errorf("job %s/%s failed\n%s", ns, name, logs)
+	}
+	return logs, nil
 }
 
 func (k *kubeClients) jobLogs(ctx context.Context, ns, job string) string {
