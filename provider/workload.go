@@ -207,11 +207,26 @@ func (w workload[S, M, P]) update(ctx context.Context, req resource.UpdateReques
 	if resp.Diagnostics.HasError() {
 		return
 	}
+	if unchanged(P(&prior).attrs(), P(&plan).attrs()) {
+		// Only what is not rendered changed (timeouts, a training job's wait): nothing to do
+		// in the cluster, and the plan kept the live values (ModifyPlan).
+		tflog.Info(ctx, P(&plan).attrs().describe(w.kind)+": no object changes; only the state is updated")
+		resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
+		return
+	}
 	timeout, d := P(&plan).attrs().Timeouts.Update(ctx, w.applyTimeout)
 	resp.Diagnostics.Append(d...)
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	apply(ctx, &plan, &prior, &resp.State, &resp.Diagnostics)
+}
+
+// unchanged reports whether applying plan over prior changes nothing in the cluster: the
+// same objects through the same connection. ModifyPlan then keeps the live attributes of the
+// prior state, and Update only saves the plan.
+func unchanged(prior, plan *workloadAttrs) bool {
+	return prior != nil && !plan.Manifests.IsUnknown() && plan.Manifests.Equal(prior.Manifests) &&
+		!plan.Kubernetes.IsUnknown() && plan.Kubernetes.Equal(prior.Kubernetes)
 }
 
 // converge renders the plan and server-side applies its objects, pruning the owned objects
@@ -251,6 +266,9 @@ func (w workload[S, M, P]) prune(ctx context.Context, kc *kube.Client, m P, set 
 func (w workload[S, M, P]) wait(ctx context.Context, kc *kube.Client, set stack.Set, key string, cond kube.Condition, happened, todo string, diags *diag.Diagnostics) (*unstructured.Unstructured, bool) {
 	live, err := kc.WaitFor(ctx, set.Find(key), cond)
 	if err != nil {
+		if hint := kube.Hint(err); hint != "" {
+			todo = hint // what the pods say beats a general guess
+		}
 		diags.Append(diagnostics.Failed(w.summary("Apply"), happened, todo, err))
 		return nil, false
 	}
