@@ -14,6 +14,8 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-log/tflog"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	batchv1alpha1 "volcano.sh/apis/pkg/apis/batch/v1alpha1"
 
 	"github.com/elasticctr/terraform-provider-ctr/internal/cce"
 	"github.com/elasticctr/terraform-provider-ctr/internal/kube"
@@ -34,6 +36,41 @@ type clusterResource struct{ resourceBase }
 
 // volcanoOwner labels every object of the Volcano manifest this provider installed.
 const volcanoOwner = "ctr_cluster.volcano"
+
+// Annotations on every object of an installed Volcano manifest: which release, from where,
+// so that an import reads back the volcano block and the objects of that manifest.
+const (
+	volcanoVersionAnnotation  = "ctr.elasticctr.io/volcano-version"
+	volcanoManifestAnnotation = "ctr.elasticctr.io/volcano-manifest-url"
+)
+
+// volcanoJobsCRD is the object an import looks at to find the Volcano install: Volcano's Job
+// CRD, which every release has and every training job needs.
+var volcanoJobsCRD = func() *unstructured.Unstructured {
+	u := &unstructured.Unstructured{}
+	u.SetAPIVersion("apiextensions.k8s.io/v1")
+	u.SetKind("CustomResourceDefinition")
+	u.SetName("jobs." + batchv1alpha1.SchemeGroupVersion.Group)
+	return u
+}()
+
+// volcanoSet parses a Volcano release manifest into the objects to install: labelled as ours,
+// annotated with the release and where it came from.
+func volcanoSet(data []byte, version, manifestURL string) (stack.Set, error) {
+	set, err := kube.ParseManifest(data, map[string]string{stack.LabelManagedBy: stack.ManagedBy, stack.OwnerLabel: volcanoOwner})
+	if err != nil {
+		return nil, err
+	}
+	for _, o := range set {
+		a := o.Object.GetAnnotations()
+		if a == nil {
+			a = map[string]string{}
+		}
+		a[volcanoVersionAnnotation], a[volcanoManifestAnnotation] = version, manifestURL
+		o.Object.SetAnnotations(a)
+	}
+	return set, nil
+}
 
 // defaultCCEInterval is how often CCE is polled unless the provider's cce_poll_interval says
 // otherwise: CCE has no watch API.
@@ -364,7 +401,7 @@ func (r *clusterResource) installVolcano(ctx context.Context, m *clusterModel, p
 		diags.Append(diagnostics.FailedAt(path.Root("volcano"), "Install Volcano Error", "Could not fetch the Volcano manifest", "", err))
 		return
 	}
-	set, err := kube.ParseManifest(data, map[string]string{stack.LabelManagedBy: stack.ManagedBy, stack.OwnerLabel: volcanoOwner})
+	set, err := volcanoSet(data, version, manifestURL)
 	if err != nil {
 		diags.Append(diagnostics.FailedAt(path.Root("volcano"), "Install Volcano Error", "The Volcano manifest "+manifestURL+" is not usable", "", err))
 		return
@@ -435,8 +472,61 @@ func (r *clusterResource) importCCE(ctx context.Context, c *cce.Client, cl *cce.
 			st.CCE.WorkerPool.Taints = append(st.CCE.WorkerPool.Taints, taintModel{Key: types.StringValue(t.Key), Value: optionalString(t.Value), Effect: types.StringValue(t.Effect)})
 		}
 	}
-	if cl.Phase == "running" {
-		r.connect(ctx, c, st, diags)
+	if cl.Phase == "running" && r.connect(ctx, c, st, diags) {
+		importVolcano(ctx, st, diags)
+	}
+}
+
+// importVolcano reads back which Volcano release this provider installed on the cluster (the
+// annotations on Volcano's Job CRD) and the objects of that release's manifest, so that the
+// plan after an import does not install it again. The volcano block stays null when it would
+// only repeat the defaults (a configuration without the block). Nothing is set when Volcano
+// was not installed by ctr_cluster, or by a version that did not annotate it: the next plan
+// then installs it.
+func importVolcano(ctx context.Context, st *clusterModel, diags *diag.Diagnostics) {
+	c, d := kubeClient(ctx, st.Kubernetes, nil)
+	diags.Append(d...)
+	if d.HasError() {
+		return
+	}
+	crd, err := c.Get(ctx, volcanoJobsCRD)
+	if err != nil {
+		tflog.Warn(ctx, "import: could not read "+kube.Describe(volcanoJobsCRD)+": "+err.Error())
+		return
+	}
+	if crd == nil || crd.GetLabels()[stack.OwnerLabel] != volcanoOwner {
+		tflog.Info(ctx, "import: Volcano was not installed by ctr_cluster; the plan installs it")
+		return
+	}
+	version, manifestURL := crd.GetAnnotations()[volcanoVersionAnnotation], crd.GetAnnotations()[volcanoManifestAnnotation]
+	if version == "" || manifestURL == "" {
+		tflog.Info(ctx, "import: the installed Volcano does not say its release; the plan installs it again")
+		return
+	}
+	data, err := kube.FetchManifest(ctx, manifestURL)
+	var set stack.Set
+	if err == nil {
+		set, err = volcanoSet(data, version, manifestURL)
+	}
+	if err != nil {
+		diags.Append(diagnostics.Warning("Volcano Not Imported",
+			fmt.Sprintf("Volcano %s is installed from %s, but its manifest could not be read (%s), so its objects are unknown", version, manifestURL, err),
+			"The next plan installs it again."))
+		return
+	}
+	keys := make([]string, len(set))
+	for i, o := range set {
+		keys[i] = o.Key
+	}
+	lv, d := types.ListValueFrom(ctx, types.StringType, keys)
+	diags.Append(d...)
+	st.VolcanoObjects = lv
+	st.Volcano = nil
+	if version != DefaultVolcanoVersion || manifestURL != volcanoManifestURL(version) {
+		st.Volcano = &volcanoModel{Version: types.StringValue(version), ManifestURL: types.StringNull(), KeepOnDestroy: types.BoolValue(false)}
+		if manifestURL != volcanoManifestURL(version) {
+			st.Volcano.ManifestURL = types.StringValue(manifestURL)
+		}
 	}
 }
 

@@ -43,7 +43,7 @@ func emulator(t *testing.T) (*cceemu.Server, string) {
 	return emu, endpoint
 }
 
-func cceConfig(endpoint, secret, manifest, extra string, replicas int) string {
+func cceProvider(endpoint, secret string) string {
 	return fmt.Sprintf(`
 provider "ctr" {
   access_key        = %[1]q
@@ -51,23 +51,27 @@ provider "ctr" {
   cce_endpoint      = %[3]q
   cce_poll_interval = "100ms"
 }
+`, testAK, secret, endpoint)
+}
 
+func cceConfig(endpoint, secret, manifest, extra string, replicas int) string {
+	return cceProvider(endpoint, secret) + fmt.Sprintf(`
 resource "ctr_cluster" "this" {
   cce = {
     name        = "ctr-test"
     k8s_version = "1.34.2"
     vpc_id      = "vpc-test"
     worker_pool = {
-      replicas       = %[5]d
+      replicas       = %[2]d
       machine_spec   = "bcc.g5.c8m32"
       subnet_id      = "sbn-test"
-      admin_password = %[6]q
+      admin_password = %[3]q
     }
   }
-  volcano  = { manifest_url = %[4]q }
+  volcano  = { manifest_url = %[1]q }
   timeouts = { create = "2m", delete = "2m" }
 }
-%[7]s`, testAK, secret, endpoint, manifest, replicas, adminPassword, extra)
+%[4]s`, manifest, replicas, adminPassword, extra)
 }
 
 func clusterGone(emu *cceemu.Server) resource.TestCheckFunc {
@@ -163,8 +167,26 @@ func TestAccCluster_CCE_Lifecycle(t *testing.T) {
 				ImportState:       true,
 				ImportStateIdFunc: func(*terraform.State) (string, error) { return clusterID, nil },
 				ImportStateVerify: true,
-				// Volcano is ours to install, not the cluster's to tell; timeouts are configuration.
-				ImportStateVerifyIgnore: []string{"volcano", "volcano_objects", "timeouts"},
+				// The Volcano block and its objects come back from the install's annotations;
+				// timeouts are configuration.
+				ImportStateVerifyIgnore: []string{"timeouts"},
+			},
+			{
+				// Terraform forgets the cluster; it stays in CCE.
+				Config: cceProvider(endpoint, testSK) + "removed {\n  from = ctr_cluster.this\n  lifecycle { destroy = false }\n}\n",
+			},
+			{
+				// An import block with the configuration plans to store the timeouts and nothing
+				// else: not Volcano's install again.
+				// The cluster ID is known only once the first step ran: Terraform reads it from
+				// the environment.
+				PreConfig: func() { t.Setenv("TF_VAR_cluster_id", clusterID) },
+				Config: "variable \"cluster_id\" { type = string }\nimport {\n  to = ctr_cluster.this\n  id = var.cluster_id\n}\n" +
+					cceConfig(endpoint, testSK, manifest, "", 3),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction("ctr_cluster.this", plancheck.ResourceActionUpdate),
+					onlyChanges("ctr_cluster.this", "timeouts"),
+				}},
 			},
 		},
 	})

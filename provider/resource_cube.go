@@ -114,7 +114,7 @@ func (r *cubeResource) apply(ctx context.Context, plan, prior *cubeModel, state 
 		}
 		plan.ControlToken = types.StringValue(tok)
 	}
-	kc, c, set, ok := cubeWorkload.converge(ctx, r.data, plan, r.version(), false, diags)
+	kc, c, set, ok := cubeWorkload.converge(ctx, r.data, plan, r.version(), prior == nil, false, state, diags)
 	if !ok {
 		return
 	}

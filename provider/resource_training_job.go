@@ -141,7 +141,7 @@ func (r *trainingJobResource) ImportState(ctx context.Context, req resource.Impo
 // apply converges the cluster to the plan: server-side apply, prune, then wait as far as
 // plan.Wait says. State is saved before waiting: a wait that fails leaves a resource
 // Terraform knows about rather than orphaned objects (see waitJob).
-func (r *trainingJobResource) apply(ctx context.Context, plan, _ *trainingJobModel, state stateLike, diags *diag.Diagnostics) {
+func (r *trainingJobResource) apply(ctx context.Context, plan, prior *trainingJobModel, state stateLike, diags *diag.Diagnostics) {
 	switch {
 	case !plan.tokenUploads():
 		plan.UploadToken = types.StringNull()
@@ -153,7 +153,7 @@ func (r *trainingJobResource) apply(ctx context.Context, plan, _ *trainingJobMod
 		}
 		plan.UploadToken = types.StringValue(tok)
 	}
-	kc, j, set, ok := trainingJobWorkload.converge(ctx, r.data, plan, r.version(), true, diags)
+	kc, j, set, ok := trainingJobWorkload.converge(ctx, r.data, plan, r.version(), prior == nil, true, state, diags)
 	if !ok {
 		return
 	}
