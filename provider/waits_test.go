@@ -290,3 +290,30 @@ func TestAccCube_TransferCrashLoopFailsEarly(t *testing.T) {
 		t.Errorf("took %s: the failure did not end the wait early (timeout 3m)", took)
 	}
 }
+
+// TestAccTrainingJob_WaitNone: wait = "none" returns once the objects are applied, without a
+// warning, even for a job whose gang cannot be placed.
+func TestAccTrainingJob_WaitNone(t *testing.T) {
+	k, ns, name := trainingJobTest(t)
+	rec := newDiagRecorder(t)
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: rec.factories(),
+		CheckDestroy:             k.checkNothingOwned(ns, stack.Owner(stack.TrainingJobType, name)),
+		Steps: []resource.TestStep{{
+			Config: fmt.Sprintf(`
+resource "ctr_training_job" "test" {
+  name      = %[2]q
+  namespace = %[1]q
+  pserver   = { replicas = 1, requests = { cpu = "40" } }
+  trainer   = { replicas = 1 }
+  wait      = "none"
+  timeouts  = { create = "3m", delete = "3m" }
+}
+`, ns, name),
+			ConfigStateChecks: []statecheck.StateCheck{
+				statecheck.ExpectKnownValue(jobAddr, tfjsonpath.New("phase"), knownvalue.StringExact("Pending")),
+			},
+			Check: rec.expect(),
+		}},
+	})
+}
