@@ -130,6 +130,28 @@ func onlyChanges(addr string, attrs ...string) plancheck.PlanCheck {
 	return onlyChangesCheck{addr, attrs}
 }
 
+// anyTrue reports whether an after_unknown value marks anything unknown: true itself, or a
+// true inside the object or list it mirrors.
+func anyTrue(v any) bool {
+	switch t := v.(type) {
+	case bool:
+		return t
+	case map[string]any:
+		for _, e := range t {
+			if anyTrue(e) {
+				return true
+			}
+		}
+	case []any:
+		for _, e := range t {
+			if anyTrue(e) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 type onlyChangesCheck struct {
 	addr  string
 	attrs []string
@@ -148,14 +170,14 @@ func (c onlyChangesCheck) CheckPlan(_ context.Context, req plancheck.CheckPlanRe
 			if slices.Contains(c.attrs, k) {
 				continue
 			}
-			if u, ok := unknown[k]; ok && u != false {
+			if anyTrue(unknown[k]) {
 				diffs = append(diffs, k+" (known after apply)")
 			} else if !reflect.DeepEqual(before[k], v) {
 				diffs = append(diffs, k)
 			}
 		}
-		for k := range unknown {
-			if _, ok := after[k]; !ok && !slices.Contains(c.attrs, k) {
+		for k, u := range unknown {
+			if _, ok := after[k]; !ok && anyTrue(u) && !slices.Contains(c.attrs, k) {
 				diffs = append(diffs, k+" (known after apply)")
 			}
 		}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
+	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
@@ -95,7 +96,24 @@ func (r *clusterResource) ModifyPlan(ctx context.Context, req resource.ModifyPla
 	var plan, state clusterModel
 	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
 	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
-	if resp.Diagnostics.HasError() || !sameSettings(&plan, &state) {
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	if plan.CCE != nil && state.CCE != nil && !plan.CCE.KubeconfigType.Equal(state.CCE.KubeconfigType) {
+		// Another kubeconfig is read: the connection that workloads take changes with it.
+		plan.Kubeconfig, plan.Kubernetes = types.StringUnknown(), types.ObjectUnknown(connectionAttrTypes)
+		resp.Diagnostics.Append(resp.Plan.Set(ctx, &plan)...)
+		return
+	}
+	if !sameSettings(&plan, &state) {
+		// Update keeps the phase (read at refresh) and, unless the Volcano release or its
+		// URL changes, the objects of the installed release: the plan says so.
+		plan.Phase = state.Phase
+		ov, ou, _ := state.volcanoSettings()
+		if nv, nu, _ := plan.volcanoSettings(); ov == nv && ou == nu && !state.VolcanoObjects.IsNull() {
+			plan.VolcanoObjects = state.VolcanoObjects
+		}
+		resp.Diagnostics.Append(resp.Plan.Set(ctx, &plan)...)
 		return
 	}
 	state.Timeouts = plan.Timeouts
@@ -168,7 +186,17 @@ func (r *clusterResource) Create(ctx context.Context, req resource.CreateRequest
 func (r *clusterResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
 	var st clusterModel
 	resp.Diagnostics.Append(req.State.Get(ctx, &st)...)
-	if resp.Diagnostics.HasError() || st.ClusterID.ValueString() == "" {
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	if st.adoptImported() {
+		readAdoptedImport(ctx, &st, &resp.Diagnostics)
+		if !resp.Diagnostics.HasError() {
+			resp.Diagnostics.Append(resp.State.Set(ctx, &st)...)
+		}
+		return
+	}
+	if st.ClusterID.ValueString() == "" {
 		return // adopted cluster: nothing of its own to read
 	}
 	c := r.cce(&resp.Diagnostics)
@@ -200,8 +228,8 @@ func (r *clusterResource) Read(ctx context.Context, req resource.ReadRequest, re
 			resp.Diagnostics.Append(diagnostics.Failed("Read Cluster Error", "Could not read the worker pool of CCE cluster "+id, "", err))
 			return
 		default:
-			// Drift: someone scaled the pool in the console.
-			st.CCE.WorkerPool.Replicas = types.Int64Value(int64(p.Replicas))
+			// Drift: someone scaled or edited the pool in the console.
+			resp.Diagnostics.Append(st.CCE.WorkerPool.fromPool(ctx, p)...)
 		}
 	}
 	resp.Diagnostics.Append(resp.State.Set(ctx, &st)...)
@@ -224,22 +252,16 @@ func (r *clusterResource) Update(ctx context.Context, req resource.UpdateRequest
 	if plan.CCE != nil && state.CCE != nil {
 		plan.Kubernetes = state.Kubernetes
 		plan.CCE.WorkerPool.ID = state.CCE.WorkerPool.ID
-		want, have := plan.CCE.WorkerPool.Replicas.ValueInt64(), state.CCE.WorkerPool.Replicas.ValueInt64()
-		if want != have {
+		if !r.updatePool(ctx, &plan, &state, &resp.Diagnostics) {
+			resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
+			return
+		}
+		if plan.CCE.KubeconfigType.ValueString() != state.CCE.KubeconfigType.ValueString() {
 			c := r.cce(&resp.Diagnostics)
-			if c == nil {
+			if c == nil || !r.connect(ctx, c, &plan, &resp.Diagnostics) {
 				return
 			}
-			id, pool := state.ClusterID.ValueString(), state.CCE.WorkerPool.ID.ValueString()
-			tflog.Info(ctx, fmt.Sprintf("scaling worker pool %s from %d to %d", pool, have, want))
-			if err := c.ScaleWorkerPool(ctx, id, pool, int(want)); err != nil {
-				resp.Diagnostics.Append(diagnostics.FailedAt(path.Root("cce").AtName("worker_pool").AtName("replicas"), "Scale Worker Pool Error", "CCE did not scale worker pool "+pool, "", err))
-				return
-			}
-			if _, err := c.WaitPoolReady(ctx, id, pool, r.interval(), progress(ctx)); err != nil {
-				resp.Diagnostics.Append(diagnostics.Failed("Scale Worker Pool Error", "Worker pool "+pool+" did not become ready", "", err))
-				return
-			}
+			tflog.Info(ctx, "read the "+plan.CCE.KubeconfigType.ValueString()+" kubeconfig of CCE cluster "+plan.ClusterID.ValueString())
 		}
 	}
 	var previous []string
@@ -253,6 +275,46 @@ func (r *clusterResource) Update(ctx context.Context, req resource.UpdateRequest
 		r.installVolcano(ctx, &plan, previous, &resp.Diagnostics)
 	}
 	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
+}
+
+// updatePool changes the worker pool in place: its replicas, then (CCE's configure call
+// takes the replica count as it is) the nodes' labels and taints and the root disk size of
+// new machines. false: it failed, as diags says.
+func (r *clusterResource) updatePool(ctx context.Context, plan, state *clusterModel, diags *diag.Diagnostics) bool {
+	want, have := plan.CCE.WorkerPool, state.CCE.WorkerPool
+	scale := want.Replicas.ValueInt64() != have.Replicas.ValueInt64()
+	configure := !want.Labels.Equal(have.Labels) || !reflect.DeepEqual(want.Taints, have.Taints) || !want.RootDiskSize.Equal(have.RootDiskSize)
+	if !scale && !configure {
+		return true
+	}
+	c := r.cce(diags)
+	if c == nil {
+		return false
+	}
+	id, pool := state.ClusterID.ValueString(), state.CCE.WorkerPool.ID.ValueString()
+	at := path.Root("cce").AtName("worker_pool")
+	if scale {
+		tflog.Info(ctx, fmt.Sprintf("scaling worker pool %s from %d to %d", pool, have.Replicas.ValueInt64(), want.Replicas.ValueInt64()))
+		if err := c.ScaleWorkerPool(ctx, id, pool, int(want.Replicas.ValueInt64())); err != nil {
+			diags.Append(diagnostics.FailedAt(at.AtName("replicas"), "Scale Worker Pool Error", "CCE did not scale worker pool "+pool, "", err))
+			return false
+		}
+		if _, err := c.WaitPoolReady(ctx, id, pool, r.interval(), progress(ctx)); err != nil {
+			diags.Append(diagnostics.Failed("Scale Worker Pool Error", "Worker pool "+pool+" did not become ready", "", err))
+			return false
+		}
+		state.CCE.WorkerPool.Replicas = want.Replicas
+	}
+	if configure {
+		p, d := want.workerPool(ctx, types.StringNull())
+		diags.Append(d...)
+		tflog.Info(ctx, "configuring worker pool "+pool+": node labels and taints, root disk size of new machines")
+		if err := c.ConfigureWorkerPool(ctx, id, pool, p); err != nil {
+			diags.Append(diagnostics.FailedAt(at, "Configure Worker Pool Error", "CCE did not change the labels, taints or root disk size of worker pool "+pool, "", err))
+			return false
+		}
+	}
+	return true
 }
 
 func (r *clusterResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
@@ -288,15 +350,60 @@ func (r *clusterResource) Delete(ctx context.Context, req resource.DeleteRequest
 }
 
 func (r *clusterResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
-	// A CCE cluster ID is one word; an adopted cluster ("existing/<host>") is not imported:
-	// declare it with kubernetes = { ... } and apply, which adopts it.
+	// An adopted cluster is named by the kubeconfig that reaches it; a CCE cluster by its ID.
+	if rest, ok := strings.CutPrefix(req.ID, adoptImportPrefix); ok {
+		kubeconfig, kctx, _ := strings.Cut(rest, "#")
+		if kubeconfig == "" {
+			resp.Diagnostics.Append(diagnostics.InvalidImportID(req.ID, importIDForms))
+			return
+		}
+		vals := map[string]attr.Value{}
+		for name, typ := range connectionAttrTypes {
+			vals[name] = nullOf(typ)
+		}
+		vals["config_path"] = types.StringValue(kubeconfig)
+		if kctx != "" {
+			vals["config_context"] = types.StringValue(kctx)
+		}
+		conn, d := types.ObjectValue(connectionAttrTypes, vals)
+		resp.Diagnostics.Append(d...)
+		resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("id"), req.ID)...)
+		resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("kubernetes"), conn)...)
+		return
+	}
 	if req.ID == "" || strings.ContainsAny(req.ID, "/ \t\n") {
-		resp.Diagnostics.Append(diagnostics.InvalidImportID(req.ID, "a CCE cluster ID, e.g. cce-abcd1234 (an existing cluster "+
-			"is not imported: declare it with kubernetes = { ... } and apply)"))
+		resp.Diagnostics.Append(diagnostics.InvalidImportID(req.ID, importIDForms))
 		return
 	}
 	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("id"), req.ID)...)
 	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("cluster_id"), req.ID)...)
+}
+
+// adoptImportPrefix starts the import ID of an adopted cluster: kubeconfig:PATH[#CONTEXT].
+const adoptImportPrefix = "kubeconfig:"
+
+// importIDForms is what an import ID may be, for the error that refuses another.
+const importIDForms = "a CCE cluster ID, e.g. cce-abcd1234, or for an existing cluster the kubeconfig that reaches it, " +
+	"kubeconfig:PATH or kubeconfig:PATH#CONTEXT"
+
+// nullOf is the null value of a connection attribute's type.
+func nullOf(t attr.Type) attr.Value {
+	if t == types.BoolType {
+		return types.BoolNull()
+	}
+	return types.StringNull()
+}
+
+// readAdoptedImport finishes the import of an adopted cluster: the connection from the import
+// ID reaches the cluster, and what ctr_cluster installed on it is read back (importVolcano).
+func readAdoptedImport(ctx context.Context, st *clusterModel, diags *diag.Diagnostics) {
+	id, ok := adoptedID(ctx, st.Kubernetes, diags)
+	if !ok {
+		return
+	}
+	st.ID, st.ClusterID, st.Phase, st.Kubeconfig = types.StringValue(id), types.StringValue(""), types.StringValue("adopted"), types.StringValue("")
+	st.VolcanoObjects = types.ListNull(types.StringType)
+	importVolcano(ctx, st, diags)
 }
 
 // sameSettings compares what configuration controls, leaving out computed values (unknown in
@@ -365,20 +472,32 @@ func (r *clusterResource) connect(ctx context.Context, c *cce.Client, m *cluster
 	return true
 }
 
-// adopt manages only Volcano on an existing cluster.
-func (r *clusterResource) adopt(ctx context.Context, plan *clusterModel, state stateLike, diags *diag.Diagnostics) {
-	conn, d := connection(ctx, plan.Kubernetes, nil)
+// adoptedID is the ID of an adopted cluster, "existing/<API server host>", from its connection.
+func adoptedID(ctx context.Context, kubernetes types.Object, diags *diag.Diagnostics) (string, bool) {
+	conn, d := connection(ctx, kubernetes, nil)
 	diags.Append(d...)
+	if d.HasError() {
+		return "", false
+	}
 	cfg, err := conn.RESTConfig()
 	if err != nil {
 		diags.Append(diagnostics.FailedAt(path.Root("kubernetes"), "Invalid Cluster Connection", "Could not configure the connection to the cluster", "", err))
-		return
+		return "", false
 	}
 	host := cfg.Host
 	if u, err := url.Parse(cfg.Host); err == nil && u.Host != "" {
 		host = u.Host
 	}
-	plan.ID, plan.ClusterID = types.StringValue("existing/"+host), types.StringValue("")
+	return "existing/" + host, true
+}
+
+// adopt manages only Volcano on an existing cluster.
+func (r *clusterResource) adopt(ctx context.Context, plan *clusterModel, state stateLike, diags *diag.Diagnostics) {
+	id, ok := adoptedID(ctx, plan.Kubernetes, diags)
+	if !ok {
+		return
+	}
+	plan.ID, plan.ClusterID = types.StringValue(id), types.StringValue("")
 	plan.Phase, plan.Kubeconfig = types.StringValue("adopted"), types.StringValue("")
 	plan.VolcanoObjects = types.ListNull(types.StringType)
 	r.installVolcano(ctx, plan, nil, diags)
