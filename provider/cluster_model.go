@@ -85,6 +85,12 @@ type volcanoModel struct {
 // every apply sets cce (an adopted cluster is not imported).
 func (m *clusterModel) justImported() bool { return m.CCE == nil && m.ClusterID.ValueString() != "" }
 
+// adoptImported is the "just imported" signal of an adopted cluster: import sets only the
+// connection (and the import ID); every apply and read sets phase.
+func (m *clusterModel) adoptImported() bool {
+	return m.CCE == nil && m.ClusterID.IsNull() && m.Phase.IsNull() && !m.Kubernetes.IsNull()
+}
+
 // volcanoSettings are the effective Volcano settings (defaults when the block is absent).
 func (m *clusterModel) volcanoSettings() (version, url string, keep bool) {
 	version = DefaultVolcanoVersion
@@ -131,6 +137,28 @@ func (w *workerPoolModel) workerPool(ctx context.Context, password types.String)
 		p.Taints = append(p.Taints, cce.Taint{Key: t.Key.ValueString(), Value: t.Value.ValueString(), Effect: t.Effect.ValueString()})
 	}
 	return p, diags
+}
+
+// fromPool sets what CCE reports of the pool's in-place settings: replicas, node labels and
+// taints, root disk size. Empty labels and taints read as unset, as a configuration without
+// them has them.
+func (w *workerPoolModel) fromPool(ctx context.Context, p *cce.Pool) diag.Diagnostics {
+	var diags diag.Diagnostics
+	w.Replicas = types.Int64Value(int64(p.Replicas))
+	if p.RootDiskSize > 0 {
+		w.RootDiskSize = types.Int64Value(int64(p.RootDiskSize))
+	}
+	w.Labels = types.MapNull(types.StringType)
+	if len(p.Labels) > 0 {
+		lv, d := types.MapValueFrom(ctx, types.StringType, p.Labels)
+		diags.Append(d...)
+		w.Labels = lv
+	}
+	w.Taints = nil
+	for _, t := range p.Taints {
+		w.Taints = append(w.Taints, taintModel{Key: types.StringValue(t.Key), Value: optionalString(t.Value), Effect: types.StringValue(t.Effect)})
+	}
+	return diags
 }
 
 // connectionFromKubeconfig turns a kubeconfig into the `kubernetes` connection object that

@@ -81,7 +81,8 @@ func clusterSchema(ctx context.Context) schema.Schema {
 							"exposed_public": schema.BoolAttribute{Optional: true, Computed: true, Default: booldefault.StaticBool(false), MarkdownDescription: "Give the API server a public address. Defaults to `false`."},
 						}},
 					"worker_pool": schema.SingleNestedAttribute{Required: true,
-						MarkdownDescription: "The worker instance group. `replicas` changes in place; every other setting creates a new cluster.",
+						MarkdownDescription: "The worker instance group. `replicas`, `labels`, `taints` and `root_disk_size` change in place through CCE's " +
+							"API, and a change made in the console shows as drift; every other setting creates a new cluster.",
 						Attributes: map[string]schema.Attribute{
 							"id":       schema.StringAttribute{Computed: true, MarkdownDescription: "Instance group ID.", PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown()}},
 							"name":     schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString(defaultPoolName), MarkdownDescription: "Instance group name. Defaults to `" + defaultPoolName + "`.", PlanModifiers: []planmodifier.String{stringplanmodifier.RequiresReplace()}},
@@ -92,10 +93,12 @@ func clusterSchema(ctx context.Context) schema.Schema {
 							"subnet_id":         str("Subnet of the workers, `sbn-...`.", true),
 							"security_group_id": str("Security group of the workers.", false),
 							"zone":              str("Availability zone, e.g. `zoneA`.", false),
-							"root_disk_size":    schema.Int64Attribute{Optional: true, Computed: true, Default: int64default.StaticInt64(defaultRootDiskSize), MarkdownDescription: fmt.Sprintf("Root disk size in GB, at least %d. Defaults to `%d`.", minRootDiskSize, defaultRootDiskSize), Validators: []validator.Int64{int64validator.AtLeast(minRootDiskSize)}},
-							"image_id":          str("OS image ID; CCE's default when unset.", false),
-							"labels":            schema.MapAttribute{Optional: true, ElementType: types.StringType, MarkdownDescription: "Kubernetes labels of the nodes."},
-							"taints": schema.ListNestedAttribute{Optional: true, MarkdownDescription: "Kubernetes taints of the nodes.",
+							"root_disk_size": schema.Int64Attribute{Optional: true, Computed: true, Default: int64default.StaticInt64(defaultRootDiskSize), MarkdownDescription: fmt.Sprintf("Root disk size in GB, at least %d. Defaults to `%d`. Changes in place: CCE's pool template "+
+								"changes, and the machines it creates from then on get the new size (existing machines keep their disks).", minRootDiskSize, defaultRootDiskSize), Validators: []validator.Int64{int64validator.AtLeast(minRootDiskSize)}},
+							"image_id": str("OS image ID; CCE's default when unset.", false),
+							"labels": schema.MapAttribute{Optional: true, ElementType: types.StringType,
+								MarkdownDescription: "Kubernetes labels of the nodes. Changes in place, on the existing nodes too (CCE's `syncMeta`)."},
+							"taints": schema.ListNestedAttribute{Optional: true, MarkdownDescription: "Kubernetes taints of the nodes. Changes in place, on the existing nodes too (CCE's `syncMeta`).",
 								NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
 									"key":    schema.StringAttribute{Required: true, MarkdownDescription: "Taint key."},
 									"value":  schema.StringAttribute{Optional: true, MarkdownDescription: "Taint value."},
@@ -105,7 +108,7 @@ func clusterSchema(ctx context.Context) schema.Schema {
 								MarkdownDescription: "Root password of the machines. Write-only: sent to CCE at creation, never stored in state or shown in plans."},
 							"ssh_key_id": str("SSH key pair ID for the machines.", false),
 						}},
-					"kubeconfig_type":     schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString(defaultKubeconfigType), MarkdownDescription: "Which kubeconfig to export: `vpc` (API server's VPC address; Terraform must run in the VPC) or `public` (needs `master.exposed_public`). Defaults to `" + defaultKubeconfigType + "`."},
+					"kubeconfig_type":     schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString(defaultKubeconfigType), MarkdownDescription: "Which kubeconfig to export: `vpc` (API server's VPC address; Terraform must run in the VPC) or `public` (needs `master.exposed_public`). Defaults to `" + defaultKubeconfigType + "`. Changes in place: the kubeconfig is read again, and `kubeconfig` and `kubernetes` change with it."},
 					"delete_resource":     schema.BoolAttribute{Optional: true, Computed: true, Default: booldefault.StaticBool(true), MarkdownDescription: "On destroy, release the worker machines too. Defaults to `true`."},
 					"delete_cds_snapshot": schema.BoolAttribute{Optional: true, Computed: true, Default: booldefault.StaticBool(true), MarkdownDescription: "On destroy, delete the machines' disk snapshots. Defaults to `true`."},
 				},

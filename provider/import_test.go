@@ -18,10 +18,10 @@ func TestImport_MalformedID(t *testing.T) {
 		"ctr_training_job": workload,
 		"ctr_cube":         workload,
 		"ctr_serving":      workload,
-		"ctr_cluster":      {"", "a/b/c", "existing/10.0.0.2:6443", "cce abc"},
+		"ctr_cluster":      {"", "a/b/c", "existing/10.0.0.2:6443", "cce abc", "kubeconfig:", "kubeconfig:#ctx"},
 	}
 	want := map[string]*regexp.Regexp{
-		"ctr_cluster": regexp.MustCompile(`^Expected a CCE cluster ID, e.g. cce-abcd1234 .*; got ".*"\.$`),
+		"ctr_cluster": regexp.MustCompile(`^Expected a CCE cluster ID, e.g. cce-abcd1234, or for an existing cluster the kubeconfig that reaches it, kubeconfig:PATH or kubeconfig:PATH#CONTEXT; got ".*"\.$`),
 	}
 	server, err := providerserver.NewProtocol6WithError(New("test")())()
 	if err != nil {

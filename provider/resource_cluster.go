@@ -9,11 +9,14 @@ import (
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
+	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-log/tflog"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	batchv1alpha1 "volcano.sh/apis/pkg/apis/batch/v1alpha1"
 
 	"github.com/elasticctr/terraform-provider-ctr/internal/cce"
 	"github.com/elasticctr/terraform-provider-ctr/internal/kube"
@@ -34,6 +37,41 @@ type clusterResource struct{ resourceBase }
 
 // volcanoOwner labels every object of the Volcano manifest this provider installed.
 const volcanoOwner = "ctr_cluster.volcano"
+
+// Annotations on every object of an installed Volcano manifest: which release, from where,
+// so that an import reads back the volcano block and the objects of that manifest.
+const (
+	volcanoVersionAnnotation  = "ctr.elasticctr.io/volcano-version"
+	volcanoManifestAnnotation = "ctr.elasticctr.io/volcano-manifest-url"
+)
+
+// volcanoJobsCRD is the object an import looks at to find the Volcano install: Volcano's Job
+// CRD, which every release has and every training job needs.
+var volcanoJobsCRD = func() *unstructured.Unstructured {
+	u := &unstructured.Unstructured{}
+	u.SetAPIVersion("apiextensions.k8s.io/v1")
+	u.SetKind("CustomResourceDefinition")
+	u.SetName("jobs." + batchv1alpha1.SchemeGroupVersion.Group)
+	return u
+}()
+
+// volcanoSet parses a Volcano release manifest into the objects to install: labelled as ours,
+// annotated with the release and where it came from.
+func volcanoSet(data []byte, version, manifestURL string) (stack.Set, error) {
+	set, err := kube.ParseManifest(data, map[string]string{stack.LabelManagedBy: stack.ManagedBy, stack.OwnerLabel: volcanoOwner})
+	if err != nil {
+		return nil, err
+	}
+	for _, o := range set {
+		a := o.Object.GetAnnotations()
+		if a == nil {
+			a = map[string]string{}
+		}
+		a[volcanoVersionAnnotation], a[volcanoManifestAnnotation] = version, manifestURL
+		o.Object.SetAnnotations(a)
+	}
+	return set, nil
+}
 
 // defaultCCEInterval is how often CCE is polled unless the provider's cce_poll_interval says
 // otherwise: CCE has no watch API.
@@ -58,7 +96,24 @@ func (r *clusterResource) ModifyPlan(ctx context.Context, req resource.ModifyPla
 	var plan, state clusterModel
 	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
 	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
-	if resp.Diagnostics.HasError() || !sameSettings(&plan, &state) {
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	if plan.CCE != nil && state.CCE != nil && !plan.CCE.KubeconfigType.Equal(state.CCE.KubeconfigType) {
+		// Another kubeconfig is read: the connection that workloads take changes with it.
+		plan.Kubeconfig, plan.Kubernetes = types.StringUnknown(), types.ObjectUnknown(connectionAttrTypes)
+		resp.Diagnostics.Append(resp.Plan.Set(ctx, &plan)...)
+		return
+	}
+	if !sameSettings(&plan, &state) {
+		// Update keeps the phase (read at refresh) and, unless the Volcano release or its
+		// URL changes, the objects of the installed release: the plan says so.
+		plan.Phase = state.Phase
+		ov, ou, _ := state.volcanoSettings()
+		if nv, nu, _ := plan.volcanoSettings(); ov == nv && ou == nu && !state.VolcanoObjects.IsNull() {
+			plan.VolcanoObjects = state.VolcanoObjects
+		}
+		resp.Diagnostics.Append(resp.Plan.Set(ctx, &plan)...)
 		return
 	}
 	state.Timeouts = plan.Timeouts
@@ -131,7 +186,17 @@ func (r *clusterResource) Create(ctx context.Context, req resource.CreateRequest
 func (r *clusterResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
 	var st clusterModel
 	resp.Diagnostics.Append(req.State.Get(ctx, &st)...)
-	if resp.Diagnostics.HasError() || st.ClusterID.ValueString() == "" {
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	if st.adoptImported() {
+		readAdoptedImport(ctx, &st, &resp.Diagnostics)
+		if !resp.Diagnostics.HasError() {
+			resp.Diagnostics.Append(resp.State.Set(ctx, &st)...)
+		}
+		return
+	}
+	if st.ClusterID.ValueString() == "" {
 		return // adopted cluster: nothing of its own to read
 	}
 	c := r.cce(&resp.Diagnostics)
@@ -163,8 +228,8 @@ func (r *clusterResource) Read(ctx context.Context, req resource.ReadRequest, re
 			resp.Diagnostics.Append(diagnostics.Failed("Read Cluster Error", "Could not read the worker pool of CCE cluster "+id, "", err))
 			return
 		default:
-			// Drift: someone scaled the pool in the console.
-			st.CCE.WorkerPool.Replicas = types.Int64Value(int64(p.Replicas))
+			// Drift: someone scaled or edited the pool in the console.
+			resp.Diagnostics.Append(st.CCE.WorkerPool.fromPool(ctx, p)...)
 		}
 	}
 	resp.Diagnostics.Append(resp.State.Set(ctx, &st)...)
@@ -187,22 +252,16 @@ func (r *clusterResource) Update(ctx context.Context, req resource.UpdateRequest
 	if plan.CCE != nil && state.CCE != nil {
 		plan.Kubernetes = state.Kubernetes
 		plan.CCE.WorkerPool.ID = state.CCE.WorkerPool.ID
-		want, have := plan.CCE.WorkerPool.Replicas.ValueInt64(), state.CCE.WorkerPool.Replicas.ValueInt64()
-		if want != have {
+		if !r.updatePool(ctx, &plan, &state, &resp.Diagnostics) {
+			resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
+			return
+		}
+		if plan.CCE.KubeconfigType.ValueString() != state.CCE.KubeconfigType.ValueString() {
 			c := r.cce(&resp.Diagnostics)
-			if c == nil {
+			if c == nil || !r.connect(ctx, c, &plan, &resp.Diagnostics) {
 				return
 			}
-			id, pool := state.ClusterID.ValueString(), state.CCE.WorkerPool.ID.ValueString()
-			tflog.Info(ctx, fmt.Sprintf("scaling worker pool %s from %d to %d", pool, have, want))
-			if err := c.ScaleWorkerPool(ctx, id, pool, int(want)); err != nil {
-				resp.Diagnostics.Append(diagnostics.FailedAt(path.Root("cce").AtName("worker_pool").AtName("replicas"), "Scale Worker Pool Error", "CCE did not scale worker pool "+pool, "", err))
-				return
-			}
-			if _, err := c.WaitPoolReady(ctx, id, pool, r.interval(), progress(ctx)); err != nil {
-				resp.Diagnostics.Append(diagnostics.Failed("Scale Worker Pool Error", "Worker pool "+pool+" did not become ready", "", err))
-				return
-			}
+			tflog.Info(ctx, "read the "+plan.CCE.KubeconfigType.ValueString()+" kubeconfig of CCE cluster "+plan.ClusterID.ValueString())
 		}
 	}
 	var previous []string
@@ -216,6 +275,46 @@ func (r *clusterResource) Update(ctx context.Context, req resource.UpdateRequest
 		r.installVolcano(ctx, &plan, previous, &resp.Diagnostics)
 	}
 	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
+}
+
+// updatePool changes the worker pool in place: its replicas, then (CCE's configure call
+// takes the replica count as it is) the nodes' labels and taints and the root disk size of
+// new machines. false: it failed, as diags says.
+func (r *clusterResource) updatePool(ctx context.Context, plan, state *clusterModel, diags *diag.Diagnostics) bool {
+	want, have := plan.CCE.WorkerPool, state.CCE.WorkerPool
+	scale := want.Replicas.ValueInt64() != have.Replicas.ValueInt64()
+	configure := !want.Labels.Equal(have.Labels) || !reflect.DeepEqual(want.Taints, have.Taints) || !want.RootDiskSize.Equal(have.RootDiskSize)
+	if !scale && !configure {
+		return true
+	}
+	c := r.cce(diags)
+	if c == nil {
+		return false
+	}
+	id, pool := state.ClusterID.ValueString(), state.CCE.WorkerPool.ID.ValueString()
+	at := path.Root("cce").AtName("worker_pool")
+	if scale {
+		tflog.Info(ctx, fmt.Sprintf("scaling worker pool %s from %d to %d", pool, have.Replicas.ValueInt64(), want.Replicas.ValueInt64()))
+		if err := c.ScaleWorkerPool(ctx, id, pool, int(want.Replicas.ValueInt64())); err != nil {
+			diags.Append(diagnostics.FailedAt(at.AtName("replicas"), "Scale Worker Pool Error", "CCE did not scale worker pool "+pool, "", err))
+			return false
+		}
+		if _, err := c.WaitPoolReady(ctx, id, pool, r.interval(), progress(ctx)); err != nil {
+			diags.Append(diagnostics.Failed("Scale Worker Pool Error", "Worker pool "+pool+" did not become ready", "", err))
+			return false
+		}
+		state.CCE.WorkerPool.Replicas = want.Replicas
+	}
+	if configure {
+		p, d := want.workerPool(ctx, types.StringNull())
+		diags.Append(d...)
+		tflog.Info(ctx, "configuring worker pool "+pool+": node labels and taints, root disk size of new machines")
+		if err := c.ConfigureWorkerPool(ctx, id, pool, p); err != nil {
+			diags.Append(diagnostics.FailedAt(at, "Configure Worker Pool Error", "CCE did not change the labels, taints or root disk size of worker pool "+pool, "", err))
+			return false
+		}
+	}
+	return true
 }
 
 func (r *clusterResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
@@ -251,15 +350,52 @@ func (r *clusterResource) Delete(ctx context.Context, req resource.DeleteRequest
 }
 
 func (r *clusterResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
-	// A CCE cluster ID is one word; an adopted cluster ("existing/<host>") is not imported:
-	// declare it with kubernetes = { ... } and apply, which adopts it.
+	// An adopted cluster is named by the kubeconfig that reaches it; a CCE cluster by its ID.
+	if rest, ok := strings.CutPrefix(req.ID, adoptImportPrefix); ok {
+		kubeconfig, kctx, _ := strings.Cut(rest, "#")
+		if kubeconfig == "" {
+			resp.Diagnostics.Append(diagnostics.InvalidImportID(req.ID, importIDForms))
+			return
+		}
+		vals := map[string]attr.Value{}
+		for name, typ := range connectionAttrTypes {
+			vals[name] = nullOf(typ)
+		}
+		vals["config_path"] = types.StringValue(kubeconfig)
+		if kctx != "" {
+			vals["config_context"] = types.StringValue(kctx)
+		}
+		conn, d := types.ObjectValue(connectionAttrTypes, vals)
+		resp.Diagnostics.Append(d...)
+		resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("id"), req.ID)...)
+		resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("kubernetes"), conn)...)
+		return
+	}
 	if req.ID == "" || strings.ContainsAny(req.ID, "/ \t\n") {
-		resp.Diagnostics.Append(diagnostics.InvalidImportID(req.ID, "a CCE cluster ID, e.g. cce-abcd1234 (an existing cluster "+
-			"is not imported: declare it with kubernetes = { ... } and apply)"))
+		resp.Diagnostics.Append(diagnostics.InvalidImportID(req.ID, importIDForms))
 		return
 	}
 	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("id"), req.ID)...)
 	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("cluster_id"), req.ID)...)
+}
+
+// adoptImportPrefix starts the import ID of an adopted cluster: kubeconfig:PATH[#CONTEXT].
+const adoptImportPrefix = "kubeconfig:"
+
+// importIDForms is what an import ID may be, for the error that refuses another.
+const importIDForms = "a CCE cluster ID, e.g. cce-abcd1234, or for an existing cluster the kubeconfig that reaches it, " +
+	"kubeconfig:PATH or kubeconfig:PATH#CONTEXT"
+
+// readAdoptedImport finishes the import of an adopted cluster: the connection from the import
+// ID reaches the cluster, and what ctr_cluster installed on it is read back (importVolcano).
+func readAdoptedImport(ctx context.Context, st *clusterModel, diags *diag.Diagnostics) {
+	id, ok := adoptedID(ctx, st.Kubernetes, diags)
+	if !ok {
+		return
+	}
+	st.ID, st.ClusterID, st.Phase, st.Kubeconfig = types.StringValue(id), types.StringValue(""), types.StringValue("adopted"), types.StringValue("")
+	st.VolcanoObjects = types.ListNull(types.StringType)
+	importVolcano(ctx, st, diags)
 }
 
 // sameSettings compares what configuration controls, leaving out computed values (unknown in
@@ -328,20 +464,32 @@ func (r *clusterResource) connect(ctx context.Context, c *cce.Client, m *cluster
 	return true
 }
 
-// adopt manages only Volcano on an existing cluster.
-func (r *clusterResource) adopt(ctx context.Context, plan *clusterModel, state stateLike, diags *diag.Diagnostics) {
-	conn, _, d := connection(ctx, plan.Kubernetes, nil)
+// adoptedID is the ID of an adopted cluster, "existing/<API server host>", from its connection.
+func adoptedID(ctx context.Context, kubernetes types.Object, diags *diag.Diagnostics) (string, bool) {
+	conn, _, d := connection(ctx, kubernetes, nil)
 	diags.Append(d...)
+	if d.HasError() {
+		return "", false
+	}
 	cfg, err := conn.RESTConfig()
 	if err != nil {
 		diags.Append(diagnostics.FailedAt(path.Root("kubernetes"), "Invalid Cluster Connection", "Could not configure the connection to the cluster", "", err))
-		return
+		return "", false
 	}
 	host := cfg.Host
 	if u, err := url.Parse(cfg.Host); err == nil && u.Host != "" {
 		host = u.Host
 	}
-	plan.ID, plan.ClusterID = types.StringValue("existing/"+host), types.StringValue("")
+	return "existing/" + host, true
+}
+
+// adopt manages only Volcano on an existing cluster.
+func (r *clusterResource) adopt(ctx context.Context, plan *clusterModel, state stateLike, diags *diag.Diagnostics) {
+	id, ok := adoptedID(ctx, plan.Kubernetes, diags)
+	if !ok {
+		return
+	}
+	plan.ID, plan.ClusterID = types.StringValue(id), types.StringValue("")
 	plan.Phase, plan.Kubeconfig = types.StringValue("adopted"), types.StringValue("")
 	plan.VolcanoObjects = types.ListNull(types.StringType)
 	r.installVolcano(ctx, plan, nil, diags)
@@ -364,7 +512,7 @@ func (r *clusterResource) installVolcano(ctx context.Context, m *clusterModel, p
 		diags.Append(diagnostics.FailedAt(path.Root("volcano"), "Install Volcano Error", "Could not fetch the Volcano manifest", "", err))
 		return
 	}
-	set, err := kube.ParseManifest(data, map[string]string{stack.LabelManagedBy: stack.ManagedBy, stack.OwnerLabel: volcanoOwner})
+	set, err := volcanoSet(data, version, manifestURL)
 	if err != nil {
 		diags.Append(diagnostics.FailedAt(path.Root("volcano"), "Install Volcano Error", "The Volcano manifest "+manifestURL+" is not usable", "", err))
 		return
@@ -437,8 +585,61 @@ func (r *clusterResource) importCCE(ctx context.Context, c *cce.Client, cl *cce.
 			st.CCE.WorkerPool.Taints = append(st.CCE.WorkerPool.Taints, taintModel{Key: types.StringValue(t.Key), Value: optionalString(t.Value), Effect: types.StringValue(t.Effect)})
 		}
 	}
-	if cl.Phase == "running" {
-		r.connect(ctx, c, st, diags)
+	if cl.Phase == "running" && r.connect(ctx, c, st, diags) {
+		importVolcano(ctx, st, diags)
+	}
+}
+
+// importVolcano reads back which Volcano release this provider installed on the cluster (the
+// annotations on Volcano's Job CRD) and the objects of that release's manifest, so that the
+// plan after an import does not install it again. The volcano block stays null when it would
+// only repeat the defaults (a configuration without the block). Nothing is set when Volcano
+// was not installed by ctr_cluster, or by a version that did not annotate it: the next plan
+// then installs it.
+func importVolcano(ctx context.Context, st *clusterModel, diags *diag.Diagnostics) {
+	c, d := kubeClient(ctx, st.Kubernetes, nil)
+	diags.Append(d...)
+	if d.HasError() {
+		return
+	}
+	crd, err := c.Get(ctx, volcanoJobsCRD)
+	if err != nil {
+		tflog.Warn(ctx, "import: could not read "+kube.Describe(volcanoJobsCRD)+": "+err.Error())
+		return
+	}
+	if crd == nil || crd.GetLabels()[stack.OwnerLabel] != volcanoOwner {
+		tflog.Info(ctx, "import: Volcano was not installed by ctr_cluster; the plan installs it")
+		return
+	}
+	version, manifestURL := crd.GetAnnotations()[volcanoVersionAnnotation], crd.GetAnnotations()[volcanoManifestAnnotation]
+	if version == "" || manifestURL == "" {
+		tflog.Info(ctx, "import: the installed Volcano does not say its release; the plan installs it again")
+		return
+	}
+	data, err := kube.FetchManifest(ctx, manifestURL)
+	var set stack.Set
+	if err == nil {
+		set, err = volcanoSet(data, version, manifestURL)
+	}
+	if err != nil {
+		diags.Append(diagnostics.Warning("Volcano Not Imported",
+			fmt.Sprintf("Volcano %s is installed from %s, but its manifest could not be read (%s), so its objects are unknown", version, manifestURL, err),
+			"The next plan installs it again."))
+		return
+	}
+	keys := make([]string, len(set))
+	for i, o := range set {
+		keys[i] = o.Key
+	}
+	lv, d := types.ListValueFrom(ctx, types.StringType, keys)
+	diags.Append(d...)
+	st.VolcanoObjects = lv
+	st.Volcano = nil
+	if version != DefaultVolcanoVersion || manifestURL != volcanoManifestURL(version) {
+		st.Volcano = &volcanoModel{Version: types.StringValue(version), ManifestURL: types.StringNull(), KeepOnDestroy: types.BoolValue(false)}
+		if manifestURL != volcanoManifestURL(version) {
+			st.Volcano.ManifestURL = types.StringValue(manifestURL)
+		}
 	}
 }
 

@@ -1,6 +1,7 @@
 package provider
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"regexp"
@@ -44,7 +45,7 @@ func emulator(t *testing.T) (*cceemu.Server, string) {
 	return emu, endpoint
 }
 
-func cceConfig(endpoint, secret, manifest, extra string, replicas int) string {
+func cceProvider(endpoint, secret string) string {
 	return fmt.Sprintf(`
 provider "ctr" {
   access_key        = %[1]q
@@ -52,23 +53,27 @@ provider "ctr" {
   cce_endpoint      = %[3]q
   cce_poll_interval = "100ms"
 }
+`, testAK, secret, endpoint)
+}
 
+func cceConfig(endpoint, secret, manifest, extra string, replicas int) string {
+	return cceProvider(endpoint, secret) + fmt.Sprintf(`
 resource "ctr_cluster" "this" {
   cce = {
     name        = "ctr-test"
     k8s_version = "1.34.2"
     vpc_id      = "vpc-test"
     worker_pool = {
-      replicas       = %[5]d
+      replicas       = %[2]d
       machine_spec   = "bcc.g5.c8m32"
       subnet_id      = "sbn-test"
-      admin_password = %[6]q
+      admin_password = %[3]q
     }
   }
-  volcano  = { manifest_url = %[4]q }
+  volcano  = { manifest_url = %[1]q }
   timeouts = { create = "2m", delete = "2m" }
 }
-%[7]s`, testAK, secret, endpoint, manifest, replicas, adminPassword, extra)
+%[4]s`, manifest, replicas, adminPassword, extra)
 }
 
 func clusterGone(emu *cceemu.Server) resource.TestCheckFunc {
@@ -164,8 +169,26 @@ func TestAccCluster_CCE_Lifecycle(t *testing.T) {
 				ImportState:       true,
 				ImportStateIdFunc: func(*terraform.State) (string, error) { return clusterID, nil },
 				ImportStateVerify: true,
-				// Volcano is ours to install, not the cluster's to tell; timeouts are configuration.
-				ImportStateVerifyIgnore: []string{"volcano", "volcano_objects", "timeouts"},
+				// The Volcano block and its objects come back from the install's annotations;
+				// timeouts are configuration.
+				ImportStateVerifyIgnore: []string{"timeouts"},
+			},
+			{
+				// Terraform forgets the cluster; it stays in CCE.
+				Config: cceProvider(endpoint, testSK) + "removed {\n  from = ctr_cluster.this\n  lifecycle { destroy = false }\n}\n",
+			},
+			{
+				// An import block with the configuration plans to store the timeouts and nothing
+				// else: not Volcano's install again.
+				// The cluster ID is known only once the first step ran: Terraform reads it from
+				// the environment.
+				PreConfig: func() { t.Setenv("TF_VAR_cluster_id", clusterID) },
+				Config: "variable \"cluster_id\" { type = string }\nimport {\n  to = ctr_cluster.this\n  id = var.cluster_id\n}\n" +
+					cceConfig(endpoint, testSK, manifest, "", 3),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction("ctr_cluster.this", plancheck.ResourceActionUpdate),
+					onlyChanges("ctr_cluster.this", "timeouts"),
+				}},
 			},
 		},
 	})
@@ -317,6 +340,132 @@ func TestAccCluster_CCE_DeletedBehindOurBack(t *testing.T) {
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 					plancheck.ExpectResourceAction("ctr_cluster.this", plancheck.ResourceActionCreate),
 				}},
+			},
+		},
+	})
+}
+
+// ccePoolConfig is a cluster with a public API server, whose pool's in-place settings are pool.
+func ccePoolConfig(endpoint, manifest, kubeconfigType, pool string) string {
+	return cceProvider(endpoint, testSK) + fmt.Sprintf(`
+resource "ctr_cluster" "this" {
+  cce = {
+    name        = "ctr-test"
+    k8s_version = "1.34.2"
+    vpc_id      = "vpc-test"
+    master      = { exposed_public = true }
+    worker_pool = {
+      replicas     = 1
+      machine_spec = "bcc.g5.c8m32"
+      subnet_id    = "sbn-test"
+%[3]s
+    }
+    kubeconfig_type = %[2]q
+  }
+  volcano  = { manifest_url = %[1]q }
+  timeouts = { create = "2m", delete = "2m" }
+}
+`, manifest, kubeconfigType, pool)
+}
+
+// TestAccCluster_CCE_UpdatePoolInPlace: the pool's labels, taints and root disk size change in
+// place through CCE's configure call (without the admin password), kubeconfig_type reads the
+// other kubeconfig, and a label changed in the console shows as drift that the next apply
+// restores.
+func TestAccCluster_CCE_UpdatePoolInPlace(t *testing.T) {
+	emu, endpoint := emulator(t)
+	manifest := volcanoManifest(t)
+	var clusterID, poolID string
+	configure := func() (map[string]any, error) {
+		r, ok := emu.LastRequest("PUT", "/cluster/"+clusterID+"/instancegroup/"+poolID+"/configure")
+		if !ok {
+			return nil, fmt.Errorf("no configure call reached CCE")
+		}
+		var body map[string]any
+		if err := json.Unmarshal([]byte(r.Body), &body); err != nil {
+			return nil, err
+		}
+		if r.Status != 200 {
+			return nil, fmt.Errorf("CCE answered the configure call with %d %s", r.Status, r.Code)
+		}
+		return body, nil
+	}
+	changed := `      labels         = { role = "train", tier = "gpu" }
+      taints         = [{ key = "dedicated", value = "ctr", effect = "NoSchedule" }]
+      root_disk_size = 200`
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: providerFactories,
+		CheckDestroy:             clusterGone(emu),
+		Steps: []resource.TestStep{
+			{
+				Config: ccePoolConfig(endpoint, manifest, "vpc", `      labels = { role = "train" }`),
+				Check: func(s *terraform.State) error {
+					rs := s.RootModule().Resources["ctr_cluster.this"].Primary
+					clusterID, poolID = rs.Attributes["cluster_id"], rs.Attributes["cce.worker_pool.id"]
+					return nil
+				},
+			},
+			{
+				Config: ccePoolConfig(endpoint, manifest, "public", changed),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction("ctr_cluster.this", plancheck.ResourceActionUpdate),
+					plancheck.ExpectUnknownValue("ctr_cluster.this", tfjsonpath.New("kubeconfig")),
+				}},
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue("ctr_cluster.this", tfjsonpath.New("cce").AtMapKey("worker_pool").AtMapKey("root_disk_size"), knownvalue.Int64Exact(200)),
+				},
+				Check: func(*terraform.State) error {
+					body, err := configure()
+					if err != nil {
+						return err
+					}
+					tmpl, _ := body["instanceTemplate"].(map[string]any)
+					res, _ := tmpl["instanceResource"].(map[string]any)
+					switch {
+					case body["syncMeta"] != true || body["passwordNeedUpdate"] != false:
+						return fmt.Errorf("configure flags: syncMeta %v, passwordNeedUpdate %v", body["syncMeta"], body["passwordNeedUpdate"])
+					case fmt.Sprint(tmpl["labels"]) != "map[role:train tier:gpu]":
+						return fmt.Errorf("configure sent labels %v", tmpl["labels"])
+					case !strings.Contains(fmt.Sprint(tmpl["taints"]), "key:dedicated") || !strings.Contains(fmt.Sprint(tmpl["taints"]), "effect:NoSchedule"):
+						return fmt.Errorf("configure sent taints %v", tmpl["taints"])
+					case fmt.Sprint(res["rootDiskSize"]) != "200":
+						return fmt.Errorf("configure sent root disk size %v", res["rootDiskSize"])
+					case tmpl["adminPassword"] != nil && tmpl["adminPassword"] != "":
+						return fmt.Errorf("configure sent an admin password")
+					}
+					if _, ok := emu.LastRequest("GET", "/kubeconfig/"+clusterID+"/public"); !ok {
+						return fmt.Errorf("the public kubeconfig was not read")
+					}
+					if n := len(emu.InstanceGroups(clusterID)); n != 1 {
+						return fmt.Errorf("%d worker pools, want the one, changed in place", n)
+					}
+					return nil
+				},
+			},
+			{
+				PreConfig: func() {
+					// Someone edits the pool's labels in the console.
+					if err := emu.SetTemplateOutOfBand(clusterID, poolID, map[string]string{"role": "other"}); err != nil {
+						t.Fatal(err)
+					}
+					emu.ResetRequests()
+				},
+				Config: ccePoolConfig(endpoint, manifest, "public", changed),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction("ctr_cluster.this", plancheck.ResourceActionUpdate),
+					plancheck.ExpectKnownValue("ctr_cluster.this", tfjsonpath.New("cce").AtMapKey("worker_pool").AtMapKey("labels"),
+						knownvalue.MapExact(map[string]knownvalue.Check{"role": knownvalue.StringExact("train"), "tier": knownvalue.StringExact("gpu")})),
+				}},
+				Check: func(*terraform.State) error {
+					body, err := configure()
+					if err != nil {
+						return err
+					}
+					if tmpl, _ := body["instanceTemplate"].(map[string]any); fmt.Sprint(tmpl["labels"]) != "map[role:train tier:gpu]" {
+						return fmt.Errorf("the drift was not repaired: configure sent labels %v", tmpl["labels"])
+					}
+					return nil
+				},
 			},
 		},
 	})

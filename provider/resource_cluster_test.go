@@ -92,6 +92,51 @@ resource "ctr_training_job" "test" {
 	})
 }
 
+// TestAccCluster_AdoptImport: an adopted cluster is imported by the kubeconfig that reaches
+// it; the Volcano release ctr_cluster installed comes back with its objects, and an import
+// block with the configuration plans nothing but keep_on_destroy, which the cluster cannot
+// tell (import sets false).
+func TestAccCluster_AdoptImport(t *testing.T) {
+	requireCluster(t)
+	manifest, kubeconfig := volcanoManifest(t), os.Getenv("KUBECONFIG")
+	config := fmt.Sprintf(`
+resource "ctr_cluster" "this" {
+  kubernetes = { config_path = %[1]q }
+  volcano = {
+    manifest_url    = %[2]q
+    keep_on_destroy = true # the control plane's own Volcano serves the other tests
+  }
+}
+`, kubeconfig, manifest)
+	addr := "ctr_cluster.this"
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: providerFactories,
+		Steps: []resource.TestStep{
+			{Config: config},
+			{
+				ResourceName: addr, ImportState: true, ImportStateId: "kubeconfig:" + kubeconfig, ImportStateVerify: true,
+				ImportStateVerifyIgnore: []string{"volcano.keep_on_destroy"},
+			},
+			{Config: "removed {\n  from = ctr_cluster.this\n  lifecycle { destroy = false }\n}\n"},
+			{
+				Config: fmt.Sprintf("import {\n  to = ctr_cluster.this\n  id = %q\n}\n", "kubeconfig:"+kubeconfig) + config,
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(addr, plancheck.ResourceActionUpdate),
+					onlyChanges(addr, "volcano"),
+					plancheck.ExpectKnownValue(addr, tfjsonpath.New("volcano"), knownvalue.ObjectExact(map[string]knownvalue.Check{
+						"version": knownvalue.StringExact(DefaultVolcanoVersion), "manifest_url": knownvalue.StringExact(manifest),
+						"keep_on_destroy": knownvalue.Bool(true),
+					})),
+				}},
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(addr, tfjsonpath.New("phase"), knownvalue.StringExact("adopted")),
+					statecheck.ExpectKnownValue(addr, tfjsonpath.New("volcano_objects"), knownvalue.ListSizeExact(countDocs(t, manifest))),
+				},
+			},
+		},
+	})
+}
+
 func countDocs(t *testing.T, fileURL string) int {
 	t.Helper()
 	data, err := os.ReadFile(fileURL[len("file://"):])

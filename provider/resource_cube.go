@@ -64,7 +64,11 @@ func (r *cubeResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRe
 		return
 	}
 	if state != nil {
-		if !state.Manifests.Equal(plan.Manifests) {
+		if unchanged(&state.workloadAttrs, &plan.workloadAttrs) {
+			// Nothing changes in the cluster (only timeouts, as after an import): what the
+			// replicas serve is what was last read.
+			plan.ServedVersion, plan.ServingReplicas = state.ServedVersion, state.ServingReplicas
+		} else {
 			plan.ServedVersion, plan.ServingReplicas = types.StringUnknown(), types.ListUnknown(types.Int64Type)
 		}
 		if o, n := state.Shards.ValueInt64(), plan.Shards.ValueInt64(); o != n {
@@ -132,7 +136,7 @@ func (r *cubeResource) apply(ctx context.Context, plan, prior *cubeModel, state 
 		}
 		plan.ControlToken = types.StringValue(tok)
 	}
-	kc, c, set, ok := cubeWorkload.converge(ctx, r.data, plan, r.images(), false, diags)
+	kc, c, set, ok := cubeWorkload.converge(ctx, r.data, plan, r.images(), prior == nil, false, state, diags)
 	if !ok {
 		return
 	}

@@ -77,8 +77,8 @@ func (r *servingResource) ImportState(ctx context.Context, req resource.ImportSt
 
 // apply converges, saves the state, and waits for the rollout: a failed wait leaves a
 // resource Terraform knows about (tainted) rather than orphaned objects.
-func (r *servingResource) apply(ctx context.Context, plan, _ *servingModel, state stateLike, diags *diag.Diagnostics) {
-	kc, s, set, ok := servingWorkload.converge(ctx, r.data, plan, r.images(), true, diags)
+func (r *servingResource) apply(ctx context.Context, plan, prior *servingModel, state stateLike, diags *diag.Diagnostics) {
+	kc, s, set, ok := servingWorkload.converge(ctx, r.data, plan, r.images(), prior == nil, true, state, diags)
 	if !ok {
 		return
 	}

@@ -12,10 +12,8 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/types"
-	"github.com/hashicorp/terraform-plugin-log/tflog"
 	"sigs.k8s.io/yaml"
 
-	"github.com/elasticctr/terraform-provider-ctr/internal/kube"
 	"github.com/elasticctr/terraform-provider-ctr/internal/stack"
 	"github.com/elasticctr/terraform-provider-ctr/provider/internal/diagnostics"
 )
@@ -92,11 +90,10 @@ func (r *trainingJobResource) ModifyPlan(ctx context.Context, req resource.Modif
 	}
 	var reasons []string
 	if state := trainingJobWorkload.prior(ctx, req.State, &resp.Diagnostics); state != nil {
-		if !state.Manifests.Equal(plan.Manifests) {
-			// Drift alone (no configuration change) still means an apply, after which the
-			// phase may differ: Terraform must not promise the old one.
-			plan.Phase = types.StringUnknown()
-		}
+		// Drift alone (no configuration change) still means an apply, after which the phase
+		// may differ: Terraform must not promise the old one. Without a change in the cluster
+		// (only wait or timeouts differ, as after an import) the live values stay.
+		plan.keepLive(state, unchanged(&state.workloadAttrs, &plan.workloadAttrs))
 		reasons = replaceReasons(state, plan)
 		if state.tokenUploads() != plan.tokenUploads() {
 			resp.RequiresReplace = append(resp.RequiresReplace, path.Root("file_server").AtName("upload"))
@@ -142,10 +139,10 @@ func (r *trainingJobResource) ImportState(ctx context.Context, req resource.Impo
 	importByNamespaceName(ctx, req, resp)
 }
 
-// apply converges the cluster to the plan: server-side apply, prune, then wait for the
-// file server and for the job to run. State is saved before waiting, so a failed wait
-// leaves a resource Terraform knows about (tainted) rather than orphaned objects.
-func (r *trainingJobResource) apply(ctx context.Context, plan, _ *trainingJobModel, state stateLike, diags *diag.Diagnostics) {
+// apply converges the cluster to the plan: server-side apply, prune, then wait as far as
+// plan.Wait says. State is saved before waiting: a wait that fails leaves a resource
+// Terraform knows about rather than orphaned objects (see waitJob).
+func (r *trainingJobResource) apply(ctx context.Context, plan, prior *trainingJobModel, state stateLike, diags *diag.Diagnostics) {
 	switch {
 	case !plan.tokenUploads():
 		plan.UploadToken = types.StringNull()
@@ -157,25 +154,14 @@ func (r *trainingJobResource) apply(ctx context.Context, plan, _ *trainingJobMod
 		}
 		plan.UploadToken = types.StringValue(tok)
 	}
-	kc, j, set, ok := trainingJobWorkload.converge(ctx, r.data, plan, r.images(), true, diags)
+	kc, j, set, ok := trainingJobWorkload.converge(ctx, r.data, plan, r.images(), prior == nil, true, state, diags)
 	if !ok {
 		return
 	}
+	plan.setLive(ctx, kc, nil)
 	plan.Phase = types.StringValue("Pending")
 	diags.Append(state.Set(ctx, plan)...)
-
-	fs, job := stack.FileServerKey(j.Name), stack.VolcanoJobKey(j.Name)
-	tflog.Info(ctx, fmt.Sprintf("waiting for %s and %s to run", kube.Describe(set.Find(fs)), kube.Describe(set.Find(job))))
-	if _, ok := trainingJobWorkload.wait(ctx, kc, set, fs, kube.DeploymentAvailable, "The file server did not become available", "", diags); !ok {
-		return
-	}
-	live, ok := trainingJobWorkload.wait(ctx, kc, set, job, kube.VolcanoJobRunning,
-		fmt.Sprintf("Training job %s/%s did not reach Running (gang of %d pods)", j.Namespace, j.Name, j.Defaulted().MinAvailable),
-		"If it stays Pending, the cluster may lack room for the whole gang; lower min_available or the task resources.", diags)
-	if !ok {
-		return
-	}
-	plan.Phase = types.StringValue(kube.VolcanoJobPhase(live))
+	plan.waitJob(ctx, kc, j, set, diags)
 	diags.Append(state.Set(ctx, plan)...)
 }
 

@@ -57,6 +57,17 @@ func TestAccTrainingJob_Create(t *testing.T) {
 		Config: trainingJobConfig(ns, name, ""),
 		ConfigStateChecks: []statecheck.StateCheck{
 			statecheck.ExpectKnownValue(jobAddr, tfjsonpath.New("phase"), knownvalue.StringExact("Running")),
+			statecheck.ExpectKnownValue(jobAddr, tfjsonpath.New("wait"), knownvalue.StringExact("running")),
+			statecheck.ExpectKnownValue(jobAddr, tfjsonpath.New("tasks"), knownvalue.MapExact(map[string]knownvalue.Check{
+				"pserver": knownvalue.ObjectExact(map[string]knownvalue.Check{"running": knownvalue.Int64Exact(1), "pending": knownvalue.Int64Exact(0),
+					"succeeded": knownvalue.Int64Exact(0), "failed": knownvalue.Int64Exact(0)}),
+				"trainer": knownvalue.ObjectExact(map[string]knownvalue.Check{"running": knownvalue.Int64Exact(1), "pending": knownvalue.Int64Exact(0),
+					"succeeded": knownvalue.Int64Exact(0), "failed": knownvalue.Int64Exact(0)}),
+			})),
+			// The scheduler placed the gang, and the job ran (in the same second, or the next).
+			statecheck.ExpectKnownValue(jobAddr, tfjsonpath.New("last_condition").AtMapKey("type"), knownvalue.StringRegexp(regexp.MustCompile(`^(Scheduled|Running)$`))),
+			statecheck.ExpectKnownValue(jobAddr, tfjsonpath.New("last_condition").AtMapKey("time"),
+				knownvalue.StringRegexp(regexp.MustCompile(`^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$`))),
 			statecheck.ExpectKnownValue(jobAddr, tfjsonpath.New("id"), knownvalue.StringExact(ns+"/"+name)),
 			statecheck.ExpectKnownValue(jobAddr, tfjsonpath.New("min_available"), knownvalue.Int64Exact(2)),
 			statecheck.ExpectKnownValue(jobAddr, tfjsonpath.New("manifests"), knownvalue.MapSizeExact(7)),
@@ -169,7 +180,7 @@ func TestAccTrainingJob_Import(t *testing.T) {
 			statecheck.ExpectKnownValue(jobAddr, tfjsonpath.New("phase"), knownvalue.StringExact("Running")),
 			statecheck.ExpectKnownValue(jobAddr, tfjsonpath.New("pserver").AtMapKey("gpus"), knownvalue.Int64Exact(0)),
 		},
-	}}, importRoundTrip("ctr_training_job", ns+"/"+name, config)...)...)
+	}}, importRoundTrip("ctr_training_job", ns+"/"+name, config, "last_condition")...)...)
 }
 
 // TestAccTrainingJob_Destroy: destroy removes every object the job owns, its pods and its
@@ -257,25 +268,6 @@ func TestAccTrainingJob_RemovedBehindOurBack(t *testing.T) {
 	})
 }
 
-// TestAccTrainingJob_GangTooBig: a gang the cluster cannot place fails the apply with a
-// reason, within the timeout, and destroy still removes it (an Inqueue gang blocks its queue).
-func TestAccTrainingJob_GangTooBig(t *testing.T) {
-	k := requireCluster(t)
-	ns, name := k.namespace(t), jobName()
-	k.run(t, ns, stack.TrainingJobType, name, stack.TrainingJobKinds, []resource.TestStep{{
-		Config: fmt.Sprintf(`
-resource "ctr_training_job" "test" {
-  name      = %[2]q
-  namespace = %[1]q
-  pserver   = { replicas = 1, requests = { cpu = "40" } }
-  trainer   = { replicas = 1 }
-  timeouts  = { create = "15s", delete = "3m" }
-}
-`, ns, name),
-		ExpectError: regexp.MustCompile(`(?s)did not reach Running.*cluster may lack room`),
-	}}...)
-}
-
 // TestTrainingJob_BadInput: every bad value is refused at plan time, once, at its attribute,
 // saying what is allowed. It needs the terraform CLI but no cluster.
 func TestTrainingJob_BadInput(t *testing.T) {
@@ -314,6 +306,7 @@ func TestTrainingJob_BadInput(t *testing.T) {
 		{"name too long", with(base, "name", strings.Repeat("a", 41)), "name", `at most 40`},
 		{"stack not a label value", with(base, "stack", "-x-"), "stack", `"-x-" is not a valid label value`},
 		{"bad timeout", with(base, "timeouts", map[string]any{"create": "20"}), "timeouts.create", `"20" is not a positive duration`},
+		{"wait mode", with(base, "wait", "forever"), "wait", `Attribute wait value must be one of: \["none" "submitted" "running" "completed"\]`},
 	})
 }
 

@@ -40,7 +40,10 @@ type trainingJobModel struct {
 	SecurityContext *securityContextModel `tfsdk:"security_context"`
 	UploadToken     types.String          `tfsdk:"upload_token"`
 
+	Wait          types.String `tfsdk:"wait"`
 	Phase         types.String `tfsdk:"phase"`
+	Tasks         types.Map    `tfsdk:"tasks"`
+	LastCondition types.Object `tfsdk:"last_condition"`
 	FileServerURL types.String `tfsdk:"file_server_url"`
 	DonefileURL   types.String `tfsdk:"donefile_url"`
 }
@@ -194,12 +197,9 @@ func (m *trainingJobModel) setComputed(_ context.Context, j stack.TrainingJob, _
 	m.FileServerURL, m.DonefileURL = types.StringValue(d.FileServerURL()), types.StringValue(d.DonefileURL())
 }
 
-// readLive sets the phase of the Volcano job ("Missing" when it is gone).
-func (m *trainingJobModel) readLive(_ context.Context, _ *kube.Client, j stack.TrainingJob, live map[string]*unstructured.Unstructured, _ *diag.Diagnostics) {
-	m.Phase = types.StringValue("Missing")
-	if u := live[stack.VolcanoJobKey(j.Name)]; u != nil {
-		m.Phase = types.StringValue(kube.VolcanoJobPhase(u))
-	}
+// readLive sets phase, tasks and last_condition from the Volcano job ("Missing" when it is gone).
+func (m *trainingJobModel) readLive(ctx context.Context, kc *kube.Client, j stack.TrainingJob, live map[string]*unstructured.Unstructured, _ *diag.Diagnostics) {
+	m.setLive(ctx, kc, live[stack.VolcanoJobKey(j.Name)])
 }
 
 // fromCluster rebuilds the configuration from the Volcano job's settings and the Secrets
@@ -233,6 +233,7 @@ func (m *trainingJobModel) fromCluster(ctx context.Context, kc *kube.Client, dia
 		j.UploadToken = stack.UploadToken(s)
 	}
 	m.fromJob(ctx, j, diags)
+	m.Wait = types.StringValue(waitRunning) // how far apply waits is configuration, not in the cluster: the default
 	return !diags.HasError()
 }
 

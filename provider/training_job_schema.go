@@ -21,6 +21,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
+	"github.com/elasticctr/terraform-provider-ctr/internal/kube/health"
 	"github.com/elasticctr/terraform-provider-ctr/internal/stack"
 )
 
@@ -77,7 +78,7 @@ func trainingJobSchema(ctx context.Context) schema.Schema {
 	return schema.Schema{
 		MarkdownDescription: "PaddlePaddle distributed training on Volcano, as ElasticCTR runs it: parameter servers and trainers " +
 			"(or collective GPU workers) gang-scheduled as one Volcano Job, a model-output volume, and a file server that " +
-			"publishes the model output over HTTP with directory listings for the cube transfer. Apply waits until the job runs.\n\n" +
+			"publishes the model output over HTTP with directory listings for the cube transfer. Apply waits until the job runs (see `wait`).\n\n" +
 			"**Pods.** " + hardenedDefaults + " The file server, this repository's image, also runs as user 65532 on a read-only root " +
 			"filesystem; Paddle's training images run as root (see `security_context`). `security_context` and " +
 			"`file_server.security_context` relax these defaults.",
@@ -203,12 +204,44 @@ func trainingJobSchema(ctx context.Context) schema.Schema {
 					"generated when uploads with a token are turned on, then kept. Null when uploads are off or open. Clients outside the cluster " +
 					"send it as `Authorization: Bearer <token>`.",
 				PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown()}},
+			"wait": schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString(waitRunning),
+				MarkdownDescription: "How far apply waits for the job, within `timeouts`: `" + waitNone + "` (not at all), `" + waitSubmitted +
+					"` (the file server is available and Volcano has taken the job), `" + waitRunning + "` (also: the job runs, with " +
+					"`min_available` pods running and ready) or `" + waitCompleted + "` (also: the job has completed; raise `timeouts.create` " +
+					"to the training's length). Defaults to `" + waitRunning + "`.\n\n" +
+					"While it waits, apply logs the job's state with what its pod group and pods report (the scheduler's reason when the gang " +
+					"cannot be placed, `ImagePullBackOff`, `CrashLoopBackOff`, `OOMKilled`), and it fails at once on what waiting cannot fix: " +
+					"the job `Failed` or `Aborted`, an image that does not exist or may not be pulled, a container in `CrashLoopBackOff` " +
+					"after " + fmt.Sprint(health.CrashLoopLimit) + " restarts, a container killed for running out of memory. Such a failure on " +
+					"create leaves the job tainted, so the next apply replaces it. A wait that runs out of time on a submitted job is a " +
+					"warning instead: the job stays in state as it is and keeps running, and the next apply does not replace it. " +
+					"Changing `wait` (or `timeouts`) alone changes nothing in the cluster and waits for nothing.",
+				Validators: []validator.String{stringvalidator.OneOf(waitModes...)}},
 			"kubernetes": connectionResourceAttribute(),
 			"timeouts": timeoutsAttribute(ctx, timeouts.Opts{Create: true, Update: true, Delete: true,
-				CreateDescription: "How long to wait for the file server and the job to run. Defaults to `20m`."}),
+				CreateDescription: "How long apply waits for what `wait` names. Defaults to `20m`."}),
 			"manifests": manifestsAttribute(),
 			"phase": schema.StringAttribute{Computed: true,
 				MarkdownDescription: "Phase of the Volcano job when last read: `Pending`, `Running`, `Completing`, `Completed`, `Restarting`, `Failed`, … or `Missing`."},
+			"tasks": schema.MapNestedAttribute{Computed: true,
+				MarkdownDescription: "Pods of each task of the job (`pserver` and `trainer`, or `worker`) by phase, counted from the pods " +
+					"(label `volcano.sh/task-spec`) when last read. Pods being deleted are not counted; a task without pods counts zeros.",
+				NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
+					"running":   schema.Int64Attribute{Computed: true, MarkdownDescription: "Pods running, ready or not (a container in `CrashLoopBackOff` is in a running pod)."},
+					"pending":   schema.Int64Attribute{Computed: true, MarkdownDescription: "Pods waiting to be placed or to start (pulling images); also pods whose node stopped reporting."},
+					"succeeded": schema.Int64Attribute{Computed: true, MarkdownDescription: "Pods that finished successfully."},
+					"failed":    schema.Int64Attribute{Computed: true, MarkdownDescription: "Pods that failed."},
+				}}},
+			"last_condition": schema.SingleNestedAttribute{Computed: true,
+				MarkdownDescription: "The latest condition reported for the job when last read: the scheduler's on the job's pod group " +
+					"(`Scheduled`, or `Unschedulable` with its reason and message when the gang cannot be placed), or, when later, Volcano's " +
+					"change of the job's phase (`type` is the phase, with Volcano's reason and message, e.g. why it `Failed`). Null until there is one.",
+				Attributes: map[string]schema.Attribute{
+					"type":    schema.StringAttribute{Computed: true, MarkdownDescription: "`Scheduled`, `Unschedulable`, or a job phase."},
+					"reason":  schema.StringAttribute{Computed: true, MarkdownDescription: "A reason in one word, e.g. `NotEnoughResources`; may be empty."},
+					"message": schema.StringAttribute{Computed: true, MarkdownDescription: "What the scheduler or Volcano said; may be empty."},
+					"time":    schema.StringAttribute{Computed: true, MarkdownDescription: "When it was reported (RFC 3339)."},
+				}},
 			"file_server_url": schema.StringAttribute{Computed: true, MarkdownDescription: "In-cluster URL of the file server, `http://<name>-fileserver.<namespace>.svc:<port>`."},
 			"donefile_url": schema.StringAttribute{Computed: true,
 				MarkdownDescription: "In-cluster URL of the donefile (`base.txt`) that the cube transfer watches; `patch.txt` sits beside it."},

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -243,6 +244,13 @@ func (w workload[S, M, P]) update(ctx context.Context, req resource.UpdateReques
 	if resp.Diagnostics.HasError() {
 		return
 	}
+	if unchanged(P(&prior).attrs(), P(&plan).attrs()) {
+		// Only what is not rendered changed (timeouts, a training job's wait): nothing to do
+		// in the cluster, and the plan kept the live values (ModifyPlan).
+		tflog.Info(ctx, P(&plan).attrs().describe(w.kind)+": no object changes; only the state is updated")
+		resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
+		return
+	}
 	timeout, d := P(&plan).attrs().Timeouts.Update(ctx, w.applyTimeout)
 	resp.Diagnostics.Append(d...)
 	ctx, cancel := context.WithTimeout(ctx, timeout)
@@ -250,9 +258,19 @@ func (w workload[S, M, P]) update(ctx context.Context, req resource.UpdateReques
 	apply(ctx, &plan, &prior, &resp.State, &resp.Diagnostics)
 }
 
+// unchanged reports whether applying plan over prior changes nothing in the cluster: the
+// same objects through the same connection. ModifyPlan then keeps the live attributes of the
+// prior state, and Update only saves the plan.
+func unchanged(prior, plan *workloadAttrs) bool {
+	return prior != nil && !plan.Manifests.IsUnknown() && plan.Manifests.Equal(prior.Manifests) &&
+		!plan.Kubernetes.IsUnknown() && plan.Kubernetes.Equal(prior.Kubernetes)
+}
+
 // converge renders the plan and server-side applies its objects, pruning the owned objects
-// no longer rendered unless the resource prunes later itself (prune false).
-func (w workload[S, M, P]) converge(ctx context.Context, data *providerData, plan P, images stack.Images, prune bool, diags *diag.Diagnostics) (*kube.Client, S, stack.Set, bool) {
+// no longer rendered unless the resource prunes later itself (prune false). creating: the
+// resource does not exist yet, so an apply that fails half-way removes what it created
+// (cleanUp) instead of leaving objects that no state names.
+func (w workload[S, M, P]) converge(ctx context.Context, data *providerData, plan P, images stack.Images, creating, prune bool, state stateLike, diags *diag.Diagnostics) (*kube.Client, S, stack.Set, bool) {
 	s, set, ok := w.rendered(ctx, plan, images, diags)
 	if !ok {
 		return nil, s, nil, false
@@ -263,14 +281,39 @@ func (w workload[S, M, P]) converge(ctx context.Context, data *providerData, pla
 		return nil, s, nil, false
 	}
 	what := plan.attrs().describe(w.kind)
-	if _, err := kc.Apply(ctx, set); err != nil {
-		diags.Append(diagnostics.Failed(w.summary("Apply"), "Could not apply the objects of "+what, "", err))
+	if ops, err := kc.Apply(ctx, set); err != nil {
+		todo := ""
+		if creating {
+			todo = w.cleanUp(ctx, kc, plan, kube.New(set, ops), state, diags)
+		}
+		diags.Append(diagnostics.Failed(w.summary("Apply"), "Could not apply the objects of "+what, todo, err))
 		return nil, s, nil, false
 	}
 	if prune && !w.prune(ctx, kc, plan, set, diags) {
 		return nil, s, nil, false
 	}
 	return kc, s, set, true
+}
+
+// cleanUp removes the objects that a failed create made (created), and says so for the
+// error's detail. When it cannot, it saves the plan as the state (Terraform keeps it,
+// tainted), so that destroy, or the next apply, which replaces it, removes them.
+func (w workload[S, M, P]) cleanUp(ctx context.Context, kc *kube.Client, plan P, created stack.Set, state stateLike, diags *diag.Diagnostics) string {
+	if len(created) == 0 {
+		return "Nothing was created."
+	}
+	// The create's context may be what ran out: the clean-up gets its own, as long as a delete.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), w.deleteTimeout)
+	defer cancel()
+	what := plan.attrs().describe(w.kind)
+	tflog.Info(ctx, fmt.Sprintf("%s: removing the %d objects the failed apply created", what, len(created)))
+	err := kc.DeleteSet(ctx, created)
+	if err == nil {
+		return fmt.Sprintf("The %d objects it had created were removed; nothing of it is left.", len(created))
+	}
+	diags.Append(state.Set(ctx, plan)...)
+	return fmt.Sprintf("The objects it had created could not all be removed (%s): the resource is kept in state, tainted, "+
+		"so that terraform destroy, or the next apply, which replaces it, removes them.", err)
 }
 
 // prune deletes the owned objects that set no longer renders and waits until they are gone.
@@ -287,6 +330,9 @@ func (w workload[S, M, P]) prune(ctx context.Context, kc *kube.Client, m P, set 
 func (w workload[S, M, P]) wait(ctx context.Context, kc *kube.Client, set stack.Set, key string, cond kube.Condition, happened, todo string, diags *diag.Diagnostics) (*unstructured.Unstructured, bool) {
 	live, err := kc.WaitFor(ctx, set.Find(key), cond)
 	if err != nil {
+		if hint := kube.Hint(err); hint != "" {
+			todo = hint // what the pods say beats a general guess
+		}
 		diags.Append(diagnostics.Failed(w.summary("Apply"), happened, todo, err))
 		return nil, false
 	}
@@ -355,9 +401,26 @@ func (w workload[S, M, P]) delete(ctx context.Context, data *providerData, req r
 		return
 	}
 	ns, name := a.Namespace.ValueString(), a.Name.ValueString()
-	if err := kc.DeleteAll(ctx, ns, stack.Owner(w.typ, name), w.kinds, stack.ControllerKinds); err != nil {
+	if err := kc.DeleteAll(ctx, ns, stack.Owner(w.typ, name), w.kinds, stack.ControllerKinds, stateObjects(a)); err != nil {
 		resp.Diagnostics.Append(diagnostics.Failed(w.summary("Delete"), "Could not delete everything "+a.describe(w.kind)+" owns", "", err))
 	}
+}
+
+// stateObjects are the objects the state says the resource owns: the keys of its manifests,
+// in its namespace.
+func stateObjects(a *workloadAttrs) stack.Set {
+	var set stack.Set
+	if a.Manifests.IsNull() || a.Manifests.IsUnknown() {
+		return nil
+	}
+	for key := range a.Manifests.Elements() {
+		if u := kube.RefFromManifestKey(key); u != nil {
+			u.SetNamespace(a.Namespace.ValueString())
+			set = append(set, stack.Object{Key: key, Object: u})
+		}
+	}
+	sort.Slice(set, func(i, j int) bool { return set[i].Key < set[j].Key })
+	return set
 }
 
 func (w workload[S, M, P]) summary(op string) string { return op + " " + w.kind + " Error" }

@@ -47,11 +47,8 @@ func (c *Client) Describe(ctx context.Context, id string) (ClusterSpec, []PoolIn
 			Name: g.Spec.InstanceGroupName, Replicas: g.Spec.Replicas, MachineSpec: t.InstanceResource.MachineSpec,
 			InstanceType: string(t.InstanceType), SubnetID: t.VPCConfig.VPCSubnetID, SecurityGroupID: t.VPCConfig.SecurityGroupID,
 			Zone: string(t.VPCConfig.AvailableZone), RootDiskSize: t.InstanceResource.RootDiskSize, ImageID: t.ImageID,
-			SSHKeyID: t.SSHKeyID, Labels: t.Labels,
+			SSHKeyID: t.SSHKeyID, Labels: t.Labels, Taints: taintsOf(t.Taints),
 		}}
-		for _, tt := range t.Taints {
-			p.Taints = append(p.Taints, Taint{Key: tt.Key, Value: tt.Value, Effect: string(tt.Effect)})
-		}
 		pools = append(pools, p)
 	}
 	return s, pools, nil

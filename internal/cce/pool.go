@@ -31,23 +31,25 @@ type WorkerPool struct {
 // Taint is a Kubernetes taint set on the pool's nodes.
 type Taint struct{ Key, Value, Effect string }
 
-// Pool is what CCE reports about a worker pool.
+// Pool is what CCE reports about a worker pool: its replicas, and what of its settings can
+// change in place (so that a change made in the console shows as drift).
 type Pool struct {
 	ID            string
 	Name          string
 	Replicas      int
 	ReadyReplicas int
+	Labels        map[string]string
+	Taints        []Taint
+	RootDiskSize  int // GB
 }
 
-// CreateWorkerPool creates the pool and returns its ID as soon as CCE answers. The request
-// carries the admin password; CreateInstanceGroup does not print its arguments (unlike the
-// SDK's CreateInstances, which the provider never calls for that reason).
-func (c *Client) CreateWorkerPool(ctx context.Context, clusterID string, p WorkerPool) (string, error) {
+// groupSpec is the instance group CCE creates for p, or that a configure call sets.
+func groupSpec(clusterID string, p WorkerPool) types.InstanceGroupSpec {
 	var taints types.InstanceTaints
 	for _, t := range p.Taints {
 		taints = append(taints, types.Taint{Key: t.Key, Value: t.Value, Effect: types.TaintEffect(t.Effect)})
 	}
-	spec := types.InstanceGroupSpec{
+	return types.InstanceGroupSpec{
 		InstanceGroupName: p.Name,
 		ClusterID:         clusterID,
 		ClusterRole:       types.ClusterRoleNode,
@@ -73,6 +75,13 @@ func (c *Client) CreateWorkerPool(ctx context.Context, clusterID string, p Worke
 			Taints:           taints,
 		}},
 	}
+}
+
+// CreateWorkerPool creates the pool and returns its ID as soon as CCE answers. The request
+// carries the admin password; CreateInstanceGroup does not print its arguments (unlike the
+// SDK's CreateInstances, which the provider never calls for that reason).
+func (c *Client) CreateWorkerPool(ctx context.Context, clusterID string, p WorkerPool) (string, error) {
+	spec := groupSpec(clusterID, p)
 	resp, err := call(ctx, c, "create worker pool "+p.Name+" of CCE cluster "+clusterID, func(sdk *ccev2.Client) (*ccev2.CreateInstanceGroupResponse, error) {
 		return sdk.CreateInstanceGroup(&ccev2.CreateInstanceGroupArgs{ClusterID: clusterID, Request: &ccev2.CreateInstanceGroupRequest{InstanceGroupSpec: spec}})
 	})
@@ -97,11 +106,35 @@ func (c *Client) GetWorkerPool(ctx context.Context, clusterID, id string) (*Pool
 	if ig == nil || ig.Spec == nil {
 		return nil, fmt.Errorf("read worker pool %s: the answer has no instance group (request ID %s)", id, resp.RequestID)
 	}
-	p := &Pool{ID: id, Name: ig.Spec.InstanceGroupName, Replicas: ig.Spec.Replicas}
+	t := ig.Spec.InstanceTemplate.InstanceSpec //nolint:staticcheck // the single template, as CreateWorkerPool sets it
+	p := &Pool{ID: id, Name: ig.Spec.InstanceGroupName, Replicas: ig.Spec.Replicas, Labels: t.Labels,
+		Taints: taintsOf(t.Taints), RootDiskSize: t.InstanceResource.RootDiskSize}
 	if ig.Status != nil {
 		p.ReadyReplicas = ig.Status.ReadyReplicas
 	}
 	return p, nil
+}
+
+func taintsOf(ts types.InstanceTaints) []Taint {
+	var out []Taint
+	for _, t := range ts {
+		out = append(out, Taint{Key: t.Key, Value: t.Value, Effect: string(t.Effect)})
+	}
+	return out
+}
+
+// ConfigureWorkerPool sets what of a pool changes in place: its nodes' labels and taints
+// (synced to the existing nodes too) and the root disk size of the machines it creates from
+// now on. The pool's other settings and replicas go along unchanged (CCE takes the whole
+// spec); the admin password is not sent, and stays as it was.
+func (c *Client) ConfigureWorkerPool(ctx context.Context, clusterID, id string, p WorkerPool) error {
+	p.AdminPassword = ""
+	spec := groupSpec(clusterID, p)
+	spec.CCEInstanceGroupID = id
+	_, err := call(ctx, c, "configure worker pool "+id+" of CCE cluster "+clusterID, func(sdk *ccev2.Client) (*ccev2.UpdateInstanceGroupConfigureResponse, error) {
+		return sdk.UpdateInstanceGroupConfigure(&ccev2.UpdateInstanceGroupConfigure{PasswordNeedUpdate: false, SyncMeta: true, InstanceGroupSpec: spec})
+	})
+	return err
 }
 
 // ScaleWorkerPool sets the replica count; removed machines are released.

@@ -105,3 +105,29 @@ func (s *Server) SetReplicasOutOfBand(clusterID, groupID string, n int) error {
 	g.setReplicas(n, now)
 	return nil
 }
+
+// SetTemplateOutOfBand changes an instance group's node labels, as someone editing the group in the
+// console would: the next read shows the drift.
+func (s *Server) SetTemplateOutOfBand(clusterID, groupID string, labels map[string]string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c, ok := s.clusters[clusterID]
+	if !ok {
+		return fmt.Errorf("cceemu: cluster %q not found", clusterID)
+	}
+	g, ok := c.groups[groupID]
+	if !ok {
+		return fmt.Errorf("cceemu: instance group %q not found in cluster %q", groupID, clusterID)
+	}
+	t, _ := g.spec["instanceTemplate"].(map[string]any)
+	if t == nil {
+		t = map[string]any{}
+		g.spec["instanceTemplate"] = t
+	}
+	l := map[string]any{}
+	for k, v := range labels {
+		l[k] = v
+	}
+	t["labels"] = l
+	return nil
+}

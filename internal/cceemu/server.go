@@ -208,6 +208,7 @@ func (s *Server) routes() *http.ServeMux {
 	add("GET /cluster/{id}/instancegroup/{gid}", s.getGroup)
 	add("DELETE /cluster/{id}/instancegroup/{gid}", s.deleteGroup)
 	add("PUT /cluster/{id}/instancegroup/{gid}/replicas", s.updateReplicas)
+	add("PUT /cluster/{id}/instancegroup/{gid}/configure", s.configureGroup)
 	// Everything else, including a known path with another method, is a URI the emulator does not serve.
 	mux.HandleFunc("/", func(_ http.ResponseWriter, r *http.Request) {
 		c := r.Context().Value(callKey{}).(*call)

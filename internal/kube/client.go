@@ -80,7 +80,23 @@ const (
 	Configured Operation = "configured"
 	Unchanged  Operation = "unchanged"
 	Deleted    Operation = "deleted"
+	// MaybeCreated is an object that did not exist before Apply wrote it, whose write failed
+	// or was cut short by another's failure: it may exist now (a request cancelled on our
+	// side may still have been carried out). Only a failed Apply reports it.
+	MaybeCreated Operation = "maybe created"
 )
+
+// New lists the objects of set that Apply created or may have created, per its report: what
+// to remove when an apply that was to create a resource fails half-way.
+func New(set stack.Set, ops map[string]Operation) stack.Set {
+	var out stack.Set
+	for _, o := range set {
+		if op := ops[o.Key]; op == Created || op == MaybeCreated {
+			out = append(out, o)
+		}
+	}
+	return out
+}
 
 // Describe names an object the way errors and logs do: "Kind namespace/name".
 func Describe(u *unstructured.Unstructured) string {
@@ -125,12 +141,14 @@ func (c *Client) Apply(ctx context.Context, set stack.Set) (map[string]Operation
 		for _, o := range wave {
 			g.Go(func() error {
 				op, err := c.applyOne(gctx, o.Object)
+				if op != "" {
+					mu.Lock()
+					ops[o.Key] = op
+					mu.Unlock()
+				}
 				if err != nil {
 					return err
 				}
-				mu.Lock()
-				ops[o.Key] = op
-				mu.Unlock()
 				c.logf("%s %s", Describe(o.Object), op)
 				return nil
 			})
@@ -164,7 +182,8 @@ func waves(set stack.Set) []stack.Set {
 	return out
 }
 
-// applyOne server-side applies u and says whether that created, changed or left it.
+// applyOne server-side applies u and says whether that created, changed or left it. When
+// the write fails on an object that did not exist, it says MaybeCreated with the error.
 func (c *Client) applyOne(ctx context.Context, u *unstructured.Unstructured) (Operation, error) {
 	ri, err := c.resource(u.GroupVersionKind(), u.GetNamespace())
 	if err != nil {
@@ -181,6 +200,9 @@ func (c *Client) applyOne(ctx context.Context, u *unstructured.Unstructured) (Op
 	after, err := ri.Patch(ctx, u.GetName(), types.ApplyPatchType, body,
 		metav1.PatchOptions{FieldManager: FieldManager, Force: ptr.To(true)})
 	if err != nil {
+		if before == nil {
+			return MaybeCreated, apiError("apply", u, err)
+		}
 		return "", apiError("apply", u, err)
 	}
 	op := Created
@@ -334,13 +356,24 @@ func (c *Client) deleteOne(ctx context.Context, u *unstructured.Unstructured) er
 	return nil
 }
 
-// DeleteAll deletes every owned object of the given kinds (dependents in the foreground)
-// and waits until none of them, and no object of the extra kinds with the owner label
-// (pods, pod groups), is left, logging progress.
-func (c *Client) DeleteAll(ctx context.Context, namespace, owner string, kinds, extra []schema.GroupVersionKind) error {
+// DeleteAll deletes every owned object of the given kinds and every object of named (what
+// the resource's state says it owns, found by name even if someone removed its owner label),
+// dependents in the foreground, and waits until none of them, and no object of the extra
+// kinds with the owner label (pods, pod groups), is left, logging progress.
+func (c *Client) DeleteAll(ctx context.Context, namespace, owner string, kinds, extra []schema.GroupVersionKind, named stack.Set) error {
 	owned, err := c.Owned(ctx, namespace, owner, kinds)
 	if err != nil {
 		return err
+	}
+	seen := map[string]bool{}
+	for _, u := range owned {
+		seen[ManifestKey(u)] = true
+	}
+	var unlabelled stack.Set
+	for _, o := range named {
+		if !seen[ManifestKey(o.Object)] {
+			unlabelled = append(unlabelled, o)
+		}
 	}
 	// Delete in reverse apply order: workloads before the volumes and accounts they use.
 	for i := len(owned) - 1; i >= 0; i-- {
@@ -348,6 +381,13 @@ func (c *Client) DeleteAll(ctx context.Context, namespace, owner string, kinds, 
 			return err
 		}
 		c.logf("%s deletion requested", Describe(owned[i]))
+	}
+	for i := len(unlabelled) - 1; i >= 0; i-- {
+		u := unlabelled[i].Object
+		if err := c.deleteOne(ctx, u); err != nil {
+			return err
+		}
+		c.logf("%s deletion requested (named in state; it no longer carries the owner label)", Describe(u))
 	}
 	all := append(append([]schema.GroupVersionKind{}, kinds...), extra...)
 	var left []string
@@ -359,6 +399,15 @@ func (c *Client) DeleteAll(ctx context.Context, namespace, owner string, kinds, 
 		left = left[:0]
 		for _, u := range owned {
 			left = append(left, Describe(u))
+		}
+		for _, o := range unlabelled {
+			live, err := c.Get(ctx, o.Object)
+			if err != nil && !errors.Is(err, errNotServed) {
+				return false, "", err
+			}
+			if live != nil {
+				left = append(left, Describe(o.Object))
+			}
 		}
 		return len(left) == 0, fmt.Sprintf("waiting for %d objects to go: %s", len(left), strings.Join(left, ", ")), nil
 	})

@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/elasticctr/terraform-provider-ctr/internal/stack"
@@ -82,7 +83,7 @@ func TestClient_PruneAndDeleteAll(t *testing.T) {
 	pruned, err := c.Prune(ctx, ns, "o", cmKind, stack.Set{configMap(ns, "keep", "o", "1")})
 	require.NoError(t, err)
 	assert.Equal(t, []string{"v1/ConfigMap/stale"}, pruned)
-	require.NoError(t, c.DeleteAll(ctx, ns, "o", cmKind, nil))
+	require.NoError(t, c.DeleteAll(ctx, ns, "o", cmKind, nil, nil))
 	left, err := cs.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{LabelSelector: stack.OwnerLabel})
 	require.NoError(t, err)
 	require.Len(t, left.Items, 1, "only the object of another owner is left")
@@ -123,7 +124,7 @@ func TestClient_WaitForDeploymentWithProgress(t *testing.T) {
 	require.NoError(t, err)
 	assert.GreaterOrEqual(t, d, 500*time.Millisecond)
 	owner := stack.Owner(stack.TrainingJobType, "w")
-	require.NoError(t, c.DeleteAll(context.Background(), ns, owner, stack.TrainingJobKinds, stack.ControllerKinds))
+	require.NoError(t, c.DeleteAll(context.Background(), ns, owner, stack.TrainingJobKinds, stack.ControllerKinds, nil))
 }
 
 func TestClient_WaitTimesOutWithLastState(t *testing.T) {
@@ -135,4 +136,46 @@ func TestClient_WaitTimesOutWithLastState(t *testing.T) {
 	})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "ConfigMap "+ns+"/never did not become ready in time")
+}
+
+// TestClient_FailedApplySaysWhatItCreated: the API server refuses one object of a wave; the
+// report names what was created, and what may have been, for the clean-up of a failed create.
+func TestClient_FailedApplySaysWhatItCreated(t *testing.T) {
+	c, _, ns, _ := liveClient(t)
+	ctx := context.Background()
+	existing := configMap(ns, "existing", "o", "1")
+	_, err := c.Apply(ctx, stack.Set{existing})
+	require.NoError(t, err)
+	// The refused object comes in a later wave (Services after ConfigMaps): the ConfigMap's
+	// write has finished when it is refused. Refused with it in one wave, the ConfigMap's write
+	// might be cut short, and would count as MaybeCreated.
+	bad := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Service",
+		"metadata": map[string]any{"name": "Not_Valid", "namespace": ns},
+		"spec":     map[string]any{"ports": []any{map[string]any{"port": int64(80)}}}}}
+	set := stack.Set{existing, configMap(ns, "new", "o", "1"), {Key: stack.Key(bad), Object: bad}}
+	ops, err := c.Apply(ctx, set)
+	require.Error(t, err)
+	assert.Equal(t, Unchanged, ops[set[0].Key])
+	assert.Equal(t, Created, ops[set[1].Key])
+	assert.Equal(t, MaybeCreated, ops[set[2].Key])
+	assert.Equal(t, stack.Set{set[1], set[2]}, New(set, ops), "what existed before is not the failed create's")
+}
+
+// TestClient_DeleteAllNamedWithoutLabel: an object someone took the owner label off is
+// deleted when named, and waited for.
+func TestClient_DeleteAllNamedWithoutLabel(t *testing.T) {
+	c, cs, ns, _ := liveClient(t)
+	ctx := context.Background()
+	set := stack.Set{configMap(ns, "labelled", "o", "1"), configMap(ns, "unlabelled", "o", "1")}
+	_, err := c.Apply(ctx, set)
+	require.NoError(t, err)
+	_, err = cs.CoreV1().ConfigMaps(ns).Patch(ctx, "unlabelled", types.MergePatchType,
+		[]byte(`{"metadata":{"labels":{"`+stack.OwnerLabel+`":null}}}`), metav1.PatchOptions{})
+	require.NoError(t, err)
+	require.NoError(t, c.DeleteAll(ctx, ns, "o", cmKind, nil, set))
+	left, err := cs.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{})
+	require.NoError(t, err)
+	for _, cm := range left.Items {
+		assert.NotContains(t, []string{"labelled", "unlabelled"}, cm.Name)
+	}
 }

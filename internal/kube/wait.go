@@ -2,7 +2,11 @@ package kube
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -12,6 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 	watchtools "k8s.io/client-go/tools/watch"
+
+	"github.com/elasticctr/terraform-provider-ctr/internal/kube/health"
 )
 
 // WaitedMarker sits in the progress line WaitFor logs when a wait ends, between the object
@@ -19,15 +25,122 @@ import (
 // waiting 1.25s": benchmarks add these up to tell the waits from the rest of an apply.
 const WaitedMarker = ": ready after waiting "
 
+// PodCheckEvery is how often a wait looks at the pods of the workload it waits for.
+const PodCheckEvery = time.Second
+
 // Condition looks at the live object and says whether the wait is over, with a short
 // description of the current state for progress logs. An error ends the wait.
 type Condition func(u *unstructured.Unstructured) (done bool, state string, err error)
 
+// FailedError ends a wait that waiting cannot bring to an end: a pod of the workload has a
+// permanent problem (an image that does not exist, a container that keeps crashing or runs
+// out of memory).
+type FailedError struct {
+	Object  string // the object waited for, as Describe names it
+	Problem health.Problem
+}
+
+func (e *FailedError) Error() string {
+	return fmt.Sprintf("%s will not become ready: %s", e.Object, e.Problem)
+}
+
+// Hint says what to do about an error of a wait: the hint of a permanent problem, else "".
+func Hint(err error) string {
+	var f *FailedError
+	if errors.As(err, &f) {
+		return f.Problem.Hint
+	}
+	return ""
+}
+
+// progress is what a wait logs: the object's state and what its pods report, one line
+// whenever either changes and at least every ProgressEvery. The watch callback, the pod
+// checker and the heartbeat each run on their own goroutine; all three go through mu, so
+// that a line is never logged twice nor lost between a change and a heartbeat.
+type progress struct {
+	c       *Client
+	what    string
+	mu      sync.Mutex
+	state   string // the object's, from its Condition; "" until the object is seen
+	pods    string // health.Summary of its pods; "" when nothing is wrong
+	earlier string // the last pods summary that was not "", for errors: pods come and go
+	lastLog time.Time
+}
+
+func (p *progress) line() string {
+	s := p.state
+	if s == "" {
+		s = "not created yet"
+	}
+	if p.pods != "" {
+		s += "; " + p.pods
+	}
+	return s
+}
+
+// set records a new state or pods summary (nil: unchanged) and logs the line if it changed.
+func (p *progress) set(state, pods *string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	before := p.line()
+	if state != nil {
+		p.state = *state
+	}
+	if pods != nil {
+		p.pods = *pods
+		if p.pods != "" {
+			p.earlier = p.pods
+		}
+	}
+	if now := p.line(); now != before || p.lastLog.IsZero() {
+		p.c.logf("%s: %s", p.what, now)
+		p.lastLog = time.Now()
+	}
+}
+
+// heartbeat logs the line again when nothing changed for ProgressEvery, until done closes.
+func (p *progress) heartbeat(done <-chan struct{}) {
+	ticker := time.NewTicker(p.c.ProgressEvery / 4)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-done:
+			return
+		case <-ticker.C:
+			p.mu.Lock()
+			if time.Since(p.lastLog) >= p.c.ProgressEvery {
+				p.c.logf("%s: still waiting (%s)", p.what, p.line())
+				p.lastLog = time.Now()
+			}
+			p.mu.Unlock()
+		}
+	}
+}
+
+// final is the line for an error: the last state, and what the pods last reported (even if
+// those pods are gone by now).
+func (p *progress) final() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.state == "" && p.earlier == "" {
+		return "not seen"
+	}
+	s := p.line()
+	if p.pods == "" && p.earlier != "" {
+		s += "; earlier: " + p.earlier
+	}
+	return s
+}
+
 // WaitFor watches one object until cond is met or ctx ends, logging the state whenever it
 // changes and at least every ProgressEvery. It lists first, so an object that is already
 // there in the wanted state returns at once; a missing object is waited for.
+//
+// While it waits it looks at the object's pods (and a Volcano Job's pod group) every
+// PodCheckEvery: what they report (Unschedulable, ImagePullBackOff, CrashLoopBackOff,
+// OOMKilled, ...) joins the progress lines and the error of a wait that runs out of time,
+// and a permanent problem ends the wait at once with a *FailedError.
 func (c *Client) WaitFor(ctx context.Context, obj *unstructured.Unstructured, cond Condition) (*unstructured.Unstructured, error) {
-	interval := c.ProgressEvery
 	ri, err := c.resource(obj.GroupVersionKind(), obj.GetNamespace())
 	if err != nil {
 		return nil, err
@@ -43,66 +156,86 @@ func (c *Client) WaitFor(ctx context.Context, obj *unstructured.Unstructured, co
 			return ri.Watch(ctx, o)
 		},
 	}
-	lastState := ""
-	var result *unstructured.Unstructured
+	p := &progress{c: c, what: Describe(obj), lastLog: time.Now()}
 	start := time.Now()
-	// Heartbeat: the watch callback sends each new state; this goroutine alone keeps the
-	// time of the last line, so a quiet object still produces a progress line per interval.
 	done := make(chan struct{})
 	defer close(done)
-	stateCh := make(chan string, 8)
-	go func() {
-		cur, lastLog := "not created yet", time.Now()
-		ticker := time.NewTicker(interval / 4)
-		defer ticker.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case cur = <-stateCh:
-				lastLog = time.Now()
-			case <-ticker.C:
-				if time.Since(lastLog) >= interval {
-					c.logf("%s: still waiting (%s)", Describe(obj), cur)
-					lastLog = time.Now()
-				}
-			}
-		}
-	}()
-	_, err = watchtools.UntilWithSync(ctx, lw, &unstructured.Unstructured{}, nil, func(ev watch.Event) (bool, error) {
+	go p.heartbeat(done)
+	// The pod checker looks at the pods of the object the watch saw last; a permanent
+	// problem cancels the watch with a FailedError as the cause.
+	wctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	var seen atomic.Pointer[unstructured.Unstructured]
+	go c.checkPods(wctx, &seen, p, cancel, done)
+
+	var result *unstructured.Unstructured
+	_, err = watchtools.UntilWithSync(wctx, lw, &unstructured.Unstructured{}, nil, func(ev watch.Event) (bool, error) {
 		u, ok := ev.Object.(*unstructured.Unstructured)
 		if !ok || ev.Type == watch.Deleted {
 			return false, nil
 		}
+		seen.Store(u)
 		ok, state, err := cond(u)
-		if state != lastState {
-			c.logf("%s: %s", Describe(obj), state)
-			lastState = state
-			select {
-			case stateCh <- state:
-			default: // the heartbeat is behind; it will catch up with a later state
-			}
-		}
+		p.set(&state, nil)
 		if ok {
 			result = u
 		}
 		return ok, err
 	})
 	if err != nil {
-		if ctx.Err() != nil {
-			return nil, fmt.Errorf("%s did not become ready in time (last state: %s): %w", Describe(obj), orUnknown(lastState), ctx.Err())
+		var failed *FailedError
+		switch {
+		case errors.As(context.Cause(wctx), &failed):
+			return nil, failed
+		case ctx.Err() != nil:
+			return nil, fmt.Errorf("%s did not become ready in time (last state: %s): %w", Describe(obj), p.final(), ctx.Err())
 		}
-		return nil, fmt.Errorf("waiting for %s: %w", Describe(obj), err)
+		// The object failed (a Volcano job Failed): what its pods say now tells why.
+		if u := seen.Load(); u != nil {
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), PodCheckEvery)
+			if problems, perr := c.Problems(rctx, u); perr == nil {
+				summary := health.Summary(problems)
+				p.set(nil, &summary)
+			}
+			cancel()
+		}
+		return nil, fmt.Errorf("%s: %w (last state: %s)", Describe(obj), err, p.final())
 	}
 	c.logf("%s%s%s", Describe(obj), WaitedMarker, time.Since(start).Round(time.Millisecond))
 	return result, nil
 }
 
-func orUnknown(s string) string {
-	if s == "" {
-		return "not seen"
+// checkPods classifies the pods of the object last seen every PodCheckEvery until done
+// closes, reporting to p, and cancels with a FailedError on a permanent problem.
+func (c *Client) checkPods(ctx context.Context, seen *atomic.Pointer[unstructured.Unstructured], p *progress, cancel context.CancelCauseFunc, done <-chan struct{}) {
+	ticker := time.NewTicker(PodCheckEvery)
+	defer ticker.Stop()
+	warned := false
+	for {
+		select {
+		case <-done:
+			return
+		case <-ticker.C:
+		}
+		u := seen.Load()
+		if u == nil {
+			continue
+		}
+		problems, err := c.Problems(ctx, u)
+		if err != nil {
+			if !warned && ctx.Err() == nil {
+				c.logf("%s: could not look at its pods: %s", p.what, err)
+				warned = true
+			}
+			continue
+		}
+		summary := health.Summary(problems)
+		p.set(nil, &summary)
+		if pr, ok := health.FirstPermanent(problems); ok {
+			cancel(&FailedError{Object: p.what, Problem: pr})
+			return
+		}
 	}
-	return s
 }
 
 // DeploymentAvailable is met when the Deployment's current generation has all replicas
@@ -117,7 +250,23 @@ func DeploymentAvailable(u *unstructured.Unstructured) (bool, string, error) {
 	updated, _, _ := unstructured.NestedInt64(u.Object, "status", "updatedReplicas")
 	avail, _, _ := unstructured.NestedInt64(u.Object, "status", "availableReplicas")
 	state := fmt.Sprintf("%d/%d replicas available", avail, want)
+	if msg := conditionMessage(u, "ReplicaFailure"); msg != "" {
+		state += "; ReplicaFailure: " + msg // pods that cannot even be created (quota, admission)
+	}
 	return observed >= gen && updated == want && avail == want, state, nil
+}
+
+// conditionMessage is the message of a true status condition of the given type, or "".
+func conditionMessage(u *unstructured.Unstructured, typ string) string {
+	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	for _, c := range conds {
+		m, _ := c.(map[string]any)
+		if m["type"] == typ && m["status"] == "True" {
+			msg, _ := m["message"].(string)
+			return msg
+		}
+	}
+	return ""
 }
 
 // VolcanoJobPhase is the phase of a Volcano Job (Pending, Running, Completed, Failed, …).
@@ -137,15 +286,47 @@ func VolcanoJobRunning(u *unstructured.Unstructured) (bool, string, error) {
 	pending, _, _ := unstructured.NestedInt64(u.Object, "status", "pending")
 	minAvail, _, _ := unstructured.NestedInt64(u.Object, "spec", "minAvailable")
 	state := fmt.Sprintf("phase %s, %d pods running, %d pending, gang of %d", phase, running, pending, minAvail)
+	if err := volcanoJobFailed(u, phase); err != nil {
+		return false, state, err
+	}
+	return phase == "Running" || phase == "Completed", state, nil
+}
+
+// VolcanoJobSubmitted is met as soon as Volcano has taken the job: its controller gave it a
+// phase (and made its pod group). A job that already failed ends the wait with the reason.
+func VolcanoJobSubmitted(u *unstructured.Unstructured) (bool, string, error) {
+	phase, _, _ := unstructured.NestedString(u.Object, "status", "state", "phase")
+	state := "not taken by Volcano's controller yet"
+	if phase != "" {
+		state = "phase " + phase
+	}
+	if err := volcanoJobFailed(u, phase); err != nil {
+		return false, state, err
+	}
+	return phase != "", state, nil
+}
+
+// VolcanoJobCompleted is met when the job has completed (its trainers finished); a job that
+// failed, aborted or terminated ends the wait with Volcano's own reason.
+func VolcanoJobCompleted(u *unstructured.Unstructured) (bool, string, error) {
+	phase := VolcanoJobPhase(u)
+	_, state, err := VolcanoJobRunning(u)
+	return phase == "Completed", state, err
+}
+
+// volcanoJobFailed is the error of a job in a phase it will not leave by itself.
+func volcanoJobFailed(u *unstructured.Unstructured, phase string) error {
 	switch phase {
-	case "Running", "Completed":
-		return true, state, nil
 	case "Failed", "Aborted", "Terminated":
 		reason, _, _ := unstructured.NestedString(u.Object, "status", "state", "reason")
 		msg, _, _ := unstructured.NestedString(u.Object, "status", "state", "message")
-		return false, state, fmt.Errorf("volcano job %s/%s is %s: %s %s", u.GetNamespace(), u.GetName(), phase, reason, msg)
+		because := strings.TrimSpace(reason + " " + msg)
+		if because != "" {
+			because = ": " + because
+		}
+		return fmt.Errorf("the job is %s%s", phase, because)
 	}
-	return false, state, nil
+	return nil
 }
 
 // StatefulSetRolledOut is met when every pod of the StatefulSet's current generation exists
