@@ -115,7 +115,9 @@ func TestAccRealNode_TrainingToLookup(t *testing.T) {
 		Steps: []resource.TestStep{
 			{
 				Config: e2eStack(ns, image, id, gen),
-				Check:  k.waitServed(ns, "e2e-cube", strconv.Itoa(id), 4*time.Minute, &version),
+				Check: resource.ComposeTestCheckFunc(
+					k.waitServed(ns, "e2e-cube", strconv.Itoa(id), 4*time.Minute, &version),
+					k.logPodTimes(t, ns, stack.LabelInstance+"=e2e-cube")),
 			},
 			{
 				// A refresh reads what the replicas serve: that version, on both replicas of
@@ -129,6 +131,35 @@ func TestAccRealNode_TrainingToLookup(t *testing.T) {
 			},
 		},
 	})
+}
+
+// logPodTimes logs, for the pods the selector selects, how long each took from creation to
+// its containers' start and to Ready (a cube server is Ready once it serves a model).
+func (k *kubeClients) logPodTimes(t *testing.T, ns, selector string) resource.TestCheckFunc {
+	return func(*terraform.State) error {
+		pods, err := k.cs.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{LabelSelector: selector})
+		if err != nil {
+			return err
+		}
+		for _, p := range pods.Items {
+			var started, ready time.Duration
+			for _, c := range p.Status.Conditions {
+				switch c.Type {
+				case corev1.ContainersReady:
+					if c.Status == corev1.ConditionTrue {
+						ready = c.LastTransitionTime.Sub(p.CreationTimestamp.Time)
+					}
+				}
+			}
+			for _, cs := range p.Status.ContainerStatuses {
+				if cs.State.Running != nil {
+					started = cs.State.Running.StartedAt.Sub(p.CreationTimestamp.Time)
+				}
+			}
+			t.Logf("pod %s: created -> container running %s, -> Ready %s", p.Name, started, ready)
+		}
+		return nil
+	}
 }
 
 // TestAccRealNode_RolloutUnderLookups: a second model version rolls out while a Job on the
