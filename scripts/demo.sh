@@ -2,8 +2,9 @@
 # The README's first command (`make demo`). Builds the provider and the cube binary, starts a
 # local control plane and the CCE emulator, applies examples/demo (CCE cluster -> Volcano ->
 # training -> cube -> serving) with the real terraform CLI, shows the plan a reviewer sees for
-# a change of shards, runs the cube for real on loopback and looks keys up through the
-# cube_conf the apply exported, destroys everything, and stops every process it started.
+# a change of shards, runs the cube for real in pods on the local cluster's real node (a stand-in
+# trainer feeds it) and looks keys up through the cube_conf the apply exported, rolls a second
+# version out under load, destroys everything, and stops every process it started.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -29,10 +30,16 @@ tf="$TF_ACC_TERRAFORM_PATH"
 say "building the local control plane (cached after the first run)"
 bin/testenv build -repo "$root"
 
-say "starting the local control plane (kube-apiserver, controllers, kwok nodes, Volcano)"
+say "building the cube image and installing what the real node runs (containerd, runc, CNI plugins)"
+make --no-print-directory images >/dev/null
+scripts/install-node-deps.sh | sed 's/^/    /'
+
+say "starting the local control plane (kube-apiserver, controllers, kwok nodes, Volcano) and a real node that runs the cube image"
 bin/testenv down -dir "$state" 2>/dev/null || true
 trap cleanup EXIT
-kubeconfig=$(bin/testenv up -dir "$state" -repo "$root")
+kubeconfig=$(bin/testenv up -dir "$state" -repo "$root" -node -image "$root/dist/image/cube-image.tar")
+bin/testenv node-vars -dir "$state" > "$state/real-node.tfvars.json"
+eval "$(bin/testenv env -dir "$state" | grep '^CLUSTER_DNS=')"
 manifest="file://$state/volcano-manifest.yaml"
 
 say "starting the CCE emulator (its clusters hand out the local control plane's kubeconfig)"
@@ -53,7 +60,7 @@ RC
 export TF_CLI_CONFIG_FILE="$state/terraformrc" TF_IN_AUTOMATION=1
 rm -rf "$work" && mkdir -p "$work" && cp -r examples/demo examples/modules "$work/"
 cd "$work/demo"
-vars=(-var "cce_endpoint=$endpoint" -var "volcano_manifest_url=$manifest")
+vars=(-var "cce_endpoint=$endpoint" -var "volcano_manifest_url=$manifest" -var-file "$state/real-node.tfvars.json")
 
 say "terraform get (local modules; the provider is the one just built, through dev_overrides)"
 "$tf" get -no-color >/dev/null
@@ -75,9 +82,28 @@ say "a reviewer's view: cube_shards 2 -> 3"
 grep -E 'will be updated|Warning: Cube|re-shards|demo-cube-shard-2"|"--shards"|cube-conf-sha256|Plan:' "$state/reshard.plan" | sed 's/^/    /' || true
 echo "    (the whole plan: $state/reshard.plan)"
 
-say "the cube for real on loopback: a synthetic embedding table in Paddle's layout, file server, transfer, shard servers; lookups through the cube_conf the apply exported"
-"$tf" output -raw cube_conf > "$state/cube.conf.exported"
-"$root/bin/cube" demo --conf "$state/cube.conf.exported" --replicas 2 --keys 100000 --work-dir "$state/cube-demo" 2>&1 | sed 's/^/    /'
+say "the cube for real, in pods on the real node: stand-in trainer -> file server -> transfer -> 2 replicas per shard; lookups from this machine through the exported cube.conf (names resolved by the cluster's DNS)"
+"$tf" output -raw real_cube_conf > "$state/real-cube.conf"
+seek=("$root/bin/cube" seek --conf "$state/real-cube.conf" --dns "$CLUSTER_DNS" --first 100000)
+served() {
+  for _ in $(seq 180); do
+    if out=$("${seek[@]}" --check "$1" 2>&1); then echo "    $(echo "$out" | tail -1)"; return 0; fi
+    sleep 1
+  done
+  echo "$out" | tail -5; echo "generation $1 was not served within 3 minutes"; return 1
+}
+served 1
+echo "    (these are lookups through the exported cube.conf)"
+
+say "a second model version (model_generation = 2: the training job runs again) rolled out while lookups run"
+"${seek[@]}" --for 120s --workers 4 --batch 100 > "$state/load.out" 2>&1 &
+load=$!
+pids+=("$load")
+"$tf" apply -no-color -auto-approve -input=false "${vars[@]}" -var model_generation=2 > "$state/apply2.log" 2>&1 || { tail -30 "$state/apply2.log"; exit 1; }
+grep -E 'Apply complete' "$state/apply2.log" | sed 's/^/    /'
+served 2
+wait "$load" || { cat "$state/load.out"; echo "lookups during the rollout failed"; exit 1; }
+echo "    load during the rollout: $(tail -1 "$state/load.out")"
 
 say "terraform destroy (waits until every owned object and pod is gone; the CCE cluster is deleted)"
 "$tf" destroy -no-color -auto-approve -input=false "${vars[@]}" 2>&1 | grep -E 'Destroy complete|Destruction complete' | sed 's/^/    /' || true
@@ -88,10 +114,12 @@ cat <<'DONE'
 ==> done. What ran for real and what was simulated:
     real:      the terraform CLI and this provider; kube-apiserver, etcd, controller-manager, scheduler;
                Volcano's scheduler, controllers and admission webhook (gang scheduling of the training job);
-               server-side apply, drift projection, watches; the cube engine: file server, transfer,
-               agents and shard servers as processes on 127.0.0.1, lookups over baidu_std through the
-               exported cube.conf, a second model version rolled out under load.
-    simulated: the nodes (kwok: pods reach Running but run no containers); Baidu Cloud CCE (the local
+               server-side apply, drift projection, watches; a real node (kubelet, containerd, runc, CNI
+               bridge, CoreDNS, kube-proxy) running this repository's image in pods: the stand-in
+               trainer, the file server, the cube's transfer and shard servers; lookups over baidu_std
+               through the exported cube.conf; a second model version rolled out under load.
+    simulated: the kwok nodes, where Paddle's training and Serving pods reach Running but run no
+               containers (their images cannot run here); Baidu Cloud CCE (the local
                emulator, checking bce-auth-v1 signatures; its "clusters" are the local control plane);
                Volcano's own pods from the release manifest (the control plane runs Volcano as processes).
 DONE

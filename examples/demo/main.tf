@@ -68,3 +68,62 @@ output "cube_conf" {
 output "serving_url" {
   value = module.ctr.serving_url
 }
+
+# The cube for real: on a cluster with a node that runs this repository's image (make demo's
+# local cluster has one), a stand-in trainer (`cube model`) writes a synthetic model into a
+# training job's volume, and a cube of 2 replicas per shard serves it in pods. Paddle's images
+# cannot run on that machine, so the Paddle training and Serving above stay simulated.
+variable "real_node_image" {
+  description = "This repository's cube image, present on a node that runs it; \"\" leaves the real cube out."
+  type        = string
+  default     = ""
+}
+
+variable "real_node_namespace_annotations" {
+  description = "Annotations of the real cube's namespace that place its pods on that node (node selector and toleration admission plugins)."
+  type        = map(string)
+  default     = {}
+}
+
+variable "model_generation" {
+  description = "Generation (1-255) of the stand-in trainer's model; changing it trains and rolls out a new version."
+  type        = number
+  default     = 1
+}
+
+locals {
+  real = var.real_node_image == "" ? 0 : 1
+}
+
+resource "ctr_namespace" "real" {
+  count       = local.real
+  name        = "ctr-real"
+  annotations = var.real_node_namespace_annotations
+}
+
+resource "ctr_training_job" "standin" {
+  count             = local.real
+  name              = "standin"
+  namespace         = ctr_namespace.real[0].name
+  mode              = "collective"
+  image             = var.real_node_image
+  image_pull_policy = "IfNotPresent"
+  command           = ["/cube", "model", "--out", "/data", "--keys", "100000", "--id", tostring(1000 * var.model_generation), "--gen", tostring(var.model_generation)]
+  worker            = { replicas = 1 }
+  model_output      = { size = "1Gi", mount_path = "/data", donefile_path = "donefile/base.txt" }
+  file_server       = { image = var.real_node_image }
+}
+
+resource "ctr_cube" "real" {
+  count        = local.real
+  name         = "real-cube"
+  namespace    = ctr_namespace.real[0].name
+  image        = var.real_node_image
+  donefile_url = ctr_training_job.standin[0].donefile_url
+  shards       = var.cube_shards
+  replicas     = 2
+}
+
+output "real_cube_conf" {
+  value = local.real == 1 ? ctr_cube.real[0].cube_conf : ""
+}

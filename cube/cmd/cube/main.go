@@ -273,8 +273,12 @@ func runSeek(args []string, stdout, stderr io.Writer) error {
 	workers := fs.Int("workers", 4, "with --for: concurrent lookups")
 	batch := fs.Int("batch", 100, "with --for: keys per lookup")
 	valueSize := fs.Int("value-size", pipeline.DefaultValueSize, "with --for: `bytes` per value (cube model --value-size)")
+	dns := fs.String("dns", "", "resolve cube.conf's names with the DNS server at `HOST:PORT` (a cluster's DNS, from outside its pods) instead of the system's")
 	if err := parse(fs, args); err != nil {
 		return err
+	}
+	if *dns != "" {
+		client.LookupHost = resolverAt(*dns).LookupHost
 	}
 	if (*conf == "") == (*addr == "") {
 		fmt.Fprintln(stderr, "exactly one of --conf and --addr is required")
@@ -330,6 +334,14 @@ func runSeek(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	return err
+}
+
+// resolverAt is a resolver that asks only the DNS server at addr.
+func resolverAt(addr string) *net.Resolver {
+	return &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, network, _ string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, network, addr)
+	}}
 }
 
 // seekConf is the dictionary seek asks: dict (or the first) of the cube.conf at conf, or the

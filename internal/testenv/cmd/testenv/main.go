@@ -4,18 +4,22 @@
 //	testenv up   [-dir D] [-node [-image TAR]...]
 //	                       build if needed, start (with the real node), print the kubeconfig path
 //	testenv down [-dir D]  stop every process by its recorded pid
-//	testenv env  [-dir D]  print KUBECONFIG=... for a running environment
+//	testenv env  [-dir D]  print KUBECONFIG=... (and the real node's CLUSTER_DNS) for a running environment
+//	testenv node-vars [-dir D]  Terraform variables (JSON) that place a namespace's pods on the real node
 package main
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 
+	"github.com/elasticctr/terraform-provider-ctr/internal/stack"
 	"github.com/elasticctr/terraform-provider-ctr/internal/testenv"
 )
 
@@ -56,6 +60,17 @@ func main() {
 		var e *testenv.Env
 		if e, err = testenv.Load(*dir); err == nil {
 			fmt.Printf("KUBECONFIG=%s\n", e.Kubeconfig())
+			if e.Node {
+				// What a script outside the cluster needs to reach the real node's pods.
+				fmt.Printf("CLUSTER_DNS=%s:53\n", testenv.NodeIP)
+				fmt.Printf("NODE_IMAGES=%s\n", strings.Join(e.NodeImages, ","))
+			}
+		}
+	case "node-vars":
+		// Terraform variables (JSON) that put a namespace's pods on the real node.
+		var e *testenv.Env
+		if e, err = testenv.Load(*dir); err == nil {
+			err = nodeVars(e)
 		}
 	default:
 		usage()
@@ -64,6 +79,32 @@ func main() {
 		fmt.Fprintf(os.Stderr, "testenv %s: %v\n", cmd, err)
 		os.Exit(1)
 	}
+}
+
+// nodeVars prints real_node_image (the project's image imported into the node) and
+// real_node_namespace_annotations as a Terraform variables file.
+func nodeVars(e *testenv.Env) error {
+	if !e.Node {
+		return fmt.Errorf("the environment in %s has no real node (up -node)", e.Dir)
+	}
+	image := ""
+	for _, n := range e.NodeImages {
+		if strings.HasPrefix(n, stack.CubeImageRepository+":") {
+			image = n
+		}
+	}
+	if image == "" {
+		return fmt.Errorf("no %s image imported into the real node (up -node -image dist/image/cube-image.tar)", stack.CubeImageRepository)
+	}
+	out, err := json.MarshalIndent(map[string]any{
+		"real_node_image":                 image,
+		"real_node_namespace_annotations": testenv.RealNodeNamespace(),
+	}, "", "  ")
+	if err != nil {
+		return err
+	}
+	fmt.Println(string(out))
+	return nil
 }
 
 func build(ctx context.Context, repo string) (*testenv.Binaries, error) {
@@ -80,7 +121,7 @@ func build(ctx context.Context, repo string) (*testenv.Binaries, error) {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: testenv build|up|down|env [-dir DIR] [-repo ROOT] [-node [-image TAR]...]")
+	fmt.Fprintln(os.Stderr, "usage: testenv build|up|down|env|node-vars [-dir DIR] [-repo ROOT] [-node [-image TAR]...]")
 	os.Exit(2)
 }
 
