@@ -15,7 +15,7 @@ pids=()
 cleanup() {
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done
   say "stopping the local control plane"
-  bin/testenv down -dir "$state"
+  "$root/bin/testenv" down -dir "$state"
 }
 
 say "building the provider, the cube binary, the CCE emulator and the control-plane launcher"

@@ -274,11 +274,12 @@ func runSeek(args []string, stdout, stderr io.Writer) error {
 	batch := fs.Int("batch", 100, "with --for: keys per lookup")
 	valueSize := fs.Int("value-size", pipeline.DefaultValueSize, "with --for: `bytes` per value (cube model --value-size)")
 	dns := fs.String("dns", "", "resolve cube.conf's names with the DNS server at `HOST:PORT` (a cluster's DNS, from outside its pods) instead of the system's")
+	domain := fs.String("dns-domain", "cluster.local", "with --dns: the cluster `domain` appended to names that lack it, as a pod's search path does (cube.conf names are like shard.namespace.svc)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
 	if *dns != "" {
-		client.LookupHost = resolverAt(*dns).LookupHost
+		client.LookupHost = clusterLookup(resolverAt(*dns), *domain)
 	}
 	if (*conf == "") == (*addr == "") {
 		fmt.Fprintln(stderr, "exactly one of --conf and --addr is required")
@@ -334,6 +335,19 @@ func runSeek(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	return err
+}
+
+// clusterLookup resolves a name with r, completing it with the cluster domain first, as a
+// pod's search path would ("shard.ns.svc" is "shard.ns.svc.cluster.local").
+func clusterLookup(r *net.Resolver, domain string) func(context.Context, string) ([]string, error) {
+	return func(ctx context.Context, host string) ([]string, error) {
+		if domain != "" && net.ParseIP(host) == nil && !strings.HasSuffix(strings.TrimSuffix(host, "."), "."+domain) {
+			if addrs, err := r.LookupHost(ctx, strings.TrimSuffix(host, ".")+"."+domain+"."); err == nil {
+				return addrs, nil
+			}
+		}
+		return r.LookupHost(ctx, host)
+	}
 }
 
 // resolverAt is a resolver that asks only the DNS server at addr.
