@@ -178,7 +178,7 @@ func TestAccRealNode_RolloutUnderLookups(t *testing.T) {
 				Check: resource.ComposeTestCheckFunc(
 					k.waitServed(ns, "e2e-cube", "1000", 4*time.Minute, &v1),
 					func(s *terraform.State) error {
-						return k.startSeekJob(t, s, ns, image, "load", "--first", strconv.Itoa(e2eModelKeys), "--for", load)
+						return k.startSeekJob(t, s, ns, image, "load", 0, "--first", strconv.Itoa(e2eModelKeys), "--for", load)
 					}),
 			},
 			{
@@ -416,7 +416,10 @@ func stateServes(version *string) resource.TestCheckFunc {
 // mounted from a ConfigMap and checks every key's value is generation gen's.
 func (k *kubeClients) lookupJob(t *testing.T, ns, image, name string, gen int) resource.TestCheckFunc {
 	return func(s *terraform.State) error {
-		if err := k.startSeekJob(t, s, ns, image, name, "--first", strconv.Itoa(e2eModelKeys), "--check", strconv.Itoa(gen)); err != nil {
+		// Two retries: a shard Service that just got its first ready pods may not be in the
+		// cluster DNS yet (CoreDNS answers SERVFAIL until its endpoint watch catches up). A wrong
+		// value fails every attempt.
+		if err := k.startSeekJob(t, s, ns, image, name, 2, "--first", strconv.Itoa(e2eModelKeys), "--check", strconv.Itoa(gen)); err != nil {
 			return err
 		}
 		logs, err := k.waitJob(ns, name, 3*time.Minute)
@@ -430,7 +433,7 @@ func (k *kubeClients) lookupJob(t *testing.T, ns, image, name string, gen int) r
 
 // startSeekJob starts `cube seek --conf /conf/cube.conf ARGS...` in a Job, with the state's
 // cube_conf mounted from a ConfigMap, exactly what Paddle Serving would read.
-func (k *kubeClients) startSeekJob(t *testing.T, s *terraform.State, ns, image, name string, args ...string) error {
+func (k *kubeClients) startSeekJob(t *testing.T, s *terraform.State, ns, image, name string, retries int32, args ...string) error {
 	ctx := context.Background()
 	conf := s.RootModule().Resources["ctr_cube.cube"].Primary.Attributes["cube_conf"]
 	if conf == "" {
@@ -443,7 +446,7 @@ func (k *kubeClients) startSeekJob(t *testing.T, s *terraform.State, ns, image, 
 	job := &batchv1.Job{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
 		Spec: batchv1.JobSpec{
-			BackoffLimit: ptr.To[int32](0),
+			BackoffLimit: ptr.To(retries),
 			Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
 				RestartPolicy: corev1.RestartPolicyNever,
 				Containers: []corev1.Container{{
@@ -499,7 +502,13 @@ func (k *kubeClients) jobLogs(ctx context.Context, ns, job string) string {
 	if err != nil || len(pods.Items) == 0 {
 		return "(no pod)"
 	}
-	data, err := k.cs.CoreV1().Pods(ns).GetLogs(pods.Items[0].Name, &corev1.PodLogOptions{}).DoRaw(ctx)
+	pod := pods.Items[0].Name // the one that succeeded, if any (a Job may retry)
+	for _, p := range pods.Items {
+		if p.Status.Phase == corev1.PodSucceeded {
+			pod = p.Name
+		}
+	}
+	data, err := k.cs.CoreV1().Pods(ns).GetLogs(pod, &corev1.PodLogOptions{}).DoRaw(ctx)
 	if err != nil {
 		return "(no log: " + err.Error() + ")"
 	}
