@@ -1,10 +1,13 @@
 package provider
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -22,6 +25,10 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 
+	"github.com/elasticctr/terraform-provider-ctr/cube/api"
+	"github.com/elasticctr/terraform-provider-ctr/cube/donefile"
+	"github.com/elasticctr/terraform-provider-ctr/cube/pipeline"
+	"github.com/elasticctr/terraform-provider-ctr/cube/seqfile"
 	"github.com/elasticctr/terraform-provider-ctr/internal/stack"
 	"github.com/elasticctr/terraform-provider-ctr/internal/testenv"
 )
@@ -40,12 +47,7 @@ func requireRealNode(t *testing.T) (*kubeClients, string, string) {
 	if err != nil || !env.Node {
 		t.Skip("the environment has no real node: make test starts one (testenv up -node)")
 	}
-	image := ""
-	for _, n := range env.NodeImages {
-		if strings.HasPrefix(n, stack.CubeImageRepository+":") {
-			image = n
-		}
-	}
+	image := env.NodeImage(stack.CubeImageRepository)
 	if image == "" {
 		t.Fatalf("no %s image imported into the real node (images: %v): testenv up -node -image dist/image/cube-image.tar", stack.CubeImageRepository, env.NodeImages)
 	}
@@ -72,6 +74,21 @@ func e2eStack(ns, image string, id, gen int, cubeExtra ...string) string {
 }
 
 func e2eStackShards(ns, image string, id, gen, shards int, cubeExtra ...string) string {
+	return e2eTraining(ns, image, id, gen, "") + fmt.Sprintf(`
+resource "ctr_cube" "cube" {
+  name         = "e2e-cube"
+  namespace    = %[1]q
+  image        = %[2]q
+  donefile_url = ctr_training_job.train.donefile_url
+  replicas     = 2
+  timeouts     = { create = "5m", update = "5m", delete = "3m" }
+%[3]s
+}
+`, ns, image, strings.Join(append([]string{fmt.Sprintf("  shards       = %d", shards)}, cubeExtra...), "\n"))
+}
+
+// e2eTraining is the training job of e2eStack alone, with extra attributes.
+func e2eTraining(ns, image string, id, gen int, extra string) string {
 	return fmt.Sprintf(`
 resource "ctr_training_job" "train" {
   name              = "e2e"
@@ -84,18 +101,100 @@ resource "ctr_training_job" "train" {
   model_output      = { size = "1Gi", mount_path = "/data", donefile_path = "donefile/base.txt" }
   file_server       = { image = %[2]q }
   timeouts          = { create = "5m", update = "5m", delete = "3m" }
-}
-
-resource "ctr_cube" "cube" {
-  name         = "e2e-cube"
-  namespace    = %[1]q
-  image        = %[2]q
-  donefile_url = ctr_training_job.train.donefile_url
-  replicas     = 2
-  timeouts     = { create = "5m", update = "5m", delete = "3m" }
 %[6]s
 }
-`, ns, image, id, gen, e2eModelKeys, strings.Join(append([]string{fmt.Sprintf("  shards       = %d", shards)}, cubeExtra...), "\n"))
+`, ns, image, id, gen, e2eModelKeys, extra)
+}
+
+// TestAccRealNode_TrainingServesModel: the training job alone. Its task (the trainer
+// stand-in) runs to completion, which the job's phase reports; and the model it wrote is
+// served over the file server's Service at the exported donefile_url: the donefile's line, a
+// directory listing of its input (as the transfer crawls it), and every record of every
+// SequenceFile listed there with the value the trainer wrote.
+func TestAccRealNode_TrainingServesModel(t *testing.T) {
+	k, ns, image := requireRealNode(t)
+	const id, gen = 500, 3
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: providerFactories,
+		CheckDestroy:             k.checkNothingOwnedOf(ns, stack.Owner(stack.TrainingJobType, "e2e"), stack.TrainingJobKinds),
+		Steps: []resource.TestStep{{
+			Config: e2eTraining(ns, image, id, gen, `  wait              = "completed"`),
+			ConfigStateChecks: []statecheck.StateCheck{
+				statecheck.ExpectKnownValue("ctr_training_job.train", tfjsonpath.New("phase"), knownvalue.StringExact("Completed")),
+			},
+			Check: k.servesModel(ns, strconv.Itoa(id), gen),
+		}},
+	})
+}
+
+// servesModel fetches, through the API server's service proxy, the donefile at the state's
+// donefile_url, then its line id's input directory listing and every file listed, and checks
+// the files hold e2eModelKeys records of generation gen.
+func (k *kubeClients) servesModel(ns, id string, gen byte) resource.TestCheckFunc {
+	return func(s *terraform.State) error {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		donefileURL, err := url.Parse(s.RootModule().Resources["ctr_training_job.train"].Primary.Attributes["donefile_url"])
+		if err != nil {
+			return err
+		}
+		svc, port, _ := strings.Cut(donefileURL.Host, ":")
+		svc, _, _ = strings.Cut(svc, ".")
+		get := func(u *url.URL) ([]byte, error) {
+			b, err := k.cs.CoreV1().Services(ns).ProxyGet("http", svc, port, u.Path, nil).DoRaw(ctx)
+			if err != nil {
+				return nil, fmt.Errorf("GET %s through service %s/%s: %w", u.Path, ns, svc, err)
+			}
+			return b, nil
+		}
+		b, err := get(donefileURL)
+		if err != nil {
+			return err
+		}
+		entries, warns := donefile.Parse(b)
+		if len(entries) != 1 || entries[0].ID != id || len(warns) > 0 {
+			return fmt.Errorf("donefile %s: %q, want one line of id %s (warnings: %v)", donefileURL, b, id, warns)
+		}
+		input := donefileURL.ResolveReference(&url.URL{Path: strings.TrimSuffix(entries[0].Input, "/") + "/"})
+		listing, err := get(input)
+		if err != nil {
+			return err
+		}
+		dir := filepath.Join(os.TempDir(), "ctr-e2e-model-"+ns)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return err
+		}
+		defer os.RemoveAll(dir)
+		var files []string
+		for _, m := range regexp.MustCompile(`href="([^"?/]+)"`).FindAllStringSubmatch(string(listing), -1) {
+			if strings.HasPrefix(m[1], ".") || strings.HasPrefix(m[1], "_") {
+				continue
+			}
+			b, err := get(input.ResolveReference(&url.URL{Path: m[1]}))
+			if err != nil {
+				return err
+			}
+			if err := os.WriteFile(filepath.Join(dir, m[1]), b, 0o644); err != nil {
+				return err
+			}
+			files = append(files, m[1])
+		}
+		records, wrong := 0, 0
+		err = seqfile.ReadAll(dir, seqfile.Options{}, func(key uint64, value []byte) error {
+			records++
+			if !bytes.Equal(value, pipeline.Value(key, gen, pipeline.DefaultValueSize)) {
+				wrong++
+			}
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("model %s (files %v): %w", input, files, err)
+		}
+		if records != e2eModelKeys || wrong > 0 {
+			return fmt.Errorf("model %s (files %v): %d records, %d with a wrong value; want %d of generation %d", input, files, records, wrong, e2eModelKeys, gen)
+		}
+		return nil
+	}
 }
 
 // TestAccRealNode_TrainingToLookup: the trainer stand-in writes a model into the training
@@ -144,11 +243,8 @@ func (k *kubeClients) logPodTimes(t *testing.T, ns, selector string) resource.Te
 		for _, p := range pods.Items {
 			var started, ready time.Duration
 			for _, c := range p.Status.Conditions {
-				switch c.Type {
-				case corev1.ContainersReady:
-					if c.Status == corev1.ConditionTrue {
-						ready = c.LastTransitionTime.Sub(p.CreationTimestamp.Time)
-					}
+				if c.Type == corev1.ContainersReady && c.Status == corev1.ConditionTrue {
+					ready = c.LastTransitionTime.Sub(p.CreationTimestamp.Time)
 				}
 			}
 			for _, cs := range p.Status.ContainerStatuses {
@@ -326,22 +422,17 @@ func (k *kubeClients) deletePodAndWaitServing(t *testing.T, ns, cube, pod string
 		if err := k.cs.CoreV1().Pods(ns).Delete(ctx, pod, metav1.DeleteOptions{}); err != nil {
 			return err
 		}
-		c := stack.Cube{Name: cube, Namespace: ns}.Defaulted()
 		var last string
 		err = wait.PollUntilContextTimeout(ctx, time.Second, timeout, true, func(ctx context.Context) (bool, error) {
 			p, err := k.cs.CoreV1().Pods(ns).Get(ctx, pod, metav1.GetOptions{})
 			if err != nil || p.UID == old.UID {
 				return false, nil // not yet re-created
 			}
-			body, err := k.cs.CoreV1().Services(ns).ProxyGet("http", c.TransferService(), strconv.Itoa(int(c.TransferPort)), stack.TransferStatusPath, nil).DoRaw(ctx)
+			st, body, err := k.transferStatus(ctx, ns, cube)
 			if err != nil {
 				return false, nil
 			}
-			st, err := stack.DecodeTransferStatus(body)
-			if err != nil {
-				return false, err
-			}
-			last = string(body)
+			last = body
 			if st.ServedVersion != *version {
 				return false, nil
 			}
@@ -370,19 +461,14 @@ func (k *kubeClients) waitServed(ns, cube, id string, timeout time.Duration, ver
 // version not (a re-shard rebuilds the same donefile id under a new version name).
 func (k *kubeClients) waitServedShards(ns, cube, id string, shards int, timeout time.Duration, version *string, not string) resource.TestCheckFunc {
 	return func(*terraform.State) error {
-		c := stack.Cube{Name: cube, Namespace: ns}.Defaulted()
 		var last string
 		err := wait.PollUntilContextTimeout(context.Background(), time.Second, timeout, true, func(ctx context.Context) (bool, error) {
-			body, err := k.cs.CoreV1().Services(ns).ProxyGet("http", c.TransferService(), strconv.Itoa(int(c.TransferPort)), stack.TransferStatusPath, nil).DoRaw(ctx)
+			st, body, err := k.transferStatus(ctx, ns, cube)
 			if err != nil {
 				last = err.Error()
 				return false, nil
 			}
-			st, err := stack.DecodeTransferStatus(body)
-			if err != nil {
-				return false, err
-			}
-			last = string(body)
+			last = body
 			if shards > 0 && len(st.Shards) != shards {
 				return false, nil
 			}
@@ -399,6 +485,21 @@ func (k *kubeClients) waitServedShards(ns, cube, id string, shards int, timeout 
 		}
 		return nil
 	}
+}
+
+// transferStatus reads the cube's transfer status through the API server's service proxy:
+// the decoded status and its raw body (for failure messages).
+func (k *kubeClients) transferStatus(ctx context.Context, ns, cube string) (api.Status, string, error) {
+	c := stack.Cube{Name: cube, Namespace: ns}.Defaulted()
+	body, err := k.cs.CoreV1().Services(ns).ProxyGet("http", c.TransferService(), strconv.Itoa(int(c.TransferPort)), stack.TransferStatusPath, nil).DoRaw(ctx)
+	if err != nil {
+		return api.Status{}, "", err
+	}
+	st, err := stack.DecodeTransferStatus(body)
+	if err != nil {
+		return api.Status{}, string(body), fmt.Errorf("transfer status of cube %s/%s: %w", ns, cube, err)
+	}
+	return st, string(body), nil
 }
 
 // stateServes checks the state's served_version is version (what the replicas report).

@@ -31,6 +31,20 @@ type cubeResource struct{ resourceBase }
 var cubeWorkload = workload[stack.Cube, cubeModel, *cubeModel]{
 	kind: "Cube", typ: stack.CubeType, kinds: stack.CubeKinds, nested: cubeObjects, render: stack.RenderCube,
 	applyTimeout: 20 * time.Minute, deleteTimeout: 10 * time.Minute,
+	afterDelete: waitServerClaimsGone,
+}
+
+// waitServerClaimsGone waits for the servers' claims (storage), which go after their
+// StatefulSets by its retention policy.
+func waitServerClaimsGone(ctx context.Context, kc *kube.Client, m *cubeModel) error {
+	if m.Storage == nil {
+		return nil
+	}
+	c := stack.Cube{Name: m.Name.ValueString(), Namespace: m.Namespace.ValueString()}
+	if err := kc.WaitClaimsGone(ctx, c.Namespace, c.ServerClaimsSelector()); err != nil {
+		return fmt.Errorf("the cube servers' claims did not go: %w", err)
+	}
+	return nil
 }
 
 func (r *cubeResource) Metadata(_ context.Context, req resource.MetadataRequest, resp *resource.MetadataResponse) {
@@ -96,28 +110,6 @@ func (r *cubeResource) Update(ctx context.Context, req resource.UpdateRequest, r
 
 func (r *cubeResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
 	cubeWorkload.delete(ctx, r.data, req, resp)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	// The servers' claims (storage) go after their StatefulSets, by its retention policy.
-	var st cubeModel
-	resp.Diagnostics.Append(req.State.Get(ctx, &st)...)
-	if resp.Diagnostics.HasError() || st.Storage == nil {
-		return
-	}
-	timeout, d := st.Timeouts.Delete(ctx, cubeWorkload.deleteTimeout)
-	resp.Diagnostics.Append(d...)
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	kc, d := kubeClient(ctx, st.Kubernetes, r.data)
-	resp.Diagnostics.Append(d...)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	c := stack.Cube{Name: st.Name.ValueString(), Namespace: st.Namespace.ValueString()}
-	if err := kc.WaitClaimsGone(ctx, c.Namespace, c.ServerClaimsSelector()); err != nil {
-		resp.Diagnostics.Append(diagnostics.Failed("Delete Cube Error", "The cube servers' claims did not go", "", err))
-	}
 }
 
 func (r *cubeResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {

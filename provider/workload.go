@@ -117,6 +117,9 @@ type workload[S interface{ Validate() stack.FieldErrors }, M any, P interface {
 	// a changed image replaces the resource.
 	defaultImage  func(stack.Images) string
 	imageReplaces bool
+	// afterDelete, if set, waits for what goes only after the deleted objects (the cube
+	// servers' claims), inside the same delete timeout and with the same client.
+	afterDelete func(ctx context.Context, kc *kube.Client, m P) error
 }
 
 // stateLike is the part of tfsdk.State that apply needs.
@@ -403,6 +406,12 @@ func (w workload[S, M, P]) delete(ctx context.Context, data *providerData, req r
 	ns, name := a.Namespace.ValueString(), a.Name.ValueString()
 	if err := kc.DeleteAll(ctx, ns, stack.Owner(w.typ, name), w.kinds, stack.ControllerKinds, stateObjects(a)); err != nil {
 		resp.Diagnostics.Append(diagnostics.Failed(w.summary("Delete"), "Could not delete everything "+a.describe(w.kind)+" owns", "", err))
+		return
+	}
+	if w.afterDelete != nil {
+		if err := w.afterDelete(ctx, kc, &st); err != nil {
+			resp.Diagnostics.Append(diagnostics.Failed(w.summary("Delete"), "Not everything "+a.describe(w.kind)+" owns went", "", err))
+		}
 	}
 }
 

@@ -53,6 +53,17 @@ type Ports struct {
 	Kubelet, KubeletHealth, ProxyHealth, ProxyMetrics int
 }
 
+// NodeImage is the name of the image of repository (e.g. stack.CubeImageRepository) imported
+// into the real node, "" when there is none.
+func (e *Env) NodeImage(repository string) string {
+	for _, n := range e.NodeImages {
+		if strings.HasPrefix(n, repository+":") {
+			return n
+		}
+	}
+	return ""
+}
+
 // Kubeconfig is the admin kubeconfig of the environment.
 func (e *Env) Kubeconfig() string { return filepath.Join(e.Dir, "kubeconfig") }
 
@@ -296,12 +307,7 @@ func Down(dir string, log io.Writer) error {
 	for i := len(order) - 1; i >= 0; i-- {
 		name := order[i]
 		pidFile := filepath.Join(dir, "pids", name)
-		data, err := os.ReadFile(pidFile)
-		if err != nil {
-			continue
-		}
-		pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
-		if err == nil && alive(pid) {
+		if pid := pidOf(dir, name); pid > 0 && alive(pid) {
 			step(log, "stopping %s (pid %d)", name, pid)
 			if err := stop(pid); err != nil {
 				errs = append(errs, fmt.Errorf("stop %s (pid %d): %w", name, pid, err))
@@ -316,11 +322,7 @@ func Down(dir string, log io.Writer) error {
 
 func running(dir string) bool {
 	for _, name := range append(order, nodeOrder...) {
-		data, err := os.ReadFile(filepath.Join(dir, "pids", name))
-		if err != nil {
-			continue
-		}
-		if pid, err := strconv.Atoi(strings.TrimSpace(string(data))); err == nil && alive(pid) {
+		if pid := pidOf(dir, name); pid > 0 && alive(pid) {
 			return true
 		}
 	}

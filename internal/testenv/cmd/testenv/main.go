@@ -87,12 +87,7 @@ func nodeVars(e *testenv.Env) error {
 	if !e.Node {
 		return fmt.Errorf("the environment in %s has no real node (up -node)", e.Dir)
 	}
-	image := ""
-	for _, n := range e.NodeImages {
-		if strings.HasPrefix(n, stack.CubeImageRepository+":") {
-			image = n
-		}
-	}
+	image := e.NodeImage(stack.CubeImageRepository)
 	if image == "" {
 		return fmt.Errorf("no %s image imported into the real node (up -node -image dist/image/cube-image.tar)", stack.CubeImageRepository)
 	}
