@@ -283,7 +283,8 @@ func TestAccRealNode_RolloutUnderLookups(t *testing.T) {
 					k.waitServed(ns, "e2e-cube", "2000", 4*time.Minute, &v2),
 					func(*terraform.State) error {
 						if k.jobFinished(ns, "load") {
-							return fmt.Errorf("the lookup job ended before version 2000 served: it did not look up during the rollout; make --for longer than %s", load)
+							return fmt.Errorf("the lookup job ended before version 2000 served, so it did not look up during the whole rollout "+
+								"(if it succeeded, make --for longer than %s); its log: %s", load, k.jobLogs(context.Background(), ns, "load"))
 						}
 						logs, err := k.waitJob(ns, "load", 4*time.Minute)
 						if err != nil {

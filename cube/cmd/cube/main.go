@@ -270,6 +270,7 @@ func runSeek(args []string, stdout, stderr io.Writer) error {
 	first := fs.Int("first", 0, "also look up keys 0..`N`-1")
 	check := fs.Int("check", 0, "check every value is what `cube model --gen G` wrote for its key; print only the keys that are not, and a summary (exit 1 if any)")
 	forDur := fs.Duration("for", 0, "instead: look random keys of 0..--first-1 up for this `duration` (e.g. during a rollout), checking every key is found with a well-formed `cube model` value and no response mixes versions; print a summary (exit 1 on any failure)")
+	ready := fs.Duration("ready-within", time.Minute, "with --for: before the clock starts, wait up to this `duration` until cube.conf's names resolve and every shard answers once (a cube whose Services just appeared may not be in the cluster DNS yet); not counted as failures")
 	workers := fs.Int("workers", 4, "with --for: concurrent lookups")
 	batch := fs.Int("batch", 100, "with --for: keys per lookup")
 	valueSize := fs.Int("value-size", pipeline.DefaultValueSize, "with --for: `bytes` per value (cube model --value-size)")
@@ -286,7 +287,7 @@ func runSeek(args []string, stdout, stderr io.Writer) error {
 		return errUsage
 	}
 	if *forDur > 0 {
-		return seekFor(stdout, *conf, *dict, *addr, *first, *forDur, *workers, *batch, *valueSize, *timeout)
+		return seekFor(stdout, *conf, *dict, *addr, *first, *forDur, *ready, *workers, *batch, *valueSize, *timeout)
 	}
 	var keys []uint64
 	for k := range *first {
@@ -377,7 +378,7 @@ func seekConf(conf, dict, addr string, timeout time.Duration) (client.DictConf, 
 }
 
 // seekFor is seek --for: lookups of random keys through the dictionary for d, then a summary.
-func seekFor(stdout io.Writer, conf, dict, addr string, keys int, d time.Duration, workers, batch, valueSize int, timeout time.Duration) error {
+func seekFor(stdout io.Writer, conf, dict, addr string, keys int, d, ready time.Duration, workers, batch, valueSize int, timeout time.Duration) error {
 	if keys < 1 {
 		return errors.New("--for needs --first N: the keys 0..N-1 to look up")
 	}
@@ -385,6 +386,11 @@ func seekFor(stdout io.Writer, conf, dict, addr string, keys int, d time.Duratio
 	if err != nil {
 		return err
 	}
+	took, err := waitAnswering(dc, keys, ready)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "every shard answers (after %s); looking up for %s\n", took.Round(time.Millisecond), d)
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
 	st, err := pipeline.Loader{Conf: dc, Keys: keys, ValueSize: valueSize}.Run(ctx, workers, batch)
@@ -397,6 +403,36 @@ func seekFor(stdout io.Writer, conf, dict, addr string, keys int, d time.Duratio
 		return fmt.Errorf("%d failed lookups, %d mixing versions; first failure: %s", st.Failed, st.Mixed, st.FirstErr)
 	}
 	return nil
+}
+
+// waitAnswering waits up to within until the names of dc resolve and one lookup of a key
+// of every shard (keys 0..shards-1 of the first keys) succeeds, and says how long it took.
+func waitAnswering(dc client.DictConf, keys int, within time.Duration) (time.Duration, error) {
+	start := time.Now()
+	probe := make([]uint64, min(keys, max(dc.Shard, 1)))
+	for i := range probe {
+		probe[i] = uint64(i)
+	}
+	for {
+		err := func() error {
+			cl, err := client.New(dc)
+			if err != nil {
+				return err
+			}
+			defer cl.Close()
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+			defer cancel()
+			_, _, err = cl.Seek(ctx, probe)
+			return err
+		}()
+		if err == nil {
+			return time.Since(start), nil
+		}
+		if time.Since(start)+time.Second > within {
+			return 0, fmt.Errorf("the cube did not answer within %s (--ready-within): %w", within, err)
+		}
+		time.Sleep(time.Second)
+	}
 }
 
 // checkValues reports every key whose value is not what `cube model --gen

@@ -2,11 +2,14 @@ package main
 
 import (
 	"encoding/json"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/elasticctr/terraform-provider-ctr/cube/client"
 )
@@ -49,6 +52,32 @@ func TestModelStandIn(t *testing.T) {
 		!strings.Contains(string(b), "failed lookups") || strings.Contains(string(b), " 0 failed,") {
 		t.Fatalf("seek --for with the wrong value size: err %v, output %s", err, b)
 	}
+	// --for waits (--ready-within) for a cube that does not answer yet, and does not count
+	// that time as failures; one that never answers fails once the wait is over.
+	late := freeAddr(t)
+	lateConf := client.DictConf{DictName: "d", Shard: 2, Dup: 1, Timeout: 1000, Type: "ipport_list",
+		Nodes: []client.Node{conf.Nodes[0], {IPPortList: "list://" + late}}}
+	b, _ = json.Marshal([]client.DictConf{lateConf})
+	latePath := filepath.Join(dir, "late.conf")
+	if err := os.WriteFile(latePath, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := exec.Command(cubeBin, "seek", "--conf", latePath, "--first", "500", "--for", "300ms", "--ready-within", "1s").CombinedOutput(); err == nil ||
+		!strings.Contains(string(b), "did not answer within 1s") {
+		t.Fatalf("seek --for against a shard that never answers: err %v, output %s", err, b)
+	}
+	seek := exec.Command(cubeBin, "seek", "--conf", latePath, "--first", "500", "--for", "500ms", "--ready-within", "30s")
+	var seekOut strings.Builder
+	seek.Stdout, seek.Stderr = &seekOut, &seekOut
+	if err := seek.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(1500 * time.Millisecond)
+	startServer(t, data, 1, "--listen", late)
+	if err := seek.Wait(); err != nil || !regexp.MustCompile(`every shard answers \(after [1-9][0-9.]*s\)`).MatchString(seekOut.String()) ||
+		!strings.Contains(seekOut.String(), " 0 failed, 0 mixing versions") {
+		t.Fatalf("seek --for against a shard that answers after 1.5 s: err %v, output %s", err, seekOut.String())
+	}
 	cmd := exec.Command(cubeBin, "seek", "--conf", confPath, "--first", "3", "--check", "8", "600")
 	b, err = cmd.CombinedOutput()
 	if err == nil || !strings.Contains(string(b), "4 of 4 keys do not hold generation 8") || !strings.Contains(string(b), "600\tMISS") ||
@@ -58,4 +87,15 @@ func TestModelStandIn(t *testing.T) {
 	if b, err := exec.Command(cubeBin, "model", "--out", root, "--id", "x").CombinedOutput(); err == nil || !strings.Contains(string(b), "decimal") {
 		t.Fatalf("a non-numeric id: err %v, output %s", err, b)
 	}
+}
+
+// freeAddr is a loopback address nothing listens on (yet).
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
 }
