@@ -70,7 +70,8 @@ resource "ctr_cluster" "this" {
       admin_password = %[3]q
     }
   }
-  volcano  = { manifest_url = %[1]q }
+  # The emulated cluster is the local control plane, which has Volcano: take it over, to install.
+  volcano  = { mode = "adopt", manifest_url = %[1]q }
   timeouts = { create = "2m", delete = "2m" }
 }
 %[4]s`, manifest, replicas, adminPassword, extra)
@@ -362,7 +363,8 @@ resource "ctr_cluster" "this" {
     }
     kubeconfig_type = %[2]q
   }
-  volcano  = { manifest_url = %[1]q }
+  # The emulated cluster is the local control plane, which has Volcano: take it over, to install.
+  volcano  = { mode = "adopt", manifest_url = %[1]q }
   timeouts = { create = "2m", delete = "2m" }
 }
 `, manifest, kubeconfigType, pool)

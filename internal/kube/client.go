@@ -2,6 +2,7 @@ package kube
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
@@ -452,3 +453,40 @@ func (c *Client) ServiceProxyGet(ctx context.Context, namespace, service, port, 
 	}
 	return b, nil
 }
+
+// RemoveMetadata removes labels and annotations from the live object u names (a JSON merge
+// patch, so no other field changes hands): how an object that was there before we applied it
+// is handed back. An object that is gone is no error.
+func (c *Client) RemoveMetadata(ctx context.Context, u *unstructured.Unstructured, labels, annotations []string) error {
+	ri, err := c.resource(u.GroupVersionKind(), u.GetNamespace())
+	if errors.Is(err, errNotServed) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	meta := map[string]any{}
+	for field, keys := range map[string][]string{"labels": labels, "annotations": annotations} {
+		if len(keys) == 0 {
+			continue
+		}
+		m := map[string]any{}
+		for _, k := range keys {
+			m[k] = nil
+		}
+		meta[field] = m
+	}
+	body, err := json.Marshal(map[string]any{"metadata": meta})
+	if err != nil {
+		return err
+	}
+	_, err = ri.Patch(ctx, u.GetName(), types.MergePatchType, body, metav1.PatchOptions{FieldManager: FieldManager})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return apiError("release", u, err)
+	}
+	return nil
+}
+
+// IsNotServed says whether err is about a kind the cluster does not serve (its CRD is not
+// installed).
+func IsNotServed(err error) bool { return errors.Is(err, errNotServed) }
