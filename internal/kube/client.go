@@ -490,3 +490,20 @@ func (c *Client) RemoveMetadata(ctx context.Context, u *unstructured.Unstructure
 // IsNotServed says whether err is about a kind the cluster does not serve (its CRD is not
 // installed).
 func IsNotServed(err error) bool { return errors.Is(err, errNotServed) }
+
+// Left names the objects of set that exist and are not being deleted: what a delete that
+// failed half-way left behind.
+func (c *Client) Left(ctx context.Context, set stack.Set) []string {
+	var out []string
+	for _, o := range set {
+		live, err := c.Get(ctx, o.Object)
+		if err != nil && !errors.Is(err, errNotServed) {
+			out = append(out, Describe(o.Object)+" (could not be read: "+err.Error()+")")
+			continue
+		}
+		if live != nil && live.GetDeletionTimestamp() == nil {
+			out = append(out, Describe(o.Object))
+		}
+	}
+	return out
+}
