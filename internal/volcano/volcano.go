@@ -258,7 +258,7 @@ func Install(ctx context.Context, c *kube.Client, set stack.Set, objs, prev Obje
 		return merge(objs, stale), fmt.Errorf("remove objects the release no longer has: %w", err)
 	}
 	if err := c.WaitInstalled(ctx, set); err != nil {
-		return objs, fmt.Errorf("Volcano did not become ready: %w", err)
+		return objs, fmt.Errorf("wait for its CRDs and Deployments: %w", err)
 	}
 	return objs, nil
 }
