@@ -13,6 +13,7 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/elasticctr/terraform-provider-ctr/internal/cce"
+	"github.com/elasticctr/terraform-provider-ctr/internal/volcano"
 )
 
 type clusterModel struct {
@@ -24,7 +25,11 @@ type clusterModel struct {
 	ClusterID      types.String   `tfsdk:"cluster_id"`
 	Phase          types.String   `tfsdk:"phase"`
 	Kubeconfig     types.String   `tfsdk:"kubeconfig"`
+	VolcanoState   types.String   `tfsdk:"volcano_state"`
+	VolcanoVersion types.String   `tfsdk:"volcano_version"`
 	VolcanoObjects types.List     `tfsdk:"volcano_objects"`
+	VolcanoAdopted types.List     `tfsdk:"volcano_adopted_objects"`
+	VolcanoDrift   types.List     `tfsdk:"volcano_drift"`
 }
 
 type cceModel struct {
@@ -76,6 +81,7 @@ type taintModel struct {
 }
 
 type volcanoModel struct {
+	Mode          types.String `tfsdk:"mode"`
 	Version       types.String `tfsdk:"version"`
 	ManifestURL   types.String `tfsdk:"manifest_url"`
 	KeepOnDestroy types.Bool   `tfsdk:"keep_on_destroy"`
@@ -92,9 +98,12 @@ func (m *clusterModel) adoptImported() bool {
 }
 
 // volcanoSettings are the effective Volcano settings (defaults when the block is absent).
-func (m *clusterModel) volcanoSettings() (version, url string, keep bool) {
-	version = DefaultVolcanoVersion
+func (m *clusterModel) volcanoSettings() (mode volcano.Mode, version, url string, keep bool) {
+	mode, version = volcano.IfAbsent, DefaultVolcanoVersion
 	if m.Volcano != nil {
+		if v := m.Volcano.Mode.ValueString(); v != "" {
+			mode = volcano.Mode(v)
+		}
 		if v := m.Volcano.Version.ValueString(); v != "" {
 			version = v
 		}
@@ -104,7 +113,7 @@ func (m *clusterModel) volcanoSettings() (version, url string, keep bool) {
 	if url == "" {
 		url = volcanoManifestURL(version)
 	}
-	return version, url, keep
+	return mode, version, url, keep
 }
 
 func (m *cceModel) clusterSpec() cce.ClusterSpec {

@@ -18,6 +18,8 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
+
+	"github.com/elasticctr/terraform-provider-ctr/internal/volcano"
 )
 
 // DefaultVolcanoVersion is the Volcano release installed when none is given.
@@ -49,7 +51,8 @@ func clusterSchema(ctx context.Context) schema.Schema {
 	}
 	return schema.Schema{
 		MarkdownDescription: "The cluster the stack runs on, with Volcano installed and ready. Either `cce`: create a Baidu Cloud CCE " +
-			"cluster with a worker pool, or `kubernetes`: adopt an existing cluster on any cloud and only manage Volcano on it. " +
+			"cluster with a worker pool, or `kubernetes`: adopt an existing cluster on any cloud and only manage Volcano on it (a Volcano " +
+			"already there is left alone unless `volcano.mode` says otherwise). " +
 			"Its `kubernetes` attribute configures the provider that connects the workloads (`provider \"ctr\" { kubernetes = " +
 			"ctr_cluster.this.kubernetes }`, with this resource on a provider alias), so one `terraform apply` builds the cluster " +
 			"and everything on it.",
@@ -123,22 +126,56 @@ func clusterSchema(ctx context.Context) schema.Schema {
 				Attributes:    connectionResourceAttribute().Attributes,
 			},
 			"volcano": schema.SingleNestedAttribute{Optional: true,
-				MarkdownDescription: "The Volcano release to install (or upgrade) from its all-in-one manifest. Defaults to " + DefaultVolcanoVersion + ".",
+				MarkdownDescription: "What to do with Volcano on the cluster. Without this block: install " + DefaultVolcanoVersion +
+					" when the cluster has no Volcano, and leave an existing install alone (`mode = \"" + string(volcano.IfAbsent) + "\"`).",
 				Attributes: map[string]schema.Attribute{
+					"mode": schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString(string(volcano.IfAbsent)),
+						Validators: []validator.String{stringvalidator.OneOf(volcanoModes()...)},
+						MarkdownDescription: "`" + string(volcano.IfAbsent) + "` (the default): install the release when the cluster has no Volcano " +
+							"(no `jobs.batch.volcano.sh` CRD and no `volcano-system/volcano-scheduler` Deployment); an existing install is left " +
+							"alone, never changed or removed (`volcano_state = \"existing\"`). `" + string(volcano.Adopt) + "`: install the release, " +
+							"over an existing install if there is one, taking its objects over (server-side apply with force): from then on ctr " +
+							"upgrades them and repairs their drift, and destroy hands them back (ctr's labels come off) instead of deleting them. `" +
+							string(volcano.None) + "`: do not manage Volcano at all; switching to it hands back everything ctr managed, deleting nothing. " +
+							"Switching between `" + string(volcano.IfAbsent) + "` and `" + string(volcano.Adopt) + "` once ctr manages Volcano changes nothing on the cluster."},
 					"version": schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString(DefaultVolcanoVersion),
-						MarkdownDescription: "Volcano release, e.g. `" + DefaultVolcanoVersion + "`. Changing it upgrades in place."},
+						MarkdownDescription: "Volcano release, e.g. `" + DefaultVolcanoVersion + "`. Changing it upgrades an install ctr manages in place; an existing install that is not ctr's is not upgraded."},
 					"manifest_url": schema.StringAttribute{Optional: true, Validators: []validator.String{manifestURLValidator},
-						MarkdownDescription: "Where to fetch the manifest (`https://`, `http://` or `file://`), for mirrors and air-gapped sites. Defaults to the release's `installer/volcano-development.yaml` on GitHub."},
+						MarkdownDescription: "Where to fetch the manifest (`https://`, `http://` or `file://`), for mirrors and air-gapped sites. " +
+							"Defaults to the release's `installer/volcano-development.yaml` on GitHub. Refresh reads it again to detect drift."},
 					"keep_on_destroy": schema.BoolAttribute{Optional: true, Computed: true, Default: booldefault.StaticBool(false),
-						MarkdownDescription: "Leave Volcano installed when this resource is destroyed. Defaults to `false`."},
+						MarkdownDescription: "Leave Volcano as it is (labels included) when this resource is destroyed. Defaults to `false`: " +
+							"destroy deletes what ctr created and hands back what it adopted."},
 				}},
 			"timeouts": timeoutsAttribute(ctx, timeouts.Opts{Create: true, Update: true, Delete: true,
 				CreateDescription: "How long to wait for the cluster, its workers and Volcano. Defaults to `60m`."}),
 			"cluster_id": schema.StringAttribute{Computed: true, MarkdownDescription: "CCE cluster ID (empty for an adopted cluster).", PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown()}},
 			"phase":      schema.StringAttribute{Computed: true, MarkdownDescription: "CCE cluster phase when last read (`running`, …); `adopted` for an existing cluster."},
 			"kubeconfig": schema.StringAttribute{Computed: true, Sensitive: true, MarkdownDescription: "Kubeconfig of the CCE cluster (empty for an adopted cluster).", PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown()}},
+			"volcano_state": schema.StringAttribute{Computed: true,
+				MarkdownDescription: "Whose the cluster's Volcano is: `installed` (ctr installed it on a cluster that had none), `adopted` (it was there " +
+					"and ctr took it over, `mode = \"adopt\"`), `existing` (it is there and not ctr's: left alone), or `absent`. A refresh that " +
+					"finds an `existing` install gone says `absent`, and the next apply installs it (unless `mode = \"none\"`)."},
+			"volcano_version": schema.StringAttribute{Computed: true,
+				MarkdownDescription: "The Volcano release: the one ctr installed, or for an `existing` install the tag of its scheduler's image (null when that says none)."},
 			"volcano_objects": schema.ListAttribute{Computed: true, ElementType: types.StringType,
-				MarkdownDescription: "The objects of the installed Volcano manifest (`apiVersion/Kind/[namespace/]name`); what destroy removes."},
+				MarkdownDescription: "The objects of the Volcano manifest that ctr created (`apiVersion/Kind/[namespace/]name`): what destroy deletes."},
+			"volcano_adopted_objects": schema.ListAttribute{Computed: true, ElementType: types.StringType,
+				MarkdownDescription: "The objects of the Volcano manifest that were on the cluster before ctr applied it (`mode = \"adopt\"`, or a " +
+					"namespace someone created): ctr manages them like the others, and destroy hands them back (removes ctr's labels and " +
+					"annotations) instead of deleting them."},
+			"volcano_drift": schema.ListAttribute{Computed: true, ElementType: types.StringType,
+				MarkdownDescription: "What a refresh found changed outside Terraform in the Volcano objects ctr manages, one line per object " +
+					"(`<object>: <field>, ...` or `<object>: deleted`). The plan shows it going to `[]`: the apply restores the manifest's values."},
 		},
 	}
+}
+
+// volcanoModes are the values of volcano.mode.
+func volcanoModes() []string {
+	out := make([]string, len(volcano.Modes))
+	for i, m := range volcano.Modes {
+		out[i] = string(m)
+	}
+	return out
 }

@@ -209,6 +209,7 @@ provider "ctr" {
 resource "ctr_cluster" "this" {
   kubernetes = { config_path = %q }
   volcano = {
+    mode            = "adopt" # the control plane has Volcano: take it over, to install
     version         = %q
     manifest_url    = %q
     keep_on_destroy = true # the control plane's own Volcano serves the other tests

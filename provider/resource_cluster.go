@@ -15,12 +15,8 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-log/tflog"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	batchv1alpha1 "volcano.sh/apis/pkg/apis/batch/v1alpha1"
 
 	"github.com/elasticctr/terraform-provider-ctr/internal/cce"
-	"github.com/elasticctr/terraform-provider-ctr/internal/kube"
-	"github.com/elasticctr/terraform-provider-ctr/internal/stack"
 	"github.com/elasticctr/terraform-provider-ctr/provider/internal/diagnostics"
 )
 
@@ -28,50 +24,14 @@ var (
 	_ resource.ResourceWithConfigure   = (*clusterResource)(nil)
 	_ resource.ResourceWithImportState = (*clusterResource)(nil)
 	_ resource.ResourceWithModifyPlan  = (*clusterResource)(nil)
+
+	_ resource.ResourceWithValidateConfig = (*clusterResource)(nil)
 )
 
 // NewClusterResource is the ctr_cluster resource.
 func NewClusterResource() resource.Resource { return &clusterResource{} }
 
 type clusterResource struct{ resourceBase }
-
-// volcanoOwner labels every object of the Volcano manifest this provider installed.
-const volcanoOwner = "ctr_cluster.volcano"
-
-// Annotations on every object of an installed Volcano manifest: which release, from where,
-// so that an import reads back the volcano block and the objects of that manifest.
-const (
-	volcanoVersionAnnotation  = "ctr.elasticctr.io/volcano-version"
-	volcanoManifestAnnotation = "ctr.elasticctr.io/volcano-manifest-url"
-)
-
-// volcanoJobsCRD is the object an import looks at to find the Volcano install: Volcano's Job
-// CRD, which every release has and every training job needs.
-var volcanoJobsCRD = func() *unstructured.Unstructured {
-	u := &unstructured.Unstructured{}
-	u.SetAPIVersion("apiextensions.k8s.io/v1")
-	u.SetKind("CustomResourceDefinition")
-	u.SetName("jobs." + batchv1alpha1.SchemeGroupVersion.Group)
-	return u
-}()
-
-// volcanoSet parses a Volcano release manifest into the objects to install: labelled as ours,
-// annotated with the release and where it came from.
-func volcanoSet(data []byte, version, manifestURL string) (stack.Set, error) {
-	set, err := kube.ParseManifest(data, map[string]string{stack.LabelManagedBy: stack.ManagedBy, stack.OwnerLabel: volcanoOwner})
-	if err != nil {
-		return nil, err
-	}
-	for _, o := range set {
-		a := o.Object.GetAnnotations()
-		if a == nil {
-			a = map[string]string{}
-		}
-		a[volcanoVersionAnnotation], a[volcanoManifestAnnotation] = version, manifestURL
-		o.Object.SetAnnotations(a)
-	}
-	return set, nil
-}
 
 // defaultCCEInterval is how often CCE is polled unless the provider's cce_poll_interval says
 // otherwise: CCE has no watch API.
@@ -89,8 +49,17 @@ func (r *clusterResource) Schema(ctx context.Context, _ resource.SchemaRequest, 
 // configuration: the framework compares the proposed state (which still carries write-only
 // values) with the prior state (which never does), sees a change, and marks every computed
 // attribute unknown. Here the comparison is made without it, and the prior values stay.
+// It also says what an apply does to Volcano (planVolcano): drift a refresh found shows as
+// volcano_drift going to [].
 func (r *clusterResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
-	if req.Plan.Raw.IsNull() || req.State.Raw.IsNull() || unknownAttrs(req.Plan.Raw, clusterObjects...) {
+	if req.Plan.Raw.IsNull() {
+		return
+	}
+	if req.State.Raw.IsNull() {
+		resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("volcano_drift"), keyList(nil))...)
+		return
+	}
+	if unknownAttrs(req.Plan.Raw, clusterObjects...) {
 		return
 	}
 	var plan, state clusterModel
@@ -99,25 +68,21 @@ func (r *clusterResource) ModifyPlan(ctx context.Context, req resource.ModifyPla
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	if plan.CCE != nil && state.CCE != nil && !plan.CCE.KubeconfigType.Equal(state.CCE.KubeconfigType) {
+	switch {
+	case plan.CCE != nil && state.CCE != nil && !plan.CCE.KubeconfigType.Equal(state.CCE.KubeconfigType):
 		// Another kubeconfig is read: the connection that workloads take changes with it.
 		plan.Kubeconfig, plan.Kubernetes = types.StringUnknown(), types.ObjectUnknown(connectionAttrTypes)
-		resp.Diagnostics.Append(resp.Plan.Set(ctx, &plan)...)
-		return
-	}
-	if !sameSettings(&plan, &state) {
-		// Update keeps the phase (read at refresh) and, unless the Volcano release or its
-		// URL changes, the objects of the installed release: the plan says so.
 		plan.Phase = state.Phase
-		ov, ou, _ := state.volcanoSettings()
-		if nv, nu, _ := plan.volcanoSettings(); ov == nv && ou == nu && !state.VolcanoObjects.IsNull() {
-			plan.VolcanoObjects = state.VolcanoObjects
-		}
-		resp.Diagnostics.Append(resp.Plan.Set(ctx, &plan)...)
-		return
+	case !sameSettings(&plan, &state):
+		// Update keeps the phase (read at refresh).
+		plan.Phase = state.Phase
+	default:
+		timeouts := plan.Timeouts
+		plan = state
+		plan.Timeouts = timeouts
 	}
-	state.Timeouts = plan.Timeouts
-	resp.Diagnostics.Append(resp.Plan.Set(ctx, &state)...)
+	planVolcano(ctx, &plan, &state)
+	resp.Diagnostics.Append(resp.Plan.Set(ctx, &plan)...)
 }
 
 func (r *clusterResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
@@ -149,7 +114,7 @@ func (r *clusterResource) Create(ctx context.Context, req resource.CreateRequest
 	// Saved at once: whatever happens next, Terraform knows the cluster and can delete it.
 	plan.ID, plan.ClusterID, plan.Phase = types.StringValue(id), types.StringValue(id), types.StringValue("pending")
 	plan.Kubeconfig, plan.Kubernetes = types.StringNull(), types.ObjectNull(connectionAttrTypes)
-	plan.VolcanoObjects = types.ListNull(types.StringType)
+	plan.clearVolcano()
 	plan.CCE.WorkerPool.ID = types.StringNull()
 	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
 	tflog.Info(ctx, "CCE cluster "+id+" requested; waiting until it runs")
@@ -179,7 +144,7 @@ func (r *clusterResource) Create(ctx context.Context, req resource.CreateRequest
 		return
 	}
 	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
-	r.installVolcano(ctx, &plan, nil, &resp.Diagnostics)
+	r.applyVolcano(ctx, &plan, nil, &resp.Diagnostics)
 	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
 }
 
@@ -190,14 +155,17 @@ func (r *clusterResource) Read(ctx context.Context, req resource.ReadRequest, re
 		return
 	}
 	if st.adoptImported() {
-		readAdoptedImport(ctx, &st, &resp.Diagnostics)
+		readAdoptedImport(ctx, &st, r.images().Registry, &resp.Diagnostics)
 		if !resp.Diagnostics.HasError() {
 			resp.Diagnostics.Append(resp.State.Set(ctx, &st)...)
 		}
 		return
 	}
 	if st.ClusterID.ValueString() == "" {
-		return // adopted cluster: nothing of its own to read
+		// Adopted cluster: only Volcano is ctr_cluster's.
+		r.refreshVolcano(ctx, &st, &resp.Diagnostics)
+		resp.Diagnostics.Append(resp.State.Set(ctx, &st)...)
+		return
 	}
 	c := r.cce(&resp.Diagnostics)
 	if c == nil {
@@ -215,7 +183,8 @@ func (r *clusterResource) Read(ctx context.Context, req resource.ReadRequest, re
 		return
 	}
 	st.Phase = types.StringValue(cl.Phase)
-	if st.justImported() {
+	imported := st.justImported()
+	if imported {
 		// CCE tells what it knows of the cluster.
 		r.importCCE(ctx, c, cl, &st, &resp.Diagnostics)
 	}
@@ -231,6 +200,9 @@ func (r *clusterResource) Read(ctx context.Context, req resource.ReadRequest, re
 			// Drift: someone scaled or edited the pool in the console.
 			resp.Diagnostics.Append(st.CCE.WorkerPool.fromPool(ctx, p)...)
 		}
+	}
+	if !imported && cl.Phase == "running" {
+		r.refreshVolcano(ctx, &st, &resp.Diagnostics)
 	}
 	resp.Diagnostics.Append(resp.State.Set(ctx, &st)...)
 }
@@ -264,15 +236,9 @@ func (r *clusterResource) Update(ctx context.Context, req resource.UpdateRequest
 			tflog.Info(ctx, "read the "+plan.CCE.KubeconfigType.ValueString()+" kubeconfig of CCE cluster "+plan.ClusterID.ValueString())
 		}
 	}
-	var previous []string
-	if !state.VolcanoObjects.IsNull() {
-		resp.Diagnostics.Append(state.VolcanoObjects.ElementsAs(ctx, &previous, false)...)
-	}
-	plan.VolcanoObjects = state.VolcanoObjects
-	ov, ou, _ := state.volcanoSettings()
-	nv, nu, _ := plan.volcanoSettings()
-	if ov != nv || ou != nu || state.VolcanoObjects.IsNull() {
-		r.installVolcano(ctx, &plan, previous, &resp.Diagnostics)
+	// Volcano changes when the plan says so (planVolcano), or to repair drift.
+	if plan.VolcanoState.IsUnknown() || state.drifted() {
+		r.applyVolcano(ctx, &plan, &state, &resp.Diagnostics)
 	}
 	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
 }
@@ -329,8 +295,8 @@ func (r *clusterResource) Delete(ctx context.Context, req resource.DeleteRequest
 	defer cancel()
 
 	if st.ClusterID.ValueString() == "" {
-		// Adopted: the cluster stays; Volcano goes unless asked to stay.
-		if _, _, keep := st.volcanoSettings(); !keep {
+		// Adopted: the cluster stays; what ctr_cluster installed of Volcano goes unless asked to stay.
+		if _, _, _, keep := st.volcanoSettings(); !keep {
 			r.uninstallVolcano(ctx, &st, &resp.Diagnostics)
 		}
 		return
@@ -388,14 +354,14 @@ const importIDForms = "a CCE cluster ID, e.g. cce-abcd1234, or for an existing c
 
 // readAdoptedImport finishes the import of an adopted cluster: the connection from the import
 // ID reaches the cluster, and what ctr_cluster installed on it is read back (importVolcano).
-func readAdoptedImport(ctx context.Context, st *clusterModel, diags *diag.Diagnostics) {
+func readAdoptedImport(ctx context.Context, st *clusterModel, registry string, diags *diag.Diagnostics) {
 	id, ok := adoptedID(ctx, st.Kubernetes, diags)
 	if !ok {
 		return
 	}
 	st.ID, st.ClusterID, st.Phase, st.Kubeconfig = types.StringValue(id), types.StringValue(""), types.StringValue("adopted"), types.StringValue("")
-	st.VolcanoObjects = types.ListNull(types.StringType)
-	importVolcano(ctx, st, diags)
+	st.clearVolcano()
+	importVolcano(ctx, st, registry, diags)
 }
 
 // sameSettings compares what configuration controls, leaving out computed values (unknown in
@@ -404,7 +370,7 @@ func sameSettings(plan, state *clusterModel) bool {
 	norm := func(m *clusterModel) clusterModel {
 		c := *m
 		c.ID, c.ClusterID, c.Phase, c.Kubeconfig = types.StringNull(), types.StringNull(), types.StringNull(), types.StringNull()
-		c.VolcanoObjects = types.ListNull(types.StringType)
+		c.clearVolcano()
 		c.Timeouts = timeouts.Value{}
 		if c.CCE != nil {
 			cc := *c.CCE
@@ -491,66 +457,9 @@ func (r *clusterResource) adopt(ctx context.Context, plan *clusterModel, state s
 	}
 	plan.ID, plan.ClusterID = types.StringValue(id), types.StringValue("")
 	plan.Phase, plan.Kubeconfig = types.StringValue("adopted"), types.StringValue("")
-	plan.VolcanoObjects = types.ListNull(types.StringType)
-	r.installVolcano(ctx, plan, nil, diags)
+	plan.clearVolcano()
+	r.applyVolcano(ctx, plan, nil, diags)
 	diags.Append(state.Set(ctx, plan)...)
-}
-
-// installVolcano applies the Volcano manifest, removes objects of a previous install that the
-// new one no longer has (an upgrade), and waits until CRDs are established and components
-// available.
-func (r *clusterResource) installVolcano(ctx context.Context, m *clusterModel, previous []string, diags *diag.Diagnostics) {
-	version, manifestURL, _ := m.volcanoSettings()
-	c, d := kubeClient(ctx, m.Kubernetes, nil)
-	diags.Append(d...)
-	if diags.HasError() {
-		return
-	}
-	tflog.Info(ctx, "installing Volcano "+version+" from "+manifestURL)
-	data, err := kube.FetchManifest(ctx, manifestURL)
-	if err != nil {
-		diags.Append(diagnostics.FailedAt(path.Root("volcano"), "Install Volcano Error", "Could not fetch the Volcano manifest", "", err))
-		return
-	}
-	set, err := volcanoSet(data, version, manifestURL)
-	if err != nil {
-		diags.Append(diagnostics.FailedAt(path.Root("volcano"), "Install Volcano Error", "The Volcano manifest "+manifestURL+" is not usable", "", err))
-		return
-	}
-	// The release's images from the provider's image_registry, when set.
-	stack.MirrorImages(set, r.images().Registry)
-	if _, err := c.Apply(ctx, set); err != nil {
-		diags.Append(diagnostics.Failed("Install Volcano Error", "Could not apply the Volcano manifest", "", err))
-		return
-	}
-	keep := map[string]bool{}
-	var keys []string
-	for _, o := range set {
-		keep[o.Key] = true
-		keys = append(keys, o.Key)
-	}
-	var stale stack.Set
-	for _, k := range previous {
-		if !keep[k] {
-			if u := kube.RefFromManifestKey(k); u != nil {
-				stale = append(stale, stack.Object{Key: k, Object: u})
-			}
-		}
-	}
-	if len(stale) > 0 {
-		if err := c.DeleteSet(ctx, stale); err != nil {
-			diags.Append(diagnostics.Failed("Upgrade Volcano Error", "Could not remove objects the new release no longer has", "", err))
-			return
-		}
-	}
-	if err := c.WaitInstalled(ctx, set); err != nil {
-		diags.Append(diagnostics.Failed("Install Volcano Error", "Volcano did not become ready", "", err))
-		return
-	}
-	lv, d := types.ListValueFrom(ctx, types.StringType, keys)
-	diags.Append(d...)
-	m.VolcanoObjects = lv
-	tflog.Info(ctx, fmt.Sprintf("Volcano %s ready (%d objects)", version, len(keys)))
 }
 
 func (r *clusterResource) importCCE(ctx context.Context, c *cce.Client, cl *cce.Cluster, st *clusterModel, diags *diag.Diagnostics) {
@@ -586,81 +495,6 @@ func (r *clusterResource) importCCE(ctx context.Context, c *cce.Client, cl *cce.
 		}
 	}
 	if cl.Phase == "running" && r.connect(ctx, c, st, diags) {
-		importVolcano(ctx, st, diags)
-	}
-}
-
-// importVolcano reads back which Volcano release this provider installed on the cluster (the
-// annotations on Volcano's Job CRD) and the objects of that release's manifest, so that the
-// plan after an import does not install it again. The volcano block stays null when it would
-// only repeat the defaults (a configuration without the block). Nothing is set when Volcano
-// was not installed by ctr_cluster, or by a version that did not annotate it: the next plan
-// then installs it.
-func importVolcano(ctx context.Context, st *clusterModel, diags *diag.Diagnostics) {
-	c, d := kubeClient(ctx, st.Kubernetes, nil)
-	diags.Append(d...)
-	if d.HasError() {
-		return
-	}
-	crd, err := c.Get(ctx, volcanoJobsCRD)
-	if err != nil {
-		tflog.Warn(ctx, "import: could not read "+kube.Describe(volcanoJobsCRD)+": "+err.Error())
-		return
-	}
-	if crd == nil || crd.GetLabels()[stack.OwnerLabel] != volcanoOwner {
-		tflog.Info(ctx, "import: Volcano was not installed by ctr_cluster; the plan installs it")
-		return
-	}
-	version, manifestURL := crd.GetAnnotations()[volcanoVersionAnnotation], crd.GetAnnotations()[volcanoManifestAnnotation]
-	if version == "" || manifestURL == "" {
-		tflog.Info(ctx, "import: the installed Volcano does not say its release; the plan installs it again")
-		return
-	}
-	data, err := kube.FetchManifest(ctx, manifestURL)
-	var set stack.Set
-	if err == nil {
-		set, err = volcanoSet(data, version, manifestURL)
-	}
-	if err != nil {
-		diags.Append(diagnostics.Warning("Volcano Not Imported",
-			fmt.Sprintf("Volcano %s is installed from %s, but its manifest could not be read (%s), so its objects are unknown", version, manifestURL, err),
-			"The next plan installs it again."))
-		return
-	}
-	keys := make([]string, len(set))
-	for i, o := range set {
-		keys[i] = o.Key
-	}
-	lv, d := types.ListValueFrom(ctx, types.StringType, keys)
-	diags.Append(d...)
-	st.VolcanoObjects = lv
-	st.Volcano = nil
-	if version != DefaultVolcanoVersion || manifestURL != volcanoManifestURL(version) {
-		st.Volcano = &volcanoModel{Version: types.StringValue(version), ManifestURL: types.StringNull(), KeepOnDestroy: types.BoolValue(false)}
-		if manifestURL != volcanoManifestURL(version) {
-			st.Volcano.ManifestURL = types.StringValue(manifestURL)
-		}
-	}
-}
-
-func (r *clusterResource) uninstallVolcano(ctx context.Context, st *clusterModel, diags *diag.Diagnostics) {
-	var keys []string
-	if !st.VolcanoObjects.IsNull() {
-		diags.Append(st.VolcanoObjects.ElementsAs(ctx, &keys, false)...)
-	}
-	c, d := kubeClient(ctx, st.Kubernetes, nil)
-	diags.Append(d...)
-	if diags.HasError() {
-		return
-	}
-	var set stack.Set
-	for _, k := range keys {
-		if u := kube.RefFromManifestKey(k); u != nil {
-			set = append(set, stack.Object{Key: k, Object: u})
-		}
-	}
-	tflog.Info(ctx, fmt.Sprintf("uninstalling Volcano (%d objects)", len(set)))
-	if err := c.DeleteSet(ctx, set); err != nil {
-		diags.Append(diagnostics.Failed("Uninstall Volcano Error", "Could not delete every object of the Volcano manifest", "", err))
+		importVolcano(ctx, st, r.images().Registry, diags)
 	}
 }

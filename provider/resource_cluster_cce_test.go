@@ -70,7 +70,8 @@ resource "ctr_cluster" "this" {
       admin_password = %[3]q
     }
   }
-  volcano  = { manifest_url = %[1]q }
+  # The emulated cluster is the local control plane, which has Volcano: take it over, to install.
+  volcano  = { mode = "adopt", manifest_url = %[1]q }
   timeouts = { create = "2m", delete = "2m" }
 }
 %[4]s`, manifest, replicas, adminPassword, extra)
@@ -362,7 +363,8 @@ resource "ctr_cluster" "this" {
     }
     kubeconfig_type = %[2]q
   }
-  volcano  = { manifest_url = %[1]q }
+  # The emulated cluster is the local control plane, which has Volcano: take it over, to install.
+  volcano  = { mode = "adopt", manifest_url = %[1]q }
   timeouts = { create = "2m", delete = "2m" }
 }
 `, manifest, kubeconfigType, pool)
@@ -463,6 +465,47 @@ func TestAccCluster_CCE_UpdatePoolInPlace(t *testing.T) {
 					}
 					if tmpl, _ := body["instanceTemplate"].(map[string]any); fmt.Sprint(tmpl["labels"]) != "map[role:train tier:gpu]" {
 						return fmt.Errorf("the drift was not repaired: configure sent labels %v", tmpl["labels"])
+					}
+					return nil
+				},
+			},
+			{
+				PreConfig: func() {
+					// Someone replaces the taint and shrinks the root disk in the console.
+					if err := emu.EditTemplateOutOfBand(clusterID, poolID, func(tmpl map[string]any) {
+						tmpl["taints"] = []any{map[string]any{"key": "dedicated", "value": "other", "effect": "NoExecute"}}
+						res, _ := tmpl["instanceResource"].(map[string]any)
+						if res == nil {
+							res = map[string]any{}
+							tmpl["instanceResource"] = res
+						}
+						res["rootDiskSize"] = 50
+					}); err != nil {
+						t.Fatal(err)
+					}
+					emu.ResetRequests()
+				},
+				Config: ccePoolConfig(endpoint, manifest, "public", changed),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction("ctr_cluster.this", plancheck.ResourceActionUpdate),
+					onlyChanges("ctr_cluster.this", "cce"),
+					plancheck.ExpectKnownValue("ctr_cluster.this", tfjsonpath.New("cce").AtMapKey("worker_pool").AtMapKey("taints"),
+						knownvalue.ListExact([]knownvalue.Check{knownvalue.ObjectExact(map[string]knownvalue.Check{
+							"key": knownvalue.StringExact("dedicated"), "value": knownvalue.StringExact("ctr"), "effect": knownvalue.StringExact("NoSchedule")})})),
+					plancheck.ExpectKnownValue("ctr_cluster.this", tfjsonpath.New("cce").AtMapKey("worker_pool").AtMapKey("root_disk_size"), knownvalue.Int64Exact(200)),
+				}},
+				Check: func(*terraform.State) error {
+					body, err := configure()
+					if err != nil {
+						return err
+					}
+					tmpl, _ := body["instanceTemplate"].(map[string]any)
+					res, _ := tmpl["instanceResource"].(map[string]any)
+					if taints := fmt.Sprint(tmpl["taints"]); !strings.Contains(taints, "value:ctr") || !strings.Contains(taints, "effect:NoSchedule") {
+						return fmt.Errorf("the taint drift was not repaired: configure sent taints %v", tmpl["taints"])
+					}
+					if fmt.Sprint(res["rootDiskSize"]) != "200" {
+						return fmt.Errorf("the root disk drift was not repaired: configure sent %v", res["rootDiskSize"])
 					}
 					return nil
 				},

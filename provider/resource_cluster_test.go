@@ -7,8 +7,11 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
@@ -18,13 +21,17 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/elasticctr/terraform-provider-ctr/internal/kube"
+	"github.com/elasticctr/terraform-provider-ctr/internal/stack"
 	"github.com/elasticctr/terraform-provider-ctr/internal/testenv"
+	"github.com/elasticctr/terraform-provider-ctr/internal/volcano"
 )
 
 // volcanoManifest is the local control plane's own copy of a Volcano release manifest.
@@ -38,22 +45,32 @@ func volcanoManifest(t *testing.T) string {
 }
 
 // TestAccCluster_AdoptExisting: an existing cluster (the local control plane, through its
-// kubeconfig) is adopted; only Volcano is managed, installed from a mirror URL, and the
-// cluster's connection feeds a training job in the same apply.
+// kubeconfig) is adopted. Its Volcano (the control plane's own) is not ctr's: it is found and
+// left alone, and the cluster's connection feeds a training job in the same apply.
+// volcano.mode = "none" then manages nothing either.
 func TestAccCluster_AdoptExisting(t *testing.T) {
 	k := requireCluster(t)
 	manifest := volcanoManifest(t)
 	ns, name := k.namespace(t), jobName()
-	resource.Test(t, resource.TestCase{
-		ProtoV6ProviderFactories: providerFactories,
-		Steps: []resource.TestStep{{
-			Config: fmt.Sprintf(`
+	crdLabels := func() map[string]string {
+		u, err := k.dyn.Resource(crdGVR).Get(context.Background(), "jobs.batch.volcano.sh", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return u.GetLabels()
+	}
+	before := crdLabels()
+	unchanged := func(*terraform.State) error {
+		if after := crdLabels(); !reflect.DeepEqual(before, after) {
+			return fmt.Errorf("the existing Volcano's job CRD was changed: labels %v, were %v", after, before)
+		}
+		return nil
+	}
+	cfg := func(volcano string) string {
+		return fmt.Sprintf(`
 resource "ctr_cluster" "this" {
   kubernetes = { config_path = %[1]q }
-  volcano = {
-    manifest_url    = %[2]q
-    keep_on_destroy = true # the control plane's own Volcano serves the other tests
-  }
+  volcano    = %[2]s
 }
 
 resource "ctr_training_job" "test" {
@@ -64,73 +81,417 @@ resource "ctr_training_job" "test" {
   trainer    = { replicas = 1 }
   depends_on = [ctr_cluster.this]
 }
-`, os.Getenv("KUBECONFIG"), manifest, ns, name),
+`, os.Getenv("KUBECONFIG"), volcano, ns, name)
+	}
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: providerFactories,
+		CheckDestroy:             unchanged,
+		Steps: []resource.TestStep{
+			{
+				Config: cfg(fmt.Sprintf("{ manifest_url = %q }", manifest)),
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue("ctr_cluster.this", tfjsonpath.New("phase"), knownvalue.StringExact("adopted")),
+					statecheck.ExpectKnownValue("ctr_cluster.this", tfjsonpath.New("volcano_state"), knownvalue.StringExact("existing")),
+					statecheck.ExpectKnownValue("ctr_cluster.this", tfjsonpath.New("volcano_objects"), knownvalue.ListSizeExact(0)),
+					statecheck.ExpectKnownValue(jobAddr, tfjsonpath.New("phase"), knownvalue.StringExact("Running")),
+				},
+				Check: unchanged,
+			},
+			{
+				Config: cfg(`{ mode = "none" }`),
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue("ctr_cluster.this", tfjsonpath.New("volcano_state"), knownvalue.StringExact("existing")),
+				},
+				Check: unchanged,
+			},
+		},
+	})
+}
+
+var (
+	crdGVR   = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+	vcjobGVR = schema.GroupVersionResource{Group: "batch.volcano.sh", Version: "v1alpha1", Resource: "jobs"}
+	nsGVR    = schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
+	depGVR   = schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}
+)
+
+// preinstallVolcano installs Volcano on a dedicated control plane the way a cluster's own
+// administrator would, not through ctr: the control plane's own manifest (namespace, CRDs,
+// component Deployments; the control plane runs the components themselves, kwok runs these
+// pods) applied with kubectl's field manager and no label of ctr's, leaving out the
+// Deployments named in skip. It returns the keys of what it installed.
+func preinstallVolcano(t *testing.T, k *kubeClients, manifestPath string, skip ...string) []string {
+	t.Helper()
+	data, err := os.ReadFile(manifestPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	set, err := kube.ParseManifest(data, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gvr := map[string]schema.GroupVersionResource{"Namespace": nsGVR, "CustomResourceDefinition": crdGVR, "Deployment": depGVR}
+	var keys []string
+	for _, o := range set {
+		if slices.Contains(skip, o.Object.GetName()) {
+			continue
+		}
+		r, ok := gvr[o.Object.GetKind()]
+		if !ok {
+			t.Fatalf("preinstall: no resource for %s", o.Key)
+		}
+		var ri dynamic.ResourceInterface = k.dyn.Resource(r)
+		if ns := o.Object.GetNamespace(); ns != "" {
+			ri = k.dyn.Resource(r).Namespace(ns)
+		}
+		if _, err := ri.Apply(context.Background(), o.Object.GetName(), o.Object, metav1.ApplyOptions{FieldManager: "kubectl", Force: true}); err != nil {
+			t.Fatalf("preinstall %s: %v", o.Key, err)
+		}
+		keys = append(keys, o.Key)
+	}
+	return keys
+}
+
+// runVolcanoJob submits a Volcano Job to the control plane's own Volcano and waits until it runs.
+func runVolcanoJob(t *testing.T, k *kubeClients, ns, name string) {
+	t.Helper()
+	job := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job",
+		"metadata": map[string]any{"name": name, "namespace": ns},
+		"spec": map[string]any{"schedulerName": "volcano", "minAvailable": int64(1), "tasks": []any{map[string]any{
+			"name": "work", "replicas": int64(1),
+			"template": map[string]any{"spec": map[string]any{"containers": []any{map[string]any{"name": "work", "image": "busybox"}}}},
+		}}},
+	}}
+	ctx := context.Background()
+	if _, err := k.dyn.Resource(vcjobGVR).Namespace(ns).Create(ctx, job, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("submit Volcano job: %v", err)
+	}
+	if err := k.volcanoJobRunning(ns, name)(nil); err != nil {
+		deadline := time.Now().Add(60 * time.Second)
+		for ; err != nil && time.Now().Before(deadline); err = k.volcanoJobRunning(ns, name)(nil) {
+			time.Sleep(250 * time.Millisecond)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func (k *kubeClients) volcanoJobRunning(ns, name string) resource.TestCheckFunc {
+	return func(*terraform.State) error {
+		u, err := k.dyn.Resource(vcjobGVR).Namespace(ns).Get(context.Background(), name, metav1.GetOptions{})
+		if err != nil {
+			return fmt.Errorf("Volcano job %s/%s: %w", ns, name, err)
+		}
+		if p := kube.VolcanoJobPhase(u); p != "Running" {
+			return fmt.Errorf("Volcano job %s/%s is %q, want Running", ns, name, p)
+		}
+		return nil
+	}
+}
+
+// intact checks that the objects of a Volcano install are there, not being deleted, and
+// carry no label or annotation of ctr's.
+func (k *kubeClients) intact(keys []string) resource.TestCheckFunc {
+	return func(*terraform.State) error {
+		for _, key := range keys {
+			ref := kube.RefFromManifestKey(key)
+			gvr := map[string]schema.GroupVersionResource{"Namespace": nsGVR, "CustomResourceDefinition": crdGVR, "Deployment": depGVR}[ref.GetKind()]
+			var ri dynamic.ResourceInterface = k.dyn.Resource(gvr)
+			if ref.GetNamespace() != "" {
+				ri = k.dyn.Resource(gvr).Namespace(ref.GetNamespace())
+			}
+			u, err := ri.Get(context.Background(), ref.GetName(), metav1.GetOptions{})
+			if err != nil {
+				return fmt.Errorf("pre-existing %s: %w", key, err)
+			}
+			if u.GetDeletionTimestamp() != nil {
+				return fmt.Errorf("pre-existing %s is being deleted", key)
+			}
+			for l := range u.GetLabels() {
+				if strings.HasPrefix(l, "ctr.elasticctr.io/") || u.GetLabels()[l] == "terraform-provider-ctr" {
+					return fmt.Errorf("pre-existing %s carries ctr's label %s", key, l)
+				}
+			}
+			for a := range u.GetAnnotations() {
+				if strings.HasPrefix(a, "ctr.elasticctr.io/") {
+					return fmt.Errorf("pre-existing %s carries ctr's annotation %s", key, a)
+				}
+			}
+		}
+		return nil
+	}
+}
+
+// TestAccCluster_AdoptLeavesExistingVolcano: a cluster whose administrator installed Volcano
+// (and runs a Volcano job on it) is adopted with the defaults: ctr finds that Volcano, changes
+// none of it, and destroy removes none of it; the job runs on.
+func TestAccCluster_AdoptLeavesExistingVolcano(t *testing.T) {
+	kubeconfig := dedicatedEnv(t)
+	env, err := testenv.Load(filepath.Dir(kubeconfig))
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := clientsFor(t, kubeconfig)
+	pre := preinstallVolcano(t, k, env.VolcanoManifest)
+	ns := k.namespace(t)
+	runVolcanoJob(t, k, ns, "theirs")
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: providerFactories,
+		CheckDestroy:             resource.ComposeTestCheckFunc(k.intact(pre), k.volcanoJobRunning(ns, "theirs")),
+		Steps: []resource.TestStep{{
+			Config: fmt.Sprintf(`
+resource "ctr_cluster" "this" {
+  kubernetes = { config_path = %q }
+  volcano    = { manifest_url = %q }
+}
+`, kubeconfig, "file://"+env.VolcanoManifest),
 			ConfigStateChecks: []statecheck.StateCheck{
-				statecheck.ExpectKnownValue("ctr_cluster.this", tfjsonpath.New("phase"), knownvalue.StringExact("adopted")),
-				statecheck.ExpectKnownValue("ctr_cluster.this", tfjsonpath.New("volcano_objects"), knownvalue.ListSizeExact(countDocs(t, manifest))),
-				statecheck.ExpectKnownValue(jobAddr, tfjsonpath.New("phase"), knownvalue.StringExact("Running")),
+				statecheck.ExpectKnownValue("ctr_cluster.this", tfjsonpath.New("volcano_state"), knownvalue.StringExact("existing")),
+				// What the administrator's scheduler runs.
+				statecheck.ExpectKnownValue("ctr_cluster.this", tfjsonpath.New("volcano_version"), knownvalue.StringExact(testenv.VolcanoVersion)),
+				statecheck.ExpectKnownValue("ctr_cluster.this", tfjsonpath.New("volcano_objects"), knownvalue.ListSizeExact(0)),
+				statecheck.ExpectKnownValue("ctr_cluster.this", tfjsonpath.New("volcano_adopted_objects"), knownvalue.ListSizeExact(0)),
 			},
-			Check: func(*terraform.State) error {
-				crd := schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
-				u, err := k.dyn.Resource(crd).Get(context.Background(), "jobs.batch.volcano.sh", metav1.GetOptions{})
-				if err != nil {
-					return err
-				}
-				if u.GetLabels()["ctr.elasticctr.io/owner"] != volcanoOwner {
-					return fmt.Errorf("the Volcano job CRD is not labelled as installed by ctr_cluster: %v", u.GetLabels())
-				}
-				dep, err := k.cs.AppsV1().Deployments("volcano-system").Get(context.Background(), "volcano-scheduler", metav1.GetOptions{})
-				if err != nil {
-					return err
-				}
-				if dep.Status.AvailableReplicas != 1 {
-					return fmt.Errorf("volcano-scheduler is not available")
-				}
-				return nil
-			},
+			Check: resource.ComposeTestCheckFunc(k.intact(pre), k.volcanoJobRunning(ns, "theirs")),
 		}},
 	})
 }
 
-// TestAccCluster_AdoptImport: an adopted cluster is imported by the kubeconfig that reaches
-// it; the Volcano release ctr_cluster installed comes back with its objects, and an import
-// block with the configuration plans nothing but keep_on_destroy, which the cluster cannot
-// tell (import sets false).
-func TestAccCluster_AdoptImport(t *testing.T) {
-	requireCluster(t)
-	manifest, kubeconfig := volcanoManifest(t), os.Getenv("KUBECONFIG")
+// TestAccCluster_AdoptTakesOver: volcano.mode = "adopt" takes an existing install over (here
+// one whose admission Deployment is missing, which ctr creates); the import of the cluster reads
+// that back; drift of an adopted object (someone scales the scheduler to 0) shows in the plan
+// and the next apply restores it. Destroy deletes only what ctr created and hands the rest
+// back, and the Volcano job that ran all along runs on.
+func TestAccCluster_AdoptTakesOver(t *testing.T) {
+	kubeconfig := dedicatedEnv(t)
+	env, err := testenv.Load(filepath.Dir(kubeconfig))
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := clientsFor(t, kubeconfig)
+	pre := preinstallVolcano(t, k, env.VolcanoManifest, "volcano-admission")
+	ns := k.namespace(t)
+	runVolcanoJob(t, k, ns, "theirs")
 	config := fmt.Sprintf(`
 resource "ctr_cluster" "this" {
-  kubernetes = { config_path = %[1]q }
-  volcano = {
-    manifest_url    = %[2]q
-    keep_on_destroy = true # the control plane's own Volcano serves the other tests
-  }
+  kubernetes = { config_path = %q }
+  volcano    = { mode = "adopt", manifest_url = %q }
 }
-`, kubeconfig, manifest)
+`, kubeconfig, "file://"+env.VolcanoManifest)
 	addr := "ctr_cluster.this"
+	admission := "apps/v1/Deployment/volcano-system/volcano-admission"
+	scheduler := "apps/v1/Deployment/volcano-system/volcano-scheduler"
+	replicas := func(want int32) resource.TestCheckFunc {
+		return func(*terraform.State) error {
+			d, err := k.cs.AppsV1().Deployments("volcano-system").Get(context.Background(), "volcano-scheduler", metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			if *d.Spec.Replicas != want {
+				return fmt.Errorf("volcano-scheduler has %d replicas, want %d", *d.Spec.Replicas, want)
+			}
+			return nil
+		}
+	}
 	resource.Test(t, resource.TestCase{
 		ProtoV6ProviderFactories: providerFactories,
+		CheckDestroy: resource.ComposeTestCheckFunc(k.intact(pre), k.volcanoJobRunning(ns, "theirs"), func(*terraform.State) error {
+			if _, err := k.cs.AppsV1().Deployments("volcano-system").Get(context.Background(), "volcano-admission", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+				return fmt.Errorf("destroy left the volcano-admission Deployment that ctr created (err %v)", err)
+			}
+			return nil
+		}),
 		Steps: []resource.TestStep{
-			{Config: config},
+			{
+				Config: config,
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(addr, tfjsonpath.New("volcano_state"), knownvalue.StringExact("adopted")),
+					statecheck.ExpectKnownValue(addr, tfjsonpath.New("volcano_version"), knownvalue.StringExact(DefaultVolcanoVersion)),
+					statecheck.ExpectKnownValue(addr, tfjsonpath.New("volcano_objects"), knownvalue.ListExact([]knownvalue.Check{knownvalue.StringExact(admission)})),
+					statecheck.ExpectKnownValue(addr, tfjsonpath.New("volcano_adopted_objects"), knownvalue.ListSizeExact(len(pre))),
+				},
+				Check: func(*terraform.State) error {
+					u, err := k.dyn.Resource(crdGVR).Get(context.Background(), "jobs.batch.volcano.sh", metav1.GetOptions{})
+					if err != nil {
+						return err
+					}
+					if u.GetLabels()[stack.OwnerLabel] != volcano.Owner || u.GetAnnotations()[volcano.AdoptedAnnotation] != "true" {
+						return fmt.Errorf("the adopted job CRD is not marked as taken over by ctr: %v %v", u.GetLabels(), u.GetAnnotations())
+					}
+					return nil
+				},
+			},
 			{
 				ResourceName: addr, ImportState: true, ImportStateId: "kubeconfig:" + kubeconfig, ImportStateVerify: true,
-				ImportStateVerifyIgnore: []string{"volcano.keep_on_destroy"},
+				ImportStateVerifyIgnore: []string{"timeouts"},
 			},
-			{Config: "removed {\n  from = ctr_cluster.this\n  lifecycle { destroy = false }\n}\n"},
 			{
-				Config: fmt.Sprintf("import {\n  to = ctr_cluster.this\n  id = %q\n}\n", "kubeconfig:"+kubeconfig) + config,
+				PreConfig: func() {
+					if _, err := k.cs.AppsV1().Deployments("volcano-system").Patch(context.Background(), "volcano-scheduler", types.MergePatchType,
+						[]byte(`{"spec":{"replicas":0}}`), metav1.PatchOptions{FieldManager: "kubectl-edit"}); err != nil {
+						t.Fatal(err)
+					}
+				},
+				RefreshState:       true,
+				ExpectNonEmptyPlan: true,
+				RefreshPlanChecks: resource.RefreshPlanChecks{PostRefresh: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(addr, plancheck.ResourceActionUpdate),
+					plancheck.ExpectKnownValue(addr, tfjsonpath.New("volcano_drift"), knownvalue.ListSizeExact(0)),
+				}},
+				Check: resource.ComposeTestCheckFunc(
+					resource.TestCheckResourceAttr(addr, "volcano_drift.#", "1"),
+					resource.TestCheckResourceAttr(addr, "volcano_drift.0", scheduler+": spec.replicas")),
+			},
+			{
+				Config: config,
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 					plancheck.ExpectResourceAction(addr, plancheck.ResourceActionUpdate),
-					onlyChanges(addr, "volcano"),
-					plancheck.ExpectKnownValue(addr, tfjsonpath.New("volcano"), knownvalue.ObjectExact(map[string]knownvalue.Check{
-						"version": knownvalue.StringExact(DefaultVolcanoVersion), "manifest_url": knownvalue.StringExact(manifest),
-						"keep_on_destroy": knownvalue.Bool(true),
-					})),
+					onlyChanges(addr, "volcano_drift"),
 				}},
+				Check: replicas(1),
+			},
+		},
+	})
+}
+
+// withoutVolcano removes Volcano's CRDs and admission webhooks from a dedicated control plane:
+// a cluster that has no Volcano, for tests of installing one. The control plane's Volcano
+// processes keep running, and find their CRDs again once installed.
+func withoutVolcano(t *testing.T, k *kubeClients) {
+	t.Helper()
+	ctx := context.Background()
+	list, err := k.dyn.Resource(crdGVR).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, u := range list.Items {
+		if group, _, _ := unstructured.NestedString(u.Object, "spec", "group"); strings.HasSuffix(group, "volcano.sh") {
+			if err := k.dyn.Resource(crdGVR).Delete(ctx, u.GetName(), metav1.DeleteOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for _, n := range []string{"volcano-admission-service-jobs-mutate"} {
+		if err := k.cs.AdmissionregistrationV1().MutatingWebhookConfigurations().Delete(ctx, n, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := k.cs.AdmissionregistrationV1().ValidatingWebhookConfigurations().Delete(ctx, "volcano-admission-service-jobs-validate", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		if _, err := k.dyn.Resource(crdGVR).Get(ctx, "jobs.batch.volcano.sh", metav1.GetOptions{}); apierrors.IsNotFound(err) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("Volcano's job CRD is still there")
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}
+
+// realVolcanoManifest is the vendored copy of the Volcano release the control plane runs (see
+// internal/volcano/testdata/README.md).
+func realVolcanoManifest(t *testing.T) string {
+	t.Helper()
+	p, err := filepath.Abs(filepath.Join("..", "internal", "volcano", "testdata", "volcano-development-"+testenv.VolcanoVersion+".yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestAccCluster_RealVolcanoRelease: Volcano's own release manifest, as published, goes through
+// parse -> apply -> wait on a cluster without Volcano: its CRDs are established and its three
+// Deployments available. Their pods run on kwok's simulated nodes, which take every pod to
+// Running and Ready (kwok's pod-ready stage) without running a container: the wait sees what a
+// real cluster shows once the images run, while the control plane's Volcano is its own
+// processes. The release's admission init Job is simulated the same way (it never completes;
+// the wait does not wait for it, as a Deployment that mounts its Secret could not become
+// available on a real node before it did). A refresh finds no drift in any of its objects;
+// an argument someone changes in the scheduler does show, and the next apply restores it;
+// destroy removes every object, CRDs included.
+func TestAccCluster_RealVolcanoRelease(t *testing.T) {
+	kubeconfig := dedicatedEnv(t)
+	k := clientsFor(t, kubeconfig)
+	withoutVolcano(t, k)
+	manifest := realVolcanoManifest(t)
+	config := fmt.Sprintf(`
+resource "ctr_cluster" "this" {
+  kubernetes = { config_path = %q }
+  volcano    = { manifest_url = %q }
+}
+`, kubeconfig, "file://"+manifest)
+	addr := "ctr_cluster.this"
+	scheduler := "apps/v1/Deployment/volcano-system/volcano-scheduler"
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: providerFactories,
+		CheckDestroy: func(*terraform.State) error {
+			list, err := k.dyn.Resource(crdGVR).List(context.Background(), metav1.ListOptions{LabelSelector: stack.OwnerLabel + "=" + volcano.Owner})
+			if err != nil {
+				return err
+			}
+			if len(list.Items) > 0 {
+				return fmt.Errorf("destroy left %d Volcano CRDs", len(list.Items))
+			}
+			if _, err := k.cs.CoreV1().Namespaces().Get(context.Background(), "volcano-system", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+				return fmt.Errorf("destroy left namespace volcano-system (err %v)", err)
+			}
+			return nil
+		},
+		Steps: []resource.TestStep{
+			{
+				Config: config,
 				ConfigStateChecks: []statecheck.StateCheck{
-					statecheck.ExpectKnownValue(addr, tfjsonpath.New("phase"), knownvalue.StringExact("adopted")),
-					statecheck.ExpectKnownValue(addr, tfjsonpath.New("volcano_objects"), knownvalue.ListSizeExact(countDocs(t, manifest))),
+					statecheck.ExpectKnownValue(addr, tfjsonpath.New("volcano_state"), knownvalue.StringExact("installed")),
+					statecheck.ExpectKnownValue(addr, tfjsonpath.New("volcano_objects"), knownvalue.ListSizeExact(countDocs(t, "file://"+manifest))),
+					statecheck.ExpectKnownValue(addr, tfjsonpath.New("volcano_adopted_objects"), knownvalue.ListSizeExact(0)),
+					statecheck.ExpectKnownValue(addr, tfjsonpath.New("volcano_drift"), knownvalue.ListSizeExact(0)),
+				},
+				Check: func(*terraform.State) error {
+					for _, name := range []string{"volcano-admission", "volcano-controllers", "volcano-scheduler"} {
+						d, err := k.cs.AppsV1().Deployments("volcano-system").Get(context.Background(), name, metav1.GetOptions{})
+						if err != nil {
+							return err
+						}
+						if d.Status.AvailableReplicas < 1 {
+							return fmt.Errorf("%s is not available", name)
+						}
+					}
+					return nil
+				},
+			},
+			{
+				PreConfig: func() {
+					d, err := k.cs.AppsV1().Deployments("volcano-system").Get(context.Background(), "volcano-scheduler", metav1.GetOptions{})
+					if err != nil {
+						t.Fatal(err)
+					}
+					d.Spec.Template.Spec.Containers[0].Args = append(d.Spec.Template.Spec.Containers[0].Args, "--percentage-nodes-to-find=50")
+					if _, err := k.cs.AppsV1().Deployments("volcano-system").Update(context.Background(), d, metav1.UpdateOptions{FieldManager: "kubectl-edit"}); err != nil {
+						t.Fatal(err)
+					}
+				},
+				RefreshState:       true,
+				ExpectNonEmptyPlan: true,
+				Check: resource.ComposeTestCheckFunc(
+					resource.TestCheckResourceAttr(addr, "volcano_drift.#", "1"),
+					resource.TestCheckResourceAttr(addr, "volcano_drift.0", scheduler+": spec.template.spec.containers[volcano-scheduler].args")),
+			},
+			{
+				Config: config,
+				Check: func(*terraform.State) error {
+					d, err := k.cs.AppsV1().Deployments("volcano-system").Get(context.Background(), "volcano-scheduler", metav1.GetOptions{})
+					if err != nil {
+						return err
+					}
+					if args := d.Spec.Template.Spec.Containers[0].Args; slices.Contains(args, "--percentage-nodes-to-find=50") {
+						return fmt.Errorf("the apply did not restore the scheduler's arguments: %v", args)
+					}
+					return nil
 				},
 			},
 		},
@@ -216,6 +577,7 @@ resource "ctr_cluster" "this" {
 `, kubeconfig, url)
 	}
 	k := clientsFor(t, kubeconfig)
+	withoutVolcano(t, k)
 	deployment := func(name string) (bool, error) {
 		_, err := k.cs.AppsV1().Deployments("volcano-system").Get(context.Background(), name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
@@ -226,8 +588,7 @@ resource "ctr_cluster" "this" {
 	resource.Test(t, resource.TestCase{
 		ProtoV6ProviderFactories: providerFactories,
 		CheckDestroy: func(*terraform.State) error {
-			crd := schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
-			list, err := k.dyn.Resource(crd).List(context.Background(), metav1.ListOptions{LabelSelector: "ctr.elasticctr.io/owner=" + volcanoOwner})
+			list, err := k.dyn.Resource(crdGVR).List(context.Background(), metav1.ListOptions{LabelSelector: stack.OwnerLabel + "=" + volcano.Owner})
 			if err != nil {
 				return err
 			}
@@ -293,6 +654,10 @@ func TestCluster_BadInput(t *testing.T) {
 		{"manifest URL without a host", with(adopt, "volcano", map[string]any{"manifest_url": "https:///volcano.yaml"}), "volcano.manifest_url", `names no host`},
 		{"adopted with a static token", map[string]any{"kubernetes": map[string]any{"host": "https://k:6443", "token": "t"}},
 			"kubernetes.token", `a resource's kubernetes is stored in state`},
+		{"unknown Volcano mode", with(adopt, "volcano", map[string]any{"mode": "replace"}), "volcano.mode",
+			`Attribute volcano.mode value must be one of: \["if_absent" "adopt" "none"\]`},
+		{"Volcano version without Volcano", with(adopt, "volcano", map[string]any{"mode": "none", "version": "v1.13.0"}), "volcano.version",
+			`Attribute volcano.version: has no effect with volcano.mode = "none"`},
 		{"bad timeout", with(adopt, "timeouts", map[string]any{"create": "1 hour"}), "timeouts.create", `"1 hour" is not a positive duration`},
 	})
 }

@@ -162,6 +162,23 @@ func TestAccTrainingJob_JobFailedFailsEarly(t *testing.T) {
 	}
 }
 
+// TestAccTrainingJob_JobAbortedFailsEarly: a job whose policy aborts it when a pod fails
+// (PodFailed -> AbortJob) ends Aborted: the apply fails then, naming the phase and the pod that
+// failed, instead of waiting out the timeout.
+func TestAccTrainingJob_JobAbortedFailsEarly(t *testing.T) {
+	k, ns, name := trainingJobTest(t)
+	node := kubetest.StartNode(t, k.cs)
+	node.SetPodStatus(kubetest.ByName(map[string]kubetest.PodStatus{"pserver": kubetest.Running(), "trainer": kubetest.Failed(3, "bad slot config")}))
+	start := time.Now()
+	k.run(t, ns, stack.TrainingJobType, name, stack.TrainingJobKinds, resource.TestStep{
+		Config:      onTestNode(ns, name, node, `  policies = [{ event = "PodFailed", action = "AbortJob" }]`),
+		ExpectError: detailRE(`Apply Training Job Error.*Job ` + ns + `/` + name + `: the job is Aborted.*pod ` + name + `-trainer-0: Failed: container \w+ exited with code 3 \(Error\): bad slot config`),
+	})
+	if took := time.Since(start); took > 2*time.Minute {
+		t.Errorf("took %s: the abort did not end the wait early (timeout 5m)", took)
+	}
+}
+
 // TestAccTrainingJob_UnschedulableTimesOutWithWarning: a gang the cluster cannot place keeps
 // the job Pending; when the wait runs out of time, apply warns with the scheduler's reason
 // instead of failing, the job stays in state untainted (the next plan replaces nothing), and

@@ -315,8 +315,12 @@ func (w workload[S, M, P]) cleanUp(ctx context.Context, kc *kube.Client, plan P,
 		return fmt.Sprintf("The %d objects it had created were removed; nothing of it is left.", len(created))
 	}
 	diags.Append(state.Set(ctx, plan)...)
-	return fmt.Sprintf("The objects it had created could not all be removed (%s): the resource is kept in state, tainted, "+
-		"so that terraform destroy, or the next apply, which replaces it, removes them.", err)
+	left := "objects still being deleted"
+	if l := kc.Left(ctx, created); len(l) > 0 {
+		left = strings.Join(l, ", ")
+	}
+	return fmt.Sprintf("The objects it had created could not all be removed (%s). Left behind: %s. The resource is kept in state, tainted, "+
+		"so that terraform destroy, or the next apply, which replaces it, removes them.", err, left)
 }
 
 // prune deletes the owned objects that set no longer renders and waits until they are gone.

@@ -53,6 +53,7 @@ module "ctr" {
   workers              = { replicas = 2 }
   admin_password       = "Demo-Passw0rd"
   volcano_manifest_url = var.volcano_manifest_url
+  volcano_mode         = "adopt" # the emulated cluster is the local control plane, which has Volcano's CRDs: take them over
   training             = { pservers = 1, trainers = 1 }
   cube                 = { shards = var.cube_shards, replicas = 1 }
 }

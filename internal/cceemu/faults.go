@@ -109,6 +109,19 @@ func (s *Server) SetReplicasOutOfBand(clusterID, groupID string, n int) error {
 // SetTemplateOutOfBand changes an instance group's node labels, as someone editing the group in the
 // console would: the next read shows the drift.
 func (s *Server) SetTemplateOutOfBand(clusterID, groupID string, labels map[string]string) error {
+	return s.EditTemplateOutOfBand(clusterID, groupID, func(t map[string]any) {
+		l := map[string]any{}
+		for k, v := range labels {
+			l[k] = v
+		}
+		t["labels"] = l
+	})
+}
+
+// EditTemplateOutOfBand changes an instance group's template (its JSON form: labels, taints,
+// instanceResource.rootDiskSize, ...) as someone editing the group in the console would: the
+// next read shows the drift.
+func (s *Server) EditTemplateOutOfBand(clusterID, groupID string, edit func(template map[string]any)) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	c, ok := s.clusters[clusterID]
@@ -124,10 +137,6 @@ func (s *Server) SetTemplateOutOfBand(clusterID, groupID string, labels map[stri
 		t = map[string]any{}
 		g.spec["instanceTemplate"] = t
 	}
-	l := map[string]any{}
-	for k, v := range labels {
-		l[k] = v
-	}
-	t["labels"] = l
+	edit(t)
 	return nil
 }

@@ -2,6 +2,7 @@ package kube
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
@@ -451,4 +452,58 @@ func (c *Client) ServiceProxyGet(ctx context.Context, namespace, service, port, 
 		return nil, fmt.Errorf("GET %s from Service %s/%s:%s: %w", path, namespace, service, port, err)
 	}
 	return b, nil
+}
+
+// RemoveMetadata removes labels and annotations from the live object u names (a JSON merge
+// patch, so no other field changes hands): how an object that was there before we applied it
+// is handed back. An object that is gone is no error.
+func (c *Client) RemoveMetadata(ctx context.Context, u *unstructured.Unstructured, labels, annotations []string) error {
+	ri, err := c.resource(u.GroupVersionKind(), u.GetNamespace())
+	if errors.Is(err, errNotServed) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	meta := map[string]any{}
+	for field, keys := range map[string][]string{"labels": labels, "annotations": annotations} {
+		if len(keys) == 0 {
+			continue
+		}
+		m := map[string]any{}
+		for _, k := range keys {
+			m[k] = nil
+		}
+		meta[field] = m
+	}
+	body, err := json.Marshal(map[string]any{"metadata": meta})
+	if err != nil {
+		return err
+	}
+	_, err = ri.Patch(ctx, u.GetName(), types.MergePatchType, body, metav1.PatchOptions{FieldManager: FieldManager})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return apiError("release", u, err)
+	}
+	return nil
+}
+
+// IsNotServed says whether err is about a kind the cluster does not serve (its CRD is not
+// installed).
+func IsNotServed(err error) bool { return errors.Is(err, errNotServed) }
+
+// Left names the objects of set that exist and are not being deleted: what a delete that
+// failed half-way left behind.
+func (c *Client) Left(ctx context.Context, set stack.Set) []string {
+	var out []string
+	for _, o := range set {
+		live, err := c.Get(ctx, o.Object)
+		if err != nil && !errors.Is(err, errNotServed) {
+			out = append(out, Describe(o.Object)+" (could not be read: "+err.Error()+")")
+			continue
+		}
+		if live != nil && live.GetDeletionTimestamp() == nil {
+			out = append(out, Describe(o.Object))
+		}
+	}
+	return out
 }

@@ -1,7 +1,13 @@
 package kube
 
 import (
+	"context"
+	"encoding/json"
+	"errors"
 	"reflect"
+	"sort"
+	"strconv"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
@@ -115,4 +121,101 @@ func markSecretDrift(desired, live, out map[string]any) {
 			od[k] = stack.DriftedValue
 		}
 	}
+}
+
+// DriftedFields lists the fields (dotted paths, list elements by name or index) where the live
+// object differs from the desired one on the fields desired sets; empty when there is no
+// drift. Values are compared as JSON, so a number decoded from YAML (float64) equals the
+// server's int64.
+func DriftedFields(desired, live *unstructured.Unstructured) []string {
+	var out []string
+	diffPaths("", normJSON(desired.Object), normJSON(Project(desired, live).Object), &out)
+	return out
+}
+
+// normJSON round-trips a value through JSON, so that equal values compare equal.
+func normJSON(v any) any {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return v
+	}
+	var out any
+	if err := json.Unmarshal(b, &out); err != nil {
+		return v
+	}
+	return out
+}
+
+// maxDriftPaths bounds the paths reported for one object: a replaced list is one change.
+const maxDriftPaths = 5
+
+func diffPaths(at string, want, got any, out *[]string) {
+	if len(*out) >= maxDriftPaths || reflect.DeepEqual(want, got) {
+		return
+	}
+	join := func(k string) string {
+		if at == "" {
+			return k
+		}
+		return at + "." + k
+	}
+	switch w := want.(type) {
+	case map[string]any:
+		g, ok := got.(map[string]any)
+		if !ok {
+			break
+		}
+		keys := make([]string, 0, len(w))
+		for k := range w {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			if gv, ok := g[k]; ok {
+				diffPaths(join(k), w[k], gv, out)
+			} else {
+				*out = append(*out, join(k)+" (removed)")
+			}
+		}
+		return
+	case []any:
+		g, ok := got.([]any)
+		if !ok || len(g) != len(w) {
+			break
+		}
+		for i := range w {
+			name := strconv.Itoa(i)
+			if m, ok := w[i].(map[string]any); ok {
+				if n, ok := m["name"].(string); ok {
+					name = n
+				}
+			}
+			diffPaths(at+"["+name+"]", w[i], g[i], out)
+		}
+		return
+	}
+	if at == "" {
+		at = "(object)"
+	}
+	*out = append(*out, at)
+}
+
+// Drift compares every object of set with the cluster: one line per object that is gone or
+// whose fields differ from set ("<key>: <field>, ..."), in set order; nil when none does.
+func (c *Client) Drift(ctx context.Context, set stack.Set) ([]string, error) {
+	var out []string
+	for _, o := range set {
+		live, err := c.Get(ctx, o.Object)
+		if err != nil && !errors.Is(err, errNotServed) {
+			return nil, err
+		}
+		if live == nil {
+			out = append(out, o.Key+": deleted")
+			continue
+		}
+		if f := DriftedFields(o.Object, live); len(f) > 0 {
+			out = append(out, o.Key+": "+strings.Join(f, ", "))
+		}
+	}
+	return out, nil
 }

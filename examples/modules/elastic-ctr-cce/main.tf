@@ -21,6 +21,7 @@ resource "ctr_cluster" "this" {
     }
   }
   volcano = {
+    mode         = var.volcano_mode
     manifest_url = var.volcano_manifest_url
   }
 }

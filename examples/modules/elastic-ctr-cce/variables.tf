@@ -40,6 +40,16 @@ variable "admin_password" {
   default     = null
 }
 
+variable "volcano_mode" {
+  description = "What ctr_cluster does with Volcano: if_absent installs it unless the cluster has one (which is left alone), adopt takes an existing install over, none manages nothing."
+  type        = string
+  default     = "if_absent"
+  validation {
+    condition     = contains(["if_absent", "adopt", "none"], var.volcano_mode)
+    error_message = "volcano_mode must be if_absent, adopt or none."
+  }
+}
+
 variable "volcano_manifest_url" {
   description = "Mirror of Volcano's release manifest; null fetches the release's own."
   type        = string

@@ -41,13 +41,16 @@ variable "admin_password" {
 }
 
 # Any existing cluster (EKS, GKE, kind, on-prem): only Volcano is managed. Its own connection
-# is stored in state, so it takes a kubeconfig or an exec plugin, not a static token.
+# is stored in state, so it takes a kubeconfig or an exec plugin, not a static token. A Volcano
+# the cluster already has is left alone (volcano_state = "existing"); mode = "adopt" would take
+# it over, mode = "none" manages no Volcano at all.
 resource "ctr_cluster" "existing" {
   provider = ctr.cloud
   kubernetes = {
     config_path = "~/.kube/config"
   }
   volcano = {
+    mode            = "if_absent"
     keep_on_destroy = true
   }
 }
