@@ -42,8 +42,8 @@ func gvks(kinds ...metav1.TypeMeta) []schema.GroupVersionKind {
 var (
 	TrainingJobKinds = gvks(kindServiceAccount, kindRole, kindRoleBinding, kindSecret, kindConfigMap, kindClaim,
 		kindDeployment, kindService, kindVolcanoJob)
-	CubeKinds    = gvks(kindSecret, kindNetworkPolicy, kindService, kindStatefulSet, kindClaim, kindDeployment)
-	ServingKinds = gvks(kindConfigMap, kindDeployment, kindService)
+	CubeKinds    = gvks(kindServiceAccount, kindSecret, kindNetworkPolicy, kindService, kindStatefulSet, kindClaim, kindDeployment)
+	ServingKinds = gvks(kindServiceAccount, kindConfigMap, kindDeployment, kindService)
 	// ControllerKinds are objects that controllers create from ours, carrying our labels:
 	// deletion waits for them too.
 	ControllerKinds = gvks(kindPod, kindReplicaSet, kindPodGroup)
