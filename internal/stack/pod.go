@@ -408,19 +408,22 @@ type podTarget struct {
 // settings) and refuses pod settings that would collide with them: a volume name, a mount
 // path inside one of ctr's, a label or annotation key ctr or Volcano sets.
 func (c *checker) checkPodCollisions(set Set, targets map[string]podTarget) {
-	seen := map[string]bool{}
+	var found checker
 	for _, o := range set {
 		t, ok := targets[o.Object.GetLabels()[LabelComponent]]
 		if !ok || t.pod == nil {
 			continue
 		}
 		for _, tmpl := range templatesOf(o.Object) {
-			key := t.path + "|" + o.Key
-			if seen[key] {
-				continue
-			}
-			seen[key] = true
-			c.podAgainst(t.path, t.pod, tmpl)
+			found.podAgainst(t.path, t.pod, tmpl)
+		}
+	}
+	// Several pods (shards, tasks) share one pod block: say each problem once.
+	seen := map[FieldError]bool{}
+	for _, e := range found.errs {
+		if !seen[e] {
+			seen[e] = true
+			c.errs = append(c.errs, e)
 		}
 	}
 }
