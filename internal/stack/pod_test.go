@@ -81,8 +81,12 @@ func TestRenderPod_EveryPodGetsEveryKnob(t *testing.T) {
 		"collective": func() (Set, error) {
 			return RenderTrainingJob(TrainingJob{Name: "ctr", Namespace: "ads", Mode: ModeCollective, Pod: fullPod(), FileServer: &FileServer{Pod: fullPod()}})
 		},
-		"cube":    func() (Set, error) { return RenderCube(Cube{Name: "cube", Namespace: "ads", DonefileURL: testDonefile, Pod: fullPod()}) },
-		"serving": func() (Set, error) { return RenderServing(Serving{Name: "serving", Namespace: "ads", CubeConf: conf, Pod: fullPod()}) },
+		"cube": func() (Set, error) {
+			return RenderCube(Cube{Name: "cube", Namespace: "ads", DonefileURL: testDonefile, Pod: fullPod()})
+		},
+		"serving": func() (Set, error) {
+			return RenderServing(Serving{Name: "serving", Namespace: "ads", CubeConf: conf, Pod: fullPod()})
+		},
 	}
 	for name, render := range sets {
 		t.Run(name, func(t *testing.T) {
@@ -252,20 +256,20 @@ func TestPod_Validate(t *testing.T) {
 		"pod.volume_mounts[0].mount_path": Cube{Name: "c", Namespace: "n", DonefileURL: testDonefile, Pod: withPod(func(p *PodSettings) {
 			p.Volumes, p.VolumeMounts = []Volume{vol("x")}, []VolumeMount{{Name: "x", MountPath: "/data"}}
 		})}.Validate(),
-		`pod.labels["ctr.elasticctr.io/shard"]`:  Cube{Name: "c", Namespace: "n", DonefileURL: testDonefile, Pod: &PodSettings{Labels: map[string]string{"ctr.elasticctr.io/shard": "1"}}}.Validate(),
-		`pod.labels["paddle-job"]`:               TrainingJob{Name: "j", Namespace: "n", Pod: &PodSettings{Labels: map[string]string{"paddle-job": "x"}}}.Validate(),
-		`pod.labels["bad key!"]`:                 Serving{Name: "s", Namespace: "n", CubeConf: conf, Pod: &PodSettings{Labels: map[string]string{"bad key!": "x"}}}.Validate(),
-		`pod.annotations["volcano.sh/x"]`:        Serving{Name: "s", Namespace: "n", CubeConf: conf, Pod: &PodSettings{Annotations: map[string]string{"volcano.sh/x": "1"}}}.Validate(),
+		`pod.labels["ctr.elasticctr.io/shard"]`: Cube{Name: "c", Namespace: "n", DonefileURL: testDonefile, Pod: &PodSettings{Labels: map[string]string{"ctr.elasticctr.io/shard": "1"}}}.Validate(),
+		`pod.labels["paddle-job"]`:              TrainingJob{Name: "j", Namespace: "n", Pod: &PodSettings{Labels: map[string]string{"paddle-job": "x"}}}.Validate(),
+		`pod.labels["bad key!"]`:                Serving{Name: "s", Namespace: "n", CubeConf: conf, Pod: &PodSettings{Labels: map[string]string{"bad key!": "x"}}}.Validate(),
+		`pod.annotations["volcano.sh/x"]`:       Serving{Name: "s", Namespace: "n", CubeConf: conf, Pod: &PodSettings{Annotations: map[string]string{"volcano.sh/x": "1"}}}.Validate(),
 		`pod.annotations["ctr.elasticctr.io/cube-conf-sha256"]`: Serving{Name: "s", Namespace: "n", CubeConf: conf, Pod: &PodSettings{
 			Annotations: map[string]string{CubeConfChecksumAnnotation: "1"}}}.Validate(),
 		// The shape on its own.
 		"pod.service_account_annotations": Serving{Name: "s", Namespace: "n", CubeConf: conf, Pod: &PodSettings{ServiceAccountName: "mine",
 			ServiceAccountAnnotations: map[string]string{"a": "b"}}}.Validate(),
-		"pod.volumes[0]":                Serving{Name: "s", Namespace: "n", CubeConf: conf, Pod: &PodSettings{Volumes: []Volume{{Name: "x"}}}}.Validate(),
-		"pod.volume_mounts[0].name":     Serving{Name: "s", Namespace: "n", CubeConf: conf, Pod: &PodSettings{VolumeMounts: []VolumeMount{{Name: "nope", MountPath: "/x"}}}}.Validate(),
-		"pod.env_from[0]":               Serving{Name: "s", Namespace: "n", CubeConf: conf, Pod: &PodSettings{EnvFrom: []EnvFrom{{Secret: "a", ConfigMap: "b"}}}}.Validate(),
-		`pod.secret_env["A"]`:           Serving{Name: "s", Namespace: "n", CubeConf: conf, Pod: &PodSettings{Env: map[string]string{"A": "1"}, SecretEnv: map[string]KeyRef{"A": {Secret: "s", Key: "k"}}}}.Validate(),
-		`pod.secret_env["A"].key`:       Serving{Name: "s", Namespace: "n", CubeConf: conf, Pod: &PodSettings{SecretEnv: map[string]KeyRef{"A": {Secret: "s", Key: "bad/key"}}}}.Validate(),
+		"pod.volumes[0]":            Serving{Name: "s", Namespace: "n", CubeConf: conf, Pod: &PodSettings{Volumes: []Volume{{Name: "x"}}}}.Validate(),
+		"pod.volume_mounts[0].name": Serving{Name: "s", Namespace: "n", CubeConf: conf, Pod: &PodSettings{VolumeMounts: []VolumeMount{{Name: "nope", MountPath: "/x"}}}}.Validate(),
+		"pod.env_from[0]":           Serving{Name: "s", Namespace: "n", CubeConf: conf, Pod: &PodSettings{EnvFrom: []EnvFrom{{Secret: "a", ConfigMap: "b"}}}}.Validate(),
+		`pod.secret_env["A"]`:       Serving{Name: "s", Namespace: "n", CubeConf: conf, Pod: &PodSettings{Env: map[string]string{"A": "1"}, SecretEnv: map[string]KeyRef{"A": {Secret: "s", Key: "k"}}}}.Validate(),
+		`pod.secret_env["A"].key`:   Serving{Name: "s", Namespace: "n", CubeConf: conf, Pod: &PodSettings{SecretEnv: map[string]KeyRef{"A": {Secret: "s", Key: "bad/key"}}}}.Validate(),
 		"pod.affinity.node.required[0].match_expressions[0].values": Serving{Name: "s", Namespace: "n", CubeConf: conf, Pod: &PodSettings{Affinity: &Affinity{Node: &NodeAffinity{
 			Required: []NodeSelectorTerm{{MatchExpressions: []NodeRequirement{{Key: "zone", Operator: "In"}}}}}}}}.Validate(),
 		"pod.priority_class_name": Serving{Name: "s", Namespace: "n", CubeConf: conf, Pod: &PodSettings{PriorityClassName: "Not_Valid"}}.Validate(),
