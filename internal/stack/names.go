@@ -60,7 +60,8 @@ func ref(kind metav1.TypeMeta, namespace, name string) *unstructured.Unstructure
 }
 
 // Names of a training job's objects. The Volcano Job, its ServiceAccount, Role and
-// RoleBinding take the job's own name.
+// RoleBinding take the job's own name; the file server's ServiceAccount (when pod settings
+// ask ctr for one) its Deployment's. A cube's and a serving's take the resource's name.
 func fileServerName(job string) string    { return job + "-fileserver" }
 func uploadSecretName(job string) string  { return job + "-upload" }
 func datasetSecretName(job string) string { return job + "-dataset" }
@@ -87,8 +88,13 @@ func VolcanoJobRef(namespace, name string) *unstructured.Unstructured {
 // VolcanoJobKey is the manifests key of a training job's Volcano Job.
 func VolcanoJobKey(name string) string { return Key(VolcanoJobRef("", name)) }
 
+// FileServerRef is a training job's file server Deployment.
+func FileServerRef(namespace, name string) *unstructured.Unstructured {
+	return ref(kindDeployment, namespace, fileServerName(name))
+}
+
 // FileServerKey is the manifests key of a training job's file server Deployment.
-func FileServerKey(name string) string { return Key(ref(kindDeployment, "", fileServerName(name))) }
+func FileServerKey(name string) string { return Key(FileServerRef("", name)) }
 
 // DatasetSecretRef is the Secret that holds a training job's HDFS UGI.
 func DatasetSecretRef(namespace, name string) *unstructured.Unstructured {
