@@ -152,7 +152,7 @@ type VolumeMount struct {
 // ReservedLabelPrefixes and ReservedAnnotationPrefixes are keys a user may not put on pods:
 // ctr's own, and those Volcano stamps on the pods it creates.
 var (
-	ReservedLabelPrefixes      = []string{"ctr.elasticctr.io/", "volcano.sh/", "app.kubernetes.io/"}
+	ReservedLabelPrefixes      = []string{"ctr.elasticctr.io/", "volcano.sh/"}
 	ReservedAnnotationPrefixes = []string{"ctr.elasticctr.io/", "volcano.sh/", "scheduling.k8s.io/"}
 )
 
