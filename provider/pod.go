@@ -113,7 +113,7 @@ type volumeMountModel struct {
 const podDocs = "Settings added to, or changed in, %s: scheduling (`node_selector`, `tolerations`, `affinity`, " +
 	"`priority_class_name`), identity (`service_account_name`, `service_account_annotations`), metadata (`labels`, `annotations`), " +
 	"environment (`env`, `secret_env`, `env_from`), extra `volumes` and `volume_mounts`, and `security_context`. Every workload " +
-	"resource takes the same shape; see the guide \"Pod settings\". What ctr sets itself (its labels and annotations, its volumes " +
+	"resource takes the same shape; see the guide [Pod settings](../guides/pod-settings.md). What ctr sets itself (its labels and annotations, its volumes " +
 	"and mount paths) cannot be overridden: a setting that collides with it is refused at plan time."
 
 // podAttribute is the schema of `pod`; pods names the pods it applies to, images what their

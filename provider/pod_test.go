@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
+	"github.com/hashicorp/terraform-plugin-testing/plancheck"
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
@@ -293,6 +294,9 @@ resource "ctr_serving" "test" {
 		},
 		{
 			Config: config(""),
+			ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+				plancheck.ExpectResourceAction("ctr_serving.test", plancheck.ResourceActionUpdate),
+			}},
 			Check: resource.ComposeTestCheckFunc(
 				k.checkPodKnobs(ns, owner, 1, func(string) string { return name }),
 				k.checkServiceAccount(ns, name),
