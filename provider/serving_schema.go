@@ -52,13 +52,13 @@ func servingSchema(ctx context.Context) schema.Schema {
 					"requests": schema.MapAttribute{Optional: true, ElementType: types.StringType, MarkdownDescription: "e.g. `{ cpu = \"4\" }`."},
 					"limits":   schema.MapAttribute{Optional: true, ElementType: types.StringType, MarkdownDescription: "e.g. `{ memory = \"8Gi\" }`."},
 				}},
-			"cube_conf": schema.StringAttribute{Required: true, MarkdownDescription: "The `cube.conf` to mount: `ctr_cube.<name>.cube_conf`."},
+			"cube_conf":        schema.StringAttribute{Required: true, MarkdownDescription: "The `cube.conf` to mount: `ctr_cube.<name>.cube_conf`."},
 			"security_context": deprecated(securityContextAttribute("the serving pods", servingImage), "pod.security_context"),
 			"pod":              podAttribute("the serving pods", servingImage, "Changes roll the serving pods."),
-			"kubernetes": connectionResourceAttribute(),
-			"timeouts":   timeoutsAttribute(ctx, timeouts.Opts{Create: true, Update: true, Delete: true}),
-			"manifests":  manifestsAttribute(),
-			"url":        schema.StringAttribute{Computed: true, MarkdownDescription: "In-cluster URL of the serving Service."},
+			"kubernetes":       connectionResourceAttribute(),
+			"timeouts":         timeoutsAttribute(ctx, timeouts.Opts{Create: true, Update: true, Delete: true}),
+			"manifests":        manifestsAttribute(),
+			"url":              schema.StringAttribute{Computed: true, MarkdownDescription: "In-cluster URL of the serving Service."},
 		},
 	}
 }
