@@ -35,6 +35,7 @@ type cubeModel struct {
 	Retry           types.Int64           `tfsdk:"retry"`
 	BackupRequestMS types.Int64           `tfsdk:"backup_request_ms"`
 	SecurityContext *securityContextModel `tfsdk:"security_context"`
+	Pod             *podModel             `tfsdk:"pod"`
 	NetworkPolicy   *networkPolicyModel   `tfsdk:"network_policy"`
 	ControlToken    types.String          `tfsdk:"control_token"`
 	CubeConf        types.String          `tfsdk:"cube_conf"`
@@ -65,6 +66,7 @@ func (m *cubeModel) known() bool {
 	vals := []attr.Value{m.Name, m.Namespace, m.Stack, m.Dict, m.Shards, m.Replicas, m.Image, m.DonefileURL, m.Mode,
 		m.Port, m.TransferPort, m.FilesPort, m.TransferStorage, m.NodeSelector, m.PullSecrets, m.TimeoutMS, m.Retry, m.BackupRequestMS}
 	vals = append(vals, m.SecurityContext.values()...)
+	vals = append(vals, m.Pod.values()...)
 	if p := m.NetworkPolicy; p != nil {
 		vals = append(vals, p.Enabled)
 		for _, peer := range p.AllowFrom {
@@ -88,6 +90,7 @@ func (m *cubeModel) settings(ctx context.Context, _ stack.Images) (stack.Cube, d
 		c.Storage = &stack.CubeStorage{Size: s.Size.ValueString(), StorageClass: s.StorageClass.ValueString()}
 	}
 	c.SecurityContext = m.SecurityContext.stack(ctx, &diags)
+	c.Pod = m.Pod.stack(ctx, &diags)
 	if p := m.NetworkPolicy; p != nil {
 		c.NetworkPolicy = &stack.NetworkPolicy{}
 		if !p.Enabled.IsNull() && !p.Enabled.IsUnknown() {
@@ -115,10 +118,11 @@ func (m *cubeModel) setComputed(ctx context.Context, c stack.Cube, diags *diag.D
 // fromCluster rebuilds the configuration from the transfer's settings and the control Secret.
 func (m *cubeModel) fromCluster(ctx context.Context, kc *kube.Client, diags *diag.Diagnostics) bool {
 	ns, name := m.Namespace.ValueString(), m.Name.ValueString()
-	c, ok := settingsFromCluster(ctx, kc, stack.CubeTransferRef(ns, name), "Cube", stack.CubeFromSettings, diags)
+	c, live, ok := settingsFromCluster(ctx, kc, stack.CubeTransferRef(ns, name), "Cube", stack.CubeFromSettings, diags)
 	if !ok {
 		return false
 	}
+	c.RestoreEnv(live)
 	ref := stack.CubeControlSecretRef(ns, name)
 	secret, err := kc.Get(ctx, ref)
 	if err != nil {
@@ -141,6 +145,7 @@ func (m *cubeModel) fromCluster(ctx context.Context, kc *kube.Client, diags *dia
 	m.Tolerations = tolerationsFromStack(c.Tolerations)
 	m.PullSecrets = optionalStringList(ctx, c.ImagePullSecrets, diags)
 	m.SecurityContext = securityContextFromStack(ctx, c.SecurityContext, diags)
+	m.Pod = podFromStack(ctx, c.Pod, diags)
 	m.NetworkPolicy = nil
 	if p := c.NetworkPolicy; p != nil {
 		m.NetworkPolicy = &networkPolicyModel{Enabled: types.BoolValue(p.Enabled == nil || *p.Enabled)}

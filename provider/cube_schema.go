@@ -20,6 +20,9 @@ import (
 	"github.com/elasticctr/terraform-provider-ctr/internal/stack"
 )
 
+// cubeImage is what this repository's image adds to the hardened defaults, for the docs.
+const cubeImage = "This repository's image also runs as user and group 65532 with `runAsNonRoot`, `fsGroup` 65532 and a read-only root filesystem."
+
 func cubeSchema(ctx context.Context) schema.Schema {
 	num := func(desc string, def int64, min, max int64) schema.Int64Attribute {
 		return schema.Int64Attribute{Optional: true, Computed: true, Default: int64default.StaticInt64(def),
@@ -76,16 +79,24 @@ func cubeSchema(ctx context.Context) schema.Schema {
 				}},
 			"transfer_storage": schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString(stack.DefaultTransferStorage),
 				MarkdownDescription: "Size of the transfer's volume (downloads, built shards, state). Defaults to `" + stack.DefaultTransferStorage + "`."},
-			"node_selector":      nodeSelectorAttribute("every cube pod"),
+			"node_selector": func() schema.MapAttribute {
+				a := nodeSelectorAttribute("every cube pod")
+				a.DeprecationMessage, a.MarkdownDescription = deprecatedFor("pod.node_selector"), "Deprecated: use `pod.node_selector`. "+a.MarkdownDescription
+				return a
+			}(),
 			"image_pull_secrets": pullSecretsAttribute("the cube servers and the transfer"),
-			"tolerations":        tolerationsAttribute("every cube pod"),
+			"tolerations": func() schema.ListNestedAttribute {
+				a := tolerationsAttribute("every cube pod")
+				a.DeprecationMessage, a.MarkdownDescription = deprecatedFor("pod.tolerations"), "Deprecated: use `pod.tolerations`. "+a.MarkdownDescription
+				return a
+			}(),
 			"timeout_ms": num("cube.conf `timeout`: Paddle Serving's per-request timeout in milliseconds.",
 				stack.DefaultCubeTimeoutMS, stack.MinCubeTimeoutMS, stack.MaxCubeTimeoutMS),
 			"retry": num("cube.conf `retry`: Paddle Serving's retries on another replica; `0` turns retries off.", stack.DefaultCubeRetry, 0, stack.MaxCubeRetry),
 			"backup_request_ms": num("cube.conf `backup_request`: send a backup request after this many milliseconds; 0 disables it.",
 				0, 0, stack.MaxBackupRequestMS),
-			"security_context": securityContextAttribute("the cube servers' and the transfer's pods",
-				"This repository's image also runs as user and group 65532 with `runAsNonRoot`, `fsGroup` 65532 and a read-only root filesystem."),
+			"security_context": deprecated(securityContextAttribute("the cube servers' and the transfer's pods", cubeImage), "pod.security_context"),
+			"pod":              podAttribute("the cube servers' and the transfer's pods", cubeImage, "Changes roll the cube servers and the transfer."),
 			"network_policy": schema.SingleNestedAttribute{Optional: true,
 				MarkdownDescription: "Who may reach the cube (see above). Unset: the policies are rendered with no extra peers. " +
 					"Turning them off or changing the peers updates the NetworkPolicies in place (turned off, they are deleted).",

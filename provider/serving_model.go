@@ -27,6 +27,7 @@ type servingModel struct {
 	Env             types.Map             `tfsdk:"env"`
 	Resources       *resourcesModel       `tfsdk:"resources"`
 	SecurityContext *securityContextModel `tfsdk:"security_context"`
+	Pod             *podModel             `tfsdk:"pod"`
 	CubeConf        types.String          `tfsdk:"cube_conf"`
 	URL             types.String          `tfsdk:"url"`
 }
@@ -37,6 +38,7 @@ func (m *servingModel) known() bool {
 	vals := append([]attr.Value{m.Name, m.Namespace, m.Stack, m.Image, m.PullSecrets, m.Replicas, m.Port, m.ServiceType, m.ModelURL, m.Args, m.Env, m.CubeConf},
 		m.SecurityContext.values()...)
 	vals = append(vals, m.Resources.values()...)
+	vals = append(vals, m.Pod.values()...)
 	return allKnown(vals)
 }
 
@@ -48,6 +50,7 @@ func (m *servingModel) settings(ctx context.Context, _ stack.Images) (stack.Serv
 		Args: stringList(ctx, m.Args, &diags), Env: stringMap(ctx, m.Env, &diags), ImagePullSecrets: stringList(ctx, m.PullSecrets, &diags)}
 	s.Requests, s.Limits = m.Resources.stack(ctx, &diags)
 	s.SecurityContext = m.SecurityContext.stack(ctx, &diags)
+	s.Pod = m.Pod.stack(ctx, &diags)
 	return s, diags
 }
 
@@ -58,10 +61,11 @@ func (m *servingModel) setComputed(_ context.Context, s stack.Serving, _ *diag.D
 
 func (m *servingModel) fromCluster(ctx context.Context, kc *kube.Client, diags *diag.Diagnostics) bool {
 	ref := stack.ServingDeploymentRef(m.Namespace.ValueString(), m.Name.ValueString())
-	s, ok := settingsFromCluster(ctx, kc, ref, "Serving", stack.ServingFromSettings, diags)
+	s, live, ok := settingsFromCluster(ctx, kc, ref, "Serving", stack.ServingFromSettings, diags)
 	if !ok {
 		return false
 	}
+	s.RestoreEnv(live)
 	m.Name, m.Namespace, m.Stack, m.Image = types.StringValue(s.Name), types.StringValue(s.Namespace), optionalString(s.Stack), optionalString(s.Image)
 	m.Replicas, m.Port, m.ServiceType = types.Int64Value(int64(s.Replicas)), types.Int64Value(int64(s.Port)), optionalString(s.ServiceType)
 	m.ModelURL, m.CubeConf, m.Env = optionalString(s.ModelURL), types.StringValue(s.CubeConf), optionalStringMap(ctx, s.Env, diags)
@@ -69,6 +73,7 @@ func (m *servingModel) fromCluster(ctx context.Context, kc *kube.Client, diags *
 	m.PullSecrets = optionalStringList(ctx, s.ImagePullSecrets, diags)
 	m.Resources = resourcesFromStack(ctx, s.Requests, s.Limits, diags)
 	m.SecurityContext = securityContextFromStack(ctx, s.SecurityContext, diags)
+	m.Pod = podFromStack(ctx, s.Pod, diags)
 	return !diags.HasError()
 }
 
@@ -76,24 +81,25 @@ func (m *servingModel) readLive(context.Context, *kube.Client, stack.Serving, ma
 }
 
 // settingsFromCluster reads the settings annotation of a resource's primary object (ref):
-// false, without an error, when the object does not exist.
+// false, without an error, when the object does not exist. It returns the object too, which
+// holds what the annotation leaves out (env values).
 func settingsFromCluster[S any](ctx context.Context, kc *kube.Client, ref *unstructured.Unstructured, kind string,
-	decode func(string) (S, error), diags *diag.Diagnostics) (S, bool) {
+	decode func(string) (S, error), diags *diag.Diagnostics) (S, *unstructured.Unstructured, bool) {
 	var s S
 	live, err := kc.Get(ctx, ref)
 	if err != nil {
 		diags.Append(diagnostics.Failed("Import "+kind+" Error", "Could not read "+kube.Describe(ref), "", err))
-		return s, false
+		return s, nil, false
 	}
 	if live == nil {
-		return s, false
+		return s, nil, false
 	}
 	s, err = decode(live.GetAnnotations()[stack.SettingsAnnotation])
 	if err != nil {
 		diags.Append(diagnostics.Failed("Import "+kind+" Error",
 			fmt.Sprintf("%s was not created by this provider (its %s annotation is missing or unreadable)", kube.Describe(ref), stack.SettingsAnnotation),
 			"Import only what this provider created.", err))
-		return s, false
+		return s, nil, false
 	}
-	return s, true
+	return s, live, true
 }

@@ -14,6 +14,10 @@ import (
 	"github.com/elasticctr/terraform-provider-ctr/internal/stack"
 )
 
+// servingImage is what Paddle Serving's image adds to the hardened defaults, for the docs.
+const servingImage = "Paddle Serving's images run as root: no user and no read-only root filesystem are forced on them. If the image needs a " +
+	"capability back (e.g. `tar` restoring file owners needs `CHOWN`), add it with `add_capabilities`."
+
 func servingSchema(ctx context.Context) schema.Schema {
 	return schema.Schema{
 		MarkdownDescription: "Paddle Serving with the CTR model, reading sparse parameters from `ctr_cube`: a Deployment started with " +
@@ -41,20 +45,20 @@ func servingSchema(ctx context.Context) schema.Schema {
 			"model_url":    schema.StringAttribute{Optional: true, MarkdownDescription: "Where the dense model is fetched from (`MODEL_URL`), e.g. the training job's file server."},
 			"args": schema.ListAttribute{Optional: true, ElementType: types.StringType,
 				MarkdownDescription: "Container arguments. Defaults to `[\"--port=<port>\", \"--enable_cube=true\"]`."},
-			"env": schema.MapAttribute{Optional: true, ElementType: types.StringType, MarkdownDescription: "Extra environment variables."},
+			"env": schema.MapAttribute{Optional: true, ElementType: types.StringType, DeprecationMessage: deprecatedFor("pod.env"),
+				MarkdownDescription: "Deprecated: use `pod.env`. Extra environment variables."},
 			"resources": schema.SingleNestedAttribute{Optional: true, MarkdownDescription: "Requests and limits of each pod.",
 				Attributes: map[string]schema.Attribute{
 					"requests": schema.MapAttribute{Optional: true, ElementType: types.StringType, MarkdownDescription: "e.g. `{ cpu = \"4\" }`."},
 					"limits":   schema.MapAttribute{Optional: true, ElementType: types.StringType, MarkdownDescription: "e.g. `{ memory = \"8Gi\" }`."},
 				}},
-			"cube_conf": schema.StringAttribute{Required: true, MarkdownDescription: "The `cube.conf` to mount: `ctr_cube.<name>.cube_conf`."},
-			"security_context": securityContextAttribute("the serving pods",
-				"Paddle Serving's images run as root: no user and no read-only root filesystem are forced on them. If the image needs a "+
-					"capability back (e.g. `tar` restoring file owners needs `CHOWN`), add it with `add_capabilities`."),
-			"kubernetes": connectionResourceAttribute(),
-			"timeouts":   timeoutsAttribute(ctx, timeouts.Opts{Create: true, Update: true, Delete: true}),
-			"manifests":  manifestsAttribute(),
-			"url":        schema.StringAttribute{Computed: true, MarkdownDescription: "In-cluster URL of the serving Service."},
+			"cube_conf":        schema.StringAttribute{Required: true, MarkdownDescription: "The `cube.conf` to mount: `ctr_cube.<name>.cube_conf`."},
+			"security_context": deprecated(securityContextAttribute("the serving pods", servingImage), "pod.security_context"),
+			"pod":              podAttribute("the serving pods", servingImage, "Changes roll the serving pods."),
+			"kubernetes":       connectionResourceAttribute(),
+			"timeouts":         timeoutsAttribute(ctx, timeouts.Opts{Create: true, Update: true, Delete: true}),
+			"manifests":        manifestsAttribute(),
+			"url":              schema.StringAttribute{Computed: true, MarkdownDescription: "In-cluster URL of the serving Service."},
 		},
 	}
 }

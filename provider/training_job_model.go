@@ -38,6 +38,7 @@ type trainingJobModel struct {
 	ModelOutput     *modelOutputMdl       `tfsdk:"model_output"`
 	FileServer      *fileServerModel      `tfsdk:"file_server"`
 	SecurityContext *securityContextModel `tfsdk:"security_context"`
+	Pod             *podModel             `tfsdk:"pod"`
 	UploadToken     types.String          `tfsdk:"upload_token"`
 
 	Wait          types.String `tfsdk:"wait"`
@@ -89,6 +90,7 @@ type fileServerModel struct {
 	ServiceType     types.String          `tfsdk:"service_type"`
 	Replicas        types.Int64           `tfsdk:"replicas"`
 	SecurityContext *securityContextModel `tfsdk:"security_context"`
+	Pod             *podModel             `tfsdk:"pod"`
 }
 
 // known reports whether every value that rendering needs is known (not "known after apply").
@@ -112,8 +114,10 @@ func (m *trainingJobModel) known() bool {
 	if f := m.FileServer; f != nil {
 		vals = append(vals, f.Image, f.Upload, f.UploadInsecure, f.Port, f.ServiceType, f.Replicas)
 		vals = append(vals, f.SecurityContext.values()...)
+		vals = append(vals, f.Pod.values()...)
 	}
 	vals = append(vals, m.SecurityContext.values()...)
+	vals = append(vals, m.Pod.values()...)
 	return allKnown(vals)
 }
 
@@ -153,6 +157,7 @@ func (m *trainingJobModel) settings(ctx context.Context, images stack.Images) (s
 		Env:              stringMap(ctx, m.Env, &diags),
 	}
 	j.SecurityContext = m.SecurityContext.stack(ctx, &diags)
+	j.Pod = m.Pod.stack(ctx, &diags)
 	task := func(t *taskModel) *stack.Task {
 		if t == nil {
 			return nil
@@ -174,7 +179,7 @@ func (m *trainingJobModel) settings(ctx context.Context, images stack.Images) (s
 	if f := m.FileServer; f != nil {
 		j.FileServer = &stack.FileServer{Image: f.Image.ValueString(), Upload: f.Upload.ValueBool(), UploadInsecure: f.UploadInsecure.ValueBool(),
 			Port: int32(f.Port.ValueInt64()), ServiceType: f.ServiceType.ValueString(), Replicas: int32(f.Replicas.ValueInt64()),
-			SecurityContext: f.SecurityContext.stack(ctx, &diags)}
+			SecurityContext: f.SecurityContext.stack(ctx, &diags), Pod: f.Pod.stack(ctx, &diags)}
 	}
 	return j, diags
 }
@@ -206,10 +211,16 @@ func (m *trainingJobModel) readLive(ctx context.Context, kc *kube.Client, j stac
 // with what they leave out (the HDFS UGI, the upload token).
 func (m *trainingJobModel) fromCluster(ctx context.Context, kc *kube.Client, diags *diag.Diagnostics) bool {
 	ns, name := m.Namespace.ValueString(), m.Name.ValueString()
-	j, ok := settingsFromCluster(ctx, kc, stack.VolcanoJobRef(ns, name), "Training Job", stack.TrainingJobFromSettings, diags)
+	j, live, ok := settingsFromCluster(ctx, kc, stack.VolcanoJobRef(ns, name), "Training Job", stack.TrainingJobFromSettings, diags)
 	if !ok {
 		return false
 	}
+	fileServer, err := kc.Get(ctx, stack.FileServerRef(ns, name))
+	if err != nil {
+		diags.Append(diagnostics.Failed("Import Training Job Error", "Could not read "+kube.Describe(stack.FileServerRef(ns, name)), "", err))
+		return false
+	}
+	j.RestoreEnv(live, fileServer)
 	secret := func(ref *unstructured.Unstructured) (*unstructured.Unstructured, bool) {
 		u, err := kc.Get(ctx, ref)
 		if err != nil {
@@ -279,9 +290,10 @@ func (m *trainingJobModel) fromJob(ctx context.Context, j stack.TrainingJob, dia
 	if f := j.FileServer; f != nil {
 		m.FileServer = &fileServerModel{Image: optionalString(f.Image), Upload: types.BoolValue(f.Upload), UploadInsecure: types.BoolValue(f.UploadInsecure),
 			Port: optionalInt64(int64(f.Port)), ServiceType: optionalString(f.ServiceType), Replicas: optionalInt64(int64(f.Replicas)),
-			SecurityContext: securityContextFromStack(ctx, f.SecurityContext, diags)}
+			SecurityContext: securityContextFromStack(ctx, f.SecurityContext, diags), Pod: podFromStack(ctx, f.Pod, diags)}
 	}
 	m.SecurityContext = securityContextFromStack(ctx, j.SecurityContext, diags)
+	m.Pod = podFromStack(ctx, j.Pod, diags)
 	m.UploadToken = optionalString(j.UploadToken)
 }
 
@@ -323,6 +335,9 @@ func replaceReasons(state, plan *trainingJobModel) []string {
 	}
 	if !reflect.DeepEqual(state.SecurityContext, plan.SecurityContext) {
 		out = append(out, "security_context")
+	}
+	if !reflect.DeepEqual(state.Pod, plan.Pod) {
+		out = append(out, "pod")
 	}
 	if state.tokenUploads() != plan.tokenUploads() {
 		out = append(out, "file_server.upload or upload_insecure (trainers get or lose the upload token)")

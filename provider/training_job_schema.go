@@ -25,6 +25,16 @@ import (
 	"github.com/elasticctr/terraform-provider-ctr/internal/stack"
 )
 
+// What the training pods' images add to the hardened defaults, for the docs.
+const (
+	trainingImage = "Paddle's training images run as root and write inside their own filesystem, so neither a non-root user nor a read-only " +
+		"root filesystem is forced on them; their pods get `fsGroup` 65532, the file server's group, so that trainers (root, " +
+		"but without capabilities) and the file server both write the model output. If an image needs a capability back (e.g. " +
+		"`tar` restoring file owners needs `CHOWN`), add it with `add_capabilities`."
+	fileServerImage = "The file server (this repository's image) also runs as user and group 65532 with `runAsNonRoot`, `fsGroup` 65532 " +
+		"and a read-only root filesystem."
+)
+
 // replaceReason is shown in docs; the plan adds a warning with the same reason.
 const replaceReason = "Changing it replaces the Volcano job (training restarts): Volcano cannot change the tasks of a submitted job."
 
@@ -111,7 +121,8 @@ func trainingJobSchema(ctx context.Context) schema.Schema {
 				MarkdownDescription: "The training program the launcher runs (`ENTRY`), e.g. `cd /workspace/ctr && python train.py --is_local 0 --cloud_train 1`."},
 			"env": schema.MapAttribute{Optional: true, ElementType: types.StringType,
 				PlanModifiers:       []planmodifier.Map{mapplanmodifier.RequiresReplace()},
-				MarkdownDescription: "Extra environment variables for every task; they override the `PADDLE_*` variables the provider sets. " + replaceReason},
+				DeprecationMessage:  deprecatedFor("pod.env"),
+				MarkdownDescription: "Deprecated: use `pod.env`. Extra environment variables for every task; they override the `PADDLE_*` variables the provider sets. " + replaceReason},
 			"port": portAttribute("`PADDLE_PORT`, the parameter-server port.", stack.DefaultPort, replaceInt()...),
 			"queue": schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString(stack.DefaultQueue), PlanModifiers: replaceStr(),
 				MarkdownDescription: "Volcano queue. Defaults to `" + stack.DefaultQueue + "`."},
@@ -186,19 +197,16 @@ func trainingJobSchema(ctx context.Context) schema.Schema {
 					"replicas": schema.Int64Attribute{Optional: true, Computed: true, Default: int64default.StaticInt64(stack.DefaultFileServerReplicas),
 						MarkdownDescription: fmt.Sprintf("File server replicas. Defaults to `%d`.", stack.DefaultFileServerReplicas),
 						Validators:          []validator.Int64{int64validator.AtLeast(1)}},
-					"security_context": securityContextAttribute("the file server's pods",
-						"The file server (this repository's image) also runs as user and group 65532 with `runAsNonRoot`, `fsGroup` 65532 "+
-							"and a read-only root filesystem."),
+					"security_context": deprecated(securityContextAttribute("the file server's pods", fileServerImage), "file_server.pod.security_context"),
+					"pod":              podAttribute("the file server's pods", fileServerImage, "Changes in place."),
 				}},
 			"security_context": func() schema.SingleNestedAttribute {
-				a := securityContextAttribute("the training pods (pserver, trainer, worker)",
-					"Paddle's training images run as root and write inside their own filesystem, so neither a non-root user nor a read-only "+
-						"root filesystem is forced on them; their pods get `fsGroup` 65532, the file server's group, so that trainers (root, "+
-						"but without capabilities) and the file server both write the model output. If an image needs a capability back (e.g. "+
-						"`tar` restoring file owners needs `CHOWN`), add it with `add_capabilities`. "+replaceReason)
+				a := securityContextAttribute("the training pods (pserver, trainer, worker)", trainingImage+" "+replaceReason)
 				a.PlanModifiers = []planmodifier.Object{objectplanmodifier.RequiresReplace()}
-				return a
+				return deprecated(a, "pod.security_context")
 			}(),
+			"pod": podAttribute("the training pods (pserver, trainer, worker; the file server has its own `file_server.pod`)", trainingImage,
+				replaceReason, objectplanmodifier.RequiresReplace()),
 			"upload_token": schema.StringAttribute{Computed: true, Sensitive: true,
 				MarkdownDescription: "Bearer token of file server uploads (`file_server.upload = true` without `upload_insecure`), stored in the Secret `<name>-upload`: " +
 					"generated when uploads with a token are turned on, then kept. Null when uploads are off or open. Clients outside the cluster " +

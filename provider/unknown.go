@@ -27,8 +27,8 @@ func unknownAttrs(raw tftypes.Value, names ...string) bool {
 
 // Nested objects of each resource, as read into struct pointers or slices.
 var (
-	trainingJobObjects = []string{"pserver", "trainer", "worker", "policies", "dataset", "model_output", "file_server", "security_context"}
-	cubeObjects        = []string{"resources", "storage", "tolerations", "security_context", "network_policy"}
-	servingObjects     = []string{"resources", "security_context"}
+	trainingJobObjects = []string{"pserver", "trainer", "worker", "policies", "dataset", "model_output", "file_server", "security_context", "pod"}
+	cubeObjects        = []string{"resources", "storage", "tolerations", "security_context", "pod", "network_policy"}
+	servingObjects     = []string{"resources", "security_context", "pod"}
 	clusterObjects     = []string{"cce", "volcano"}
 )

@@ -119,7 +119,10 @@ type Cube struct {
 	Retry           *int32 `json:"retry,omitempty"`
 	BackupRequestMS int32  `json:"backup_request_ms,omitempty"`
 	// SecurityContext overrides the hardened defaults of the servers' and transfer's pods.
+	// Deprecated, like NodeSelector and Tolerations: Pod.
 	SecurityContext *SecurityContext `json:"security_context,omitempty"`
+	// Pod is added to the cube servers' and the transfer's pods.
+	Pod *PodSettings `json:"pod,omitempty"`
 	// NetworkPolicy says who may reach the cube; nil renders the default policies.
 	NetworkPolicy *NetworkPolicy `json:"network_policy,omitempty"`
 	// Token is the shared control token; never in the settings annotation.
@@ -170,6 +173,8 @@ func (c Cube) Defaulted() Cube {
 	if d.Token == "" {
 		d.Token = placeholderTokenForPlans
 	}
+	d.Pod = mergeLegacy(d.Pod, nil, d.SecurityContext, d.NodeSelector, d.Tolerations)
+	d.SecurityContext, d.NodeSelector, d.Tolerations = nil, nil, nil
 	return d
 }
 
@@ -261,13 +266,44 @@ func RenderCube(given Cube) (Set, error) {
 	if errs := given.Validate(); len(errs) > 0 {
 		return nil, errs
 	}
-	c := given.Defaulted()
-	settings, err := json.Marshal(given)
+	settings, err := json.Marshal(given.forAnnotation())
 	if err != nil {
 		return nil, err
 	}
+	set := given.Defaulted().objects()
+	set[len(set)-1].Object.SetAnnotations(map[string]string{SettingsAnnotation: string(settings)})
+	return set, nil
+}
+
+// forAnnotation is the cube as the settings annotation stores it: without env values.
+func (c Cube) forAnnotation() Cube {
+	out := c
+	out.Pod = c.Pod.forAnnotation()
+	return out
+}
+
+// RestoreEnv fills the env values the settings annotation leaves out from the live transfer.
+func (c *Cube) RestoreEnv(transfer *unstructured.Unstructured) {
+	if c.Pod != nil {
+		RestoreEnv(c.Pod.Env, transfer)
+	}
+}
+
+// serviceAccount is the ServiceAccount ctr makes for the cube's pods, or "".
+func (c Cube) serviceAccount() string {
+	if c.Pod.ownsServiceAccount() {
+		return c.Name
+	}
+	return ""
+}
+
+// objects renders a defaulted cube's objects, the transfer's Deployment last.
+func (c Cube) objects() Set {
 	var set Set
 	add := func(o Object) { set = append(set, o) }
+	if sa := c.serviceAccount(); sa != "" {
+		add(c.Pod.serviceAccount(sa, c.Namespace, c.labels(componentCubeControl)))
+	}
 	add(toObject(&corev1.Secret{
 		TypeMeta:   kindSecret,
 		ObjectMeta: meta(cubeControlName(c.Name), c.Namespace, c.labels(componentCubeControl)),
@@ -310,10 +346,8 @@ func RenderCube(given Cube) (Set, error) {
 			},
 		},
 	}))
-	tr := toObject(c.transferDeployment())
-	tr.Object.SetAnnotations(map[string]string{SettingsAnnotation: string(settings)})
-	add(tr)
-	return set, nil
+	add(toObject(c.transferDeployment()))
+	return set
 }
 
 // serverSelector selects the cube servers of every shard; shardSelector those of one.
@@ -384,7 +418,6 @@ func (c Cube) tokenVolume() (corev1.Volume, corev1.VolumeMount) {
 func (c Cube) shardStatefulSet(i int32) *appsv1.StatefulSet {
 	l := c.labels(componentCubeServer)
 	l[labelShard] = strconv.Itoa(int(i))
-	podSec, sec := hardenedPod(cubeImageUser, c.SecurityContext)
 	tokVol, tokMount := c.tokenVolume()
 	container := corev1.Container{
 		Name:            "cube",
@@ -400,9 +433,8 @@ func (c Cube) shardStatefulSet(i int32) *appsv1.StatefulSet {
 			PeriodSeconds: 2},
 		LivenessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/healthz", Port: intstr.FromString("cube")}},
 			PeriodSeconds: 10, FailureThreshold: 3},
-		Resources:       c.serverResources(),
-		SecurityContext: sec,
-		VolumeMounts:    []corev1.VolumeMount{{Name: "data", MountPath: cubeDataDir}, tokMount},
+		Resources:    c.serverResources(),
+		VolumeMounts: []corev1.VolumeMount{{Name: "data", MountPath: cubeDataDir}, tokMount},
 	}
 	sts := &appsv1.StatefulSet{
 		TypeMeta:   kindStatefulSet,
@@ -415,13 +447,10 @@ func (c Cube) shardStatefulSet(i int32) *appsv1.StatefulSet {
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: l},
 				Spec: corev1.PodSpec{
-					SecurityContext:              podSec,
 					AutomountServiceAccountToken: ptr.To(false),
 					Containers:                   []corev1.Container{container},
 					Volumes:                      []corev1.Volume{tokVol},
 					ImagePullSecrets:             pullSecrets(c.ImagePullSecrets),
-					NodeSelector:                 c.NodeSelector,
-					Tolerations:                  tolerations(c.Tolerations),
 				},
 			},
 		},
@@ -448,12 +477,12 @@ func (c Cube) shardStatefulSet(i int32) *appsv1.StatefulSet {
 		sts.Spec.Template.Spec.Volumes = append(sts.Spec.Template.Spec.Volumes,
 			corev1.Volume{Name: "data", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
 	}
+	applyPod(&sts.Spec.Template, cubeImageUser, c.Pod, c.serviceAccount())
 	return sts
 }
 
 func (c Cube) transferDeployment() *appsv1.Deployment {
 	l := c.labels(componentCubeTransfer)
-	podSec, sec := hardenedPod(cubeImageUser, c.SecurityContext)
 	tokVol, tokMount := c.tokenVolume()
 	args := []string{"transfer", "--donefile", c.DonefileURL, "--dict", c.Dict, "--shards", strconv.Itoa(int(c.Shards))}
 	for i := int32(0); i < c.Shards; i++ {
@@ -466,7 +495,7 @@ func (c Cube) transferDeployment() *appsv1.Deployment {
 	args = append(args, "--work", cubeWorkDir, "--listen", "0.0.0.0:"+strconv.Itoa(int(c.TransferPort)),
 		"--files-listen", "0.0.0.0:"+strconv.Itoa(int(c.TransferFilesPort)),
 		"--control-token-file", cubeTokenDir+"/"+tokenKey, "--public-url", c.TransferFilesURL(), "--mode", c.Mode)
-	return &appsv1.Deployment{
+	dep := &appsv1.Deployment{
 		TypeMeta:   kindDeployment,
 		ObjectMeta: meta(c.TransferService(), c.Namespace, l),
 		Spec: appsv1.DeploymentSpec{
@@ -477,25 +506,23 @@ func (c Cube) transferDeployment() *appsv1.Deployment {
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: l},
 				Spec: corev1.PodSpec{
-					SecurityContext:              podSec,
 					AutomountServiceAccountToken: ptr.To(false),
 					ImagePullSecrets:             pullSecrets(c.ImagePullSecrets),
 					Containers: []corev1.Container{{
 						Name: "transfer", Image: c.Image, ImagePullPolicy: corev1.PullPolicy(c.ImagePullPolicy), Args: args,
 						Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: c.TransferPort, Protocol: corev1.ProtocolTCP},
 							{Name: "files", ContainerPort: c.TransferFilesPort, Protocol: corev1.ProtocolTCP}},
-						ReadinessProbe:  &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/healthz", Port: intstr.FromString("http")}}},
-						SecurityContext: sec,
-						VolumeMounts:    []corev1.VolumeMount{{Name: "work", MountPath: cubeWorkDir}, tokMount},
+						ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/healthz", Port: intstr.FromString("http")}}},
+						VolumeMounts:   []corev1.VolumeMount{{Name: "work", MountPath: cubeWorkDir}, tokMount},
 					}},
 					Volumes: []corev1.Volume{tokVol, {Name: "work", VolumeSource: corev1.VolumeSource{
 						PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: c.TransferService()}}}},
-					NodeSelector: c.NodeSelector,
-					Tolerations:  tolerations(c.Tolerations),
 				},
 			},
 		},
 	}
+	applyPod(&dep.Spec.Template, cubeImageUser, c.Pod, c.serviceAccount())
+	return dep
 }
 
 func tolerations(ts []Toleration) []corev1.Toleration {
@@ -536,6 +563,16 @@ func (c Cube) Validate() FieldErrors {
 	ch.quantity("transfer_storage", c.TransferStorage, DefaultTransferStorage)
 	ch.labels("node_selector", c.NodeSelector)
 	ch.tolerations("tolerations", c.Tolerations)
+	p := c.Pod
+	ch.legacy("security_context", c.SecurityContext != nil, "pod.security_context", p != nil && p.SecurityContext != nil)
+	ch.legacy("node_selector", c.NodeSelector != nil, "pod.node_selector", p != nil && p.NodeSelector != nil)
+	ch.legacy("tolerations", c.Tolerations != nil, "pod.tolerations", p != nil && p.Tolerations != nil)
+	ch.pod("pod", p)
+	if len(ch.errs) == 0 && p != nil {
+		bare := c
+		bare.Pod, bare.SecurityContext, bare.NodeSelector, bare.Tolerations = nil, nil, nil, nil
+		ch.checkPodCollisions(bare.Defaulted().objects(), map[string]podTarget{componentCubeServer: {"pod", p}, componentCubeTransfer: {"pod", p}})
+	}
 	return ch.errs
 }
 

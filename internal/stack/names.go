@@ -42,8 +42,8 @@ func gvks(kinds ...metav1.TypeMeta) []schema.GroupVersionKind {
 var (
 	TrainingJobKinds = gvks(kindServiceAccount, kindRole, kindRoleBinding, kindSecret, kindConfigMap, kindClaim,
 		kindDeployment, kindService, kindVolcanoJob)
-	CubeKinds    = gvks(kindSecret, kindNetworkPolicy, kindService, kindStatefulSet, kindClaim, kindDeployment)
-	ServingKinds = gvks(kindConfigMap, kindDeployment, kindService)
+	CubeKinds    = gvks(kindServiceAccount, kindSecret, kindNetworkPolicy, kindService, kindStatefulSet, kindClaim, kindDeployment)
+	ServingKinds = gvks(kindServiceAccount, kindConfigMap, kindDeployment, kindService)
 	// ControllerKinds are objects that controllers create from ours, carrying our labels:
 	// deletion waits for them too.
 	ControllerKinds = gvks(kindPod, kindReplicaSet, kindPodGroup)
@@ -60,7 +60,8 @@ func ref(kind metav1.TypeMeta, namespace, name string) *unstructured.Unstructure
 }
 
 // Names of a training job's objects. The Volcano Job, its ServiceAccount, Role and
-// RoleBinding take the job's own name.
+// RoleBinding take the job's own name; the file server's ServiceAccount (when pod settings
+// ask ctr for one) its Deployment's. A cube's and a serving's take the resource's name.
 func fileServerName(job string) string    { return job + "-fileserver" }
 func uploadSecretName(job string) string  { return job + "-upload" }
 func datasetSecretName(job string) string { return job + "-dataset" }
@@ -87,8 +88,13 @@ func VolcanoJobRef(namespace, name string) *unstructured.Unstructured {
 // VolcanoJobKey is the manifests key of a training job's Volcano Job.
 func VolcanoJobKey(name string) string { return Key(VolcanoJobRef("", name)) }
 
+// FileServerRef is a training job's file server Deployment.
+func FileServerRef(namespace, name string) *unstructured.Unstructured {
+	return ref(kindDeployment, namespace, fileServerName(name))
+}
+
 // FileServerKey is the manifests key of a training job's file server Deployment.
-func FileServerKey(name string) string { return Key(ref(kindDeployment, "", fileServerName(name))) }
+func FileServerKey(name string) string { return Key(FileServerRef("", name)) }
 
 // DatasetSecretRef is the Secret that holds a training job's HDFS UGI.
 func DatasetSecretRef(namespace, name string) *unstructured.Unstructured {

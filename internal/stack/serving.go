@@ -10,6 +10,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 )
@@ -49,8 +50,11 @@ type Serving struct {
 	Limits           map[string]string `json:"limits,omitempty"`
 	// CubeConf is ctr_cube's cube_conf.
 	CubeConf string `json:"cube_conf"`
-	// SecurityContext overrides the hardened defaults of the serving pods.
+	// SecurityContext overrides the hardened defaults of the serving pods. Deprecated, like
+	// Env: Pod.
 	SecurityContext *SecurityContext `json:"security_context,omitempty"`
+	// Pod is added to the serving pods.
+	Pod *PodSettings `json:"pod,omitempty"`
 }
 
 // Defaulted returns a copy with every default filled in.
@@ -71,7 +75,33 @@ func (s Serving) Defaulted() Serving {
 		// expects it (./conf/cube.conf under the /serving working directory).
 		d.Args = []string{"--port=" + strconv.Itoa(int(d.Port)), "--enable_cube=true"}
 	}
+	d.Pod = mergeLegacy(d.Pod, d.Env, d.SecurityContext, nil, nil)
+	d.Env, d.SecurityContext = nil, nil
 	return d
+}
+
+// forAnnotation is the serving as the settings annotation stores it: without env values.
+func (s Serving) forAnnotation() Serving {
+	out := s
+	out.Env = namesOnly(s.Env)
+	out.Pod = s.Pod.forAnnotation()
+	return out
+}
+
+// RestoreEnv fills the env values the settings annotation leaves out from the live Deployment.
+func (s *Serving) RestoreEnv(dep *unstructured.Unstructured) {
+	RestoreEnv(s.Env, dep)
+	if s.Pod != nil {
+		RestoreEnv(s.Pod.Env, dep)
+	}
+}
+
+// serviceAccount is the ServiceAccount ctr makes for the serving pods, or "".
+func (s Serving) serviceAccount() string {
+	if s.Pod.ownsServiceAccount() {
+		return s.Name
+	}
+	return ""
 }
 
 // URL is the in-cluster URL of the serving Service.
@@ -84,29 +114,34 @@ func RenderServing(given Serving) (Set, error) {
 	if errs := given.Validate(); len(errs) > 0 {
 		return nil, errs
 	}
-	s := given.Defaulted()
-	settings, err := json.Marshal(given)
+	settings, err := json.Marshal(given.forAnnotation())
 	if err != nil {
 		return nil, err
 	}
+	set := given.Defaulted().objects()
+	set.Find(ServingDeploymentKey(given.Name)).SetAnnotations(map[string]string{SettingsAnnotation: string(settings)})
+	return set, nil
+}
+
+// objects renders a defaulted serving's objects.
+func (s Serving) objects() Set {
 	labels := commonLabels(s.Stack, s.Name, Owner(ServingType, s.Name), componentServing)
 	selector := map[string]string{LabelInstance: s.Name, LabelComponent: componentServing}
 	sum := sha256.Sum256([]byte(s.CubeConf))
-	podSec, sec := hardenedPod(servingImageUser, s.SecurityContext)
 	env := []corev1.EnvVar{{Name: "CUBE_CONF", Value: servingConfDir + "/" + servingConfKey}}
 	if s.ModelURL != "" {
 		env = append(env, corev1.EnvVar{Name: "MODEL_URL", Value: s.ModelURL})
 	}
-	for _, k := range sortedKeys(s.Env) {
-		env = append(env, corev1.EnvVar{Name: k, Value: s.Env[k]})
-	}
 	var set Set
+	if sa := s.serviceAccount(); sa != "" {
+		set = append(set, s.Pod.serviceAccount(sa, s.Namespace, labels))
+	}
 	set = append(set, toObject(&corev1.ConfigMap{
 		TypeMeta:   kindConfigMap,
 		ObjectMeta: meta(servingConfName(s.Name), s.Namespace, labels),
 		Data:       map[string]string{servingConfKey: s.CubeConf},
 	}))
-	dep := toObject(&appsv1.Deployment{
+	dep := &appsv1.Deployment{
 		TypeMeta:   kindDeployment,
 		ObjectMeta: meta(s.Name, s.Namespace, labels),
 		Spec: appsv1.DeploymentSpec{
@@ -115,32 +150,30 @@ func RenderServing(given Serving) (Set, error) {
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: labels, Annotations: map[string]string{CubeConfChecksumAnnotation: hex.EncodeToString(sum[:])}},
 				Spec: corev1.PodSpec{
-					SecurityContext:  podSec,
 					ImagePullSecrets: pullSecrets(s.ImagePullSecrets),
 					Containers: []corev1.Container{{
 						Name: "serving", Image: s.Image, ImagePullPolicy: corev1.PullPolicy(s.ImagePullPolicy),
 						WorkingDir: "/serving", Args: s.Args, Env: env,
-						Ports:           []corev1.ContainerPort{{Name: "serving", ContainerPort: s.Port, Protocol: corev1.ProtocolTCP}},
-						ReadinessProbe:  &corev1.Probe{ProbeHandler: corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromString("serving")}}},
-						Resources:       resources(&Task{Requests: s.Requests, Limits: s.Limits}, false),
-						SecurityContext: sec,
-						VolumeMounts:    []corev1.VolumeMount{{Name: "cube-conf", MountPath: servingConfDir + "/" + servingConfKey, SubPath: servingConfKey, ReadOnly: true}},
+						Ports:          []corev1.ContainerPort{{Name: "serving", ContainerPort: s.Port, Protocol: corev1.ProtocolTCP}},
+						ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromString("serving")}}},
+						Resources:      resources(&Task{Requests: s.Requests, Limits: s.Limits}, false),
+						VolumeMounts:   []corev1.VolumeMount{{Name: "cube-conf", MountPath: servingConfDir + "/" + servingConfKey, SubPath: servingConfKey, ReadOnly: true}},
 					}},
 					Volumes: []corev1.Volume{{Name: "cube-conf", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
 						LocalObjectReference: corev1.LocalObjectReference{Name: servingConfName(s.Name)}}}}},
 				},
 			},
 		},
-	})
-	dep.Object.SetAnnotations(map[string]string{SettingsAnnotation: string(settings)})
-	set = append(set, dep)
+	}
+	applyPod(&dep.Spec.Template, servingImageUser, s.Pod, s.serviceAccount())
+	set = append(set, toObject(dep))
 	set = append(set, toObject(&corev1.Service{
 		TypeMeta:   kindService,
 		ObjectMeta: meta(s.Name, s.Namespace, labels),
 		Spec: corev1.ServiceSpec{Type: corev1.ServiceType(s.ServiceType), Selector: selector,
 			Ports: []corev1.ServicePort{{Name: "serving", Port: s.Port, TargetPort: intstr.FromString("serving"), Protocol: corev1.ProtocolTCP}}},
 	}))
-	return set, nil
+	return set
 }
 
 // ServingFromSettings decodes the settings annotation of a serving's Deployment.
@@ -162,5 +195,14 @@ func (s Serving) Validate() FieldErrors {
 	c.resources("resources", s.Requests, s.Limits)
 	c.securityContext("security_context", s.SecurityContext)
 	c.envNames("env", s.Env)
+	p := s.Pod
+	c.legacy("security_context", s.SecurityContext != nil, "pod.security_context", p != nil && p.SecurityContext != nil)
+	c.legacy("env", s.Env != nil, "pod.env", p != nil && p.Env != nil)
+	c.pod("pod", p)
+	if len(c.errs) == 0 && p != nil {
+		bare := s
+		bare.Pod, bare.Env, bare.SecurityContext = nil, nil, nil
+		c.checkPodCollisions(bare.Defaulted().objects(), map[string]podTarget{componentServing: {"pod", p}})
+	}
 	return c.errs
 }

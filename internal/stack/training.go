@@ -100,8 +100,11 @@ type TrainingJob struct {
 	FileServer  *FileServer  `json:"file_server,omitempty"`
 
 	// SecurityContext overrides the hardened defaults of the training pods (pserver,
-	// trainer, worker); the file server has its own.
+	// trainer, worker); the file server has its own. Deprecated: Pod.SecurityContext.
 	SecurityContext *SecurityContext `json:"security_context,omitempty"`
+	// Pod is added to the training pods (pserver, trainer, worker); the file server has its
+	// own. Env and SecurityContext above are its deprecated aliases.
+	Pod *PodSettings `json:"pod,omitempty"`
 
 	// ProviderVersion picks the file server's default image, CubeImage(ProviderVersion).
 	// Not a setting of the resource, so not in the annotation.
@@ -165,7 +168,10 @@ type FileServer struct {
 	ServiceType    string `json:"service_type,omitempty"`
 	Replicas       int32  `json:"replicas,omitempty"`
 	// SecurityContext overrides the hardened defaults of the file server's pods.
+	// Deprecated: Pod.SecurityContext.
 	SecurityContext *SecurityContext `json:"security_context,omitempty"`
+	// Pod is added to the file server's pods.
+	Pod *PodSettings `json:"pod,omitempty"`
 }
 
 // TokenUploads reports whether the file server takes uploads that need the upload token
@@ -217,6 +223,8 @@ func (j TrainingJob) Defaulted() TrainingJob {
 		d.Worker = task(d.Worker, []Policy{{Event: "TaskCompleted", Action: "CompleteJob"}})
 		d.PServer, d.Trainer = nil, nil
 	}
+	d.Pod = mergeLegacy(d.Pod, d.Env, d.SecurityContext, nil, nil)
+	d.Env, d.SecurityContext = nil, nil
 	if d.Policies == nil {
 		d.Policies = []Policy{{Event: "PodEvicted", Action: "RestartJob"}, {Event: "PodFailed", Action: "RestartJob"}}
 	}
@@ -244,6 +252,8 @@ func (j TrainingJob) Defaulted() TrainingJob {
 	if fs.Replicas == 0 {
 		fs.Replicas = DefaultFileServerReplicas
 	}
+	fs.Pod = mergeLegacy(fs.Pod, nil, fs.SecurityContext, nil, nil)
+	fs.SecurityContext = nil
 	d.FileServer = &fs
 	if fs.TokenUploads() && d.UploadToken == "" {
 		d.UploadToken = placeholderTokenForPlans
@@ -291,17 +301,69 @@ func RenderTrainingJob(given TrainingJob) (Set, error) {
 	if errs := given.Validate(); len(errs) > 0 {
 		return nil, errs
 	}
-	j := given.Defaulted()
-	settings, err := json.Marshal(given)
+	settings, err := json.Marshal(given.forAnnotation())
 	if err != nil {
 		return nil, err
 	}
+	set := given.Defaulted().objects()
+	job := set[len(set)-1].Object
+	ann := job.GetAnnotations()
+	if ann == nil {
+		ann = map[string]string{}
+	}
+	ann[SettingsAnnotation] = string(settings)
+	job.SetAnnotations(ann)
+	return set, nil
+}
+
+// forAnnotation is the job as the settings annotation stores it: as given, but without what
+// import reads back from elsewhere (Secrets, and env values from the pod templates).
+func (j TrainingJob) forAnnotation() TrainingJob {
+	out := j
+	out.Env = namesOnly(j.Env)
+	out.Pod = j.Pod.forAnnotation()
+	if j.FileServer != nil {
+		fs := *j.FileServer
+		fs.Pod = fs.Pod.forAnnotation()
+		out.FileServer = &fs
+	}
+	return out
+}
+
+// RestoreEnv fills the env values that the settings annotation leaves out from the live
+// Volcano Job (the training pods) and the live file server Deployment.
+func (j *TrainingJob) RestoreEnv(job, fileServer *unstructured.Unstructured) {
+	RestoreEnv(j.Env, job)
+	if j.Pod != nil {
+		RestoreEnv(j.Pod.Env, job)
+	}
+	if j.FileServer != nil && j.FileServer.Pod != nil {
+		RestoreEnv(j.FileServer.Pod.Env, fileServer)
+	}
+}
+
+// trainingServiceAccount is the ServiceAccount of the training pods: the one they name, or
+// the job's own.
+func (j TrainingJob) trainingServiceAccount() string {
+	if j.Pod != nil && j.Pod.ServiceAccountName != "" {
+		return j.Pod.ServiceAccountName
+	}
+	return j.Name
+}
+
+// objects renders a defaulted job's objects, the Volcano Job last.
+func (j TrainingJob) objects() Set {
 	var set Set
 	add := func(o Object) { set = append(set, o) }
 
-	// The seed images' launcher lists pods by label to find pservers and its trainer id.
+	// The seed images' launcher lists pods by label to find pservers and its trainer id: the
+	// Role goes to the training pods' ServiceAccount, ctr's own unless they name another.
 	rbac := j.labels(componentTrainingAccess)
-	add(toObject(&corev1.ServiceAccount{TypeMeta: kindServiceAccount, ObjectMeta: meta(j.Name, j.Namespace, rbac)}))
+	if j.Pod.ServiceAccountName == "" {
+		sa := &corev1.ServiceAccount{TypeMeta: kindServiceAccount, ObjectMeta: meta(j.Name, j.Namespace, rbac)}
+		sa.Annotations = j.Pod.ServiceAccountAnnotations
+		add(toObject(sa))
+	}
 	add(toObject(&rbacv1.Role{
 		TypeMeta:   kindRole,
 		ObjectMeta: meta(j.Name, j.Namespace, rbac),
@@ -311,8 +373,11 @@ func RenderTrainingJob(given TrainingJob) (Set, error) {
 		TypeMeta:   kindRoleBinding,
 		ObjectMeta: meta(j.Name, j.Namespace, rbac),
 		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: j.Name},
-		Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Name: j.Name, Namespace: j.Namespace}},
+		Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Name: j.trainingServiceAccount(), Namespace: j.Namespace}},
 	}))
+	if j.FileServer.Pod.ownsServiceAccount() {
+		add(j.FileServer.Pod.serviceAccount(fileServerName(j.Name), j.Namespace, j.labels(componentFileServer)))
+	}
 	if j.Dataset != nil && j.Dataset.HDFSUGI != "" {
 		add(toObject(&corev1.Secret{
 			TypeMeta:   kindSecret,
@@ -341,15 +406,8 @@ func RenderTrainingJob(given TrainingJob) (Set, error) {
 	}
 	add(toObject(j.renderFileServer()))
 	add(toObject(j.renderFileServerService()))
-	job := toObject(j.renderVolcanoJob())
-	ann := job.Object.GetAnnotations()
-	if ann == nil {
-		ann = map[string]string{}
-	}
-	ann[SettingsAnnotation] = string(settings)
-	job.Object.SetAnnotations(ann)
-	add(job)
-	return set, nil
+	add(toObject(j.renderVolcanoJob()))
+	return set
 }
 
 func (j TrainingJob) renderClaim() *corev1.PersistentVolumeClaim {
@@ -375,7 +433,6 @@ func (j TrainingJob) fileServerSelector() map[string]string {
 
 func (j TrainingJob) renderFileServer() *appsv1.Deployment {
 	labels := j.labels(componentFileServer)
-	podSec, sec := hardenedPod(cubeImageUser, j.FileServer.SecurityContext)
 	mounts := []corev1.VolumeMount{{Name: "model-output", MountPath: cleanJoin(fileServerRoot, j.ModelOutput.MountPath), ReadOnly: !j.FileServer.Upload}}
 	volumes := []corev1.Volume{j.modelVolume()}
 	if j.FileServer.TokenUploads() {
@@ -383,7 +440,7 @@ func (j TrainingJob) renderFileServer() *appsv1.Deployment {
 		volumes = append(volumes, corev1.Volume{Name: "upload-token", VolumeSource: corev1.VolumeSource{
 			Secret: &corev1.SecretVolumeSource{SecretName: uploadSecretName(j.Name)}}})
 	}
-	return &appsv1.Deployment{
+	dep := &appsv1.Deployment{
 		TypeMeta:   kindDeployment,
 		ObjectMeta: meta(fileServerName(j.Name), j.Namespace, labels),
 		Spec: appsv1.DeploymentSpec{
@@ -392,7 +449,6 @@ func (j TrainingJob) renderFileServer() *appsv1.Deployment {
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: labels},
 				Spec: corev1.PodSpec{
-					SecurityContext:              podSec,
 					AutomountServiceAccountToken: ptr.To(false),
 					ImagePullSecrets:             pullSecrets(j.ImagePullSecrets),
 					Containers: []corev1.Container{{
@@ -403,14 +459,19 @@ func (j TrainingJob) renderFileServer() *appsv1.Deployment {
 						ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{
 							TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromString("http")},
 						}},
-						SecurityContext: sec,
-						VolumeMounts:    mounts,
+						VolumeMounts: mounts,
 					}},
 					Volumes: volumes,
 				},
 			},
 		},
 	}
+	ownSA := ""
+	if j.FileServer.Pod.ownsServiceAccount() {
+		ownSA = fileServerName(j.Name)
+	}
+	applyPod(&dep.Spec.Template, cubeImageUser, j.FileServer.Pod, ownSA)
+	return dep
 }
 
 func (j TrainingJob) fileServerArgs() []string {
@@ -485,7 +546,6 @@ func (j TrainingJob) task(name string, t *Task, role string) batchv1alpha1.TaskS
 	} else {
 		labels["paddle-job"] = j.Name
 	}
-	podSec, sec := hardenedPod(trainingImageUser, j.SecurityContext)
 	c := corev1.Container{
 		Name:            name,
 		Image:           j.Image,
@@ -494,12 +554,10 @@ func (j TrainingJob) task(name string, t *Task, role string) batchv1alpha1.TaskS
 		Env:             j.env(role),
 		Ports:           []corev1.ContainerPort{{Name: "paddle", ContainerPort: j.Port, Protocol: corev1.ProtocolTCP}},
 		Resources:       resources(t, j.Mode == ModeCollective),
-		SecurityContext: sec,
 	}
 	spec := corev1.PodSpec{
 		ServiceAccountName: j.Name,
 		RestartPolicy:      corev1.RestartPolicyOnFailure,
-		SecurityContext:    podSec,
 		ImagePullSecrets:   pullSecrets(j.ImagePullSecrets),
 	}
 	if j.SlotConfig != "" {
@@ -524,6 +582,8 @@ func (j TrainingJob) task(name string, t *Task, role string) batchv1alpha1.TaskS
 		}
 	}
 	spec.Containers = []corev1.Container{c}
+	tmpl := corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: spec}
+	applyPod(&tmpl, trainingImageUser, j.Pod, j.Name)
 	return batchv1alpha1.TaskSpec{
 		Name:     name,
 		Replicas: t.Replicas,
@@ -533,7 +593,7 @@ func (j TrainingJob) task(name string, t *Task, role string) batchv1alpha1.TaskS
 		MinAvailable: ptr.To(t.Replicas),
 		MaxRetry:     j.MaxRetry,
 		Policies:     lifecycle(t.Policies),
-		Template:     corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: spec},
+		Template:     tmpl,
 	}
 }
 
@@ -596,17 +656,8 @@ func (j TrainingJob) env(role string) []corev1.EnvVar {
 		env = append(env, corev1.EnvVar{Name: UploadTokenEnv, ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
 			LocalObjectReference: corev1.LocalObjectReference{Name: uploadSecretName(j.Name)}, Key: tokenKey}}})
 	}
-	// User variables come last and win over ours of the same name.
-	var out []corev1.EnvVar
-	for _, e := range env {
-		if _, overridden := j.Env[e.Name]; !overridden {
-			out = append(out, e)
-		}
-	}
-	for _, k := range sortedKeys(j.Env) {
-		out = append(out, val(k, j.Env[k]))
-	}
-	return out
+	// The user's variables (pod.env) are added by applyPod, and win over ours.
+	return env
 }
 
 func resources(t *Task, gpu bool) corev1.ResourceRequirements {

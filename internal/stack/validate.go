@@ -147,8 +147,27 @@ func (j TrainingJob) Validate() FieldErrors {
 			c.bad("file_server.upload_insecure", "has no effect without upload = true")
 		}
 		c.securityContext("file_server.security_context", fs.SecurityContext)
+		c.legacy("file_server.security_context", fs.SecurityContext != nil, "file_server.pod.security_context", fs.Pod != nil && fs.Pod.SecurityContext != nil)
+		c.pod("file_server.pod", fs.Pod)
 	}
 	c.securityContext("security_context", j.SecurityContext)
+	c.legacy("security_context", j.SecurityContext != nil, "pod.security_context", j.Pod != nil && j.Pod.SecurityContext != nil)
+	c.legacy("env", j.Env != nil, "pod.env", j.Pod != nil && j.Pod.Env != nil)
+	c.pod("pod", j.Pod)
+	if len(c.errs) == 0 {
+		// Against what ctr renders, once the settings are known to render.
+		bare := j
+		bare.Pod, bare.Env, bare.SecurityContext = nil, nil, nil
+		var fs *PodSettings
+		if j.FileServer != nil {
+			fs = j.FileServer.Pod
+			f := *j.FileServer
+			f.Pod, f.SecurityContext = nil, nil
+			bare.FileServer = &f
+		}
+		c.checkPodCollisions(bare.Defaulted().objects(), map[string]podTarget{
+			componentTraining: {"pod", j.Pod}, componentFileServer: {"file_server.pod", fs}})
+	}
 	return c.errs
 }
 
