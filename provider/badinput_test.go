@@ -34,7 +34,7 @@ type badInput struct {
 func testBadInputs(t *testing.T, typ string, cases []badInput) {
 	t.Helper()
 	t.Run("diagnostics", func(t *testing.T) {
-		server, err := providerserver.NewProtocol6WithError(New("test")())()
+		server, err := providerserver.NewProtocol6WithError(New(testVersion)())()
 		if err != nil {
 			t.Fatal(err)
 		}

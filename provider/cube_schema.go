@@ -51,7 +51,7 @@ func cubeSchema(ctx context.Context) schema.Schema {
 				stack.DefaultCubeShards, stack.MinCubeShards, stack.MaxCubeShards),
 			"replicas": num("Cube servers per shard.", stack.DefaultCubeReplicas, stack.MinCubeReplicas, stack.MaxCubeReplicas),
 			"image": schema.StringAttribute{Optional: true, Computed: true,
-				MarkdownDescription: "Image with the `cube` binary, for servers and transfer. Defaults to `" + stack.CubeImageRepository + ":<provider version>`, built from this repository (`latest` for a development build of the provider).",
+				MarkdownDescription: "Image with the `cube` binary, for servers and transfer. Defaults to `" + stack.CubeImageRepository + ":<provider version>`, built from this repository by `make images` at the same version (a provider with no version at all has no default: set it).",
 				PlanModifiers:       []planmodifier.String{stringplanmodifier.UseStateForUnknown()}, Validators: imageValidators},
 			"donefile_url": schema.StringAttribute{Required: true,
 				MarkdownDescription: "URL of the donefile (`base.txt`) the transfer watches: `ctr_training_job.<name>.donefile_url`."},

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hashicorp/terraform-plugin-framework/providerserver"
+	"github.com/hashicorp/terraform-plugin-go/tfprotov6"
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
 	"github.com/hashicorp/terraform-plugin-testing/plancheck"
@@ -17,6 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/elasticctr/terraform-provider-ctr/internal/stack"
+	"github.com/elasticctr/terraform-provider-ctr/internal/version"
 )
 
 // testMirror is where TestAccImages_* redirect every default image.
@@ -112,7 +115,7 @@ func (k *kubeClients) livePods(ns string, want map[string]string, secrets map[st
 func TestAccImages_MirrorAndPullSecrets(t *testing.T) {
 	k := requireCluster(t)
 	ns, name := k.namespace(t), jobName()
-	cube := testMirror + "/elasticctr/cube:latest" // the test provider's version is a development one
+	cube := stack.MirrorImage(testMirror, stack.CubeImage(testVersion))
 	want := map[string]string{
 		"training": testMirror + "/" + stack.DefaultImage, "fileserver": cube, "cube-server": cube, "cube-transfer": cube,
 		"serving": testMirror + "/" + stack.DefaultServingImage,
@@ -235,6 +238,43 @@ resource "ctr_cluster" "this" {
 		Steps: []resource.TestStep{
 			{Config: cfg(testMirror, "test-mirror"), Check: schedulerImage(true)},
 			{Config: strings.Replace(cfg(testMirror, "test"), "image_registry = \""+testMirror+"\"", "", 1), Check: schedulerImage(false)},
+		},
+	})
+}
+
+// TestAccImages_NoVersionNoDefault: a provider binary without a version (version.Dev) knows
+// no published cube image, so a cube or a training job that leaves its cube image unset is
+// refused at plan time with what to set, instead of defaulting to a moving :latest; with the
+// images set, the same configuration plans.
+func TestAccImages_NoVersionNoDefault(t *testing.T) {
+	requireCluster(t)
+	dev := map[string]func() (tfprotov6.ProviderServer, error){"ctr": providerserver.NewProtocol6WithError(New(version.Dev)())}
+	const job = `
+resource "ctr_training_job" "test" {
+  name      = "nover"
+  namespace = "default"
+  pserver   = { replicas = 1 }
+  trainer   = { replicas = 1 }
+%s}
+`
+	const cube = `
+resource "ctr_cube" "test" {
+  name         = "nover"
+  namespace    = "default"
+  donefile_url = "http://nover-fileserver.default.svc:8080/model/donefile/base.txt"
+%s}
+`
+	built := `  image = "registry.example.com/team/cube:1"` + "\n"
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: dev,
+		Steps: []resource.TestStep{
+			{Config: fmt.Sprintf(job, ""), ExpectError: regexp.MustCompile(`file_server\.image:\s+has\s+no\s+default`)},
+			{Config: fmt.Sprintf(cube, ""), ExpectError: regexp.MustCompile(`Attribute\s+image:\s+has\s+no\s+default`)},
+			{
+				Config:             fmt.Sprintf(job, "  file_server = {\n  "+built+"  }\n") + fmt.Sprintf(cube, built),
+				PlanOnly:           true,
+				ExpectNonEmptyPlan: true,
+			},
 		},
 	})
 }

@@ -23,7 +23,7 @@ func TestImport_MalformedID(t *testing.T) {
 	want := map[string]*regexp.Regexp{
 		"ctr_cluster": regexp.MustCompile(`^Expected a CCE cluster ID, e.g. cce-abcd1234, or for an existing cluster the kubeconfig that reaches it, kubeconfig:PATH or kubeconfig:PATH#CONTEXT; got ".*"\.$`),
 	}
-	server, err := providerserver.NewProtocol6WithError(New("test")())()
+	server, err := providerserver.NewProtocol6WithError(New(testVersion)())()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -50,9 +50,13 @@ func TestMain(m *testing.M) {
 // unreachableHost is an API server address where nothing listens.
 const unreachableHost = "https://127.0.0.1:1"
 
+// testVersion is the version the tests' provider carries: its default cube image is
+// stack.CubeImage(testVersion).
+const testVersion = "test"
+
 // providerFactories serves the provider in-process to the real terraform CLI.
 var providerFactories = map[string]func() (tfprotov6.ProviderServer, error){
-	"ctr": providerserver.NewProtocol6WithError(New("test")()),
+	"ctr": providerserver.NewProtocol6WithError(New(testVersion)()),
 }
 
 // requireCluster skips acceptance tests unless TF_ACC is set (the framework's own rule) and

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-log/tflog"
@@ -68,6 +69,10 @@ func (r *cubeResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRe
 	state := cubeWorkload.prior(ctx, req.State, &resp.Diagnostics)
 	if plan.Image.IsUnknown() && state == nil {
 		plan.Image = types.StringValue(r.images().Cube())
+		if plan.Image.ValueString() == "" {
+			resp.Diagnostics.Append(diagnostics.InvalidSetting("Cube", path.Root("image"), stack.NoCubeImage))
+			return
+		}
 	}
 	if !plan.known() {
 		plan.Manifests, plan.CubeConf = unknownManifests(), types.StringUnknown()

@@ -92,7 +92,7 @@ func TestAccCube_Create(t *testing.T) {
 			// No transfer runs on kwok nodes: nothing reports serving, and nothing is claimed.
 			statecheck.ExpectKnownValue(cubeAddr, tfjsonpath.New("serving_replicas"), knownvalue.Null()),
 			statecheck.ExpectKnownValue(cubeAddr, tfjsonpath.New("served_version"), knownvalue.StringExact("")),
-			statecheck.ExpectKnownValue(cubeAddr, tfjsonpath.New("image"), knownvalue.StringExact("ghcr.io/elasticctr/cube:latest")),
+			statecheck.ExpectKnownValue(cubeAddr, tfjsonpath.New("image"), knownvalue.StringExact(stack.CubeImage(testVersion))),
 			statecheck.ExpectSensitiveValue(cubeAddr, tfjsonpath.New("control_token")),
 		},
 		Check: resource.ComposeTestCheckFunc(k.statefulSetReplicas(ns, name+"-shard-0", 2), k.statefulSetReplicas(ns, name+"-shard-1", 2),

@@ -82,6 +82,10 @@ func (r *trainingJobResource) ModifyPlan(ctx context.Context, req resource.Modif
 	if !ok {
 		return
 	}
+	if j.Defaulted().FileServer.Image == "" {
+		resp.Diagnostics.Append(diagnostics.InvalidSetting("Training Job", path.Root("file_server").AtName("image"), stack.NoCubeImage))
+		return
+	}
 	switch {
 	case !plan.tokenUploads():
 		plan.UploadToken = types.StringNull()

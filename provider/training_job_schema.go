@@ -182,7 +182,7 @@ func trainingJobSchema(ctx context.Context) schema.Schema {
 				MarkdownDescription: "The HTTP file server that publishes the model output with directory listings (what the cube transfer expects). Changes in place.",
 				Attributes: map[string]schema.Attribute{
 					"image": schema.StringAttribute{Optional: true, Validators: imageValidators,
-						MarkdownDescription: "Image run as `fileserver --root DIR --listen HOST:PORT [--upload]`. Defaults to `" + stack.CubeImageRepository + ":<provider version>`, built from this repository (`cube fileserver`)."},
+						MarkdownDescription: "Image run as `fileserver --root DIR --listen HOST:PORT [--upload]`. Defaults to `" + stack.CubeImageRepository + ":<provider version>`, built from this repository (`cube fileserver`; a provider with no version at all has no default: set it)."},
 					"upload": schema.BoolAttribute{Optional: true, Computed: true, Default: booldefault.StaticBool(false),
 						MarkdownDescription: "Accept uploads (HTTP PUT) into the model output, as ElasticCTR's client uploads `slot.conf`. Defaults to `false` " +
 							"(read-only, the volume mounted read-only). Uploads must carry `Authorization: Bearer <upload_token>`: the token is " +

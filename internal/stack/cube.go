@@ -27,16 +27,21 @@ const CubeType = "ctr_cube"
 const CubeImageRepository = "ghcr.io/elasticctr/cube"
 
 // CubeImage is this repository's image at a provider version: the default image of cube
-// servers, the transfer and the training file server. The release builds the image with the
-// provider's version string (make images); a development build of the provider ("", "dev",
-// "test"), which has no published image of its own, uses "latest".
+// servers, the transfer and the training file server. `make images` tags the image with the
+// version the provider is stamped with (scripts/version.sh, internal/version). A provider
+// binary that carries no version ("" or "dev") has no default: "", which Validate refuses
+// with NoCubeImage rather than guess a moving tag such as :latest.
 func CubeImage(providerVersion string) string {
-	switch providerVersion {
-	case "", "dev", "test":
-		providerVersion = "latest"
+	if providerVersion == "" || providerVersion == "dev" {
+		return ""
 	}
 	return CubeImageRepository + ":" + providerVersion
 }
+
+// NoCubeImage is why an image is refused when a provider without a version left it unset.
+const NoCubeImage = "has no default: this provider binary carries no version (built without `make build`, " +
+	"outside a git checkout or with -buildvcs=false), so no published cube image is known to match it; " +
+	"set it to an image your cluster can pull (`make images` builds one), or install the provider with `make install`"
 
 // Defaults of a cube, applied by (*Cube).Defaulted.
 const (

@@ -358,7 +358,8 @@ func TestTrainingFileServer_ImageAtProviderVersion(t *testing.T) {
 	}
 	assert.Equal(t, CubeImageRepository+":v1.2.3", image("v1.2.3"))
 	assert.Equal(t, CubeImage("v1.2.3"), image("v1.2.3"))
-	assert.Equal(t, CubeImageRepository+":latest", image("dev"), "development builds have no published image of their own")
+	assert.Equal(t, CubeImageRepository+":26a9a1d5fee3-dirty", image("26a9a1d5fee3-dirty"), "a development build's image is its commit's")
+	assert.Empty(t, image("dev"), "a provider without a version has no default image (the provider refuses the plan)")
 }
 
 func TestHardening_Validate(t *testing.T) {
