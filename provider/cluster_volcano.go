@@ -92,6 +92,15 @@ func (m *clusterModel) drifted() bool {
 }
 
 // release is the Volcano release m configures, images from the provider's image_registry.
+// fetchManifest reads a release manifest, downloaded once per provider run and URL.
+func (r *clusterResource) fetchManifest(ctx context.Context, url string) ([]byte, error) {
+	var cache *kube.ManifestCache
+	if r.data != nil {
+		cache = r.data.manifests
+	}
+	return cache.Fetch(ctx, url)
+}
+
 func (r *clusterResource) release(m *clusterModel) volcano.Release {
 	_, version, url, _ := m.volcanoSettings()
 	return volcano.Release{Version: version, ManifestURL: url, Registry: r.images().Registry}
@@ -138,7 +147,7 @@ func (r *clusterResource) applyVolcano(ctx context.Context, m, prev *clusterMode
 	}
 	rel := r.release(m)
 	tflog.Info(ctx, "installing Volcano "+rel.Version+" from "+rel.ManifestURL)
-	data, err := kube.FetchManifest(ctx, rel.ManifestURL)
+	data, err := r.fetchManifest(ctx, rel.ManifestURL)
 	if err != nil {
 		diags.Append(diagnostics.FailedAt(path.Root("volcano"), "Install Volcano Error", "Could not fetch the Volcano manifest", "", err))
 		return
@@ -216,7 +225,7 @@ func (r *clusterResource) refreshVolcano(ctx context.Context, st *clusterModel, 
 		return
 	}
 	rel := r.release(st)
-	data, err := kube.FetchManifest(ctx, rel.ManifestURL)
+	data, err := r.fetchManifest(ctx, rel.ManifestURL)
 	var set stack.Set
 	if err == nil {
 		set, err = volcano.Set(data, rel)
@@ -242,7 +251,8 @@ func (r *clusterResource) refreshVolcano(ctx context.Context, st *clusterModel, 
 // theirs; the volcano block stays null when it would only repeat the defaults. An install
 // that is not ctr's is existing; none is absent (the next plan installs one, unless mode is
 // none).
-func importVolcano(ctx context.Context, st *clusterModel, registry string, diags *diag.Diagnostics) {
+func (r *clusterResource) importVolcano(ctx context.Context, st *clusterModel, diags *diag.Diagnostics) {
+	registry := r.images().Registry
 	c, d := kubeClient(ctx, st.Kubernetes, nil)
 	diags.Append(d...)
 	if d.HasError() {
@@ -262,7 +272,7 @@ func importVolcano(ctx context.Context, st *clusterModel, registry string, diags
 		tflog.Info(ctx, "import: the installed Volcano does not say its release; the plan installs it again")
 		return
 	}
-	data, err := kube.FetchManifest(ctx, found.URL)
+	data, err := r.fetchManifest(ctx, found.URL)
 	var set stack.Set
 	if err == nil {
 		set, err = volcano.Set(data, volcano.Release{Version: found.Version, ManifestURL: found.URL, Registry: registry})

@@ -18,6 +18,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
+	"github.com/elasticctr/terraform-provider-ctr/internal/kube"
 	"github.com/elasticctr/terraform-provider-ctr/internal/stack"
 	"github.com/elasticctr/terraform-provider-ctr/provider/internal/diagnostics"
 )
@@ -41,6 +42,8 @@ type providerData struct {
 	baidu   baiduCredentials
 	// imageRegistry moves every default image to a mirror or private registry (stack.Images).
 	imageRegistry string
+	// manifests are the release manifests (Volcano's) this provider run has downloaded.
+	manifests *kube.ManifestCache
 }
 
 // baiduCredentials are the Baidu Cloud (BCE) credentials ctr_cluster uses for CCE.
@@ -143,6 +146,7 @@ func (p *ctrProvider) Configure(ctx context.Context, req provider.ConfigureReque
 		version:       p.version,
 		conn:          conn,
 		imageRegistry: m.Registry.ValueString(),
+		manifests:     &kube.ManifestCache{},
 		baidu: baiduCredentials{
 			AccessKey:    stringOr(m.AccessKey, os.Getenv("BCE_ACCESS_KEY_ID")),
 			SecretKey:    stringOr(m.SecretKey, os.Getenv("BCE_SECRET_ACCESS_KEY")),

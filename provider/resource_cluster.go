@@ -155,7 +155,7 @@ func (r *clusterResource) Read(ctx context.Context, req resource.ReadRequest, re
 		return
 	}
 	if st.adoptImported() {
-		readAdoptedImport(ctx, &st, r.images().Registry, &resp.Diagnostics)
+		r.readAdoptedImport(ctx, &st, &resp.Diagnostics)
 		if !resp.Diagnostics.HasError() {
 			resp.Diagnostics.Append(resp.State.Set(ctx, &st)...)
 		}
@@ -354,14 +354,14 @@ const importIDForms = "a CCE cluster ID, e.g. cce-abcd1234, or for an existing c
 
 // readAdoptedImport finishes the import of an adopted cluster: the connection from the import
 // ID reaches the cluster, and what ctr_cluster installed on it is read back (importVolcano).
-func readAdoptedImport(ctx context.Context, st *clusterModel, registry string, diags *diag.Diagnostics) {
+func (r *clusterResource) readAdoptedImport(ctx context.Context, st *clusterModel, diags *diag.Diagnostics) {
 	id, ok := adoptedID(ctx, st.Kubernetes, diags)
 	if !ok {
 		return
 	}
 	st.ID, st.ClusterID, st.Phase, st.Kubeconfig = types.StringValue(id), types.StringValue(""), types.StringValue("adopted"), types.StringValue("")
 	st.clearVolcano()
-	importVolcano(ctx, st, registry, diags)
+	r.importVolcano(ctx, st, diags)
 }
 
 // sameSettings compares what configuration controls, leaving out computed values (unknown in
@@ -495,6 +495,6 @@ func (r *clusterResource) importCCE(ctx context.Context, c *cce.Client, cl *cce.
 		}
 	}
 	if cl.Phase == "running" && r.connect(ctx, c, st, diags) {
-		importVolcano(ctx, st, r.images().Registry, diags)
+		r.importVolcano(ctx, st, diags)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
@@ -217,4 +218,36 @@ func CRDEstablished(u *unstructured.Unstructured) (bool, string, error) {
 		}
 	}
 	return false, "not established yet", nil
+}
+
+// ManifestCache keeps the manifests one provider run has downloaded, so that the plan and the
+// refreshes of a run download each http(s):// URL once (Volcano's release manifest is about
+// 1 MB). A failed download is not kept; file:// URLs are read afresh, as local files change.
+// The zero value is ready to use; a nil cache only fetches. Callers must not modify the bytes.
+type ManifestCache struct {
+	// mu is held across a download, so that two resources refreshed at once which need the
+	// same URL wait for one download instead of both starting one.
+	mu   sync.Mutex
+	data map[string][]byte
+}
+
+// Fetch is FetchManifest through the cache.
+func (c *ManifestCache) Fetch(ctx context.Context, rawURL string) ([]byte, error) {
+	if c == nil || strings.HasPrefix(rawURL, "file:") {
+		return FetchManifest(ctx, rawURL)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if data, ok := c.data[rawURL]; ok {
+		return data, nil
+	}
+	data, err := FetchManifest(ctx, rawURL)
+	if err != nil {
+		return nil, err
+	}
+	if c.data == nil {
+		c.data = map[string][]byte{}
+	}
+	c.data[rawURL] = data
+	return data, nil
 }
