@@ -34,11 +34,7 @@ import (
 func TestAccTrainingJob_FailedCreateLeavesNothing(t *testing.T) {
 	k, ns, name := trainingJobTest(t)
 	ctx := context.Background()
-	quota := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: "no-deployments"},
-		Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{"count/deployments.apps": apiresource.MustParse("0")}}}
-	if _, err := k.cs.CoreV1().ResourceQuotas(ns).Create(ctx, quota, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	allowDeployments := denyDeployments(t, k, ns)
 	owner := stack.Owner(stack.TrainingJobType, name)
 	config := trainingJobConfig(ns, name, `  dataset = { hdfs_ugi = "user,secret" }`)
 	k.run(t, ns, stack.TrainingJobType, name, stack.TrainingJobKinds,
@@ -79,9 +75,7 @@ func TestAccTrainingJob_FailedCreateLeavesNothing(t *testing.T) {
 						t.Fatalf("an object of the failed apply is left: %v", err)
 					}
 				}
-				if err := k.cs.CoreV1().ResourceQuotas(ns).Delete(ctx, quota.Name, metav1.DeleteOptions{}); err != nil {
-					t.Fatal(err)
-				}
+				allowDeployments()
 			},
 			Config: config,
 			ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
@@ -91,6 +85,23 @@ func TestAccTrainingJob_FailedCreateLeavesNothing(t *testing.T) {
 				statecheck.ExpectKnownValue(jobAddr, tfjsonpath.New("phase"), knownvalue.StringExact("Running")),
 			},
 		})
+}
+
+// denyDeployments makes the API server refuse to create Deployments in ns (a ResourceQuota
+// named no-deployments) until the returned function lifts it.
+func denyDeployments(t *testing.T, k *kubeClients, ns string) func() {
+	t.Helper()
+	ctx := context.Background()
+	quota := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: "no-deployments"},
+		Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{"count/deployments.apps": apiresource.MustParse("0")}}}
+	if _, err := k.cs.CoreV1().ResourceQuotas(ns).Create(ctx, quota, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	return func() {
+		if err := k.cs.CoreV1().ResourceQuotas(ns).Delete(ctx, quota.Name, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 // denyDeletes makes the API server refuse to delete Services in ns (a ValidatingAdmissionPolicy)
@@ -167,12 +178,7 @@ func denyDeletes(t *testing.T, k *kubeClients, ns string) func() {
 // tainted, so that the next apply (the policy lifted) replaces it and destroy leaves nothing.
 func TestAccTrainingJob_FailedCleanupNamesWhatIsLeft(t *testing.T) {
 	k, ns, name := trainingJobTest(t)
-	ctx := context.Background()
-	quota := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: "no-deployments"},
-		Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{"count/deployments.apps": apiresource.MustParse("0")}}}
-	if _, err := k.cs.CoreV1().ResourceQuotas(ns).Create(ctx, quota, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	allowDeployments := denyDeployments(t, k, ns)
 	lift := denyDeletes(t, k, ns)
 	config := trainingJobConfig(ns, name, "")
 	k.run(t, ns, stack.TrainingJobType, name, stack.TrainingJobKinds,
@@ -184,9 +190,7 @@ func TestAccTrainingJob_FailedCleanupNamesWhatIsLeft(t *testing.T) {
 		resource.TestStep{
 			PreConfig: func() {
 				lift()
-				if err := k.cs.CoreV1().ResourceQuotas(ns).Delete(ctx, quota.Name, metav1.DeleteOptions{}); err != nil {
-					t.Fatal(err)
-				}
+				allowDeployments()
 			},
 			Config: config,
 			ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{

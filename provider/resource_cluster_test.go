@@ -430,12 +430,8 @@ resource "ctr_cluster" "this" {
 	resource.Test(t, resource.TestCase{
 		ProtoV6ProviderFactories: providerFactories,
 		CheckDestroy: func(*terraform.State) error {
-			list, err := k.dyn.Resource(crdGVR).List(context.Background(), metav1.ListOptions{LabelSelector: stack.OwnerLabel + "=" + volcano.Owner})
-			if err != nil {
+			if err := k.noOwnedVolcanoCRDs(); err != nil {
 				return err
-			}
-			if len(list.Items) > 0 {
-				return fmt.Errorf("destroy left %d Volcano CRDs", len(list.Items))
 			}
 			if _, err := k.cs.CoreV1().Namespaces().Get(context.Background(), "volcano-system", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 				return fmt.Errorf("destroy left namespace volcano-system (err %v)", err)
@@ -588,12 +584,8 @@ resource "ctr_cluster" "this" {
 	resource.Test(t, resource.TestCase{
 		ProtoV6ProviderFactories: providerFactories,
 		CheckDestroy: func(*terraform.State) error {
-			list, err := k.dyn.Resource(crdGVR).List(context.Background(), metav1.ListOptions{LabelSelector: stack.OwnerLabel + "=" + volcano.Owner})
-			if err != nil {
+			if err := k.noOwnedVolcanoCRDs(); err != nil {
 				return err
-			}
-			if len(list.Items) > 0 {
-				return fmt.Errorf("destroy left %d Volcano CRDs", len(list.Items))
 			}
 			if ok, err := deployment("volcano-scheduler"); ok || err != nil {
 				return fmt.Errorf("destroy left volcano-scheduler (err %v)", err)
@@ -660,4 +652,16 @@ func TestCluster_BadInput(t *testing.T) {
 			`Attribute volcano.version: has no effect with volcano.mode = "none"`},
 		{"bad timeout", with(adopt, "timeouts", map[string]any{"create": "1 hour"}), "timeouts.create", `"1 hour" is not a positive duration`},
 	})
+}
+
+// noOwnedVolcanoCRDs says whether a destroy left any Volcano CRD that ctr_cluster owns.
+func (k *kubeClients) noOwnedVolcanoCRDs() error {
+	list, err := k.dyn.Resource(crdGVR).List(context.Background(), metav1.ListOptions{LabelSelector: stack.OwnerLabel + "=" + volcano.Owner})
+	if err != nil {
+		return err
+	}
+	if len(list.Items) > 0 {
+		return fmt.Errorf("destroy left %d Volcano CRDs", len(list.Items))
+	}
+	return nil
 }
