@@ -65,12 +65,26 @@ type policyModel struct {
 }
 
 type datasetModel struct {
-	HDFSAddress types.String `tfsdk:"hdfs_address"`
-	HDFSUGI     types.String `tfsdk:"hdfs_ugi"`
-	Path        types.String `tfsdk:"path"`
-	StartHour   types.String `tfsdk:"start_hour"`
-	EndHour     types.String `tfsdk:"end_hour"`
-	SparseDim   types.Int64  `tfsdk:"sparse_dim"`
+	HDFSAddress types.String        `tfsdk:"hdfs_address"`
+	HDFSUGI     types.String        `tfsdk:"hdfs_ugi"`
+	S3          *s3DatasetModel     `tfsdk:"s3"`
+	Volume      *volumeDatasetModel `tfsdk:"volume"`
+	Path        types.String        `tfsdk:"path"`
+	StartHour   types.String        `tfsdk:"start_hour"`
+	EndHour     types.String        `tfsdk:"end_hour"`
+	SparseDim   types.Int64         `tfsdk:"sparse_dim"`
+}
+
+type s3DatasetModel struct {
+	Bucket            types.String `tfsdk:"bucket"`
+	Endpoint          types.String `tfsdk:"endpoint"`
+	Region            types.String `tfsdk:"region"`
+	CredentialsSecret types.String `tfsdk:"credentials_secret"`
+}
+
+type volumeDatasetModel struct {
+	ClaimName types.String `tfsdk:"claim_name"`
+	MountPath types.String `tfsdk:"mount_path"`
 }
 
 type modelOutputMdl struct {
@@ -107,6 +121,12 @@ func (m *trainingJobModel) known() bool {
 	vals = append(vals, policyValues(m.Policies)...)
 	if d := m.Dataset; d != nil {
 		vals = append(vals, d.HDFSAddress, d.HDFSUGI, d.Path, d.StartHour, d.EndHour, d.SparseDim)
+		if s3 := d.S3; s3 != nil {
+			vals = append(vals, s3.Bucket, s3.Endpoint, s3.Region, s3.CredentialsSecret)
+		}
+		if v := d.Volume; v != nil {
+			vals = append(vals, v.ClaimName, v.MountPath)
+		}
 	}
 	if o := m.ModelOutput; o != nil {
 		vals = append(vals, o.Size, o.StorageClass, o.AccessMode, o.ExistingClaim, o.MountPath, o.DonefilePath)
@@ -170,6 +190,13 @@ func (m *trainingJobModel) settings(ctx context.Context, images stack.Images) (s
 		j.Dataset = &stack.Dataset{HDFSAddress: d.HDFSAddress.ValueString(), HDFSUGI: d.HDFSUGI.ValueString(),
 			Path: d.Path.ValueString(), StartHour: d.StartHour.ValueString(), EndHour: d.EndHour.ValueString(),
 			SparseDim: d.SparseDim.ValueInt64()}
+		if s3 := d.S3; s3 != nil {
+			j.Dataset.S3 = &stack.S3Dataset{Bucket: s3.Bucket.ValueString(), Endpoint: s3.Endpoint.ValueString(), Region: s3.Region.ValueString(),
+				CredentialsSecret: s3.CredentialsSecret.ValueString()}
+		}
+		if v := d.Volume; v != nil {
+			j.Dataset.Volume = &stack.VolumeDataset{ClaimName: v.ClaimName.ValueString(), MountPath: v.MountPath.ValueString()}
+		}
 	}
 	if o := m.ModelOutput; o != nil {
 		j.ModelOutput = &stack.ModelOutput{Size: o.Size.ValueString(), StorageClass: o.StorageClass.ValueString(),
@@ -280,6 +307,13 @@ func (m *trainingJobModel) fromJob(ctx context.Context, j stack.TrainingJob, dia
 	if d := j.Dataset; d != nil {
 		m.Dataset = &datasetModel{HDFSAddress: optionalString(d.HDFSAddress), HDFSUGI: optionalString(d.HDFSUGI), Path: optionalString(d.Path),
 			StartHour: optionalString(d.StartHour), EndHour: optionalString(d.EndHour), SparseDim: optionalInt64(d.SparseDim)}
+		if s3 := d.S3; s3 != nil {
+			m.Dataset.S3 = &s3DatasetModel{Bucket: types.StringValue(s3.Bucket), Endpoint: optionalString(s3.Endpoint), Region: optionalString(s3.Region),
+				CredentialsSecret: optionalString(s3.CredentialsSecret)}
+		}
+		if v := d.Volume; v != nil {
+			m.Dataset.Volume = &volumeDatasetModel{ClaimName: types.StringValue(v.ClaimName), MountPath: optionalString(v.MountPath)}
+		}
 	}
 	m.ModelOutput = nil
 	if o := j.ModelOutput; o != nil {
@@ -351,6 +385,12 @@ func replaceReasons(state, plan *trainingJobModel) []string {
 		diff("dataset.start_hour", a.StartHour, b.StartHour)
 		diff("dataset.end_hour", a.EndHour, b.EndHour)
 		diff("dataset.sparse_dim", a.SparseDim, b.SparseDim)
+		if !reflect.DeepEqual(a.S3, b.S3) {
+			out = append(out, "dataset.s3")
+		}
+		if !reflect.DeepEqual(a.Volume, b.Volume) {
+			out = append(out, "dataset.volume")
+		}
 	}
 	if mo, mn := state.ModelOutput, plan.ModelOutput; mo != nil && mn != nil {
 		diff("model_output.storage_class", mo.StorageClass, mn.StorageClass)

@@ -141,12 +141,39 @@ func trainingJobSchema(ctx context.Context) schema.Schema {
 			"worker":   taskAttribute("worker", "Collective worker task (`mode = \"collective\"`), typically with `gpus`."),
 			"policies": policyAttribute("Job lifecycle policies. Defaults to `PodEvicted` and `PodFailed` -> `RestartJob`."),
 			"dataset": schema.SingleNestedAttribute{Optional: true,
-				MarkdownDescription: "Where the trainers read samples: ElasticCTR's `data.config`, passed as `HDFS_ADDRESS`, `HDFS_UGI` (from a Secret), `DATASET_PATH`, `START_DATE_HR`, `END_DATE_HR` and `SPARSE_DIM`.",
+				MarkdownDescription: "Where the trainers read samples: ElasticCTR's `data.config`. The source is HDFS (`hdfs_address`, `hdfs_ugi`: " +
+					"`HDFS_ADDRESS`, `HDFS_UGI` from a Secret, `DATASET_PATH`, as ElasticCTR's images read them), an S3-compatible bucket (`s3`) or a " +
+					"volume (`volume`); at most one. Every source also gets `START_DATE_HR`, `END_DATE_HR` and `SPARSE_DIM`. " +
+					"ElasticCTR's own images read HDFS only; a trainer image that reads `s3` or `volume` datasets follows `DATASET_SOURCE` " +
+					"(see the training contract below).",
 				Attributes: map[string]schema.Attribute{
+					"s3": schema.SingleNestedAttribute{Optional: true, PlanModifiers: []planmodifier.Object{objectplanmodifier.RequiresReplace()},
+						MarkdownDescription: "An S3-compatible bucket: AWS S3, or Baidu Cloud BOS through its S3 endpoint. Trainers get `DATASET_SOURCE=" + stack.DatasetS3 + "`, " +
+							"`DATASET_URL=s3://<bucket><path>`, `S3_BUCKET`, `DATASET_PATH`, and the variables AWS's SDKs and CLI read: `AWS_ENDPOINT_URL`, `AWS_REGION`, " +
+							"and `AWS_ACCESS_KEY_ID` / `AWS_SECRET_ACCESS_KEY` by reference to `credentials_secret`. No credential passes through Terraform.",
+						Attributes: map[string]schema.Attribute{
+							"bucket": schema.StringAttribute{Required: true, MarkdownDescription: "Bucket name.",
+								Validators: []validator.String{stringvalidator.RegexMatches(stack.S3BucketPattern, stack.S3BucketRule)}},
+							"endpoint": schema.StringAttribute{Optional: true,
+								MarkdownDescription: "Endpoint, `https://HOST[:PORT]`: e.g. `https://s3.bj.bcebos.com` for BOS in Beijing. Unset: the SDK's default (AWS)."},
+							"region": schema.StringAttribute{Optional: true, MarkdownDescription: "Region, e.g. `us-east-1` or `bj`.",
+								Validators: []validator.String{stringvalidator.RegexMatches(stack.S3RegionPattern, stack.S3RegionRule)}},
+							"credentials_secret": schema.StringAttribute{Optional: true,
+								MarkdownDescription: "A Secret in the job's namespace with the keys `AWS_ACCESS_KEY_ID` and `AWS_SECRET_ACCESS_KEY` (for BOS: its access key id and secret). " +
+									"Unset when the pods have their own identity (IRSA on EKS, Workload Identity on GKE, through `pod.service_account_annotations`)."},
+						}},
+					"volume": schema.SingleNestedAttribute{Optional: true, PlanModifiers: []planmodifier.Object{objectplanmodifier.RequiresReplace()},
+						MarkdownDescription: "An existing PersistentVolumeClaim with the samples (an NFS share, a CSI bucket mount, a cloud file system), mounted read-only " +
+							"into the trainers. Trainers get `DATASET_SOURCE=" + stack.DatasetVolume + "` and `DATASET_PATH=<mount_path><path>`.",
+						Attributes: map[string]schema.Attribute{
+							"claim_name": schema.StringAttribute{Required: true, MarkdownDescription: "Name of the claim, in the job's namespace."},
+							"mount_path": schema.StringAttribute{Optional: true,
+								MarkdownDescription: "Where the trainers see it. Defaults to `" + stack.DefaultDatasetMountPath + "`; must not hold or be inside the model output or `/etc/ctr`."},
+						}},
 					"hdfs_address": schema.StringAttribute{Optional: true, PlanModifiers: replaceStr(), MarkdownDescription: "HDFS name node, `hdfs://HOST:PORT`."},
 					"hdfs_ugi": schema.StringAttribute{Optional: true, Sensitive: true,
 						MarkdownDescription: "HDFS user and password, `user,password`. Stored in a Secret and never shown in `manifests`; changes in place."},
-					"path":       schema.StringAttribute{Optional: true, PlanModifiers: replaceStr(), MarkdownDescription: "Absolute dataset path on HDFS, e.g. `/train_data`."},
+					"path":       schema.StringAttribute{Optional: true, PlanModifiers: replaceStr(), MarkdownDescription: "Absolute path of the samples in the source (on HDFS, under the bucket, under the volume's `mount_path`), e.g. `/train_data`."},
 					"start_hour": schema.StringAttribute{Optional: true, PlanModifiers: replaceStr(), MarkdownDescription: "First hour of data, `YYYYMMDD/HH` (an hour that exists, `00`-`23`)."},
 					"end_hour":   schema.StringAttribute{Optional: true, PlanModifiers: replaceStr(), MarkdownDescription: "Last hour of data, `YYYYMMDD/HH`; not before `start_hour`."},
 					"sparse_dim": schema.Int64Attribute{Optional: true, PlanModifiers: replaceInt(), Validators: []validator.Int64{int64validator.AtLeast(1)},

@@ -200,10 +200,12 @@ func TestHardenedPods_EveryPodTemplate(t *testing.T) {
 		"cube": func() (Set, error) {
 			return RenderCube(Cube{Name: "cube", Namespace: "ads", DonefileURL: testDonefile, Image: CubeImage("v1.2.3"), Storage: &CubeStorage{}})
 		},
-		"serving":  func() (Set, error) { return RenderServing(Serving{Name: "s", Namespace: "ads", CubeConf: conf}) },
-		"training": func() (Set, error) { return RenderTrainingJob(TrainingJob{Name: "t", Namespace: "ads"}) },
+		"serving": func() (Set, error) { return RenderServing(Serving{Name: "s", Namespace: "ads", CubeConf: conf}) },
+		"training": func() (Set, error) {
+			return RenderTrainingJob(TrainingJob{Name: "t", Namespace: "ads", ProviderVersion: "v1.2.3"})
+		},
 		"collective": func() (Set, error) {
-			return RenderTrainingJob(TrainingJob{Name: "t", Namespace: "ads", Mode: ModeCollective})
+			return RenderTrainingJob(TrainingJob{Name: "t", Namespace: "ads", Mode: ModeCollective, ProviderVersion: "v1.2.3"})
 		},
 	}
 	seen := 0

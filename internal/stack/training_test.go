@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
 )
 
@@ -43,7 +44,7 @@ func renderAll(t *testing.T, j TrainingJob) string {
 
 func TestRenderTrainingJob_Golden(t *testing.T) {
 	cases := map[string]TrainingJob{
-		"training_minimal.yaml": {Name: "ctr-demo", Namespace: "default"},
+		"training_minimal.yaml": {Name: "ctr-demo", Namespace: "default", ProviderVersion: "0.4.0"},
 		"training_full.yaml": {
 			Name: "fleet-ctr", Namespace: "ctr", Stack: "elastic-ctr", Image: "paddle/fleet-ctr:2.0",
 			Entry: "cd workspace && python3 train_with_mlflow.py slot.conf",
@@ -61,7 +62,7 @@ func TestRenderTrainingJob_Golden(t *testing.T) {
 			ProviderVersion: "v1.2.3", UploadToken: "t0k3n",
 		},
 		"training_collective.yaml": {
-			Name: "wide-deep", Namespace: "gpu", Mode: ModeCollective,
+			Name: "wide-deep", Namespace: "gpu", Mode: ModeCollective, ProviderVersion: "26a9a1d5fee3",
 			Worker:      &Task{Replicas: 4, GPUs: ptr.To[int32](1), Requests: map[string]string{"cpu": "4", "memory": "16Gi"}},
 			ModelOutput: &ModelOutput{ExistingClaim: "juicefs-model"},
 		},
@@ -141,6 +142,24 @@ func TestTrainingJob_Validate(t *testing.T) {
 		{"size", func(j *TrainingJob) { j.ModelOutput = &ModelOutput{Size: "-1Gi"} }, "model_output.size"},
 		{"mount path", func(j *TrainingJob) { j.ModelOutput = &ModelOutput{MountPath: "relative"} }, "model_output.mount_path"},
 		{"env name", func(j *TrainingJob) { j.Env = map[string]string{"1BAD": "x"} }, `env["1BAD"]`},
+		{"two sources", func(j *TrainingJob) {
+			j.Dataset = &Dataset{HDFSAddress: "hdfs://nn:9000", S3: &S3Dataset{Bucket: "ads"}}
+		}, "dataset"},
+		{"s3 endpoint", func(j *TrainingJob) {
+			j.Dataset = &Dataset{S3: &S3Dataset{Bucket: "ads", Endpoint: "s3.bj.bcebos.com"}}
+		}, "dataset.s3.endpoint"},
+		{"s3 endpoint with a path", func(j *TrainingJob) {
+			j.Dataset = &Dataset{S3: &S3Dataset{Bucket: "ads", Endpoint: "https://s3.bj.bcebos.com/ads"}}
+		}, "dataset.s3.endpoint"},
+		{"s3 credentials", func(j *TrainingJob) {
+			j.Dataset = &Dataset{S3: &S3Dataset{Bucket: "ads", CredentialsSecret: "Bos_Keys"}}
+		}, "dataset.s3.credentials_secret"},
+		{"claim name", func(j *TrainingJob) { j.Dataset = &Dataset{Volume: &VolumeDataset{ClaimName: "Samples"}} }, "dataset.volume.claim_name"},
+		{"mount path root", func(j *TrainingJob) { j.Dataset = &Dataset{Volume: &VolumeDataset{ClaimName: "s", MountPath: "/"}} }, "dataset.volume.mount_path"},
+		{"mount path over the model output", func(j *TrainingJob) {
+			j.Dataset = &Dataset{Volume: &VolumeDataset{ClaimName: "s", MountPath: DefaultModelMountPath + "/in"}}
+		}, "dataset.volume.mount_path"},
+		{"mount path holds the slot config", func(j *TrainingJob) { j.Dataset = &Dataset{Volume: &VolumeDataset{ClaimName: "s", MountPath: "/etc"}} }, "dataset.volume.mount_path"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -216,4 +235,55 @@ func FuzzTrainingJobFromSettings(f *testing.F) {
 			t.Fatalf("rendered set has no manifests: %v", err)
 		}
 	})
+}
+
+// TestRenderTrainingJob_S3Dataset: the trainers get the bucket in the variables AWS's SDKs
+// read and its credentials by reference to the user's Secret; ctr makes no Secret of its own
+// and no credential is in the job.
+func TestRenderTrainingJob_S3Dataset(t *testing.T) {
+	set, err := RenderTrainingJob(TrainingJob{Name: "j", Namespace: "n", Dataset: &Dataset{Path: "/train_data",
+		S3: &S3Dataset{Bucket: "ads-samples", Endpoint: "https://s3.bj.bcebos.com", Region: "bj", CredentialsSecret: "bos-keys"}}})
+	require.NoError(t, err)
+	assert.Nil(t, set.Find("v1/Secret/"+datasetSecretName("j")))
+	trainer := podTemplates(t, set)[VolcanoJobKey("j")+"/trainer"].Spec.Containers[0]
+	env := map[string]corev1.EnvVar{}
+	for _, e := range trainer.Env {
+		env[e.Name] = e
+	}
+	for name, want := range map[string]string{"DATASET_SOURCE": DatasetS3, "DATASET_URL": "s3://ads-samples/train_data",
+		"S3_BUCKET": "ads-samples", "DATASET_PATH": "/train_data", "AWS_ENDPOINT_URL": "https://s3.bj.bcebos.com", "AWS_REGION": "bj"} {
+		assert.Equal(t, want, env[name].Value, name)
+	}
+	for _, k := range []string{"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"} {
+		require.NotNil(t, env[k].ValueFrom, k)
+		assert.Equal(t, corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "bos-keys"}, Key: k}, *env[k].ValueFrom.SecretKeyRef)
+	}
+	assert.NotContains(t, env, "HDFS_ADDRESS")
+
+	noKeys, err := RenderTrainingJob(TrainingJob{Name: "j", Namespace: "n", Dataset: &Dataset{S3: &S3Dataset{Bucket: "ads"}}})
+	require.NoError(t, err)
+	for _, e := range podTemplates(t, noKeys)[VolcanoJobKey("j")+"/trainer"].Spec.Containers[0].Env {
+		assert.NotContains(t, []string{"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_ENDPOINT_URL"}, e.Name,
+			"without credentials_secret the pods' own identity (IRSA, Workload Identity) is used")
+	}
+}
+
+// TestRenderTrainingJob_VolumeDataset: a volume dataset is mounted read-only into the
+// trainers (not the parameter servers), and DATASET_PATH points into it.
+func TestRenderTrainingJob_VolumeDataset(t *testing.T) {
+	for _, tc := range []struct{ mount, want string }{{"", DefaultDatasetMountPath}, {"/samples", "/samples"}} {
+		set, err := RenderTrainingJob(TrainingJob{Name: "j", Namespace: "n", Dataset: &Dataset{Path: "/day1",
+			Volume: &VolumeDataset{ClaimName: "samples", MountPath: tc.mount}}})
+		require.NoError(t, err)
+		pods := podTemplates(t, set)
+		trainer := pods[VolcanoJobKey("j")+"/trainer"].Spec
+		assert.Contains(t, trainer.Containers[0].VolumeMounts, corev1.VolumeMount{Name: datasetVolumeName, MountPath: tc.want, ReadOnly: true})
+		assert.Contains(t, trainer.Volumes, corev1.Volume{Name: datasetVolumeName, VolumeSource: corev1.VolumeSource{
+			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "samples", ReadOnly: true}}})
+		assert.Contains(t, trainer.Containers[0].Env, corev1.EnvVar{Name: "DATASET_PATH", Value: tc.want + "/day1"})
+		assert.Contains(t, trainer.Containers[0].Env, corev1.EnvVar{Name: "DATASET_SOURCE", Value: DatasetVolume})
+		for _, v := range pods[VolcanoJobKey("j")+"/pserver"].Spec.Volumes {
+			assert.NotEqual(t, datasetVolumeName, v.Name, "parameter servers read no samples")
+		}
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"net/url"
+	"path"
 	"regexp"
 	"strconv"
 	"strings"
@@ -51,6 +52,20 @@ const (
 	MaxNamespaceLength = 63
 	// MaxID is the largest user or group id a pod may run as.
 	MaxID = math.MaxInt32
+)
+
+// Patterns of single values, for the schema's validators.
+var (
+	// S3BucketPattern is what an S3 (and BOS) bucket name may be.
+	S3BucketPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$`)
+	// S3RegionPattern is what a region name may be (AWS's us-east-1, BOS's bj).
+	S3RegionPattern = regexp.MustCompile(`^[a-z0-9]+(-[a-z0-9]+)*$`)
+)
+
+// What the patterns allow, for their errors.
+const (
+	S3BucketRule = "must be a bucket name: 3-63 lowercase letters, digits, dots and hyphens, starting and ending with a letter or digit"
+	S3RegionRule = "must be a region name: lowercase letters, digits and hyphens, e.g. us-east-1 or bj"
 )
 
 // Defaults shared by every resource.
@@ -130,6 +145,15 @@ func (j TrainingJob) Validate() FieldErrors {
 	}
 	if ds := j.Dataset; ds != nil {
 		c.dataset(ds)
+		if ds.Volume != nil {
+			// The trainers mount the model output (and the slot config) too.
+			at, d := ds.volumeMountPath(), j.Defaulted()
+			for _, other := range []string{d.ModelOutput.MountPath, slotConfigDir} {
+				if pathsNest(at, other) {
+					c.bad("dataset.volume.mount_path", "%q is, holds or is inside %s, where ctr mounts another volume into the trainers; choose another path", at, other)
+				}
+			}
+		}
 	}
 	if mo := j.ModelOutput; mo != nil {
 		c.quantity("model_output.size", mo.Size, "10Gi")
@@ -178,7 +202,30 @@ func (c *checker) dataset(ds *Dataset) {
 		}
 	}
 	if ds.Path != "" && !strings.HasPrefix(ds.Path, "/") {
-		c.bad("dataset.path", "%q must be an absolute path on HDFS (starting with /)", ds.Path)
+		c.bad("dataset.path", "%q must be an absolute path in the dataset's source (starting with /)", ds.Path)
+	}
+	var sources []string
+	if ds.HDFSAddress != "" || ds.HDFSUGI != "" {
+		sources = append(sources, "hdfs_address/hdfs_ugi")
+	}
+	if s3 := ds.S3; s3 != nil {
+		sources = append(sources, "s3")
+		if s3.Endpoint != "" {
+			if u, err := url.Parse(s3.Endpoint); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || (u.Path != "" && u.Path != "/") {
+				c.bad("dataset.s3.endpoint", "%q is not an endpoint; use https://HOST[:PORT], e.g. https://s3.bj.bcebos.com for BOS in Beijing", s3.Endpoint)
+			}
+		}
+		c.dnsSubdomain("dataset.s3.credentials_secret", s3.CredentialsSecret, "Secret")
+	}
+	if v := ds.Volume; v != nil {
+		sources = append(sources, "volume")
+		c.dnsSubdomain("dataset.volume.claim_name", v.ClaimName, "PersistentVolumeClaim")
+		if v.MountPath != "" && (!strings.HasPrefix(v.MountPath, "/") || path.Clean(v.MountPath) != v.MountPath || v.MountPath == "/") {
+			c.bad("dataset.volume.mount_path", "%q must be a clean absolute path other than /, e.g. %s", v.MountPath, DefaultDatasetMountPath)
+		}
+	}
+	if len(sources) > 1 {
+		c.bad("dataset", "names %s: a dataset has one source; set only one of them", strings.Join(sources, " and "))
 	}
 	hour := func(path, v string) (time.Time, bool) {
 		if v == "" {
@@ -297,4 +344,10 @@ func (c *checker) tolerations(path string, ts []Toleration) {
 			c.bad(at+".operator", "must be %q when key is empty (a toleration of every taint)", corev1.TolerationOpExists)
 		}
 	}
+}
+
+// pathsNest says whether one of two clean absolute paths is the other or inside it.
+func pathsNest(a, b string) bool {
+	inside := func(x, y string) bool { return x == y || strings.HasPrefix(x, strings.TrimSuffix(y, "/")+"/") }
+	return inside(a, b) || inside(b, a)
 }
