@@ -39,15 +39,17 @@ type Serving struct {
 	Image           string `json:"image,omitempty"`
 	ImagePullPolicy string `json:"image_pull_policy,omitempty"`
 	// ImagePullSecrets are Secrets (in the namespace) the serving pods pull with.
-	ImagePullSecrets []string          `json:"image_pull_secrets,omitempty"`
-	Replicas         int32             `json:"replicas,omitempty"`
-	Port             int32             `json:"port,omitempty"`
-	ServiceType      string            `json:"service_type,omitempty"`
-	ModelURL         string            `json:"model_url,omitempty"`
-	Args             []string          `json:"args,omitempty"`
-	Env              map[string]string `json:"env,omitempty"`
-	Requests         map[string]string `json:"requests,omitempty"`
-	Limits           map[string]string `json:"limits,omitempty"`
+	ImagePullSecrets []string `json:"image_pull_secrets,omitempty"`
+	Replicas         int32    `json:"replicas,omitempty"`
+	Port             int32    `json:"port,omitempty"`
+	ServiceType      string   `json:"service_type,omitempty"`
+	// ServiceAnnotations go on the Service: cloud load balancers are configured by them.
+	ServiceAnnotations map[string]string `json:"service_annotations,omitempty"`
+	ModelURL           string            `json:"model_url,omitempty"`
+	Args               []string          `json:"args,omitempty"`
+	Env                map[string]string `json:"env,omitempty"`
+	Requests           map[string]string `json:"requests,omitempty"`
+	Limits             map[string]string `json:"limits,omitempty"`
 	// CubeConf is ctr_cube's cube_conf.
 	CubeConf string `json:"cube_conf"`
 	// SecurityContext overrides the hardened defaults of the serving pods. Deprecated, like
@@ -169,7 +171,7 @@ func (s Serving) objects() Set {
 	set = append(set, toObject(dep))
 	set = append(set, toObject(&corev1.Service{
 		TypeMeta:   kindService,
-		ObjectMeta: meta(s.Name, s.Namespace, labels),
+		ObjectMeta: serviceMeta(meta(s.Name, s.Namespace, labels), s.ServiceAnnotations),
 		Spec: corev1.ServiceSpec{Type: corev1.ServiceType(s.ServiceType), Selector: selector,
 			Ports: []corev1.ServicePort{{Name: "serving", Port: s.Port, TargetPort: intstr.FromString("serving"), Protocol: corev1.ProtocolTCP}}},
 	}))
@@ -193,6 +195,7 @@ func (s Serving) Validate() FieldErrors {
 		c.bad("cube_conf", "needs at least one dictionary with dict_name and shard >= 1")
 	}
 	c.resources("resources", s.Requests, s.Limits)
+	c.annotations("service_annotations", s.ServiceAnnotations)
 	c.securityContext("security_context", s.SecurityContext)
 	c.envNames("env", s.Env)
 	p := s.Pod
