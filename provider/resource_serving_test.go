@@ -198,5 +198,9 @@ func TestServing_BadInput(t *testing.T) {
 		{"negative limit", with(base, "resources", map[string]any{"limits": map[string]any{"cpu": "-1"}}), `resources.limits["cpu"]`, `"-1" is negative`},
 		{"bad timeout", with(base, "timeouts", map[string]any{"update": "soon"}), "timeouts.update", `"soon" is not a positive duration`},
 		{"pull secret name", with(base, "image_pull_secrets", []any{"Mirror_Pull"}), "image_pull_secrets[0]", `must be a Secret's name`},
+		{"service annotation key", with(base, "service_annotations", map[string]any{"lb scheme": "internal"}), `service_annotations["lb scheme"]`,
+			`"lb scheme" is not an annotation key`},
+		{"ctr's annotation on the Service", with(base, "service_annotations", map[string]any{"ctr.elasticctr.io/settings": "x"}),
+			`service_annotations["ctr.elasticctr.io/settings"]`, `which ctr and Volcano keep`},
 	})
 }

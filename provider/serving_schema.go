@@ -40,9 +40,10 @@ func servingSchema(ctx context.Context) schema.Schema {
 			"replicas": schema.Int64Attribute{Optional: true, Computed: true, Default: int64default.StaticInt64(stack.DefaultServingReplicas),
 				MarkdownDescription: fmt.Sprintf("Serving pods. Defaults to `%d`.", stack.DefaultServingReplicas),
 				Validators:          []validator.Int64{int64validator.AtLeast(1)}},
-			"port":         portAttribute("Port of the pods and the Service.", stack.DefaultServingPort),
-			"service_type": serviceTypeAttribute(),
-			"model_url":    schema.StringAttribute{Optional: true, MarkdownDescription: "Where the dense model is fetched from (`MODEL_URL`), e.g. the training job's file server."},
+			"port":                portAttribute("Port of the pods and the Service.", stack.DefaultServingPort),
+			"service_type":        serviceTypeAttribute(),
+			"service_annotations": serviceAnnotationsAttribute("the serving Service"),
+			"model_url":           schema.StringAttribute{Optional: true, MarkdownDescription: "Where the dense model is fetched from (`MODEL_URL`), e.g. the training job's file server."},
 			"args": schema.ListAttribute{Optional: true, ElementType: types.StringType,
 				MarkdownDescription: "Container arguments. Defaults to `[\"--port=<port>\", \"--enable_cube=true\"]`."},
 			"env": schema.MapAttribute{Optional: true, ElementType: types.StringType, DeprecationMessage: deprecatedFor("pod.env"),
@@ -59,6 +60,10 @@ func servingSchema(ctx context.Context) schema.Schema {
 			"timeouts":         timeoutsAttribute(ctx, timeouts.Opts{Create: true, Update: true, Delete: true}),
 			"manifests":        manifestsAttribute(),
 			"url":              schema.StringAttribute{Computed: true, MarkdownDescription: "In-cluster URL of the serving Service."},
+			"load_balancer_address": schema.StringAttribute{Computed: true,
+				MarkdownDescription: "Where clients outside the cluster reach Paddle Serving with `service_type = \"LoadBalancer\"`: `HOST:PORT`, " +
+					"the load balancer's IP (or, where the cloud gives a name, as AWS does, its hostname) from the Service's " +
+					"`status.loadBalancer.ingress[0]`, and the Service's `port`. " + loadBalancerWaitDoc},
 		},
 	}
 }
