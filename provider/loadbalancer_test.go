@@ -121,7 +121,7 @@ func TestAccServing_LoadBalancerAddressLate(t *testing.T) {
 			PreConfig: func() {
 				require.NoError(t, k.setIngress(context.Background(), ns, name, corev1.LoadBalancerIngress{Hostname: "a1b2.elb.example.com"}))
 			},
-			Config: config,
+			Config:           config,
 			ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}},
 			ConfigStateChecks: []statecheck.StateCheck{
 				statecheck.ExpectKnownValue(servingAddr, tfjsonpath.New("load_balancer_address"), knownvalue.StringExact("a1b2.elb.example.com:8010")),
@@ -138,8 +138,10 @@ func TestAccTrainingJob_FileServerLoadBalancer(t *testing.T) {
     service_annotations = { "service.beta.kubernetes.io/cce-load-balancer-internal-vpc" = "true" } }
 `)
 	k.run(t, ns, stack.TrainingJobType, name, stack.TrainingJobKinds, append([]resource.TestStep{{
-		PreConfig: func() { k.loadBalance(t, ns, name+"-fileserver", corev1.LoadBalancerIngress{Hostname: "fs.lb.example.com"}) },
-		Config:    config,
+		PreConfig: func() {
+			k.loadBalance(t, ns, name+"-fileserver", corev1.LoadBalancerIngress{Hostname: "fs.lb.example.com"})
+		},
+		Config: config,
 		ConfigStateChecks: []statecheck.StateCheck{
 			statecheck.ExpectKnownValue(jobAddr, tfjsonpath.New("file_server_external_url"), knownvalue.StringExact("http://fs.lb.example.com:8081")),
 		},
