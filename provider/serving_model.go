@@ -24,6 +24,7 @@ type servingModel struct {
 	ServiceType     types.String          `tfsdk:"service_type"`
 	ServiceAnnots   types.Map             `tfsdk:"service_annotations"`
 	ModelURL        types.String          `tfsdk:"model_url"`
+	Command         types.List            `tfsdk:"command"`
 	Args            types.List            `tfsdk:"args"`
 	Env             types.Map             `tfsdk:"env"`
 	Resources       *resourcesModel       `tfsdk:"resources"`
@@ -37,7 +38,7 @@ type servingModel struct {
 var _ workloadModel[stack.Serving] = (*servingModel)(nil)
 
 func (m *servingModel) known() bool {
-	vals := append([]attr.Value{m.Name, m.Namespace, m.Stack, m.Image, m.PullSecrets, m.Replicas, m.Port, m.ServiceType, m.ServiceAnnots, m.ModelURL, m.Args, m.Env, m.CubeConf},
+	vals := append([]attr.Value{m.Name, m.Namespace, m.Stack, m.Image, m.PullSecrets, m.Replicas, m.Port, m.ServiceType, m.ServiceAnnots, m.ModelURL, m.Command, m.Args, m.Env, m.CubeConf},
 		m.SecurityContext.values()...)
 	vals = append(vals, m.Resources.values()...)
 	vals = append(vals, m.Pod.values()...)
@@ -50,6 +51,7 @@ func (m *servingModel) settings(ctx context.Context, _ stack.Images) (stack.Serv
 		Replicas: int32(m.Replicas.ValueInt64()), Port: int32(m.Port.ValueInt64()), ServiceType: m.ServiceType.ValueString(),
 		ModelURL: m.ModelURL.ValueString(), CubeConf: m.CubeConf.ValueString(),
 		ServiceAnnotations: stringMap(ctx, m.ServiceAnnots, &diags),
+		Command:            stringList(ctx, m.Command, &diags),
 		Args:               stringList(ctx, m.Args, &diags), Env: stringMap(ctx, m.Env, &diags), ImagePullSecrets: stringList(ctx, m.PullSecrets, &diags)}
 	s.Requests, s.Limits = m.Resources.stack(ctx, &diags)
 	s.SecurityContext = m.SecurityContext.stack(ctx, &diags)
@@ -72,7 +74,7 @@ func (m *servingModel) fromCluster(ctx context.Context, kc *kube.Client, diags *
 	m.Name, m.Namespace, m.Stack, m.Image = types.StringValue(s.Name), types.StringValue(s.Namespace), optionalString(s.Stack), optionalString(s.Image)
 	m.Replicas, m.Port, m.ServiceType = types.Int64Value(int64(s.Replicas)), types.Int64Value(int64(s.Port)), optionalString(s.ServiceType)
 	m.ModelURL, m.CubeConf, m.Env = optionalString(s.ModelURL), types.StringValue(s.CubeConf), optionalStringMap(ctx, s.Env, diags)
-	m.Args = optionalStringList(ctx, s.Args, diags)
+	m.Args, m.Command = optionalStringList(ctx, s.Args, diags), optionalStringList(ctx, s.Command, diags)
 	m.ServiceAnnots = optionalStringMap(ctx, s.ServiceAnnotations, diags)
 	m.PullSecrets = optionalStringList(ctx, s.ImagePullSecrets, diags)
 	m.Resources = resourcesFromStack(ctx, s.Requests, s.Limits, diags)

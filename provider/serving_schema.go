@@ -44,8 +44,11 @@ func servingSchema(ctx context.Context) schema.Schema {
 			"service_type":        serviceTypeAttribute(),
 			"service_annotations": serviceAnnotationsAttribute("the serving Service"),
 			"model_url":           schema.StringAttribute{Optional: true, MarkdownDescription: "Where the dense model is fetched from (`MODEL_URL`), e.g. the training job's file server."},
+			"command": schema.ListAttribute{Optional: true, ElementType: types.StringType,
+				MarkdownDescription: "Container command. Defaults to `[\"python3\", \"" + stack.ServingLauncherPath + "\"]`: the launcher ctr mounts " +
+					"from the ConfigMap (see \"The serving contract\" below). Set it for an image that starts its own server."},
 			"args": schema.ListAttribute{Optional: true, ElementType: types.StringType,
-				MarkdownDescription: "Container arguments. Defaults to `[\"--port=<port>\", \"--enable_cube=true\"]`."},
+				MarkdownDescription: "Container arguments. Defaults to `[\"--port=<port>\", \"--enable_cube=true\"]`, the launcher's."},
 			"env": schema.MapAttribute{Optional: true, ElementType: types.StringType, DeprecationMessage: deprecatedFor("pod.env"),
 				MarkdownDescription: "Deprecated: use `pod.env`. Extra environment variables."},
 			"resources": schema.SingleNestedAttribute{Optional: true, MarkdownDescription: "Requests and limits of each pod.",
