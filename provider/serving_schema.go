@@ -20,7 +20,7 @@ const servingImage = "Paddle Serving's images run as root: no user and no read-o
 
 func servingSchema(ctx context.Context) schema.Schema {
 	return schema.Schema{
-		MarkdownDescription: "Paddle Serving with the CTR model, reading sparse parameters from `ctr_cube`: a Deployment started with " +
+		MarkdownDescription: "Paddle Serving with the CTR model, reading sparse parameters from `ctr_cube`: a Deployment whose launcher starts Serving with " +
 			"`--enable_cube=true`, the cube's `cube.conf` mounted from a ConfigMap at `/serving/conf/cube.conf`, and a Service. A changed " +
 			"`cube.conf` rolls the pods (a checksum annotation), because Serving reads it only at start. Apply waits for the rollout.\n\n" +
 			"**Pods.** " + hardenedDefaults + " Paddle Serving's images run as root and write inside their own filesystem (the unpacked model), " +
