@@ -133,8 +133,7 @@ func TestAccServing_LoadBalancerAddressLate(t *testing.T) {
 // annotations, and its external URL is http://HOST:PORT of the load balancer's hostname.
 func TestAccTrainingJob_FileServerLoadBalancer(t *testing.T) {
 	k, ns, name := trainingJobTest(t)
-	config := trainingJobConfig(ns, name, `  wait = "submitted"
-  file_server = { service_type = "LoadBalancer", port = 8081,
+	config := trainingJobConfig(ns, name, `  file_server = { service_type = "LoadBalancer", port = 8081,
     service_annotations = { "service.beta.kubernetes.io/cce-load-balancer-internal-vpc" = "true" } }
 `)
 	k.run(t, ns, stack.TrainingJobType, name, stack.TrainingJobKinds, append([]resource.TestStep{{
@@ -146,7 +145,7 @@ func TestAccTrainingJob_FileServerLoadBalancer(t *testing.T) {
 			statecheck.ExpectKnownValue(jobAddr, tfjsonpath.New("file_server_external_url"), knownvalue.StringExact("http://fs.lb.example.com:8081")),
 		},
 		Check: k.serviceAnnotated(ns, name+"-fileserver", map[string]string{"service.beta.kubernetes.io/cce-load-balancer-internal-vpc": "true"}),
-	}}, importRoundTrip("ctr_training_job", ns+"/"+name, config, "last_condition", "tasks", "phase")...)...)
+	}}, importRoundTrip("ctr_training_job", ns+"/"+name, config, "last_condition", "tasks")...)...)
 }
 
 // TestAccTrainingJob_FileServerLoadBalancerLate: no address in time is a warning, not a
@@ -154,8 +153,7 @@ func TestAccTrainingJob_FileServerLoadBalancer(t *testing.T) {
 func TestAccTrainingJob_FileServerLoadBalancerLate(t *testing.T) {
 	shortLoadBalancerWait(t)
 	k, ns, name := trainingJobTest(t)
-	config := trainingJobConfig(ns, name, `  wait = "submitted"
-  file_server = { service_type = "LoadBalancer" }
+	config := trainingJobConfig(ns, name, `  file_server = { service_type = "LoadBalancer" }
 `)
 	k.run(t, ns, stack.TrainingJobType, name, stack.TrainingJobKinds,
 		resource.TestStep{
@@ -163,12 +161,14 @@ func TestAccTrainingJob_FileServerLoadBalancerLate(t *testing.T) {
 			ConfigStateChecks: []statecheck.StateCheck{
 				statecheck.ExpectKnownValue(jobAddr, tfjsonpath.New("file_server_external_url"), knownvalue.Null()),
 			},
+			ConfigPlanChecks: resource.ConfigPlanChecks{PostApplyPostRefresh: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}},
 		},
 		resource.TestStep{
 			PreConfig: func() {
 				require.NoError(t, k.setIngress(context.Background(), ns, name+"-fileserver", corev1.LoadBalancerIngress{IP: "203.0.113.20"}))
 			},
-			RefreshState: true,
+			Config:           config,
+			ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}},
 			ConfigStateChecks: []statecheck.StateCheck{
 				statecheck.ExpectKnownValue(jobAddr, tfjsonpath.New("file_server_external_url"), knownvalue.StringExact("http://203.0.113.20:8080")),
 			},
