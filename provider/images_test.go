@@ -118,7 +118,7 @@ func TestAccImages_MirrorAndPullSecrets(t *testing.T) {
 	cube := stack.MirrorImage(testMirror, stack.CubeImage(testVersion))
 	want := map[string]string{
 		"training": testMirror + "/" + stack.DefaultImage, "fileserver": cube, "cube-server": cube, "cube-transfer": cube,
-		"serving": testMirror + "/" + stack.DefaultServingImage,
+		"serving": stack.MirrorImage(testMirror, stack.DefaultServingImage),
 	}
 	one, two := []string{"mirror-pull"}, []string{"mirror-pull", "team-pull"}
 	secrets := map[string][]string{"training": one, "fileserver": one, "cube-server": one, "cube-transfer": one, "serving": two}

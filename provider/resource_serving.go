@@ -6,6 +6,7 @@ import (
 
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
+	"github.com/hashicorp/terraform-plugin-framework/types"
 
 	"github.com/elasticctr/terraform-provider-ctr/internal/kube"
 	"github.com/elasticctr/terraform-provider-ctr/internal/stack"
@@ -52,6 +53,11 @@ func (r *servingResource) ModifyPlan(ctx context.Context, req resource.ModifyPla
 	} else {
 		plan.Manifests = unknownManifests()
 	}
+	prior := servingWorkload.prior(ctx, req.State, &resp.Diagnostics)
+	if prior == nil {
+		prior = &servingModel{}
+	}
+	plan.LoadBalancer = plannedAddress(plan.ServiceType, prior.ServiceType, unchanged(&prior.workloadAttrs, &plan.workloadAttrs), prior.LoadBalancer)
 	resp.Diagnostics.Append(resp.Plan.Set(ctx, plan)...)
 }
 
@@ -76,12 +82,21 @@ func (r *servingResource) ImportState(ctx context.Context, req resource.ImportSt
 }
 
 // apply converges, saves the state, and waits for the rollout: a failed wait leaves a
-// resource Terraform knows about (tainted) rather than orphaned objects.
+// resource Terraform knows about (tainted) rather than orphaned objects. Then, if the plan
+// does not know it, it waits (bounded) for the load balancer's address.
 func (r *servingResource) apply(ctx context.Context, plan, prior *servingModel, state stateLike, diags *diag.Diagnostics) {
 	kc, s, set, ok := servingWorkload.converge(ctx, r.data, plan, r.images(), prior == nil, true, state, diags)
 	if !ok {
 		return
 	}
+	awaitLB := plan.LoadBalancer.IsUnknown()
+	if awaitLB {
+		plan.LoadBalancer = types.StringNull() // until it comes
+	}
 	diags.Append(state.Set(ctx, plan)...)
-	servingWorkload.wait(ctx, kc, set, stack.ServingDeploymentKey(s.Name), kube.DeploymentAvailable, "Paddle Serving did not roll out", "", diags)
+	if _, ok := servingWorkload.wait(ctx, kc, set, stack.ServingDeploymentKey(s.Name), kube.DeploymentAvailable, "Paddle Serving did not roll out", "", diags); !ok || !awaitLB {
+		return
+	}
+	plan.LoadBalancer = awaitAddress(ctx, kc, set.Find(stack.ServingServiceKey(s.Name)), hostPort, diags)
+	diags.Append(state.Set(ctx, plan)...)
 }

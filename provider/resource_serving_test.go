@@ -57,8 +57,30 @@ func TestAccServing_Create(t *testing.T) {
 			statecheck.ExpectKnownValue(servingAddr, tfjsonpath.New("url"), knownvalue.StringExact(fmt.Sprintf("http://%s.%s.svc:8010", name, ns))),
 			statecheck.ExpectKnownValue(servingAddr, tfjsonpath.New("manifests"), knownvalue.MapSizeExact(3)),
 		},
-		Check: k.deploymentAvailable(ns, name, 1),
+		Check: resource.ComposeTestCheckFunc(k.deploymentAvailable(ns, name, 1), k.runsLauncher(ns, name)),
 	}}...)
+}
+
+// runsLauncher checks that the serving pods start with the launcher, mounted from the ConfigMap.
+func (k *kubeClients) runsLauncher(ns, name string) resource.TestCheckFunc {
+	return func(*terraform.State) error {
+		d, err := k.cs.AppsV1().Deployments(ns).Get(context.Background(), name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		c := d.Spec.Template.Spec.Containers[0]
+		if fmt.Sprint(c.Command) != fmt.Sprint(stack.DefaultServingCommand) || fmt.Sprint(c.Args) != "[--port=8010 --enable_cube=true]" {
+			return fmt.Errorf("serving container runs %v %v, want the launcher", c.Command, c.Args)
+		}
+		cm, err := k.cs.CoreV1().ConfigMaps(ns).Get(context.Background(), name+"-cube-conf", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if cm.Data["serve_ctr.py"] != stack.ServingLauncher {
+			return fmt.Errorf("configmap %s-cube-conf does not hold the launcher", name)
+		}
+		return nil
+	}
 }
 
 // TestAccServing_UpdateInPlace: scaling keeps the pods' cube.conf checksum; a new cube.conf
@@ -148,7 +170,9 @@ const servingEveryAttribute = `  stack            = "shop"
   port             = 9010
   service_type     = "NodePort"
   model_url        = "http://ctr-fileserver.default.svc:8080/output/ctr_model.tar.gz"
+  command          = ["/opt/serving/start"]
   args             = ["--port=9010", "--enable_cube=true", "--thread=8"]
+  service_annotations = { "service.beta.kubernetes.io/aws-load-balancer-internal" = "true" }
   env              = { GLOG_v = "1" }
   resources        = { requests = { cpu = "100m" }, limits = { cpu = "1", memory = "1Gi" } }
   security_context = { run_as_user = 0, run_as_non_root = false, add_capabilities = ["CHOWN", "FOWNER"], seccomp_profile = "Unconfined" }
@@ -198,5 +222,9 @@ func TestServing_BadInput(t *testing.T) {
 		{"negative limit", with(base, "resources", map[string]any{"limits": map[string]any{"cpu": "-1"}}), `resources.limits["cpu"]`, `"-1" is negative`},
 		{"bad timeout", with(base, "timeouts", map[string]any{"update": "soon"}), "timeouts.update", `"soon" is not a positive duration`},
 		{"pull secret name", with(base, "image_pull_secrets", []any{"Mirror_Pull"}), "image_pull_secrets[0]", `must be a Secret's name`},
+		{"service annotation key", with(base, "service_annotations", map[string]any{"lb scheme": "internal"}), `service_annotations["lb scheme"]`,
+			`"lb scheme" is not an annotation key`},
+		{"ctr's annotation on the Service", with(base, "service_annotations", map[string]any{"ctr.elasticctr.io/settings": "x"}),
+			`service_annotations["ctr.elasticctr.io/settings"]`, `which ctr and Volcano keep`},
 	})
 }

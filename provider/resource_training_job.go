@@ -65,7 +65,7 @@ func (r *trainingJobResource) ModifyPlan(ctx context.Context, req resource.Modif
 	plan.MinAvailable = config.MinAvailable
 	if !plan.known() {
 		plan.Manifests = unknownManifests()
-		plan.FileServerURL, plan.DonefileURL = types.StringUnknown(), types.StringUnknown()
+		plan.FileServerURL, plan.DonefileURL, plan.ExternalURL = types.StringUnknown(), types.StringUnknown(), types.StringUnknown()
 		plan.UploadToken = types.StringUnknown() // whether uploads take a token may depend on what is unknown
 		if config.MinAvailable.IsNull() {
 			plan.MinAvailable = types.Int64Unknown()
@@ -93,7 +93,12 @@ func (r *trainingJobResource) ModifyPlan(ctx context.Context, req resource.Modif
 		plan.UploadToken = types.StringUnknown() // generated at apply
 	}
 	var reasons []string
-	if state := trainingJobWorkload.prior(ctx, req.State, &resp.Diagnostics); state != nil {
+	state := trainingJobWorkload.prior(ctx, req.State, &resp.Diagnostics)
+	if state == nil {
+		plan.ExternalURL = plannedAddress(plan.fileServerServiceType(), types.StringNull(), false, types.StringNull())
+	} else {
+		plan.ExternalURL = plannedAddress(plan.fileServerServiceType(), state.fileServerServiceType(),
+			unchanged(&state.workloadAttrs, &plan.workloadAttrs), state.ExternalURL)
 		// Drift alone (no configuration change) still means an apply, after which the phase
 		// may differ: Terraform must not promise the old one. Without a change in the cluster
 		// (only wait or timeouts differ, as after an import) the live values stay.
@@ -164,8 +169,21 @@ func (r *trainingJobResource) apply(ctx context.Context, plan, prior *trainingJo
 	}
 	plan.setLive(ctx, kc, nil)
 	plan.Phase = types.StringValue("Pending")
+	awaitLB := plan.ExternalURL.IsUnknown()
+	if awaitLB {
+		plan.ExternalURL = types.StringNull() // until it comes
+	}
 	diags.Append(state.Set(ctx, plan)...)
 	plan.waitJob(ctx, kc, j, set, diags)
+	if awaitLB && !diags.HasError() {
+		lctx := ctx
+		if ctx.Err() != nil { // the job's wait used up the timeout: look once
+			var cancel context.CancelFunc
+			lctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), liveReadTimeout)
+			defer cancel()
+		}
+		plan.ExternalURL = awaitAddress(lctx, kc, set.Find(stack.FileServerServiceKey(j.Name)), httpURL, diags)
+	}
 	diags.Append(state.Set(ctx, plan)...)
 }
 

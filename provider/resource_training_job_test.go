@@ -275,6 +275,8 @@ func TestTrainingJob_BadInput(t *testing.T) {
 	dataset := func(kv ...any) map[string]any { return with(base, "dataset", with(map[string]any{}, kv...)) }
 	testBadInputs(t, "ctr_training_job", []badInput{
 		{"no trainers", with(base, "trainer", map[string]any{"replicas": 0}), "trainer.replicas", `Attribute trainer.replicas value must be at least 1`},
+		{"file server Service annotation key", with(base, "file_server", map[string]any{"service_annotations": map[string]any{"-bad": "x"}}),
+			`file_server.service_annotations["-bad"]`, `"-bad" is not an annotation key`},
 		{"gang larger than the job", with(base, "min_available", 5), "min_available", `Attribute min_available: 5 is more than the 4 pods the job asks for`},
 		{"not a quantity", with(base, "pserver", map[string]any{"requests": map[string]any{"cpu": "lots"}}), `pserver.requests["cpu"]`, `"lots" is not a quantity`},
 		{"request above limit", with(base, "pserver", map[string]any{"requests": map[string]any{"cpu": "4"}, "limits": map[string]any{"cpu": "2"}}),

@@ -22,7 +22,9 @@ type servingModel struct {
 	Replicas        types.Int64           `tfsdk:"replicas"`
 	Port            types.Int64           `tfsdk:"port"`
 	ServiceType     types.String          `tfsdk:"service_type"`
+	ServiceAnnots   types.Map             `tfsdk:"service_annotations"`
 	ModelURL        types.String          `tfsdk:"model_url"`
+	Command         types.List            `tfsdk:"command"`
 	Args            types.List            `tfsdk:"args"`
 	Env             types.Map             `tfsdk:"env"`
 	Resources       *resourcesModel       `tfsdk:"resources"`
@@ -30,12 +32,13 @@ type servingModel struct {
 	Pod             *podModel             `tfsdk:"pod"`
 	CubeConf        types.String          `tfsdk:"cube_conf"`
 	URL             types.String          `tfsdk:"url"`
+	LoadBalancer    types.String          `tfsdk:"load_balancer_address"`
 }
 
 var _ workloadModel[stack.Serving] = (*servingModel)(nil)
 
 func (m *servingModel) known() bool {
-	vals := append([]attr.Value{m.Name, m.Namespace, m.Stack, m.Image, m.PullSecrets, m.Replicas, m.Port, m.ServiceType, m.ModelURL, m.Args, m.Env, m.CubeConf},
+	vals := append([]attr.Value{m.Name, m.Namespace, m.Stack, m.Image, m.PullSecrets, m.Replicas, m.Port, m.ServiceType, m.ServiceAnnots, m.ModelURL, m.Command, m.Args, m.Env, m.CubeConf},
 		m.SecurityContext.values()...)
 	vals = append(vals, m.Resources.values()...)
 	vals = append(vals, m.Pod.values()...)
@@ -47,7 +50,9 @@ func (m *servingModel) settings(ctx context.Context, _ stack.Images) (stack.Serv
 	s := stack.Serving{Name: m.Name.ValueString(), Namespace: m.Namespace.ValueString(), Stack: m.Stack.ValueString(), Image: m.Image.ValueString(),
 		Replicas: int32(m.Replicas.ValueInt64()), Port: int32(m.Port.ValueInt64()), ServiceType: m.ServiceType.ValueString(),
 		ModelURL: m.ModelURL.ValueString(), CubeConf: m.CubeConf.ValueString(),
-		Args: stringList(ctx, m.Args, &diags), Env: stringMap(ctx, m.Env, &diags), ImagePullSecrets: stringList(ctx, m.PullSecrets, &diags)}
+		ServiceAnnotations: stringMap(ctx, m.ServiceAnnots, &diags),
+		Command:            stringList(ctx, m.Command, &diags),
+		Args:               stringList(ctx, m.Args, &diags), Env: stringMap(ctx, m.Env, &diags), ImagePullSecrets: stringList(ctx, m.PullSecrets, &diags)}
 	s.Requests, s.Limits = m.Resources.stack(ctx, &diags)
 	s.SecurityContext = m.SecurityContext.stack(ctx, &diags)
 	s.Pod = m.Pod.stack(ctx, &diags)
@@ -69,7 +74,8 @@ func (m *servingModel) fromCluster(ctx context.Context, kc *kube.Client, diags *
 	m.Name, m.Namespace, m.Stack, m.Image = types.StringValue(s.Name), types.StringValue(s.Namespace), optionalString(s.Stack), optionalString(s.Image)
 	m.Replicas, m.Port, m.ServiceType = types.Int64Value(int64(s.Replicas)), types.Int64Value(int64(s.Port)), optionalString(s.ServiceType)
 	m.ModelURL, m.CubeConf, m.Env = optionalString(s.ModelURL), types.StringValue(s.CubeConf), optionalStringMap(ctx, s.Env, diags)
-	m.Args = optionalStringList(ctx, s.Args, diags)
+	m.Args, m.Command = optionalStringList(ctx, s.Args, diags), optionalStringList(ctx, s.Command, diags)
+	m.ServiceAnnots = optionalStringMap(ctx, s.ServiceAnnotations, diags)
 	m.PullSecrets = optionalStringList(ctx, s.ImagePullSecrets, diags)
 	m.Resources = resourcesFromStack(ctx, s.Requests, s.Limits, diags)
 	m.SecurityContext = securityContextFromStack(ctx, s.SecurityContext, diags)
@@ -77,7 +83,9 @@ func (m *servingModel) fromCluster(ctx context.Context, kc *kube.Client, diags *
 	return !diags.HasError()
 }
 
-func (m *servingModel) readLive(context.Context, *kube.Client, stack.Serving, map[string]*unstructured.Unstructured, *diag.Diagnostics) {
+// readLive reads the load balancer's address.
+func (m *servingModel) readLive(_ context.Context, _ *kube.Client, s stack.Serving, live map[string]*unstructured.Unstructured, _ *diag.Diagnostics) {
+	m.LoadBalancer = liveAddress(live[stack.ServingServiceKey(s.Name)], hostPort)
 }
 
 // settingsFromCluster reads the settings annotation of a resource's primary object (ref):

@@ -20,7 +20,7 @@ const servingImage = "Paddle Serving's images run as root: no user and no read-o
 
 func servingSchema(ctx context.Context) schema.Schema {
 	return schema.Schema{
-		MarkdownDescription: "Paddle Serving with the CTR model, reading sparse parameters from `ctr_cube`: a Deployment started with " +
+		MarkdownDescription: "Paddle Serving with the CTR model, reading sparse parameters from `ctr_cube`: a Deployment whose launcher starts Serving with " +
 			"`--enable_cube=true`, the cube's `cube.conf` mounted from a ConfigMap at `/serving/conf/cube.conf`, and a Service. A changed " +
 			"`cube.conf` rolls the pods (a checksum annotation), because Serving reads it only at start. Apply waits for the rollout.\n\n" +
 			"**Pods.** " + hardenedDefaults + " Paddle Serving's images run as root and write inside their own filesystem (the unpacked model), " +
@@ -40,11 +40,15 @@ func servingSchema(ctx context.Context) schema.Schema {
 			"replicas": schema.Int64Attribute{Optional: true, Computed: true, Default: int64default.StaticInt64(stack.DefaultServingReplicas),
 				MarkdownDescription: fmt.Sprintf("Serving pods. Defaults to `%d`.", stack.DefaultServingReplicas),
 				Validators:          []validator.Int64{int64validator.AtLeast(1)}},
-			"port":         portAttribute("Port of the pods and the Service.", stack.DefaultServingPort),
-			"service_type": serviceTypeAttribute(),
-			"model_url":    schema.StringAttribute{Optional: true, MarkdownDescription: "Where the dense model is fetched from (`MODEL_URL`), e.g. the training job's file server."},
+			"port":                portAttribute("Port of the pods and the Service.", stack.DefaultServingPort),
+			"service_type":        serviceTypeAttribute(),
+			"service_annotations": serviceAnnotationsAttribute("the serving Service"),
+			"model_url":           schema.StringAttribute{Optional: true, MarkdownDescription: "Where the dense model is fetched from (`MODEL_URL`), e.g. the training job's file server."},
+			"command": schema.ListAttribute{Optional: true, ElementType: types.StringType,
+				MarkdownDescription: "Container command. Defaults to `[\"python3\", \"" + stack.ServingLauncherPath + "\"]`: the launcher ctr mounts " +
+					"from the ConfigMap (see \"The serving contract\" below). Set it for an image that starts its own server."},
 			"args": schema.ListAttribute{Optional: true, ElementType: types.StringType,
-				MarkdownDescription: "Container arguments. Defaults to `[\"--port=<port>\", \"--enable_cube=true\"]`."},
+				MarkdownDescription: "Container arguments. Defaults to `[\"--port=<port>\", \"--enable_cube=true\"]`, the launcher's."},
 			"env": schema.MapAttribute{Optional: true, ElementType: types.StringType, DeprecationMessage: deprecatedFor("pod.env"),
 				MarkdownDescription: "Deprecated: use `pod.env`. Extra environment variables."},
 			"resources": schema.SingleNestedAttribute{Optional: true, MarkdownDescription: "Requests and limits of each pod.",
@@ -59,6 +63,10 @@ func servingSchema(ctx context.Context) schema.Schema {
 			"timeouts":         timeoutsAttribute(ctx, timeouts.Opts{Create: true, Update: true, Delete: true}),
 			"manifests":        manifestsAttribute(),
 			"url":              schema.StringAttribute{Computed: true, MarkdownDescription: "In-cluster URL of the serving Service."},
+			"load_balancer_address": schema.StringAttribute{Computed: true,
+				MarkdownDescription: "Where clients outside the cluster reach Paddle Serving with `service_type = \"LoadBalancer\"`: `HOST:PORT`, " +
+					"the load balancer's IP (or, where the cloud gives a name, as AWS does, its hostname) from the Service's " +
+					"`status.loadBalancer.ingress[0]`, and the Service's `port`. " + loadBalancerWaitDoc},
 		},
 	}
 }

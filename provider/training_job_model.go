@@ -47,6 +47,7 @@ type trainingJobModel struct {
 	LastCondition types.Object `tfsdk:"last_condition"`
 	FileServerURL types.String `tfsdk:"file_server_url"`
 	DonefileURL   types.String `tfsdk:"donefile_url"`
+	ExternalURL   types.String `tfsdk:"file_server_external_url"`
 }
 
 var _ workloadModel[stack.TrainingJob] = (*trainingJobModel)(nil)
@@ -102,6 +103,7 @@ type fileServerModel struct {
 	UploadInsecure  types.Bool            `tfsdk:"upload_insecure"`
 	Port            types.Int64           `tfsdk:"port"`
 	ServiceType     types.String          `tfsdk:"service_type"`
+	ServiceAnnots   types.Map             `tfsdk:"service_annotations"`
 	Replicas        types.Int64           `tfsdk:"replicas"`
 	SecurityContext *securityContextModel `tfsdk:"security_context"`
 	Pod             *podModel             `tfsdk:"pod"`
@@ -132,7 +134,7 @@ func (m *trainingJobModel) known() bool {
 		vals = append(vals, o.Size, o.StorageClass, o.AccessMode, o.ExistingClaim, o.MountPath, o.DonefilePath)
 	}
 	if f := m.FileServer; f != nil {
-		vals = append(vals, f.Image, f.Upload, f.UploadInsecure, f.Port, f.ServiceType, f.Replicas)
+		vals = append(vals, f.Image, f.Upload, f.UploadInsecure, f.Port, f.ServiceType, f.ServiceAnnots, f.Replicas)
 		vals = append(vals, f.SecurityContext.values()...)
 		vals = append(vals, f.Pod.values()...)
 	}
@@ -206,7 +208,8 @@ func (m *trainingJobModel) settings(ctx context.Context, images stack.Images) (s
 	if f := m.FileServer; f != nil {
 		j.FileServer = &stack.FileServer{Image: f.Image.ValueString(), Upload: f.Upload.ValueBool(), UploadInsecure: f.UploadInsecure.ValueBool(),
 			Port: int32(f.Port.ValueInt64()), ServiceType: f.ServiceType.ValueString(), Replicas: int32(f.Replicas.ValueInt64()),
-			SecurityContext: f.SecurityContext.stack(ctx, &diags), Pod: f.Pod.stack(ctx, &diags)}
+			ServiceAnnotations: stringMap(ctx, f.ServiceAnnots, &diags),
+			SecurityContext:    f.SecurityContext.stack(ctx, &diags), Pod: f.Pod.stack(ctx, &diags)}
 	}
 	return j, diags
 }
@@ -229,9 +232,19 @@ func (m *trainingJobModel) setComputed(_ context.Context, j stack.TrainingJob, _
 	m.FileServerURL, m.DonefileURL = types.StringValue(d.FileServerURL()), types.StringValue(d.DonefileURL())
 }
 
-// readLive sets phase, tasks and last_condition from the Volcano job ("Missing" when it is gone).
+// readLive sets phase, tasks and last_condition from the Volcano job ("Missing" when it is
+// gone) and the file server's external URL from its Service.
 func (m *trainingJobModel) readLive(ctx context.Context, kc *kube.Client, j stack.TrainingJob, live map[string]*unstructured.Unstructured, _ *diag.Diagnostics) {
 	m.setLive(ctx, kc, live[stack.VolcanoJobKey(j.Name)])
+	m.ExternalURL = liveAddress(live[stack.FileServerServiceKey(j.Name)], httpURL)
+}
+
+// fileServerServiceType is the type of the file server's Service.
+func (m *trainingJobModel) fileServerServiceType() types.String {
+	if m.FileServer == nil {
+		return types.StringValue(stack.DefaultServiceType)
+	}
+	return m.FileServer.ServiceType
 }
 
 // fromCluster rebuilds the configuration from the Volcano job's settings and the Secrets
@@ -324,6 +337,7 @@ func (m *trainingJobModel) fromJob(ctx context.Context, j stack.TrainingJob, dia
 	if f := j.FileServer; f != nil {
 		m.FileServer = &fileServerModel{Image: optionalString(f.Image), Upload: types.BoolValue(f.Upload), UploadInsecure: types.BoolValue(f.UploadInsecure),
 			Port: optionalInt64(int64(f.Port)), ServiceType: optionalString(f.ServiceType), Replicas: optionalInt64(int64(f.Replicas)),
+			ServiceAnnots:   optionalStringMap(ctx, f.ServiceAnnotations, diags),
 			SecurityContext: securityContextFromStack(ctx, f.SecurityContext, diags), Pod: podFromStack(ctx, f.Pod, diags)}
 	}
 	m.SecurityContext = securityContextFromStack(ctx, j.SecurityContext, diags)

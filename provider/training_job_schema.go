@@ -219,8 +219,9 @@ func trainingJobSchema(ctx context.Context) schema.Schema {
 					"upload_insecure": schema.BoolAttribute{Optional: true, Computed: true, Default: booldefault.StaticBool(false),
 						MarkdownDescription: "With `upload = true`, accept uploads from anyone, without a token (`--upload-insecure`): whoever reaches " +
 							"the file server may then overwrite the model the cube serves. For trusted networks only. Defaults to `false`."},
-					"port":         portAttribute("HTTP port of the pod and the Service.", stack.DefaultFileServerPort),
-					"service_type": serviceTypeAttribute(),
+					"port":                portAttribute("HTTP port of the pod and the Service.", stack.DefaultFileServerPort),
+					"service_type":        serviceTypeAttribute(),
+					"service_annotations": serviceAnnotationsAttribute("the file server's Service"),
 					"replicas": schema.Int64Attribute{Optional: true, Computed: true, Default: int64default.StaticInt64(stack.DefaultFileServerReplicas),
 						MarkdownDescription: fmt.Sprintf("File server replicas. Defaults to `%d`.", stack.DefaultFileServerReplicas),
 						Validators:          []validator.Int64{int64validator.AtLeast(1)}},
@@ -278,6 +279,10 @@ func trainingJobSchema(ctx context.Context) schema.Schema {
 					"time":    schema.StringAttribute{Computed: true, MarkdownDescription: "When it was reported (RFC 3339)."},
 				}},
 			"file_server_url": schema.StringAttribute{Computed: true, MarkdownDescription: "In-cluster URL of the file server, `http://<name>-fileserver.<namespace>.svc:<port>`."},
+			"file_server_external_url": schema.StringAttribute{Computed: true,
+				MarkdownDescription: "URL of the file server outside the cluster with `file_server.service_type = \"LoadBalancer\"`: `http://HOST:PORT`, " +
+					"the load balancer's IP (or hostname, as AWS gives) from the Service's `status.loadBalancer.ingress[0]` and `file_server.port`. " +
+					loadBalancerWaitDoc},
 			"donefile_url": schema.StringAttribute{Computed: true,
 				MarkdownDescription: "In-cluster URL of the donefile (`base.txt`) that the cube transfer watches; `patch.txt` sits beside it."},
 		},

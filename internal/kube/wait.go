@@ -345,3 +345,26 @@ func StatefulSetRolledOut(u *unstructured.Unstructured) (bool, string, error) {
 	state := fmt.Sprintf("%d/%d pods at the current revision, %d serving", updated, want, ready)
 	return observed >= gen && have == want && updated == want, state, nil
 }
+
+// LoadBalancerHost is the address a Service of type LoadBalancer got from its load balancer
+// (status.loadBalancer.ingress[0]: the IP, else the hostname), or "" while it has none.
+func LoadBalancerHost(u *unstructured.Unstructured) string {
+	ingress, _, _ := unstructured.NestedSlice(u.Object, "status", "loadBalancer", "ingress")
+	if len(ingress) == 0 {
+		return ""
+	}
+	first, _ := ingress[0].(map[string]any)
+	if ip, _ := first["ip"].(string); ip != "" {
+		return ip
+	}
+	host, _ := first["hostname"].(string)
+	return host
+}
+
+// LoadBalancerReady is met when a Service has an address from its load balancer.
+func LoadBalancerReady(u *unstructured.Unstructured) (bool, string, error) {
+	if h := LoadBalancerHost(u); h != "" {
+		return true, "load balancer address " + h, nil
+	}
+	return false, "no load balancer address yet (the cloud's load balancer controller sets it)", nil
+}

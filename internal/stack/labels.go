@@ -6,6 +6,7 @@ package stack
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"sort"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -136,6 +137,15 @@ func pruneEmpty(m map[string]any) {
 // meta builds ObjectMeta with the standard labels.
 func meta(name, namespace string, labels map[string]string) metav1.ObjectMeta {
 	return metav1.ObjectMeta{Name: name, Namespace: namespace, Labels: labels}
+}
+
+// serviceMeta is a Service's metadata: meta with the annotations the user gives it (cloud
+// load balancers are configured by them).
+func serviceMeta(m metav1.ObjectMeta, annotations map[string]string) metav1.ObjectMeta {
+	if len(annotations) > 0 {
+		m.Annotations = maps.Clone(annotations)
+	}
+	return m
 }
 
 // commonLabels are the labels of every object of one resource instance and component.

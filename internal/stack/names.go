@@ -126,3 +126,9 @@ func ServingDeploymentRef(namespace, name string) *unstructured.Unstructured {
 
 // ServingDeploymentKey is the manifests key of a serving's Deployment.
 func ServingDeploymentKey(name string) string { return Key(ServingDeploymentRef("", name)) }
+
+// ServingServiceKey is the manifests key of a serving's Service.
+func ServingServiceKey(name string) string { return Key(ref(kindService, "", name)) }
+
+// FileServerServiceKey is the manifests key of a training job's file server Service.
+func FileServerServiceKey(name string) string { return Key(ref(kindService, "", fileServerName(name))) }

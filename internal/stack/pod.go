@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -562,6 +563,16 @@ func (c *checker) annotationKeys(path string, m map[string]string, reservedPrefi
 		}
 	}
 	c.reserved(path, m, reservedPrefixes, "annotation")
+}
+
+// annotations checks annotations that ctr puts on an object as given (a Service's): keys as
+// Kubernetes takes them, not under a prefix ctr or Volcano keep, and a total size the API
+// server accepts.
+func (c *checker) annotations(path string, m map[string]string) {
+	c.annotationKeys(path, m, ReservedAnnotationPrefixes)
+	if err := apivalidation.ValidateAnnotationsSize(m); err != nil {
+		c.bad(path, "are too large for Kubernetes: %s", err)
+	}
 }
 
 func (c *checker) volumes(path string, vs []Volume, mounts []VolumeMount) {

@@ -2,6 +2,7 @@ package stack
 
 import (
 	"crypto/sha256"
+	_ "embed" // the serving launcher
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -20,16 +21,36 @@ const ServingType = "ctr_serving"
 
 // Defaults of a serving, applied by (*Serving).Defaulted.
 const (
-	DefaultServingImage    = "paddlepaddle/serving:0.9.0"
+	// DefaultServingImage is Paddle Serving 0.9.0's CPU runtime image. The published tags
+	// are listed in PaddlePaddle/Serving's doc/Docker_Images_CN.md ("运行镜像" table:
+	// 0.9.0-runtime for CPU, 0.9.0-cuda*-runtime for GPUs), pulled from
+	// registry.baidubce.com; there is no paddlepaddle/serving:0.9.0 tag.
+	DefaultServingImage    = "registry.baidubce.com/paddlepaddle/serving:0.9.0-runtime"
 	DefaultServingPort     = 8010
 	DefaultServingReplicas = 1
 	servingConfDir         = "/serving/conf"
 	servingConfKey         = "cube.conf"
 	componentServing       = "serving"
+	// ServingLauncherPath is where the launcher (launcher/serve_ctr.py) is mounted from the
+	// serving ConfigMap; the default command runs it.
+	ServingLauncherPath = "/serving/bin/" + servingLauncherKey
+	servingLauncherKey  = "serve_ctr.py"
 	// CubeConfChecksumAnnotation on the pod template rolls the pods when cube.conf changes:
 	// Paddle Serving reads it only at start.
 	CubeConfChecksumAnnotation = "ctr.elasticctr.io/cube-conf-sha256"
+	// LauncherChecksumAnnotation rolls the pods when the launcher changes (a provider
+	// upgrade): a file mounted with subPath is not updated in running pods.
+	LauncherChecksumAnnotation = "ctr.elasticctr.io/launcher-sha256"
 )
+
+// ServingLauncher starts Paddle Serving with the model from MODEL_URL and the cube.conf at
+// CUBE_CONF (see the script's header for its arguments).
+//
+//go:embed launcher/serve_ctr.py
+var ServingLauncher string
+
+// DefaultServingCommand runs the launcher with the image's python3.
+var DefaultServingCommand = []string{"python3", ServingLauncherPath}
 
 // Serving is everything a `ctr_serving` says. Zero values mean "default".
 type Serving struct {
@@ -39,15 +60,19 @@ type Serving struct {
 	Image           string `json:"image,omitempty"`
 	ImagePullPolicy string `json:"image_pull_policy,omitempty"`
 	// ImagePullSecrets are Secrets (in the namespace) the serving pods pull with.
-	ImagePullSecrets []string          `json:"image_pull_secrets,omitempty"`
-	Replicas         int32             `json:"replicas,omitempty"`
-	Port             int32             `json:"port,omitempty"`
-	ServiceType      string            `json:"service_type,omitempty"`
-	ModelURL         string            `json:"model_url,omitempty"`
-	Args             []string          `json:"args,omitempty"`
-	Env              map[string]string `json:"env,omitempty"`
-	Requests         map[string]string `json:"requests,omitempty"`
-	Limits           map[string]string `json:"limits,omitempty"`
+	ImagePullSecrets []string `json:"image_pull_secrets,omitempty"`
+	Replicas         int32    `json:"replicas,omitempty"`
+	Port             int32    `json:"port,omitempty"`
+	ServiceType      string   `json:"service_type,omitempty"`
+	// ServiceAnnotations go on the Service: cloud load balancers are configured by them.
+	ServiceAnnotations map[string]string `json:"service_annotations,omitempty"`
+	ModelURL           string            `json:"model_url,omitempty"`
+	// Command replaces the image\'s entrypoint; nil: DefaultServingCommand.
+	Command  []string          `json:"command,omitempty"`
+	Args     []string          `json:"args,omitempty"`
+	Env      map[string]string `json:"env,omitempty"`
+	Requests map[string]string `json:"requests,omitempty"`
+	Limits   map[string]string `json:"limits,omitempty"`
 	// CubeConf is ctr_cube's cube_conf.
 	CubeConf string `json:"cube_conf"`
 	// SecurityContext overrides the hardened defaults of the serving pods. Deprecated, like
@@ -70,9 +95,12 @@ func (s Serving) Defaulted() Serving {
 	if d.Port == 0 {
 		d.Port = DefaultServingPort
 	}
+	if d.Command == nil {
+		d.Command = DefaultServingCommand
+	}
 	if d.Args == nil {
-		// Paddle Serving's C++ server flags: cube lookups on, cube.conf where resource.prototxt
-		// expects it (./conf/cube.conf under the /serving working directory).
+		// The launcher's arguments: the port, and cube lookups on (it passes CUBE_CONF to
+		// Serving, which writes its place into resource.prototxt).
 		d.Args = []string{"--port=" + strconv.Itoa(int(d.Port)), "--enable_cube=true"}
 	}
 	d.Pod = mergeLegacy(d.Pod, d.Env, d.SecurityContext, nil, nil)
@@ -139,7 +167,7 @@ func (s Serving) objects() Set {
 	set = append(set, toObject(&corev1.ConfigMap{
 		TypeMeta:   kindConfigMap,
 		ObjectMeta: meta(servingConfName(s.Name), s.Namespace, labels),
-		Data:       map[string]string{servingConfKey: s.CubeConf},
+		Data:       map[string]string{servingConfKey: s.CubeConf, servingLauncherKey: ServingLauncher},
 	}))
 	dep := &appsv1.Deployment{
 		TypeMeta:   kindDeployment,
@@ -148,16 +176,18 @@ func (s Serving) objects() Set {
 			Replicas: ptr.To(s.Replicas),
 			Selector: &metav1.LabelSelector{MatchLabels: selector},
 			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels, Annotations: map[string]string{CubeConfChecksumAnnotation: hex.EncodeToString(sum[:])}},
+				ObjectMeta: metav1.ObjectMeta{Labels: labels, Annotations: map[string]string{CubeConfChecksumAnnotation: hex.EncodeToString(sum[:]),
+					LauncherChecksumAnnotation: checksum(ServingLauncher)}},
 				Spec: corev1.PodSpec{
 					ImagePullSecrets: pullSecrets(s.ImagePullSecrets),
 					Containers: []corev1.Container{{
 						Name: "serving", Image: s.Image, ImagePullPolicy: corev1.PullPolicy(s.ImagePullPolicy),
-						WorkingDir: "/serving", Args: s.Args, Env: env,
+						WorkingDir: "/serving", Command: s.Command, Args: s.Args, Env: env,
 						Ports:          []corev1.ContainerPort{{Name: "serving", ContainerPort: s.Port, Protocol: corev1.ProtocolTCP}},
 						ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromString("serving")}}},
 						Resources:      resources(&Task{Requests: s.Requests, Limits: s.Limits}, false),
-						VolumeMounts:   []corev1.VolumeMount{{Name: "cube-conf", MountPath: servingConfDir + "/" + servingConfKey, SubPath: servingConfKey, ReadOnly: true}},
+						VolumeMounts: []corev1.VolumeMount{{Name: "cube-conf", MountPath: servingConfDir + "/" + servingConfKey, SubPath: servingConfKey, ReadOnly: true},
+							{Name: "cube-conf", MountPath: ServingLauncherPath, SubPath: servingLauncherKey, ReadOnly: true}},
 					}},
 					Volumes: []corev1.Volume{{Name: "cube-conf", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
 						LocalObjectReference: corev1.LocalObjectReference{Name: servingConfName(s.Name)}}}}},
@@ -169,11 +199,16 @@ func (s Serving) objects() Set {
 	set = append(set, toObject(dep))
 	set = append(set, toObject(&corev1.Service{
 		TypeMeta:   kindService,
-		ObjectMeta: meta(s.Name, s.Namespace, labels),
+		ObjectMeta: serviceMeta(meta(s.Name, s.Namespace, labels), s.ServiceAnnotations),
 		Spec: corev1.ServiceSpec{Type: corev1.ServiceType(s.ServiceType), Selector: selector,
 			Ports: []corev1.ServicePort{{Name: "serving", Port: s.Port, TargetPort: intstr.FromString("serving"), Protocol: corev1.ProtocolTCP}}},
 	}))
 	return set
+}
+
+func checksum(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:])
 }
 
 // ServingFromSettings decodes the settings annotation of a serving's Deployment.
@@ -193,6 +228,7 @@ func (s Serving) Validate() FieldErrors {
 		c.bad("cube_conf", "needs at least one dictionary with dict_name and shard >= 1")
 	}
 	c.resources("resources", s.Requests, s.Limits)
+	c.annotations("service_annotations", s.ServiceAnnotations)
 	c.securityContext("security_context", s.SecurityContext)
 	c.envNames("env", s.Env)
 	p := s.Pod

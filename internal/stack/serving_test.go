@@ -1,6 +1,7 @@
 package stack
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -9,15 +10,26 @@ import (
 
 func TestRenderServing_Golden(t *testing.T) {
 	conf := Cube{Name: "cube", Namespace: "default", DonefileURL: testDonefile}.Defaulted().CubeConf()
-	set, err := RenderServing(Serving{Name: "serving", Namespace: "default", ModelURL: "http://ctr-fileserver.default.svc:8080/output/ctr_model.tar.gz", CubeConf: conf})
-	require.NoError(t, err)
-	m, err := set.Manifests()
-	require.NoError(t, err)
-	out := ""
-	for _, o := range set {
-		out += "# " + o.Key + "\n" + m[o.Key] + "---\n"
+	model := "http://ctr-fileserver.default.svc:8080/output/ctr_model.tar.gz"
+	for name, s := range map[string]Serving{
+		"serving.yaml": {Name: "serving", Namespace: "default", ModelURL: model, CubeConf: conf},
+		// A cloud load balancer, configured by the Service's annotations.
+		"serving_loadbalancer.yaml": {Name: "serving", Namespace: "default", ModelURL: model, CubeConf: conf, ServiceType: "LoadBalancer",
+			ServiceAnnotations: map[string]string{"service.beta.kubernetes.io/aws-load-balancer-scheme": "internet-facing",
+				"service.beta.kubernetes.io/cce-load-balancer-id": "lb-123"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			set, err := RenderServing(s)
+			require.NoError(t, err)
+			m, err := set.Manifests()
+			require.NoError(t, err)
+			out := ""
+			for _, o := range set {
+				out += "# " + o.Key + "\n" + m[o.Key] + "---\n"
+			}
+			golden(t, name, out)
+		})
 	}
-	golden(t, "serving.yaml", out)
 }
 
 func TestRenderServing_CubeConfChangeRollsPods(t *testing.T) {
@@ -37,6 +49,12 @@ func TestServing_Validate(t *testing.T) {
 		"cube_conf": {Name: "s", Namespace: "n", CubeConf: "{not json"},
 		"stack":     {Name: "s", Namespace: "n", CubeConf: `[{"dict_name":"d","shard":1}]`, Stack: "a b"},
 		`env["1X"]`: {Name: "s", Namespace: "n", CubeConf: `[{"dict_name":"d","shard":1}]`, Env: map[string]string{"1X": "y"}},
+		`service_annotations["bad key!"]`: {Name: "s", Namespace: "n", CubeConf: `[{"dict_name":"d","shard":1}]`,
+			ServiceAnnotations: map[string]string{"bad key!": "x"}},
+		`service_annotations["ctr.elasticctr.io/settings"]`: {Name: "s", Namespace: "n", CubeConf: `[{"dict_name":"d","shard":1}]`,
+			ServiceAnnotations: map[string]string{"ctr.elasticctr.io/settings": "x"}},
+		"service_annotations": {Name: "s", Namespace: "n", CubeConf: `[{"dict_name":"d","shard":1}]`,
+			ServiceAnnotations: map[string]string{"big": strings.Repeat("x", 256*1024)}},
 	} {
 		errs := s.Validate()
 		require.NotEmpty(t, errs, path)

@@ -210,6 +210,8 @@ type FileServer struct {
 	Port           int32  `json:"port,omitempty"`
 	ServiceType    string `json:"service_type,omitempty"`
 	Replicas       int32  `json:"replicas,omitempty"`
+	// ServiceAnnotations go on the file server's Service (cloud load balancers).
+	ServiceAnnotations map[string]string `json:"service_annotations,omitempty"`
 	// SecurityContext overrides the hardened defaults of the file server's pods.
 	// Deprecated: Pod.SecurityContext.
 	SecurityContext *SecurityContext `json:"security_context,omitempty"`
@@ -532,7 +534,7 @@ func (j TrainingJob) fileServerArgs() []string {
 func (j TrainingJob) renderFileServerService() *corev1.Service {
 	return &corev1.Service{
 		TypeMeta:   kindService,
-		ObjectMeta: meta(fileServerName(j.Name), j.Namespace, j.labels(componentFileServer)),
+		ObjectMeta: serviceMeta(meta(fileServerName(j.Name), j.Namespace, j.labels(componentFileServer)), j.FileServer.ServiceAnnotations),
 		Spec: corev1.ServiceSpec{
 			Type:     corev1.ServiceType(j.FileServer.ServiceType),
 			Selector: j.fileServerSelector(),

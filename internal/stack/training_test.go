@@ -57,7 +57,8 @@ func TestRenderTrainingJob_Golden(t *testing.T) {
 			SlotConfig:  "1\n2\n3\n",
 			ModelOutput: &ModelOutput{Size: "50Gi", StorageClass: "cfs", AccessMode: AccessReadWriteMany},
 			FileServer: &FileServer{Port: 9090, ServiceType: "LoadBalancer", Upload: true,
-				SecurityContext: &SecurityContext{SeccompProfile: "Unconfined"}},
+				ServiceAnnotations: map[string]string{"service.beta.kubernetes.io/aws-load-balancer-scheme": "internal"},
+				SecurityContext:    &SecurityContext{SeccompProfile: "Unconfined"}},
 			SecurityContext: &SecurityContext{RunAsUser: ptr.To[int64](1000), RunAsNonRoot: ptr.To(true), AddCapabilities: []string{"CHOWN"}},
 			ProviderVersion: "v1.2.3", UploadToken: "t0k3n",
 		},
@@ -160,6 +161,8 @@ func TestTrainingJob_Validate(t *testing.T) {
 			j.Dataset = &Dataset{Volume: &VolumeDataset{ClaimName: "s", MountPath: DefaultModelMountPath + "/in"}}
 		}, "dataset.volume.mount_path"},
 		{"mount path holds the slot config", func(j *TrainingJob) { j.Dataset = &Dataset{Volume: &VolumeDataset{ClaimName: "s", MountPath: "/etc"}} }, "dataset.volume.mount_path"},
+		{"service annotation key", func(j *TrainingJob) { j.FileServer = &FileServer{ServiceAnnotations: map[string]string{"a/b/c": "x"}} },
+			`file_server.service_annotations["a/b/c"]`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -170,6 +170,7 @@ func (j TrainingJob) Validate() FieldErrors {
 		if fs.UploadInsecure && !fs.Upload {
 			c.bad("file_server.upload_insecure", "has no effect without upload = true")
 		}
+		c.annotations("file_server.service_annotations", fs.ServiceAnnotations)
 		c.securityContext("file_server.security_context", fs.SecurityContext)
 		c.legacy("file_server.security_context", fs.SecurityContext != nil, "file_server.pod.security_context", fs.Pod != nil && fs.Pod.SecurityContext != nil)
 		c.pod("file_server.pod", fs.Pod)
