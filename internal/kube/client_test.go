@@ -2,6 +2,8 @@ package kube
 
 import (
 	"context"
+	"fmt"
+	"net/http"
 	"os"
 	"strings"
 	"sync"
@@ -103,14 +105,16 @@ func TestClient_WaitForDeploymentWithProgress(t *testing.T) {
 	c, _, ns, lines := liveClient(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	set, err := stack.RenderTrainingJob(stack.TrainingJob{Name: "w", Namespace: ns})
+	set, err := stack.RenderTrainingJob(stack.TrainingJob{Name: "w", Namespace: ns, ProviderVersion: "1.2.3"})
 	require.NoError(t, err)
 	dep := set.Find("apps/v1/Deployment/w-fileserver")
 	require.NotNil(t, dep)
 	// Wait first, create after: the watch must see the object appear.
 	go func() {
 		time.Sleep(500 * time.Millisecond)
-		_, _ = c.Apply(context.Background(), set)
+		if _, err := c.Apply(context.Background(), set); err != nil {
+			t.Error(err)
+		}
 	}()
 	live, err := c.WaitFor(ctx, dep, DeploymentAvailable)
 	require.NoError(t, err)
@@ -179,3 +183,69 @@ func TestClient_DeleteAllNamedWithoutLabel(t *testing.T) {
 		assert.NotContains(t, []string{"labelled", "unlabelled"}, cm.Name)
 	}
 }
+
+// TestClient_ApplyListsManyOfAKind: with listAtOnce or more objects of a kind, Apply learns
+// which exist from one list of their metadata, not a read of each, and still reports what
+// every write did: an object that existed before (made by someone else) is configured, not
+// created, so a failed create never counts it as its own.
+func TestClient_ApplyListsManyOfAKind(t *testing.T) {
+	_, cs, ns, _ := liveClient(t)
+	cfg, err := Connection{ConfigPaths: []string{os.Getenv("KUBECONFIG")}}.RESTConfig()
+	require.NoError(t, err)
+	var mu sync.Mutex
+	requests := map[string]int{} // "GET one", "GET list", "PATCH"
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripperFunc(func(r *http.Request) (*http.Response, error) {
+			if strings.Contains(r.URL.Path, "/namespaces/"+ns+"/configmaps") {
+				what := r.Method
+				if r.Method == http.MethodGet {
+					what += map[bool]string{true: " list", false: " one"}[strings.HasSuffix(r.URL.Path, "/configmaps")]
+				}
+				mu.Lock()
+				requests[what]++
+				mu.Unlock()
+			}
+			return rt.RoundTrip(r)
+		})
+	})
+	c, err := NewClient(cfg)
+	require.NoError(t, err)
+	ctx := context.Background()
+	_, err = cs.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cm-2"}, Data: map[string]string{"k": "theirs"}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	var set stack.Set
+	for i := range listAtOnce + 2 {
+		set = append(set, configMap(ns, fmt.Sprintf("cm-%d", i), "o", "1"))
+	}
+	ops, err := c.Apply(ctx, set)
+	require.NoError(t, err)
+	for i, o := range set {
+		want := Created
+		if i == 2 {
+			want = Configured
+		}
+		assert.Equal(t, want, ops[o.Key], o.Key)
+	}
+	assert.Equal(t, map[string]int{"GET list": 1, "PATCH": len(set)}, requests, "one list, then the writes")
+
+	set[3] = configMap(ns, "cm-3", "o", "2")
+	ops, err = c.Apply(ctx, set)
+	require.NoError(t, err)
+	for i, o := range set {
+		want := Unchanged
+		if i == 3 {
+			want = Configured
+		}
+		assert.Equal(t, want, ops[o.Key], o.Key)
+	}
+
+	few := stack.Set{configMap(ns, "single", "o", "1")}
+	clear(requests)
+	_, err = c.Apply(ctx, few)
+	require.NoError(t, err)
+	assert.Equal(t, map[string]int{"GET one": 1, "PATCH": 1}, requests, "fewer than listAtOnce: read one by one")
+}
+
+type roundTripperFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripperFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
