@@ -90,7 +90,7 @@ func newTFBench(b *testing.B) *tfBench {
 		tf = "terraform"
 	}
 	bin := b.TempDir() // the build cache makes every build after the first a link
-	if out, err := exec.Command("go", "build", "-o", filepath.Join(bin, "terraform-provider-ctr"), "..").CombinedOutput(); err != nil {
+	if out, err := buildProvider(filepath.Join(bin, "terraform-provider-ctr"), testVersion); err != nil {
 		b.Fatalf("build provider: %v\n%s", err, out)
 	}
 	tb := &tfBench{b: b, tf: tf, k: requireClusterB(b), bin: bin}

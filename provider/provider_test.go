@@ -297,7 +297,7 @@ func localProvider(t *testing.T) string {
 		}
 		devBuild.host = host
 		bin := filepath.Join(dir, host, "elasticctr", "ctr", devProviderVersion, runtime.GOOS+"_"+runtime.GOARCH, "terraform-provider-ctr_v"+devProviderVersion)
-		out, err := exec.Command("go", "build", "-o", bin, "..").CombinedOutput()
+		out, err := buildProvider(bin, devProviderVersion)
 		if err != nil {
 			devBuild.err = fmt.Errorf("go build: %v\n%s", err, out)
 		}
@@ -311,6 +311,14 @@ func localProvider(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return rc
+}
+
+// buildProvider builds the provider binary, stamped with version as `make build` and a
+// release stamp theirs (-X main.version): a binary that carries no version has no default
+// cube image, and this machine's GOFLAGS (-buildvcs=false) keep a plain build from taking
+// the checkout's commit.
+func buildProvider(out, version string) ([]byte, error) {
+	return exec.Command("go", "build", "-ldflags", "-X main.version="+version, "-o", out, "..").CombinedOutput()
 }
 
 // registryHost is the Terraform CLI's default registry host, as it spells elasticctr/ctr in

@@ -20,7 +20,8 @@ cleanup() {
 
 say "building the provider, the cube binary, the CCE emulator and the control-plane launcher"
 mkdir -p bin
-go build -o bin/terraform-provider-ctr .
+# Stamped as `make build` stamps it: its default cube image is the one `make images` tags below.
+go build -ldflags "-X main.version=$(scripts/version.sh)" -o bin/terraform-provider-ctr .
 go build -o bin/cube ./cube/cmd/cube
 go build -o bin/cceemu ./internal/cceemu/cmd/cceemu
 go build -o bin/testenv ./internal/testenv/cmd/testenv
