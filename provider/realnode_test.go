@@ -518,10 +518,11 @@ func stateServes(version *string) resource.TestCheckFunc {
 // mounted from a ConfigMap and checks every key's value is generation gen's.
 func (k *kubeClients) lookupJob(t *testing.T, ns, image, name string, gen int) resource.TestCheckFunc {
 	return func(s *terraform.State) error {
-		// Two retries: a shard Service that just got its first ready pods may not be in the
-		// cluster DNS yet (CoreDNS answers SERVFAIL until its endpoint watch catches up). A wrong
-		// value fails every attempt.
-		if err := k.startSeekJob(t, s, ns, image, name, 2, "--first", strconv.Itoa(e2eModelKeys), "--check", strconv.Itoa(gen)); err != nil {
+		// A shard Service that just got its first ready pods may not be in the cluster DNS yet
+		// (CoreDNS answers SERVFAIL until its endpoint watch catches up): seek waits up to
+		// --ready-within for every name to resolve and every shard to answer, and the Job
+		// retries twice. A wrong value fails every attempt.
+		if err := k.startSeekJob(t, s, ns, image, name, 2, "--first", strconv.Itoa(e2eModelKeys), "--check", strconv.Itoa(gen), "--ready-within", "1m"); err != nil {
 			return err
 		}
 		logs, err := k.waitJob(ns, name, 3*time.Minute)

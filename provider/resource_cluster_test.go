@@ -366,11 +366,13 @@ func withoutVolcano(t *testing.T, k *kubeClients) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	var crds []string
 	for _, u := range list.Items {
 		if group, _, _ := unstructured.NestedString(u.Object, "spec", "group"); strings.HasSuffix(group, "volcano.sh") {
 			if err := k.dyn.Resource(crdGVR).Delete(ctx, u.GetName(), metav1.DeleteOptions{}); err != nil {
 				t.Fatal(err)
 			}
+			crds = append(crds, u.GetName())
 		}
 	}
 	for _, n := range []string{"volcano-admission-service-jobs-mutate"} {
@@ -381,13 +383,15 @@ func withoutVolcano(t *testing.T, k *kubeClients) {
 	if err := k.cs.AdmissionregistrationV1().ValidatingWebhookConfigurations().Delete(ctx, "volcano-admission-service-jobs-validate", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	// Every CRD is gone (a CRD goes only once its custom resources have), not only the Job's.
 	deadline := time.Now().Add(60 * time.Second)
-	for {
-		if _, err := k.dyn.Resource(crdGVR).Get(ctx, "jobs.batch.volcano.sh", metav1.GetOptions{}); apierrors.IsNotFound(err) {
-			return
+	for len(crds) > 0 {
+		if _, err := k.dyn.Resource(crdGVR).Get(ctx, crds[0], metav1.GetOptions{}); apierrors.IsNotFound(err) {
+			crds = crds[1:]
+			continue
 		}
 		if time.Now().After(deadline) {
-			t.Fatal("Volcano's job CRD is still there")
+			t.Fatalf("Volcano's CRDs %v are still there", crds)
 		}
 		time.Sleep(250 * time.Millisecond)
 	}

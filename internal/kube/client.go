@@ -276,8 +276,21 @@ func (c *Client) applyOne(ctx context.Context, u *unstructured.Unstructured, lis
 	if err != nil {
 		return "", err
 	}
-	after, err := ri.Patch(ctx, u.GetName(), types.ApplyPatchType, body,
-		metav1.PatchOptions{FieldManager: FieldManager, Force: ptr.To(true)})
+	patch := func() (*unstructured.Unstructured, error) {
+		return ri.Patch(ctx, u.GetName(), types.ApplyPatchType, body, metav1.PatchOptions{FieldManager: FieldManager, Force: ptr.To(true)})
+	}
+	after, err := patch()
+	if err == nil && after.GetDeletionTimestamp() != nil {
+		// The write landed on an object being deleted (an uninstall a moment ago; a CRD
+		// waits for its custom resources to go): it would vanish after the apply, and a wait
+		// for it would never end. Wait until it is gone, then create it afresh.
+		c.logf("%s is being deleted; applying it once it is gone", Describe(u))
+		if err = c.waitGone(ctx, stack.Set{{Key: stack.Key(u), Object: u}}); err != nil {
+			return "", fmt.Errorf("apply %s: %w", Describe(u), err)
+		}
+		before = nil
+		after, err = patch()
+	}
 	if err != nil {
 		if before == nil {
 			return MaybeCreated, apiError("apply", u, err)

@@ -249,3 +249,29 @@ func TestClient_ApplyListsManyOfAKind(t *testing.T) {
 type roundTripperFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripperFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// TestClient_ApplyWaitsOutADeletion: an object still being deleted (held by a finalizer, as a
+// CRD is by its custom resources) is not written to, which would leave nothing once it goes:
+// Apply waits until it is gone and creates it afresh.
+func TestClient_ApplyWaitsOutADeletion(t *testing.T) {
+	c, cs, ns, lines := liveClient(t)
+	ctx := context.Background()
+	const finalizer = "example.com/hold"
+	_, err := cs.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "going", Finalizers: []string{finalizer}}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	require.NoError(t, cs.CoreV1().ConfigMaps(ns).Delete(ctx, "going", metav1.DeleteOptions{}))
+	go func() {
+		time.Sleep(time.Second)
+		_, err := cs.CoreV1().ConfigMaps(ns).Patch(ctx, "going", types.JSONPatchType, []byte(`[{"op":"remove","path":"/metadata/finalizers"}]`), metav1.PatchOptions{})
+		assert.NoError(t, err)
+	}()
+	set := stack.Set{configMap(ns, "going", "o", "1")}
+	ops, err := c.Apply(ctx, set)
+	require.NoError(t, err)
+	assert.Equal(t, Created, ops[set[0].Key])
+	live, err := cs.CoreV1().ConfigMaps(ns).Get(ctx, "going", metav1.GetOptions{})
+	require.NoError(t, err, "the object exists after the apply")
+	assert.Nil(t, live.DeletionTimestamp)
+	assert.Equal(t, "1", live.Data["k"])
+	assert.Contains(t, *lines, "ConfigMap "+ns+"/going is being deleted; applying it once it is gone")
+}

@@ -270,7 +270,7 @@ func runSeek(args []string, stdout, stderr io.Writer) error {
 	first := fs.Int("first", 0, "also look up keys 0..`N`-1")
 	check := fs.Int("check", 0, "check every value is what `cube model --gen G` wrote for its key; print only the keys that are not, and a summary (exit 1 if any)")
 	forDur := fs.Duration("for", 0, "instead: look random keys of 0..--first-1 up for this `duration` (e.g. during a rollout), checking every key is found with a well-formed `cube model` value and no response mixes versions; print a summary (exit 1 on any failure)")
-	ready := fs.Duration("ready-within", time.Minute, "with --for: before the clock starts, wait up to this `duration` until cube.conf's names resolve and every shard answers once (a cube whose Services just appeared may not be in the cluster DNS yet); not counted as failures")
+	ready := fs.Duration("ready-within", time.Minute, "with --for (and with --conf when given): before the clock starts, or before a one-shot lookup, wait up to this `duration` until cube.conf's names resolve and every shard answers once (a cube whose Services just appeared may not be in the cluster DNS yet); not counted as failures")
 	workers := fs.Int("workers", 4, "with --for: concurrent lookups")
 	batch := fs.Int("batch", 100, "with --for: keys per lookup")
 	valueSize := fs.Int("value-size", pipeline.DefaultValueSize, "with --for: `bytes` per value (cube model --value-size)")
@@ -312,6 +312,15 @@ func runSeek(args []string, stdout, stderr io.Writer) error {
 	dc, err := seekConf(*conf, *dict, *addr, *timeout)
 	if err != nil {
 		return err
+	}
+	readyGiven := false
+	fs.Visit(func(f *flag.Flag) { readyGiven = readyGiven || f.Name == "ready-within" })
+	if readyGiven && *conf != "" {
+		took, err := waitAnswering(dc, dc.Shard, *ready)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "# every shard answers (after %.1fs)\n", took.Seconds())
 	}
 	cl, err := client.New(dc)
 	if err != nil {

@@ -78,6 +78,28 @@ func TestModelStandIn(t *testing.T) {
 		!strings.Contains(seekOut.String(), " 0 failed, 0 mixing versions") {
 		t.Fatalf("seek --for against a shard that answers after 1.5 s: err %v, output %s", err, seekOut.String())
 	}
+	// A one-shot lookup given --ready-within waits the same way.
+	late2 := freeAddr(t)
+	lateConf.Nodes[1] = client.Node{IPPortList: "list://" + late2}
+	b, _ = json.Marshal([]client.DictConf{lateConf})
+	if err := os.WriteFile(latePath, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := exec.Command(cubeBin, "seek", "--conf", latePath, "--first", "500", "--check", "7").CombinedOutput(); err == nil {
+		t.Fatalf("a one-shot lookup without --ready-within against a shard that is not up: %s", b)
+	}
+	once := exec.Command(cubeBin, "seek", "--conf", latePath, "--first", "500", "--check", "7", "--ready-within", "30s")
+	var onceOut strings.Builder
+	once.Stdout, once.Stderr = &onceOut, &onceOut
+	if err := once.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(1500 * time.Millisecond)
+	startServer(t, data, 1, "--listen", late2)
+	if err := once.Wait(); err != nil || !regexp.MustCompile(`every shard answers \(after [1-9][0-9.]*s\)`).MatchString(onceOut.String()) ||
+		!strings.Contains(onceOut.String(), "checked 500 keys: every value is generation 7's") {
+		t.Fatalf("a one-shot lookup with --ready-within against a shard that answers after 1.5 s: err %v, output %s", err, onceOut.String())
+	}
 	cmd := exec.Command(cubeBin, "seek", "--conf", confPath, "--first", "3", "--check", "8", "600")
 	b, err = cmd.CombinedOutput()
 	if err == nil || !strings.Contains(string(b), "4 of 4 keys do not hold generation 8") || !strings.Contains(string(b), "600\tMISS") ||
