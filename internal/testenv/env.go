@@ -176,9 +176,14 @@ func Up(ctx context.Context, dir string, bin *Binaries, log io.Writer, node *Nod
 		"--controllers=*,-nodeipam"); err != nil {
 		return nil, err
 	}
+	// A pod the scheduler found unschedulable waits for a cluster event to be tried again.
+	// When the event that makes it schedulable is missed (a claim bound by our provisioner
+	// while the pod was being scheduled: it then waited out the default 5 minutes, longer
+	// than a test's wait), the deprecated flag still bounds the stay: 15 s, plus the
+	// scheduler's 30 s flush period.
 	if err := e.spawn("kube-scheduler", bin.KCP, "kube-scheduler",
 		"--kubeconfig="+kc, "--leader-elect=false", "--bind-address=127.0.0.1",
-		"--secure-port="+strconv.Itoa(e.Ports.Scheduler)); err != nil {
+		"--secure-port="+strconv.Itoa(e.Ports.Scheduler), "--pod-max-in-unschedulable-pods-duration=15s"); err != nil {
 		return nil, err
 	}
 
