@@ -67,7 +67,7 @@ func BenchmarkStack_PlanApply(b *testing.B) {
 	example, err := os.ReadFile(filepath.Join("..", "examples", "stack", "main.tf"))
 	must(b, err)
 	tb.planApply(func(ns string) string {
-		tb.vars = []string{"-var", "namespace=" + ns}
+		tb.vars = []string{"-var", "namespace=" + ns, "-var", "kubeconfig=" + os.Getenv("KUBECONFIG")}
 		return string(example)
 	})
 }

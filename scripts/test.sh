@@ -67,6 +67,16 @@ say "running tests: go test ${pkgs[*]}"
 go test -count=1 -timeout 45m "${pkgs[@]}"
 
 if [ "${pkgs[*]}" = "./..." ]; then
+  # Benchmarks are not run by go test; once each here, so that make bench cannot break unseen
+  # (the one-apply stack's did when its example stopped defaulting to a kubeconfig).
+  say "the provider benchmarks, one iteration each (figures: make bench)"
+  if ! go test -count=1 -run '^$' -bench 'PlanApply' -benchtime 1x -timeout 15m ./provider > "$state/bench.log" 2>&1; then
+    tail -60 "$state/bench.log"; echo "a provider benchmark failed (log: $state/bench.log)"; exit 1
+  fi
+  grep -E '^Benchmark' "$state/bench.log"
+fi
+
+if [ "${pkgs[*]}" = "./..." ]; then
   say "stopping the local control plane before fuzzing (both cores for the fuzzer)"
   bin/testenv down -dir "$state"
   say "fuzzing every decoder of outside input briefly (${FUZZTIME:=10s} each)"
