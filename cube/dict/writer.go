@@ -29,7 +29,9 @@ type Stats struct {
 // Finish builds the index in place in the file, indexChunkBytes (8 MiB) of
 // slots at a time, from the spill partitioned by chunk into a second spill
 // file, so it holds about 13 MiB beyond the write buffers whatever the key
-// count (plus the few pairs whose probes cross from one chunk into the next).
+// count: one chunk, the partitions' buffers (partitionBufBytes, or 4 KiB a
+// chunk past 1024 chunks) and the few pairs whose probes cross from one chunk
+// into the next.
 type Writer struct {
 	path     string
 	f        *os.File // the dictionary; values start at headerSize
