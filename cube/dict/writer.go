@@ -3,10 +3,8 @@ package dict
 import (
 	"bufio"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"hash/crc32"
-	"io"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -27,8 +25,13 @@ type Stats struct {
 // semantics: a key added twice keeps its last value.
 //
 // Memory does not grow with the input: values are streamed into the final
-// file as they arrive and (key, offset) pairs into a spill file next to it;
-// only Finish holds the index, which is the size of the final index section.
+// file as they arrive and (key, offset) pairs into a spill file next to it.
+// Finish builds the index in place in the file, indexChunkBytes (8 MiB) of
+// slots at a time, from the spill partitioned by chunk into a second spill
+// file, so it holds about 13 MiB beyond the write buffers whatever the key
+// count: one chunk, the partitions' buffers (partitionBufBytes, or 4 KiB a
+// chunk past 1024 chunks) and the few pairs whose probes cross from one chunk
+// into the next.
 type Writer struct {
 	path     string
 	f        *os.File // the dictionary; values start at headerSize
@@ -124,19 +127,44 @@ func (w *Writer) Finish() (Stats, error) {
 	if err := w.pairsBuf.Flush(); err != nil {
 		return Stats{}, fmt.Errorf("spill key: %w", err)
 	}
-	index, count, err := w.buildIndex()
+	off := indexOffset(w.valsOff)
+	b := newIndexBuilder(w, off)
+	defer b.close()
+	slots := slotsFor(w.added)
+	count, err := b.build(slots)
 	if err != nil {
 		return Stats{}, err
 	}
-	f, valsSize, valsCRC := w.f, w.valsOff, w.valsCRC
-	if count != w.added {
-		// Overwritten keys left dead values behind: write a compacted copy.
-		if f, valsSize, valsCRC, err = w.compact(index); err != nil {
+	// Many overwritten keys (a delta on top of a base) leave the table
+	// sparse; build again, at the size a fresh build would have.
+	if want := slotsFor(count); want < slots*3/4 {
+		slots = want
+		if count, err = b.build(slots); err != nil {
 			return Stats{}, err
 		}
 	}
-	st, err := finishFile(f, index, count, valsSize, valsCRC, w.maxValue)
-	if err != nil {
+	f, valsSize, valsCRC := w.f, w.valsOff, w.valsCRC
+	var idxCRC uint32
+	if count != w.added {
+		// Overwritten keys left dead values behind: write a compacted copy.
+		if f, valsSize, valsCRC, idxCRC, err = w.compact(off, slots, b.buf); err != nil {
+			return Stats{}, err
+		}
+	} else if idxCRC, err = sectionCRC(f, off, slots*slotSize, b.buf); err != nil {
+		return Stats{}, fmt.Errorf("read index of %q: %w", w.path, err)
+	}
+	h := header{
+		version:      FormatCurrent,
+		count:        count,
+		slots:        slots,
+		indexOffset:  indexOffset(valsSize),
+		valuesOffset: headerSize,
+		valuesSize:   valsSize,
+		maxValue:     uint64(w.maxValue),
+		valuesCRC:    valsCRC,
+		indexCRC:     idxCRC,
+	}
+	if err := finishFile(f, &h); err != nil {
 		return Stats{}, fmt.Errorf("write dictionary %q: %w", w.path, err)
 	}
 	if f != w.f {
@@ -149,173 +177,112 @@ func (w *Writer) Finish() (Stats, error) {
 	} else {
 		w.f = nil // keep the finished file
 	}
-	st.Added = w.added
-	return st, nil
-}
-
-// buildIndex reads the pair spill into an open-addressing table whose refs
-// point into the values written so far.
-func (w *Writer) buildIndex() ([]byte, uint64, error) {
-	slots := slotsFor(w.added)
-	index := make([]byte, slots*slotSize)
-	if _, err := w.pairs.Seek(0, io.SeekStart); err != nil {
-		return nil, 0, fmt.Errorf("rewind key spill: %w", err)
-	}
-	r := bufio.NewReaderSize(w.pairs, 1<<18)
-	var (
-		chunk [batchGroup * 16]byte
-		homes [batchGroup]uint64
-		count uint64
-	)
-	for {
-		// Inserts are random writes into a table far larger than the
-		// caches: prefetch a chunk's home slots before inserting any.
-		n, err := io.ReadFull(r, chunk[:])
-		if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
-			return nil, 0, fmt.Errorf("read key spill: %w", err)
-		}
-		if n%16 != 0 {
-			return nil, 0, fmt.Errorf("read key spill: %d stray bytes", n%16)
-		}
-		pairs := chunk[:n]
-		for j := 0; j < n/16; j++ {
-			homes[j] = homeSlot(binary.LittleEndian.Uint64(pairs[j*16:]), slots)
-			prefetch(&index[homes[j]*slotSize])
-		}
-		for j := 0; j < n/16; j++ {
-			p := pairs[j*16:]
-			if insertAt(index, slots, binary.LittleEndian.Uint64(p), binary.LittleEndian.Uint64(p[8:])+1, homes[j]) {
-				count++
-			}
-		}
-		if n < len(chunk) {
-			break
-		}
-	}
-	// Many overwritten keys (a delta on top of a base) leave the table
-	// sparse; rehash into one of the size a fresh build would have.
-	if want := slotsFor(count); want < slots*3/4 {
-		small := make([]byte, want*slotSize)
-		for i := uint64(0); i < slots; i++ {
-			s := index[i*slotSize:]
-			if ref := binary.LittleEndian.Uint64(s[8:]); ref != 0 {
-				insert(small, want, binary.LittleEndian.Uint64(s), ref)
-			}
-		}
-		index = small
-	}
-	return index, count, nil
-}
-
-// insert upserts key -> ref and reports whether the key is new.
-func insert(index []byte, slots, key, ref uint64) bool {
-	return insertAt(index, slots, key, ref, homeSlot(key, slots))
-}
-
-// insertAt is insert with the home slot i already computed.
-func insertAt(index []byte, slots, key, ref, i uint64) bool {
-	for {
-		s := index[i*slotSize : i*slotSize+slotSize]
-		old := binary.LittleEndian.Uint64(s[8:])
-		if old == 0 {
-			binary.LittleEndian.PutUint64(s, key)
-			binary.LittleEndian.PutUint64(s[8:], ref)
-			return true
-		}
-		if binary.LittleEndian.Uint64(s) == key {
-			binary.LittleEndian.PutUint64(s[8:], ref)
-			return false
-		}
-		if i++; i == slots {
-			i = 0
-		}
-	}
+	indexSize := int64(slots * slotSize)
+	return Stats{
+		Count:      count,
+		Added:      w.added,
+		Slots:      slots,
+		IndexSize:  indexSize,
+		ValuesSize: int64(valsSize),
+		FileSize:   int64(h.indexOffset) + indexSize,
+		MaxValue:   w.maxValue,
+	}, nil
 }
 
 // compact copies the live values, in slot order, into a new file next to
-// the dictionary and rewrites the refs in index to match.
-func (w *Writer) compact(index []byte) (*os.File, uint64, uint32, error) {
+// the dictionary, rewrites the refs of the index at off in place to match
+// (a chunk at a time, through buf), then copies the index after the new
+// values. It returns the new file, its values' size and CRC and the index CRC.
+func (w *Writer) compact(off, slots uint64, buf []byte) (*os.File, uint64, uint32, uint32, error) {
 	src, err := syscall.Mmap(int(w.f.Fd()), 0, int(headerSize+w.valsOff), syscall.PROT_READ, syscall.MAP_SHARED)
 	if err != nil {
-		return nil, 0, 0, fmt.Errorf("map dictionary %q: %w", w.path, err)
+		return nil, 0, 0, 0, fmt.Errorf("map dictionary %q: %w", w.path, err)
 	}
 	defer func() { _ = syscall.Munmap(src) }()
 	vals := src[headerSize:]
 	f, err := os.CreateTemp(filepath.Dir(w.path), ".compact-*.cube")
 	if err != nil {
-		return nil, 0, 0, err
+		return nil, 0, 0, 0, err
 	}
-	fail := func(err error) (*os.File, uint64, uint32, error) {
+	fail := func(err error) (*os.File, uint64, uint32, uint32, error) {
 		removeFile(f)
-		return nil, 0, 0, fmt.Errorf("compact dictionary %q: %w", w.path, err)
+		return nil, 0, 0, 0, fmt.Errorf("compact dictionary %q: %w", w.path, err)
 	}
 	bw := bufio.NewWriterSize(f, 1<<20)
 	var hdr [headerSize]byte
 	_, _ = bw.Write(hdr[:]) // sticky; reported by Flush below
 	var crc uint32
-	var off uint64
-	for i := uint64(0); i < uint64(len(index))/slotSize; i++ {
-		s := index[i*slotSize:]
-		ref := binary.LittleEndian.Uint64(s[8:])
-		if ref == 0 {
-			continue
-		}
-		l, n := binary.Uvarint(vals[ref-1:])
-		rec := vals[ref-1 : ref-1+uint64(n)+l]
-		if _, err := bw.Write(rec); err != nil {
+	var newOff uint64
+	size := slots * slotSize
+	for at := uint64(0); at < size; at += uint64(len(buf)) {
+		tbl := buf[:min(uint64(len(buf)), size-at)]
+		if _, err := w.f.ReadAt(tbl, int64(off+at)); err != nil {
 			return fail(err)
 		}
-		crc = crc32.Update(crc, castagnoli, rec)
-		binary.LittleEndian.PutUint64(s[8:], off+1)
-		off += uint64(len(rec))
+		for i := 0; i < len(tbl); i += slotSize {
+			ref := binary.LittleEndian.Uint64(tbl[i+8:])
+			if ref == 0 {
+				continue
+			}
+			l, n := binary.Uvarint(vals[ref-1:])
+			rec := vals[ref-1 : ref-1+uint64(n)+l]
+			if _, err := bw.Write(rec); err != nil {
+				return fail(err)
+			}
+			crc = crc32.Update(crc, castagnoli, rec)
+			binary.LittleEndian.PutUint64(tbl[i+8:], newOff+1)
+			newOff += uint64(len(rec))
+		}
+		if _, err := w.f.WriteAt(tbl, int64(off+at)); err != nil {
+			return fail(err)
+		}
 	}
 	if err := bw.Flush(); err != nil {
 		return fail(err)
 	}
-	return f, off, crc, nil
+	idxCRC, err := copySection(f, indexOffset(newOff), w.f, off, size, buf)
+	if err != nil {
+		return fail(err)
+	}
+	return f, newOff, crc, idxCRC, nil
 }
 
-// finishFile appends padding and the index after valsSize bytes of values,
-// writes the header, syncs and closes f.
-func finishFile(f *os.File, index []byte, count, valsSize uint64, valsCRC uint32, maxValue int) (Stats, error) {
-	h := header{
-		version:      FormatCurrent,
-		count:        count,
-		slots:        uint64(len(index)) / slotSize,
-		indexOffset:  indexOffset(valsSize),
-		valuesOffset: headerSize,
-		valuesSize:   valsSize,
-		maxValue:     uint64(maxValue),
-		valuesCRC:    valsCRC,
-		indexCRC:     crc32.Checksum(index, castagnoli),
+// copySection copies size bytes of src from srcOff to dst at dstOff through
+// buf and returns their CRC-32C.
+func copySection(dst *os.File, dstOff uint64, src *os.File, srcOff, size uint64, buf []byte) (uint32, error) {
+	var crc uint32
+	for done := uint64(0); done < size; {
+		p := buf[:min(uint64(len(buf)), size-done)]
+		if _, err := src.ReadAt(p, int64(srcOff+done)); err != nil {
+			return 0, err
+		}
+		if _, err := dst.WriteAt(p, int64(dstOff+done)); err != nil {
+			return 0, err
+		}
+		crc = crc32.Update(crc, castagnoli, p)
+		done += uint64(len(p))
 	}
+	return crc, nil
+}
+
+// finishFile writes the padding between values and index and the header h
+// into f, whose index is already in place, trims f to its size, syncs and
+// closes it.
+func finishFile(f *os.File, h *header) error {
 	var pad [8]byte
-	if _, err := f.WriteAt(pad[:h.indexOffset-headerSize-valsSize], int64(headerSize+valsSize)); err != nil {
-		return Stats{}, err
-	}
-	if _, err := f.WriteAt(index, int64(h.indexOffset)); err != nil {
-		return Stats{}, err
+	if _, err := f.WriteAt(pad[:h.indexOffset-headerSize-h.valuesSize], int64(headerSize+h.valuesSize)); err != nil {
+		return err
 	}
 	var hb [headerSize]byte
 	h.marshal(hb[:])
 	if _, err := f.WriteAt(hb[:], 0); err != nil {
-		return Stats{}, err
+		return err
 	}
-	if err := f.Truncate(int64(h.indexOffset) + int64(len(index))); err != nil {
-		return Stats{}, err
+	if err := f.Truncate(int64(h.indexOffset + h.slots*slotSize)); err != nil {
+		return err
 	}
 	if err := f.Sync(); err != nil {
-		return Stats{}, err
+		return err
 	}
-	if err := f.Close(); err != nil {
-		return Stats{}, err
-	}
-	return Stats{
-		Count:      count,
-		Slots:      h.slots,
-		IndexSize:  int64(len(index)),
-		ValuesSize: int64(valsSize),
-		FileSize:   int64(h.indexOffset) + int64(len(index)),
-		MaxValue:   maxValue,
-	}, nil
+	return f.Close()
 }
