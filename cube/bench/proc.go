@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -71,6 +72,44 @@ func processStatusKiB(pid int, field string) (int64, error) {
 		}
 	}
 	return 0, fmt.Errorf("no %s in /proc/%d/status", field, pid)
+}
+
+// peakRSSEvery is how often runPeakRSS samples a child's peak resident set.
+const peakRSSEvery = 10 * time.Millisecond
+
+// runPeakRSS runs cmd to completion and returns its peak resident set in KiB: its VmHWM,
+// sampled every peakRSSEvery until it exits (what it gains in its last moments is missed).
+// getrusage's ru_maxrss cannot tell: Go starts a child with a vfork-style clone that shares
+// the parent's memory until exec, and Linux then carries the parent's high-water mark into
+// the child's, so a small child of a large benchmark process reported the benchmark's peak.
+func runPeakRSS(cmd *exec.Cmd) (int64, error) {
+	if err := cmd.Start(); err != nil {
+		return 0, err
+	}
+	var peak atomic.Int64
+	sample := func() {
+		if kib, err := processStatusKiB(cmd.Process.Pid, "VmHWM"); err == nil {
+			peak.Store(max(peak.Load(), kib))
+		}
+	}
+	stop, stopped := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(stopped)
+		t := time.NewTicker(peakRSSEvery)
+		defer t.Stop()
+		for {
+			sample()
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	err := cmd.Wait()
+	close(stop)
+	<-stopped
+	return peak.Load(), err
 }
 
 // proc is a server process started by the benchmark, stopped by its PID.

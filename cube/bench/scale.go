@@ -214,7 +214,7 @@ func sizeTables(ctx context.Context, o ScaleOptions, work string, w io.Writer) e
 		}
 		rows = append(rows, row)
 	}
-	fmt.Fprintf(w, "\nbuild against input size: cube build, 1 shard, pinned to CPUs %s; peak RSS is the builder's (getrusage)\n", o.ServerCPUs)
+	fmt.Fprintf(w, "\nbuild against input size: cube build, 1 shard, pinned to CPUs %s; peak RSS is the builder's (VmHWM, sampled every 10 ms)\n", o.ServerCPUs)
 	tw := tabwriter.NewWriter(w, 0, 0, 3, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "records\tinput MB\tseconds\tMB/s\tCPU s\tpeak RSS MiB\tdictionary MiB\tpeak RSS / dictionary\t")
 	for _, r := range rows {
@@ -265,17 +265,18 @@ func measureSize(ctx context.Context, o ScaleOptions, dir string, n int, serverC
 	argv := pinned(o.ServerCPUs, o.CubeBinary, "build", "--input", in, "--output", data, "--shards", "1", "--dict", "bench", "--log-level", "warn")
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.Stderr = os.Stderr
+	var stdout strings.Builder
+	cmd.Stdout = &stdout
 	start := time.Now()
-	out, err := cmd.Output()
-	if err != nil {
+	if row.buildRSSKiB, err = runPeakRSS(cmd); err != nil {
 		return row, fmt.Errorf("cube build: %w", err)
 	}
 	row.buildWall = time.Since(start)
+	out := stdout.String()
 	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-		row.buildRSSKiB = ru.Maxrss // KiB on Linux
 		row.buildCPU = time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
 	}
-	shard := filepath.Join(data, strings.TrimSpace(string(out)), layout.ShardFile(0))
+	shard := filepath.Join(data, strings.TrimSpace(out), layout.ShardFile(0))
 	st, err := os.Stat(shard)
 	if err != nil {
 		return row, err
