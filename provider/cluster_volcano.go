@@ -91,7 +91,6 @@ func (m *clusterModel) drifted() bool {
 	return !m.VolcanoDrift.IsNull() && !m.VolcanoDrift.IsUnknown() && len(m.VolcanoDrift.Elements()) > 0
 }
 
-// release is the Volcano release m configures, images from the provider's image_registry.
 // fetchManifest reads a release manifest, downloaded once per provider run and URL.
 func (r *clusterResource) fetchManifest(ctx context.Context, url string) ([]byte, error) {
 	var cache *kube.ManifestCache
@@ -101,6 +100,7 @@ func (r *clusterResource) fetchManifest(ctx context.Context, url string) ([]byte
 	return cache.Fetch(ctx, url)
 }
 
+// release is the Volcano release m configures, images from the provider's image_registry.
 func (r *clusterResource) release(m *clusterModel) volcano.Release {
 	_, version, url, _ := m.volcanoSettings()
 	return volcano.Release{Version: version, ManifestURL: url, Registry: r.images().Registry}

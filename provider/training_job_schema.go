@@ -168,7 +168,7 @@ func trainingJobSchema(ctx context.Context) schema.Schema {
 						Attributes: map[string]schema.Attribute{
 							"claim_name": schema.StringAttribute{Required: true, MarkdownDescription: "Name of the claim, in the job's namespace."},
 							"mount_path": schema.StringAttribute{Optional: true,
-								MarkdownDescription: "Where the trainers see it. Defaults to `" + stack.DefaultDatasetMountPath + "`; must not hold or be inside the model output or `/etc/ctr`."},
+								MarkdownDescription: "Where the trainers see it. Defaults to `" + stack.DefaultDatasetMountPath + "`; must not hold or be inside the model output or `" + stack.SlotConfigDir + "`."},
 						}},
 					"hdfs_address": schema.StringAttribute{Optional: true, PlanModifiers: replaceStr(), MarkdownDescription: "HDFS name node, `hdfs://HOST:PORT`."},
 					"hdfs_ugi": schema.StringAttribute{Optional: true, Sensitive: true,
@@ -184,7 +184,7 @@ func trainingJobSchema(ctx context.Context) schema.Schema {
 					// Adding or removing it changes the pods' volumes; editing it only the ConfigMap.
 					resp.RequiresReplace = req.StateValue.IsNull() != req.PlanValue.IsNull()
 				}, "Adding or removing it replaces the job; editing it updates the ConfigMap in place.", "Adding or removing it replaces the job; editing it updates the ConfigMap in place.")},
-				MarkdownDescription: "Content of `slot.conf` (one slot id per line), mounted at `/etc/ctr/slot.conf` with `SLOT_CONF` pointing at it. " +
+				MarkdownDescription: "Content of `slot.conf` (one slot id per line), mounted at `" + stack.SlotConfigPath + "` with `SLOT_CONF` pointing at it. " +
 					"Editing it updates the ConfigMap in place (running pods keep the old content); adding or removing it replaces the job."},
 			"model_output": schema.SingleNestedAttribute{Optional: true,
 				MarkdownDescription: "The volume the trainers write the model and the cube input to, which the file server publishes. A `ReadWriteOnce` " +

@@ -47,7 +47,7 @@ image="$root/dist/image/cube-image.tar"
 
 say "the real node alone: pods of our image, cluster DNS, a ClusterIP dropped without kube-proxy, the host restored"
 mkdir -p "$state"
-if ! CTR_TESTENV_NODE_TEST=1 CTR_TESTENV_CUBE_IMAGE="$image" go test -count=1 -timeout 10m -run '^(TestRealNode|TestHostSnapshotSeesChanges)$' -v ./internal/testenv > "$state/node-test.log" 2>&1; then
+if ! CTR_TESTENV_NODE_TEST=1 CTR_TESTENV_CUBE_IMAGE="$image" go test -count=1 -timeout 10m -run '^(TestRecoverHostAfterACrash|TestRealNode|TestHostSnapshotSeesChanges)$' -v ./internal/testenv > "$state/node-test.log" 2>&1; then
   tail -80 "$state/node-test.log"; echo "the real node test failed (log: $state/node-test.log)"; exit 1
 fi
 grep -E '^\s*(--- |ok )|real node Ready|create to Ready|counters' "$state/node-test.log" || true
@@ -74,9 +74,7 @@ if [ "${pkgs[*]}" = "./..." ]; then
     tail -60 "$state/bench.log"; echo "a provider benchmark failed (log: $state/bench.log)"; exit 1
   fi
   grep -E '^Benchmark' "$state/bench.log"
-fi
 
-if [ "${pkgs[*]}" = "./..." ]; then
   say "stopping the local control plane before fuzzing (both cores for the fuzzer)"
   bin/testenv down -dir "$state"
   say "fuzzing every decoder of outside input briefly (${FUZZTIME:=10s} each)"

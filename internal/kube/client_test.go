@@ -219,31 +219,32 @@ func TestClient_ApplyListsManyOfAKind(t *testing.T) {
 	}
 	ops, err := c.Apply(ctx, set)
 	require.NoError(t, err)
-	for i, o := range set {
-		want := Created
-		if i == 2 {
-			want = Configured
-		}
-		assert.Equal(t, want, ops[o.Key], o.Key)
-	}
+	assertOps(t, set, ops, Created, 2, Configured)
 	assert.Equal(t, map[string]int{"GET list": 1, "PATCH": len(set)}, requests, "one list, then the writes")
 
 	set[3] = configMap(ns, "cm-3", "o", "2")
 	ops, err = c.Apply(ctx, set)
 	require.NoError(t, err)
-	for i, o := range set {
-		want := Unchanged
-		if i == 3 {
-			want = Configured
-		}
-		assert.Equal(t, want, ops[o.Key], o.Key)
-	}
+	assertOps(t, set, ops, Unchanged, 3, Configured)
 
 	few := stack.Set{configMap(ns, "single", "o", "1")}
 	clear(requests)
 	_, err = c.Apply(ctx, few)
 	require.NoError(t, err)
 	assert.Equal(t, map[string]int{"GET one": 1, "PATCH": 1}, requests, "fewer than listAtOnce: read one by one")
+}
+
+// assertOps checks that Apply reported op for every object of set but the one at index i,
+// for which it reported opI.
+func assertOps(t *testing.T, set stack.Set, ops map[string]Operation, op Operation, i int, opI Operation) {
+	t.Helper()
+	for j, o := range set {
+		want := op
+		if j == i {
+			want = opI
+		}
+		assert.Equal(t, want, ops[o.Key], o.Key)
+	}
 }
 
 type roundTripperFunc func(*http.Request) (*http.Response, error)

@@ -17,6 +17,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/elasticctr/terraform-provider-ctr/cube/api"
+	"github.com/elasticctr/terraform-provider-ctr/internal/version"
 )
 
 // CubeType is the Terraform resource type of the sparse-parameter service.
@@ -32,7 +33,7 @@ const CubeImageRepository = "ghcr.io/elasticctr/cube"
 // binary that carries no version ("" or "dev") has no default: "", which Validate refuses
 // with NoCubeImage rather than guess a moving tag such as :latest.
 func CubeImage(providerVersion string) string {
-	if providerVersion == "" || providerVersion == "dev" {
+	if providerVersion == "" || providerVersion == version.Dev {
 		return ""
 	}
 	return CubeImageRepository + ":" + providerVersion

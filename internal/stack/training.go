@@ -37,8 +37,10 @@ const (
 	DefaultDonefilePath       = "ctr_cube/donefile/base.txt"
 	slotConfigKey             = "slot.conf"
 	// datasetUGIKey is the dataset Secret's key and the trainers' variable of the HDFS UGI.
-	datasetUGIKey  = "HDFS_UGI"
-	slotConfigDir  = "/etc/ctr"
+	datasetUGIKey = "HDFS_UGI"
+	// SlotConfigDir is where the trainers see the slot config; SlotConfigPath is its file.
+	SlotConfigDir  = "/etc/ctr"
+	SlotConfigPath = SlotConfigDir + "/" + slotConfigKey
 	fileServerRoot = "/web"
 	uploadTokenDir = "/etc/ctr-upload"
 	// UploadTokenEnv is where trainers find the upload token (and where `cube fileserver`
@@ -606,7 +608,7 @@ func (j TrainingJob) task(name string, t *Task, role string) batchv1alpha1.TaskS
 		ImagePullSecrets:   pullSecrets(j.ImagePullSecrets),
 	}
 	if j.SlotConfig != "" {
-		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: "slot-conf", MountPath: slotConfigDir, ReadOnly: true})
+		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: "slot-conf", MountPath: SlotConfigDir, ReadOnly: true})
 		spec.Volumes = append(spec.Volumes, corev1.Volume{Name: "slot-conf", VolumeSource: corev1.VolumeSource{
 			ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: slotConfigName(j.Name)}},
 		}})
@@ -682,7 +684,7 @@ func (j TrainingJob) env(role string) []corev1.EnvVar {
 		env = append(env, val("ENTRY", j.Entry))
 	}
 	if j.SlotConfig != "" {
-		env = append(env, val("SLOT_CONF", slotConfigDir+"/"+slotConfigKey))
+		env = append(env, val("SLOT_CONF", SlotConfigPath))
 	}
 	if ds := j.Dataset; ds != nil {
 		env = append(env, ds.sourceEnv()...)

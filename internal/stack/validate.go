@@ -148,7 +148,7 @@ func (j TrainingJob) Validate() FieldErrors {
 		if ds.Volume != nil {
 			// The trainers mount the model output (and the slot config) too.
 			at, d := ds.volumeMountPath(), j.Defaulted()
-			for _, other := range []string{d.ModelOutput.MountPath, slotConfigDir} {
+			for _, other := range []string{d.ModelOutput.MountPath, SlotConfigDir} {
 				if pathsNest(at, other) {
 					c.bad("dataset.volume.mount_path", "%q is, holds or is inside %s, where ctr mounts another volume into the trainers; choose another path", at, other)
 				}

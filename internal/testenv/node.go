@@ -78,14 +78,8 @@ func (e *Env) startNode(ctx context.Context, bin *Binaries, c *client, opts Node
 		return err
 	}
 	defer unlock()
-	if owner, ok := nodeOwner(); ok {
-		if owner != e.Dir && running(owner) {
-			return fmt.Errorf("a real node already runs on this machine for the environment in %q: stop it first (testenv down -dir %s)", owner, owner)
-		}
-		step(log, "a previous real node (environment %s) was not stopped; cleaning up what it left", owner)
-		if err := restoreHost(owner, log); err != nil {
-			return fmt.Errorf("clean up the previous real node: %w", err)
-		}
+	if err := recoverHost(e.Dir, log); err != nil {
+		return err
 	}
 	if err := saveHost(e.Dir, bin.KCP); err != nil {
 		return err
@@ -160,6 +154,36 @@ func (e *Env) startNode(ctx context.Context, bin *Binaries, c *client, opts Node
 		return fmt.Errorf("%w (see %s)", err, e.logPath("coredns"))
 	}
 	step(log, "real node %s Ready %s after kubelet start", NodeName, e.NodeReady)
+	return nil
+}
+
+// RecoverHost undoes what a real node left on this machine when its run was killed before it
+// could stop (host.json in nodeStateDir keeps the host's state from before it started). It does
+// nothing when no node ran, and refuses while that node still runs. A comparison of the host
+// before and after a start must take its "before" after this.
+func RecoverHost(ctx context.Context, log io.Writer) error {
+	unlock, err := nodeLock(ctx, log)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	return recoverHost("", log)
+}
+
+// recoverHost is RecoverHost with the node lock held; self is the environment about to start
+// (its own leftovers are cleaned up even though its control plane may run).
+func recoverHost(self string, log io.Writer) error {
+	owner, ok := nodeOwner()
+	if !ok {
+		return nil
+	}
+	if owner != self && running(owner) {
+		return fmt.Errorf("a real node already runs on this machine for the environment in %q: stop it first (testenv down -dir %s)", owner, owner)
+	}
+	step(log, "a previous real node (environment %s) was not stopped; cleaning up what it left", owner)
+	if err := restoreHost(owner, log); err != nil {
+		return fmt.Errorf("clean up the previous real node: %w", err)
+	}
 	return nil
 }
 

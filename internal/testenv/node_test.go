@@ -55,6 +55,11 @@ func TestRealNode(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// A run killed before it stopped (a CI job cut short) leaves kubelet's sysctls and the
+	// record of the host before it; the "before" must be the host that record restores.
+	if err := RecoverHost(ctx, tlog{t}); err != nil {
+		t.Fatal(err)
+	}
 	before := hostSnapshot()
 	dir := t.TempDir()
 	env, err := Up(ctx, dir, bin, tlog{t}, &NodeOptions{Images: []string{cubeTar}})
@@ -150,6 +155,59 @@ func TestRealNode(t *testing.T) {
 	_ = Down(dir, io.Discard) // the crashed environment's pid files
 	if diffs := diffSnapshots(before, hostSnapshot()); len(diffs) > 0 {
 		t.Errorf("the host is not as it was before the real node started:\n%s", strings.Join(diffs, "\n"))
+	}
+}
+
+// TestRecoverHostAfterACrash leaves what a node run killed mid-way leaves (the record of the
+// host, an owner whose processes are gone, a sysctl changed as kubelet changes it) and checks
+// RecoverHost puts the sysctl back and forgets the run; a second call does nothing.
+func TestRecoverHostAfterACrash(t *testing.T) {
+	if os.Getenv(NodeTestEnv) == "" {
+		t.Skipf("set %s=1 to run (changes kernel/panic briefly, as root)", NodeTestEnv)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := RecoverHost(ctx, tlog{t}); err != nil {
+		t.Fatal(err)
+	}
+	const key = "kernel/panic"
+	orig := readSysctl(key)
+	if orig == "" {
+		t.Skipf("no %s here", key)
+	}
+	crashed := t.TempDir() // no pid files: its processes are gone
+	unlock, err := nodeLock(ctx, tlog{t})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = saveHost(crashed, "")
+	unlock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	changed := orig + "7"
+	if err := os.WriteFile(filepath.Join("/proc/sys", key), []byte(changed+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.WriteFile(filepath.Join("/proc/sys", key), []byte(orig+"\n"), 0o644) })
+	if got := readSysctl(key); got != changed {
+		t.Fatalf("%s = %q after writing %q", key, got, changed)
+	}
+
+	if err := RecoverHost(ctx, tlog{t}); err != nil {
+		t.Fatal(err)
+	}
+	if got := readSysctl(key); got != orig {
+		t.Errorf("%s = %q after RecoverHost, want %q as before the crashed run", key, got, orig)
+	}
+	if owner, ok := nodeOwner(); ok {
+		t.Errorf("RecoverHost left the crashed run as the node's owner: %s", owner)
+	}
+	if _, err := os.Stat(filepath.Join(nodeStateDir, "host.json")); !os.IsNotExist(err) {
+		t.Errorf("RecoverHost left the record of the host: %v", err)
+	}
+	if err := RecoverHost(ctx, tlog{t}); err != nil {
+		t.Errorf("a second RecoverHost: %v", err)
 	}
 }
 

@@ -54,51 +54,50 @@ func TestModelStandIn(t *testing.T) {
 	}
 	// --for waits (--ready-within) for a cube that does not answer yet, and does not count
 	// that time as failures; one that never answers fails once the wait is over.
-	late := freeAddr(t)
 	lateConf := client.DictConf{DictName: "d", Shard: 2, Dup: 1, Timeout: 1000, Type: "ipport_list",
-		Nodes: []client.Node{conf.Nodes[0], {IPPortList: "list://" + late}}}
-	b, _ = json.Marshal([]client.DictConf{lateConf})
+		Nodes: []client.Node{conf.Nodes[0], {}}}
 	latePath := filepath.Join(dir, "late.conf")
-	if err := os.WriteFile(latePath, b, 0o644); err != nil {
-		t.Fatal(err)
+	// withLateShard points late.conf's second shard at addr, where nothing listens yet.
+	withLateShard := func(addr string) {
+		lateConf.Nodes[1] = client.Node{IPPortList: "list://" + addr}
+		b, _ := json.Marshal([]client.DictConf{lateConf})
+		if err := os.WriteFile(latePath, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
+	// seekWhileShardStarts runs seek on late.conf with args, starts the late shard 1.5 s
+	// later, and returns seek's output once it says it waited for every shard.
+	seekWhileShardStarts := func(what string, args ...string) string {
+		addr := freeAddr(t)
+		withLateShard(addr)
+		seek := exec.Command(cubeBin, append([]string{"seek", "--conf", latePath}, args...)...)
+		var out strings.Builder
+		seek.Stdout, seek.Stderr = &out, &out
+		if err := seek.Start(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(1500 * time.Millisecond)
+		startServer(t, data, 1, "--listen", addr)
+		if err := seek.Wait(); err != nil || !regexp.MustCompile(`every shard answers \(after [1-9][0-9.]*s\)`).MatchString(out.String()) {
+			t.Fatalf("%s against a shard that answers after 1.5 s: err %v, output %s", what, err, out.String())
+		}
+		return out.String()
+	}
+	withLateShard(freeAddr(t))
 	if b, err := exec.Command(cubeBin, "seek", "--conf", latePath, "--first", "500", "--for", "300ms", "--ready-within", "1s").CombinedOutput(); err == nil ||
 		!strings.Contains(string(b), "did not answer within 1s") {
 		t.Fatalf("seek --for against a shard that never answers: err %v, output %s", err, b)
 	}
-	seek := exec.Command(cubeBin, "seek", "--conf", latePath, "--first", "500", "--for", "500ms", "--ready-within", "30s")
-	var seekOut strings.Builder
-	seek.Stdout, seek.Stderr = &seekOut, &seekOut
-	if err := seek.Start(); err != nil {
-		t.Fatal(err)
+	if out := seekWhileShardStarts("seek --for", "--first", "500", "--for", "500ms", "--ready-within", "30s"); !strings.Contains(out, " 0 failed, 0 mixing versions") {
+		t.Fatalf("seek --for against a shard that answers after 1.5 s: %s", out)
 	}
-	time.Sleep(1500 * time.Millisecond)
-	startServer(t, data, 1, "--listen", late)
-	if err := seek.Wait(); err != nil || !regexp.MustCompile(`every shard answers \(after [1-9][0-9.]*s\)`).MatchString(seekOut.String()) ||
-		!strings.Contains(seekOut.String(), " 0 failed, 0 mixing versions") {
-		t.Fatalf("seek --for against a shard that answers after 1.5 s: err %v, output %s", err, seekOut.String())
-	}
-	// A one-shot lookup given --ready-within waits the same way.
-	late2 := freeAddr(t)
-	lateConf.Nodes[1] = client.Node{IPPortList: "list://" + late2}
-	b, _ = json.Marshal([]client.DictConf{lateConf})
-	if err := os.WriteFile(latePath, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	// A one-shot lookup given --ready-within waits the same way; without it, it fails.
+	withLateShard(freeAddr(t))
 	if b, err := exec.Command(cubeBin, "seek", "--conf", latePath, "--first", "500", "--check", "7").CombinedOutput(); err == nil {
 		t.Fatalf("a one-shot lookup without --ready-within against a shard that is not up: %s", b)
 	}
-	once := exec.Command(cubeBin, "seek", "--conf", latePath, "--first", "500", "--check", "7", "--ready-within", "30s")
-	var onceOut strings.Builder
-	once.Stdout, once.Stderr = &onceOut, &onceOut
-	if err := once.Start(); err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(1500 * time.Millisecond)
-	startServer(t, data, 1, "--listen", late2)
-	if err := once.Wait(); err != nil || !regexp.MustCompile(`every shard answers \(after [1-9][0-9.]*s\)`).MatchString(onceOut.String()) ||
-		!strings.Contains(onceOut.String(), "checked 500 keys: every value is generation 7's") {
-		t.Fatalf("a one-shot lookup with --ready-within against a shard that answers after 1.5 s: err %v, output %s", err, onceOut.String())
+	if out := seekWhileShardStarts("a one-shot lookup with --ready-within", "--first", "500", "--check", "7", "--ready-within", "30s"); !strings.Contains(out, "checked 500 keys: every value is generation 7's") {
+		t.Fatalf("a one-shot lookup with --ready-within against a shard that answers after 1.5 s: %s", out)
 	}
 	cmd := exec.Command(cubeBin, "seek", "--conf", confPath, "--first", "3", "--check", "8", "600")
 	b, err = cmd.CombinedOutput()
