@@ -25,6 +25,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/elasticctr/terraform-provider-ctr/internal/stack"
@@ -83,10 +84,11 @@ func requireClusterTB(t testing.TB) *kubeClients {
 	if err != nil {
 		t.Fatalf("load KUBECONFIG: %v", err)
 	}
-	return &kubeClients{cs: kubernetes.NewForConfigOrDie(cfg), dyn: dynamic.NewForConfigOrDie(cfg)}
+	return &kubeClients{cfg: cfg, cs: kubernetes.NewForConfigOrDie(cfg), dyn: dynamic.NewForConfigOrDie(cfg)}
 }
 
 type kubeClients struct {
+	cfg *rest.Config
 	cs  kubernetes.Interface
 	dyn dynamic.Interface
 }

@@ -358,21 +358,21 @@ resource "ctr_cluster" "this" {
 
 // withoutVolcano removes Volcano's CRDs and admission webhooks from a dedicated control plane:
 // a cluster that has no Volcano, for tests of installing one. The control plane's Volcano
-// processes keep running, and find their CRDs again once installed.
+// processes keep running, and find their CRDs again once installed. It deletes and waits as
+// the provider does (kube's DeleteSet, which also gets a CRD deleted right after the control
+// plane started, while its storage initializes, out of the API server's retry backoff).
 func withoutVolcano(t *testing.T, k *kubeClients) {
 	t.Helper()
-	ctx := context.Background()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
 	list, err := k.dyn.Resource(crdGVR).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var crds []string
+	var set stack.Set
 	for _, u := range list.Items {
 		if group, _, _ := unstructured.NestedString(u.Object, "spec", "group"); strings.HasSuffix(group, "volcano.sh") {
-			if err := k.dyn.Resource(crdGVR).Delete(ctx, u.GetName(), metav1.DeleteOptions{}); err != nil {
-				t.Fatal(err)
-			}
-			crds = append(crds, u.GetName())
+			set = append(set, stack.Object{Key: u.GetName(), Object: &u})
 		}
 	}
 	for _, n := range []string{"volcano-admission-service-jobs-mutate"} {
@@ -383,17 +383,15 @@ func withoutVolcano(t *testing.T, k *kubeClients) {
 	if err := k.cs.AdmissionregistrationV1().ValidatingWebhookConfigurations().Delete(ctx, "volcano-admission-service-jobs-validate", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	kc, err := kube.NewClient(k.cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kc.Log = func(s string) { t.Log(s) }
+	kc.ProgressEvery = 10 * time.Second
 	// Every CRD is gone (a CRD goes only once its custom resources have), not only the Job's.
-	deadline := time.Now().Add(60 * time.Second)
-	for len(crds) > 0 {
-		if _, err := k.dyn.Resource(crdGVR).Get(ctx, crds[0], metav1.GetOptions{}); apierrors.IsNotFound(err) {
-			crds = crds[1:]
-			continue
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("Volcano's CRDs %v are still there", crds)
-		}
-		time.Sleep(250 * time.Millisecond)
+	if err := kc.DeleteSet(ctx, set); err != nil {
+		t.Fatalf("remove Volcano's CRDs: %v", err)
 	}
 }
 
@@ -631,7 +629,7 @@ func clientsFor(t *testing.T, kubeconfig string) *kubeClients {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &kubeClients{cs: kubernetes.NewForConfigOrDie(cfg), dyn: dynamic.NewForConfigOrDie(cfg)}
+	return &kubeClients{cfg: cfg, cs: kubernetes.NewForConfigOrDie(cfg), dyn: dynamic.NewForConfigOrDie(cfg)}
 }
 
 // TestCluster_BadInput: refused at plan time, once, at the attribute; no cluster or cloud needed.

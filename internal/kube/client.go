@@ -416,8 +416,11 @@ func (c *Client) Poll(ctx context.Context, every time.Duration, cond func(contex
 }
 
 // waitGone waits until none of the objects exists, logging what is left.
+// A CustomResourceDefinition whose custom resources the API server failed to delete is
+// nudged to retry (see CleanupRetryAnnotation) rather than left to the server's backoff.
 func (c *Client) waitGone(ctx context.Context, set stack.Set) error {
 	var left []string
+	retried := map[string]time.Time{}
 	_, err := c.Poll(ctx, pollEvery, func(ctx context.Context) (bool, string, error) {
 		left = left[:0]
 		for _, o := range set {
@@ -425,8 +428,15 @@ func (c *Client) waitGone(ctx context.Context, set stack.Set) error {
 			if err != nil && !errors.Is(err, errNotServed) {
 				return false, "", err
 			}
-			if live != nil {
-				left = append(left, Describe(o.Object))
+			if live == nil {
+				continue
+			}
+			left = append(left, Describe(o.Object))
+			if why, failed := CRDCleanupFailed(live); failed && time.Since(retried[o.Key]) >= cleanupRetryEvery {
+				if err := c.retryCRDCleanup(ctx, live, why); err != nil {
+					return false, "", err
+				}
+				retried[o.Key] = time.Now()
 			}
 		}
 		return len(left) == 0, fmt.Sprintf("waiting for %d objects to go: %s", len(left), strings.Join(left, ", ")), nil

@@ -1,0 +1,140 @@
+package kube
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/elasticctr/terraform-provider-ctr/internal/stack"
+)
+
+func TestCRDCleanupFailed(t *testing.T) {
+	crd := func(deleting bool, reason string) *unstructured.Unstructured {
+		u := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+			"metadata": map[string]any{"name": "widgets.example.com"},
+			"status": map[string]any{"conditions": []any{
+				map[string]any{"type": "Established", "status": "True", "reason": "InitialNamesAccepted"},
+				map[string]any{"type": "Terminating", "status": "True", "reason": reason, "message": "could not list instances: storage is (re)initializing"},
+			}},
+		}}
+		if deleting {
+			u.SetDeletionTimestamp(&metav1.Time{Time: time.Now()})
+		}
+		return u
+	}
+	why, failed := CRDCleanupFailed(crd(true, "InstanceDeletionFailed"))
+	assert.True(t, failed)
+	assert.Equal(t, "could not list instances: storage is (re)initializing", why)
+	_, failed = CRDCleanupFailed(crd(true, "InstanceDeletionInProgress"))
+	assert.False(t, failed, "deletion in progress is not stuck")
+	_, failed = CRDCleanupFailed(crd(false, "InstanceDeletionFailed"))
+	assert.False(t, failed, "a CRD that is not being deleted")
+	cm := crd(true, "InstanceDeletionFailed")
+	cm.SetKind("ConfigMap")
+	_, failed = CRDCleanupFailed(cm)
+	assert.False(t, failed, "only CRDs")
+}
+
+// TestClient_DeleteSetRetriesAStuckCRDCleanup: a CRD whose custom resources the API server
+// cannot delete (here: the one instance needs a conversion webhook that is down) is stuck
+// with InstanceDeletionFailed, and the server's retries back off. While it is stuck, the wait
+// asks the server to retry (the annotation, and a log line that says why); once the cause is
+// gone, the CRD goes and DeleteSet returns.
+func TestClient_DeleteSetRetriesAStuckCRDCleanup(t *testing.T) {
+	c, _, _, lines := liveClient(t)
+	ctx := context.Background()
+	group := "cleanup-retry.ctr.test"
+	name := "widgets." + group
+	crdGVR := schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+	version := func(name string, storage bool) map[string]any {
+		return map[string]any{"name": name, "served": true, "storage": storage, "schema": map[string]any{
+			"openAPIV3Schema": map[string]any{"type": "object", "x-kubernetes-preserve-unknown-fields": true},
+		}}
+	}
+	crd := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+		"metadata": map[string]any{"name": name},
+		"spec": map[string]any{
+			"group": group, "scope": "Cluster",
+			"names":    map[string]any{"plural": "widgets", "singular": "widget", "kind": "Widget", "listKind": "WidgetList"},
+			"versions": []any{version("v1", true)},
+		},
+	}}
+	crds := c.dyn.Resource(crdGVR)
+	_, err := crds.Create(ctx, crd, metav1.CreateOptions{})
+	require.NoError(t, err)
+	t.Cleanup(func() { // also when the test failed with the CRD stuck
+		ctx := context.Background()
+		if live, err := crds.Get(ctx, name, metav1.GetOptions{}); err == nil {
+			_ = unstructured.SetNestedMap(live.Object, map[string]any{"strategy": "None"}, "spec", "conversion")
+			_, _ = crds.Update(ctx, live, metav1.UpdateOptions{})
+		}
+		_ = crds.Delete(ctx, name, metav1.DeleteOptions{})
+	})
+	_, err = c.Poll(ctx, pollEvery, func(ctx context.Context) (bool, string, error) {
+		live, err := crds.Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, "", err
+		}
+		return CRDEstablished(live)
+	})
+	require.NoError(t, err)
+	v1 := schema.GroupVersionResource{Group: group, Version: "v1", Resource: "widgets"}
+	require.Eventually(t, func() bool {
+		_, err = c.dyn.Resource(v1).Create(ctx, &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": group + "/v1", "kind": "Widget", "metadata": map[string]any{"name": "w"},
+		}}, metav1.CreateOptions{})
+		return err == nil
+	}, 30*time.Second, pollEvery, "create a Widget: %v", err)
+
+	// v2 becomes the storage version, and converting the stored v1 Widget needs a webhook
+	// nobody serves: the API server can no longer list the Widgets it has to delete.
+	live, err := crds.Get(ctx, name, metav1.GetOptions{})
+	require.NoError(t, err)
+	require.NoError(t, unstructured.SetNestedSlice(live.Object, []any{version("v1", false), version("v2", true)}, "spec", "versions"))
+	require.NoError(t, unstructured.SetNestedMap(live.Object, map[string]any{
+		"strategy": "Webhook",
+		"webhook": map[string]any{
+			"conversionReviewVersions": []any{"v1"},
+			"clientConfig":             map[string]any{"url": "https://127.0.0.1:1/convert"},
+		},
+	}, "spec", "conversion"))
+	_, err = crds.Update(ctx, live, metav1.UpdateOptions{})
+	require.NoError(t, err)
+
+	set := stack.Set{{Key: "crd", Object: crd}}
+	done := make(chan error, 1)
+	waitCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	go func() { done <- c.DeleteSet(waitCtx, set) }()
+
+	var stuck *unstructured.Unstructured
+	require.Eventually(t, func() bool {
+		stuck, err = crds.Get(ctx, name, metav1.GetOptions{})
+		return err == nil && stuck.GetAnnotations()[CleanupRetryAnnotation] != ""
+	}, time.Minute, pollEvery, "the wait never asked the API server to retry")
+	why, failed := CRDCleanupFailed(stuck)
+	require.True(t, failed)
+	assert.Contains(t, why, "could not list instances")
+
+	// The cause goes (no conversion needed any more); the CRD follows.
+	live, err = crds.Get(ctx, name, metav1.GetOptions{})
+	require.NoError(t, err)
+	require.NoError(t, unstructured.SetNestedMap(live.Object, map[string]any{"strategy": "None"}, "spec", "conversion"))
+	_, err = crds.Update(ctx, live, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	require.NoError(t, <-done)
+	retried := false
+	for _, l := range *lines {
+		retried = retried || strings.Contains(l, "CustomResourceDefinition "+name+": the API server failed to delete its custom resources (could not list instances")
+	}
+	assert.True(t, retried, "no log line says why the wait retried: %q", *lines)
+}
