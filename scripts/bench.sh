@@ -13,7 +13,7 @@ state="$root/.testenv/bench"
 scale=${BENCH_SCALE:-1}
 runs=${BENCH_RUNS:-5}
 duration=${BENCH_DURATION:-5s}
-tf_iterations=${BENCH_TF_ITERATIONS:-2}
+tf_iterations=${BENCH_TF_ITERATIONS:-5}
 started=$SECONDS
 say() { printf '\n==> %s\n' "$*"; }
 

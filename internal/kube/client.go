@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -124,6 +125,18 @@ func (c *Client) resource(gvk schema.GroupVersionKind, namespace string) (dynami
 	return c.dyn.Resource(m.Resource), nil
 }
 
+// metadataOf is resource but for metadata only (lists of a kind's names, labels and versions).
+func (c *Client) metadataOf(gvk schema.GroupVersionKind, namespace string) (metadata.ResourceInterface, error) {
+	m, err := c.mapping(gvk)
+	if err != nil {
+		return nil, err
+	}
+	if m.Scope.Name() == meta.RESTScopeNameNamespace {
+		return c.meta.Resource(m.Resource).Namespace(namespace), nil
+	}
+	return c.meta.Resource(m.Resource), nil
+}
+
 // mapping is how the cluster serves a kind.
 func (c *Client) mapping(gvk schema.GroupVersionKind) (*meta.RESTMapping, error) {
 	m, err := c.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
@@ -231,21 +244,16 @@ func (c *Client) listExisting(ctx context.Context, wave stack.Set) (map[kindIn]m
 		if n < listAtOnce {
 			continue
 		}
-		m, err := c.mapping(k.gvk)
+		lister, err := c.metadataOf(k.gvk, k.namespace)
 		if err != nil {
 			return nil, fmt.Errorf("apply %s: %w", k.gvk.Kind, err)
-		}
-		ri := c.meta.Resource(m.Resource)
-		var lister metadata.ResourceInterface = ri
-		if m.Scope.Name() == meta.RESTScopeNameNamespace {
-			lister = ri.Namespace(k.namespace)
 		}
 		versions := map[string]string{}
 		opts := metav1.ListOptions{Limit: 500}
 		for {
 			list, err := lister.List(ctx, opts)
 			if err != nil {
-				return nil, fmt.Errorf("list %s in %q: %w", m.Resource.Resource, k.namespace, err)
+				return nil, fmt.Errorf("list %s in %q: %w", k.gvk.Kind, k.namespace, err)
 			}
 			for _, item := range list.Items {
 				versions[item.Name] = item.ResourceVersion
@@ -329,32 +337,49 @@ func (c *Client) Get(ctx context.Context, u *unstructured.Unstructured) (*unstru
 
 // Owned lists the objects of the given kinds in namespace that carry the owner label, in the
 // order of kinds (callers pass them in apply order), by name within a kind. Kinds the
-// cluster does not serve are skipped.
+// cluster does not serve are skipped. Only metadata is listed (what pruning and deletion
+// decide by), every kind at once: a 64-shard cube's 130 Services and StatefulSets are 0.1 MB
+// of metadata rather than 1 MB of objects.
 func (c *Client) Owned(ctx context.Context, namespace, owner string, kinds []schema.GroupVersionKind) ([]*unstructured.Unstructured, error) {
-	var out []*unstructured.Unstructured
 	sel := stack.OwnerLabel + "=" + owner
-	for _, gvk := range kinds {
-		ri, err := c.resource(gvk, namespace)
-		if errors.Is(err, errNotServed) {
-			continue
-		}
-		if err != nil {
-			return nil, err
-		}
-		list, err := ri.List(ctx, metav1.ListOptions{LabelSelector: sel})
-		if err != nil {
-			if apierrors.IsNotFound(err) {
-				continue
+	byKind := make([][]*unstructured.Unstructured, len(kinds))
+	g, gctx := errgroup.WithContext(ctx)
+	for i, gvk := range kinds {
+		g.Go(func() error {
+			lister, err := c.metadataOf(gvk, namespace)
+			if errors.Is(err, errNotServed) {
+				return nil
 			}
-			return nil, fmt.Errorf("list %s owned by %s in %s: %w", gvk.Kind, owner, namespace, err)
-		}
-		sort.Slice(list.Items, func(i, j int) bool { return list.Items[i].GetName() < list.Items[j].GetName() })
-		for i := range list.Items {
-			item := list.Items[i]
-			item.SetAPIVersion(gvk.GroupVersion().String())
-			item.SetKind(gvk.Kind)
-			out = append(out, &item)
-		}
+			if err != nil {
+				return err
+			}
+			list, err := lister.List(gctx, metav1.ListOptions{LabelSelector: sel})
+			if apierrors.IsNotFound(err) {
+				return nil
+			}
+			if err != nil {
+				return fmt.Errorf("list %s owned by %s in %s: %w", gvk.Kind, owner, namespace, err)
+			}
+			sort.Slice(list.Items, func(i, j int) bool { return list.Items[i].Name < list.Items[j].Name })
+			for j := range list.Items {
+				obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&list.Items[j])
+				if err != nil {
+					return err
+				}
+				u := &unstructured.Unstructured{Object: obj}
+				u.SetAPIVersion(gvk.GroupVersion().String())
+				u.SetKind(gvk.Kind)
+				byKind[i] = append(byKind[i], u)
+			}
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	var out []*unstructured.Unstructured
+	for _, l := range byKind {
+		out = append(out, l...)
 	}
 	return out, nil
 }

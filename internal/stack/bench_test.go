@@ -16,3 +16,19 @@ func BenchmarkRenderTrainingJob(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkRenderCube64 is the plan-time cost of rendering a 64-shard cube's 133 objects and
+// their manifests (what a plan and an apply of it each spend before the first write).
+func BenchmarkRenderCube64(b *testing.B) {
+	c := Cube{Name: "c", Namespace: "n", DonefileURL: testDonefile, Token: "t", Shards: 64}
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		set, err := RenderCube(c)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := set.Manifests(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
