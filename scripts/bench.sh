@@ -5,7 +5,7 @@
 #   BENCH_SCALE=0.02 make bench   # shrink the scaling tables' sizes (1M/10M/50M keys x 0.02) for a quick run
 #   BENCH_RUNS=5                  # alternating runs per system of the peer comparison (>= 5 for figures you quote)
 #   BENCH_DURATION=5s             # measuring time per system and run
-#   BENCH_TF_ITERATIONS=2         # terraform plan/apply iterations per provider benchmark
+#   BENCH_TF_ITERATIONS=5         # terraform plan/apply iterations per provider benchmark
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
