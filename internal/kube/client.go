@@ -457,7 +457,7 @@ func (c *Client) waitGone(ctx context.Context, set stack.Set) error {
 				continue
 			}
 			left = append(left, Describe(o.Object))
-			if why, failed := CRDCleanupFailed(live); failed && time.Since(retried[o.Key]) >= cleanupRetryEvery {
+			if why, failed := crdCleanupFailed(live); failed && time.Since(retried[o.Key]) >= cleanupRetryEvery {
 				if err := c.retryCRDCleanup(ctx, live, why); err != nil {
 					return false, "", err
 				}

@@ -22,9 +22,9 @@ const CleanupRetryAnnotation = "ctr.elasticctr.io/cleanup-retry"
 // cleanupRetryEvery is how often a stuck CRD deletion is retried.
 const cleanupRetryEvery = 2 * time.Second
 
-// CRDCleanupFailed says whether u is a CustomResourceDefinition being deleted whose last
+// crdCleanupFailed says whether u is a CustomResourceDefinition being deleted whose last
 // attempt to delete its custom resources failed, and why.
-func CRDCleanupFailed(u *unstructured.Unstructured) (string, bool) {
+func crdCleanupFailed(u *unstructured.Unstructured) (string, bool) {
 	if u.GetKind() != "CustomResourceDefinition" || u.GetDeletionTimestamp() == nil {
 		return "", false
 	}

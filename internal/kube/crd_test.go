@@ -30,16 +30,16 @@ func TestCRDCleanupFailed(t *testing.T) {
 		}
 		return u
 	}
-	why, failed := CRDCleanupFailed(crd(true, "InstanceDeletionFailed"))
+	why, failed := crdCleanupFailed(crd(true, "InstanceDeletionFailed"))
 	assert.True(t, failed)
 	assert.Equal(t, "could not list instances: storage is (re)initializing", why)
-	_, failed = CRDCleanupFailed(crd(true, "InstanceDeletionInProgress"))
+	_, failed = crdCleanupFailed(crd(true, "InstanceDeletionInProgress"))
 	assert.False(t, failed, "deletion in progress is not stuck")
-	_, failed = CRDCleanupFailed(crd(false, "InstanceDeletionFailed"))
+	_, failed = crdCleanupFailed(crd(false, "InstanceDeletionFailed"))
 	assert.False(t, failed, "a CRD that is not being deleted")
 	cm := crd(true, "InstanceDeletionFailed")
 	cm.SetKind("ConfigMap")
-	_, failed = CRDCleanupFailed(cm)
+	_, failed = crdCleanupFailed(cm)
 	assert.False(t, failed, "only CRDs")
 }
 
@@ -121,7 +121,7 @@ func TestClient_DeleteSetRetriesAStuckCRDCleanup(t *testing.T) {
 		stuck, err = crds.Get(ctx, name, metav1.GetOptions{})
 		return err == nil && stuck.GetAnnotations()[CleanupRetryAnnotation] != ""
 	}, time.Minute, pollEvery, "the wait never asked the API server to retry")
-	why, failed := CRDCleanupFailed(stuck)
+	why, failed := crdCleanupFailed(stuck)
 	require.True(t, failed)
 	assert.Contains(t, why, "could not list instances")
 
