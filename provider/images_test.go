@@ -171,6 +171,50 @@ func TestAccImages_MirrorAndPullSecrets(t *testing.T) {
 	})
 }
 
+// TestAccImages_RegistryKnownOnlyAtApply: an image_registry that comes from a resource of the
+// same run is known only at apply. The plan says so (the cube's image and manifests are
+// unknown, not the defaults without the mirror), and the apply runs the mirror's images.
+func TestAccImages_RegistryKnownOnlyAtApply(t *testing.T) {
+	k := requireCluster(t)
+	ns, name := k.namespace(t), jobName()
+	cube := stack.MirrorImage(testMirror, stack.CubeImage(testVersion))
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: providerFactories,
+		CheckDestroy:             k.checkNothingOwnedOf(ns, stack.Owner(stack.CubeType, name), stack.CubeKinds),
+		Steps: []resource.TestStep{{
+			Config: fmt.Sprintf(`
+resource "terraform_data" "registry" {
+  input = %[3]q
+}
+
+provider "ctr" {
+  image_registry = terraform_data.registry.output
+}
+
+resource "ctr_cube" "test" {
+  name         = %[2]q
+  namespace    = %[1]q
+  donefile_url = "http://files.%[1]s.svc:8080/donefile/base.txt"
+  shards       = 1
+  replicas     = 1
+  timeouts     = { create = "3m", update = "3m", delete = "3m" }
+}
+`, ns, name, testMirror),
+			ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+				plancheck.ExpectUnknownValue(cubeAddr, tfjsonpath.New("image")),
+				plancheck.ExpectUnknownValue(cubeAddr, tfjsonpath.New("manifests")),
+			}},
+			ConfigStateChecks: []statecheck.StateCheck{
+				statecheck.ExpectKnownValue(cubeAddr, tfjsonpath.New("image"), knownvalue.StringExact(cube)),
+				statecheck.ExpectKnownValue(cubeAddr, tfjsonpath.New("manifests"), knownvalue.MapPartial(map[string]knownvalue.Check{
+					"apps/v1/StatefulSet/" + name + "-shard-0": knownvalue.StringRegexp(regexp.MustCompile(regexp.QuoteMeta("image: " + cube))),
+				})),
+			},
+			Check: k.livePods(ns, map[string]string{"cube-server": cube, "cube-transfer": cube}, map[string][]string{}),
+		}},
+	})
+}
+
 // deploymentImage: the Deployment's pod template runs image.
 func (k *kubeClients) deploymentImage(ns, name, image string) resource.TestCheckFunc {
 	return func(*terraform.State) error {

@@ -42,6 +42,9 @@ type providerData struct {
 	baidu   baiduCredentials
 	// imageRegistry moves every default image to a mirror or private registry (stack.Images).
 	imageRegistry string
+	// registryUnknown: image_registry is known only after apply (it comes from a resource
+	// created in the same run), and so are the default images and the objects they are in.
+	registryUnknown bool
 	// manifests are the release manifests (Volcano's) this provider run has downloaded.
 	manifests *kube.ManifestCache
 }
@@ -143,10 +146,11 @@ func (p *ctrProvider) Configure(ctx context.Context, req provider.ConfigureReque
 		poll = d
 	}
 	data := &providerData{
-		version:       p.version,
-		conn:          conn,
-		imageRegistry: m.Registry.ValueString(),
-		manifests:     &kube.ManifestCache{},
+		version:         p.version,
+		conn:            conn,
+		imageRegistry:   m.Registry.ValueString(),
+		registryUnknown: m.Registry.IsUnknown(),
+		manifests:       &kube.ManifestCache{},
 		baidu: baiduCredentials{
 			AccessKey:    stringOr(m.AccessKey, os.Getenv("BCE_ACCESS_KEY_ID")),
 			SecretKey:    stringOr(m.SecretKey, os.Getenv("BCE_SECRET_ACCESS_KEY")),

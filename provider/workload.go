@@ -146,7 +146,8 @@ func (w workload[S, M, P]) validate(ctx context.Context, config tfsdk.Config, im
 }
 
 // planned reads ModifyPlan's plan, or nil when there is nothing to render: a destroy, or a
-// nested object known only after apply (then manifests are unknown). A resource that has no
+// nested object or the provider's image_registry known only after apply (then manifests are
+// unknown). A resource that has no
 // connection anywhere is refused here, at plan time.
 func (w workload[S, M, P]) planned(ctx context.Context, data *providerData, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) P {
 	if req.Plan.Raw.IsNull() {
@@ -159,7 +160,7 @@ func (w workload[S, M, P]) planned(ctx context.Context, data *providerData, req 
 		return nil
 	}
 	w.planDefaultImage(ctx, data, req, resp)
-	if unknownAttrs(req.Plan.Raw, w.nested...) {
+	if unknownAttrs(req.Plan.Raw, w.nested...) || (data != nil && data.registryUnknown) {
 		resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("manifests"), unknownManifests())...)
 		for name, v := range w.unrendered {
 			resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root(name), v)...)
@@ -186,6 +187,9 @@ func (w workload[S, M, P]) planDefaultImage(ctx context.Context, data *providerD
 		return
 	}
 	image := types.StringValue(w.defaultImage(imagesOf(data)))
+	if data != nil && data.registryUnknown {
+		image = types.StringUnknown()
+	}
 	resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("image"), image)...)
 	if w.imageReplaces && !req.State.Raw.IsNull() {
 		resp.Diagnostics.Append(req.State.GetAttribute(ctx, path.Root("image"), &prior)...)
@@ -208,6 +212,17 @@ func (w workload[S, M, P]) prior(ctx context.Context, state tfsdk.State, diags *
 // rendered renders a model: its settings, its objects, and its manifests and computed
 // attributes set from them.
 func (w workload[S, M, P]) rendered(ctx context.Context, m P, images stack.Images, diags *diag.Diagnostics) (S, stack.Set, bool) {
+	s, set, ok := w.objects(ctx, m, images, diags)
+	if !ok {
+		return s, nil, false
+	}
+	m.attrs().Manifests = manifestsValue(ctx, set, diags)
+	return s, set, !diags.HasError()
+}
+
+// objects is rendered without the manifests, which are most of its time: for a read, which
+// shows the live objects instead, and for an apply, whose plan has them already.
+func (w workload[S, M, P]) objects(ctx context.Context, m P, images stack.Images, diags *diag.Diagnostics) (S, stack.Set, bool) {
 	s, d := m.settings(ctx, images)
 	diags.Append(d...)
 	if d.HasError() {
@@ -218,7 +233,6 @@ func (w workload[S, M, P]) rendered(ctx context.Context, m P, images stack.Image
 		diags.Append(renderError(w.kind, err)...)
 		return s, nil, false
 	}
-	m.attrs().Manifests = manifestsValue(ctx, set, diags)
 	m.setComputed(ctx, s, diags)
 	return s, set, !diags.HasError()
 }
@@ -274,7 +288,13 @@ func unchanged(prior, plan *workloadAttrs) bool {
 // resource does not exist yet, so an apply that fails half-way removes what it created
 // (cleanUp) instead of leaving objects that no state names.
 func (w workload[S, M, P]) converge(ctx context.Context, data *providerData, plan P, images stack.Images, creating, prune bool, state stateLike, diags *diag.Diagnostics) (*kube.Client, S, stack.Set, bool) {
-	s, set, ok := w.rendered(ctx, plan, images, diags)
+	// Known manifests in the plan are what ModifyPlan rendered from these very settings
+	// (rendering is deterministic); unknown ones (settings known only now) are rendered here.
+	render := w.objects
+	if plan.attrs().Manifests.IsUnknown() || plan.attrs().Manifests.IsNull() {
+		render = w.rendered
+	}
+	s, set, ok := render(ctx, plan, images, diags)
 	if !ok {
 		return nil, s, nil, false
 	}
@@ -372,7 +392,7 @@ func (w workload[S, M, P]) read(ctx context.Context, data *providerData, images 
 		}
 		return
 	}
-	s, set, ok := w.rendered(ctx, m, images, &resp.Diagnostics)
+	s, set, ok := w.objects(ctx, m, images, &resp.Diagnostics)
 	if !ok {
 		return
 	}

@@ -52,8 +52,12 @@ type Client struct {
 // DefaultProgressEvery is a new client's ProgressEvery.
 const DefaultProgressEvery = 10 * time.Second
 
-// NewClient connects lazily: nothing is contacted until the first call.
+// NewClient connects lazily: nothing is contacted until the first call. The API server's
+// warnings go to Log, each text once.
 func NewClient(cfg *rest.Config) (*Client, error) {
+	c := &Client{ProgressEvery: DefaultProgressEvery}
+	cfg = rest.CopyConfig(cfg)
+	cfg.WarningHandlerWithContext = &warningLog{c: c}
 	dyn, err := dynamic.NewForConfig(cfg)
 	if err != nil {
 		return nil, err
@@ -70,8 +74,26 @@ func NewClient(cfg *rest.Config) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Client{dyn: dyn, meta: mc, cs: cs, mapper: restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc)),
-		ProgressEvery: DefaultProgressEvery}, nil
+	c.dyn, c.meta, c.cs = dyn, mc, cs
+	c.mapper = restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc))
+	return c, nil
+}
+
+// warningLog sends the API server's warnings (deprecated APIs, ignored fields) to the
+// client's Log instead of the provider's stderr, each text once: a 64-shard cube's Services
+// would otherwise repeat the same one 66 times.
+type warningLog struct {
+	c    *Client
+	seen sync.Map // text -> struct{}
+}
+
+func (w *warningLog) HandleWarningHeaderWithContext(_ context.Context, code int, _, text string) {
+	if code != 299 || text == "" {
+		return
+	}
+	if _, dup := w.seen.LoadOrStore(text, struct{}{}); !dup {
+		w.c.logf("Warning from the API server: %s", text)
+	}
 }
 
 func (c *Client) logf(format string, args ...any) {
@@ -159,16 +181,17 @@ func (c *Client) mapping(gvk schema.GroupVersionKind) (*meta.RESTMapping, error)
 //
 // Objects are applied in waves by kind (see kindOrder: namespaces and CRDs, then accounts
 // and RBAC, configuration and policies, Services, workloads, webhooks), each wave's objects
-// at once (at most applyParallel): what others depend on is in place first, and the 133
-// objects of a 64-shard cube take a few round trips instead of 133 in a row.
+// at once: what others depend on is in place first, and the 133 objects of a 64-shard cube
+// take a few round trips instead of 133 in a row. Which objects exist already is learnt
+// first, for every wave at once (listExisting).
 func (c *Client) Apply(ctx context.Context, set stack.Set) (map[string]Operation, error) {
+	listed, err := c.listExisting(ctx, set)
+	if err != nil {
+		return nil, err
+	}
 	ops := map[string]Operation{}
 	var mu sync.Mutex
 	for _, wave := range waves(set) {
-		listed, err := c.listExisting(ctx, wave)
-		if err != nil {
-			return ops, err
-		}
 		g, gctx := errgroup.WithContext(ctx)
 		g.SetLimit(applyParallel)
 		for _, o := range wave {
@@ -194,11 +217,11 @@ func (c *Client) Apply(ctx context.Context, set stack.Set) (map[string]Operation
 }
 
 // applyParallel bounds the objects applied at once (the client allows 50 requests/s, bursts of
-// 300). A write's latency is mostly waiting (etcd, admission), not the API server's CPU: on
-// the local control plane a 64-shard cube's objects took 0.7 s with 16 in flight and 0.3 s
-// with a whole wave. 64 stays inside what API Priority and Fairness gives one user by
-// default (its seats, then its queues) and within client-go's retry of a 429.
-const applyParallel = 64
+// 300). A wave's writes share the API server's CPU: they finish together, late, so a write
+// that waits for a free slot adds a round trip of its own to the wave. 160 lets the waves of
+// a 128-shard cube go out whole; what the API server's Priority and Fairness does not serve
+// at once it queues (up to 6 queues of 50 for one user by default), and client-go retries a 429.
+const applyParallel = 160
 
 // waves splits set by kindOrder rank, keeping the set's order within a rank.
 func waves(set stack.Set) []stack.Set {
@@ -219,7 +242,7 @@ func waves(set stack.Set) []stack.Set {
 	return out
 }
 
-// listAtOnce is how many objects of one kind and namespace a wave must have for Apply to
+// listAtOnce is how many objects of one kind and namespace a set must have for Apply to
 // learn which exist with one list of their metadata rather than a read of each: a 64-shard
 // cube's 130 Services and StatefulSets take two requests, not 130, and stay inside the
 // client's burst together with the writes and the waits that follow.
@@ -231,68 +254,91 @@ type kindIn struct {
 	namespace string
 }
 
-// listExisting lists, for each kind and namespace with at least listAtOnce objects in wave,
-// the resource version of every object of that kind there (metadata only). Objects of
-// other kinds are not in the result: applyOne reads them one by one.
-func (c *Client) listExisting(ctx context.Context, wave stack.Set) (map[kindIn]map[string]string, error) {
+// listExisting lists, for each kind and namespace with at least listAtOnce objects in set,
+// the resource version of every object of that kind there (metadata only), every kind at
+// once. Objects of other kinds are not in the result, nor are kinds the cluster does not serve
+// yet (their CRD is in the set): applyOne reads those one by one, once their wave comes.
+func (c *Client) listExisting(ctx context.Context, set stack.Set) (map[kindIn]map[string]string, error) {
 	count := map[kindIn]int{}
-	for _, o := range wave {
+	for _, o := range set {
 		count[kindIn{o.Object.GroupVersionKind(), o.Object.GetNamespace()}]++
 	}
 	out := map[kindIn]map[string]string{}
+	var mu sync.Mutex
+	g, gctx := errgroup.WithContext(ctx)
 	for k, n := range count {
 		if n < listAtOnce {
 			continue
 		}
-		lister, err := c.metadataOf(k.gvk, k.namespace)
-		if err != nil {
-			return nil, fmt.Errorf("apply %s: %w", k.gvk.Kind, err)
-		}
-		versions := map[string]string{}
-		opts := metav1.ListOptions{Limit: 500}
-		for {
-			list, err := lister.List(ctx, opts)
+		g.Go(func() error {
+			versions, err := c.versions(gctx, k)
+			if IsNotServed(err) {
+				return nil
+			}
 			if err != nil {
-				return nil, fmt.Errorf("list %s in %q: %w", k.gvk.Kind, k.namespace, err)
+				return err
 			}
-			for _, item := range list.Items {
-				versions[item.Name] = item.ResourceVersion
-			}
-			if opts.Continue = list.Continue; opts.Continue == "" {
-				break
-			}
-		}
-		out[k] = versions
+			mu.Lock()
+			out[k] = versions
+			mu.Unlock()
+			return nil
+		})
 	}
-	return out, nil
+	return out, g.Wait()
+}
+
+// versions lists the resource version of every object of a kind in a namespace, by name.
+func (c *Client) versions(ctx context.Context, k kindIn) (map[string]string, error) {
+	lister, err := c.metadataOf(k.gvk, k.namespace)
+	if err != nil {
+		return nil, fmt.Errorf("apply %s: %w", k.gvk.Kind, err)
+	}
+	versions := map[string]string{}
+	opts := metav1.ListOptions{Limit: 500}
+	for {
+		list, err := lister.List(ctx, opts)
+		if err != nil {
+			return nil, fmt.Errorf("list %s in %q: %w", k.gvk.Kind, k.namespace, err)
+		}
+		for _, item := range list.Items {
+			versions[item.Name] = item.ResourceVersion
+		}
+		if opts.Continue = list.Continue; opts.Continue == "" {
+			return versions, nil
+		}
+	}
 }
 
 // applyOne server-side applies u and says whether that created, changed or left it. When
 // the write fails on an object that did not exist, it says MaybeCreated with the error.
 // listed holds what listExisting found of u's kind, if it listed it; otherwise u is read.
 func (c *Client) applyOne(ctx context.Context, u *unstructured.Unstructured, listed map[kindIn]map[string]string) (Operation, error) {
-	ri, err := c.resource(u.GroupVersionKind(), u.GetNamespace())
+	// Only the metadata of the object before and after the write matters here: asking for
+	// nothing more spares the API server the encoding of whole objects, and us their decoding.
+	ri, err := c.metadataOf(u.GroupVersionKind(), u.GetNamespace())
 	if err != nil {
 		return "", fmt.Errorf("apply %s: %w", Describe(u), err)
 	}
-	var before *unstructured.Unstructured
+	var before *metav1.PartialObjectMetadata
 	if versions, ok := listed[kindIn{u.GroupVersionKind(), u.GetNamespace()}]; ok {
 		if rv, exists := versions[u.GetName()]; exists {
-			before = &unstructured.Unstructured{}
-			before.SetResourceVersion(rv)
+			before = &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{ResourceVersion: rv}}
 		}
-	} else if before, err = ri.Get(ctx, u.GetName(), metav1.GetOptions{}); err != nil && !apierrors.IsNotFound(err) {
-		return "", apiError("read", u, err)
+	} else if before, err = ri.Get(ctx, u.GetName(), metav1.GetOptions{}); err != nil {
+		if !apierrors.IsNotFound(err) {
+			return "", apiError("read", u, err)
+		}
+		before = nil
 	}
 	body, err := u.MarshalJSON()
 	if err != nil {
 		return "", err
 	}
-	patch := func() (*unstructured.Unstructured, error) {
+	patch := func() (*metav1.PartialObjectMetadata, error) {
 		return ri.Patch(ctx, u.GetName(), types.ApplyPatchType, body, metav1.PatchOptions{FieldManager: FieldManager, Force: ptr.To(true)})
 	}
 	after, err := patch()
-	if err == nil && after.GetDeletionTimestamp() != nil {
+	if err == nil && after.DeletionTimestamp != nil {
 		// The write landed on an object being deleted (an uninstall a moment ago; a CRD
 		// waits for its custom resources to go): it would vanish after the apply, and a wait
 		// for it would never end. Wait until it is gone, then create it afresh.
@@ -310,9 +356,9 @@ func (c *Client) applyOne(ctx context.Context, u *unstructured.Unstructured, lis
 		return "", apiError("apply", u, err)
 	}
 	op := Created
-	if before != nil && before.GetResourceVersion() != "" {
+	if before != nil && before.ResourceVersion != "" {
 		op = Configured
-		if before.GetResourceVersion() == after.GetResourceVersion() {
+		if before.ResourceVersion == after.ResourceVersion {
 			op = Unchanged
 		}
 	}

@@ -2,6 +2,7 @@ package kube
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -52,42 +53,11 @@ func TestClient_DeleteSetRetriesAStuckCRDCleanup(t *testing.T) {
 	c, _, _, lines := liveClient(t)
 	ctx := context.Background()
 	group := "cleanup-retry.ctr.test"
-	name := "widgets." + group
-	crdGVR := schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
-	version := func(name string, storage bool) map[string]any {
-		return map[string]any{"name": name, "served": true, "storage": storage, "schema": map[string]any{
-			"openAPIV3Schema": map[string]any{"type": "object", "x-kubernetes-preserve-unknown-fields": true},
-		}}
-	}
-	crd := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-		"metadata": map[string]any{"name": name},
-		"spec": map[string]any{
-			"group": group, "scope": "Cluster",
-			"names":    map[string]any{"plural": "widgets", "singular": "widget", "kind": "Widget", "listKind": "WidgetList"},
-			"versions": []any{version("v1", true)},
-		},
-	}}
+	crd := widgetCRD(t, c, group, "Cluster", crdVersion("v1", true))
+	name := crd.GetName()
 	crds := c.dyn.Resource(crdGVR)
-	_, err := crds.Create(ctx, crd, metav1.CreateOptions{})
-	require.NoError(t, err)
-	t.Cleanup(func() { // also when the test failed with the CRD stuck
-		ctx := context.Background()
-		if live, err := crds.Get(ctx, name, metav1.GetOptions{}); err == nil {
-			_ = unstructured.SetNestedMap(live.Object, map[string]any{"strategy": "None"}, "spec", "conversion")
-			_, _ = crds.Update(ctx, live, metav1.UpdateOptions{})
-		}
-		_ = crds.Delete(ctx, name, metav1.DeleteOptions{})
-	})
-	_, err = c.Poll(ctx, pollEvery, func(ctx context.Context) (bool, string, error) {
-		live, err := crds.Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return false, "", err
-		}
-		return CRDEstablished(live)
-	})
-	require.NoError(t, err)
 	v1 := schema.GroupVersionResource{Group: group, Version: "v1", Resource: "widgets"}
+	var err error
 	require.Eventually(t, func() bool {
 		_, err = c.dyn.Resource(v1).Create(ctx, &unstructured.Unstructured{Object: map[string]any{
 			"apiVersion": group + "/v1", "kind": "Widget", "metadata": map[string]any{"name": "w"},
@@ -99,7 +69,7 @@ func TestClient_DeleteSetRetriesAStuckCRDCleanup(t *testing.T) {
 	// nobody serves: the API server can no longer list the Widgets it has to delete.
 	live, err := crds.Get(ctx, name, metav1.GetOptions{})
 	require.NoError(t, err)
-	require.NoError(t, unstructured.SetNestedSlice(live.Object, []any{version("v1", false), version("v2", true)}, "spec", "versions"))
+	require.NoError(t, unstructured.SetNestedSlice(live.Object, []any{crdVersion("v1", false), crdVersion("v2", true)}, "spec", "versions"))
 	require.NoError(t, unstructured.SetNestedMap(live.Object, map[string]any{
 		"strategy": "Webhook",
 		"webhook": map[string]any{
@@ -137,4 +107,90 @@ func TestClient_DeleteSetRetriesAStuckCRDCleanup(t *testing.T) {
 		retried = retried || strings.Contains(l, "CustomResourceDefinition "+name+": the API server failed to delete its custom resources (could not list instances")
 	}
 	assert.True(t, retried, "no log line says why the wait retried: %q", *lines)
+}
+
+var crdGVR = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+
+// crdVersion is a version of widgetCRD, of any content.
+func crdVersion(name string, storage bool) map[string]any {
+	return map[string]any{"name": name, "served": true, "storage": storage, "schema": map[string]any{
+		"openAPIV3Schema": map[string]any{"type": "object", "x-kubernetes-preserve-unknown-fields": true},
+	}}
+}
+
+// widgetCRD creates the CRD of Widgets in group with versions, waits until it is established,
+// and deletes it when the test ends (also when the test left it stuck: see
+// TestClient_DeleteSetRetriesAStuckCRDCleanup).
+func widgetCRD(t *testing.T, c *Client, group, scope string, versions ...map[string]any) *unstructured.Unstructured {
+	t.Helper()
+	ctx := context.Background()
+	name := "widgets." + group
+	vs := make([]any, len(versions))
+	for i, v := range versions {
+		vs[i] = v
+	}
+	crd := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+		"metadata": map[string]any{"name": name},
+		"spec": map[string]any{
+			"group": group, "scope": scope,
+			"names":    map[string]any{"plural": "widgets", "singular": "widget", "kind": "Widget", "listKind": "WidgetList"},
+			"versions": vs,
+		},
+	}}
+	crds := c.dyn.Resource(crdGVR)
+	_, err := crds.Create(ctx, crd, metav1.CreateOptions{})
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		ctx := context.Background()
+		if live, err := crds.Get(ctx, name, metav1.GetOptions{}); err == nil {
+			_ = unstructured.SetNestedMap(live.Object, map[string]any{"strategy": "None"}, "spec", "conversion")
+			_, _ = crds.Update(ctx, live, metav1.UpdateOptions{})
+		}
+		_ = crds.Delete(ctx, name, metav1.DeleteOptions{})
+	})
+	_, err = c.Poll(ctx, pollEvery, func(ctx context.Context) (bool, string, error) {
+		live, err := crds.Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, "", err
+		}
+		return CRDEstablished(live)
+	})
+	require.NoError(t, err)
+	return crd
+}
+
+// TestClient_ApplyLogsEachWarningOnce: the API server's warnings (here: a deprecated
+// version's, on every request to it) go to the client's log, each text once, not to stderr
+// once per request.
+func TestClient_ApplyLogsEachWarningOnce(t *testing.T) {
+	c, _, ns, lines := liveClient(t)
+	group := "warnings.ctr.test"
+	const warning = "widgets.warnings.ctr.test/v1 is going away"
+	v1 := crdVersion("v1", true)
+	v1["deprecated"], v1["deprecationWarning"] = true, warning
+	widgetCRD(t, c, group, "Namespaced", v1)
+	var set stack.Set
+	for i := range listAtOnce + 1 {
+		u := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": group + "/v1", "kind": "Widget",
+			"metadata": map[string]any{"name": fmt.Sprintf("w-%d", i), "namespace": ns},
+		}}
+		set = append(set, stack.Object{Key: stack.Key(u), Object: u})
+	}
+	var ops map[string]Operation
+	var err error
+	require.Eventually(t, func() bool { // discovery may lag the CRD's establishment
+		ops, err = c.Apply(context.Background(), set)
+		return err == nil
+	}, 30*time.Second, pollEvery, "apply: %v", err)
+	assert.Len(t, ops, len(set))
+	n := 0
+	for _, l := range *lines {
+		if strings.Contains(l, warning) {
+			n++
+			assert.Equal(t, "Warning from the API server: "+warning, l)
+		}
+	}
+	assert.Equal(t, 1, n, "the warning, once: %q", *lines)
 }
