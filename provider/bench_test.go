@@ -1,11 +1,14 @@
 package provider
 
 import (
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -20,7 +23,8 @@ import (
 // Apply is reported twice: whole (s/apply), and without the provider's waits for the cluster
 // (s/apply-no-wait: the waits for StatefulSets, Deployments and Volcano jobs, summed from the
 // progress lines kube.WaitFor logs, are what the control plane's controllers and kwok's
-// simulated nodes take, not the provider). Destroy runs outside the timer. They need
+// simulated nodes take, not the provider). s/apply-writes is the part of it spent writing
+// the objects, from the first written to the last. Destroy runs outside the timer. They need
 // TF_ACC=1 and KUBECONFIG (scripts/bench.sh sets them).
 
 // BenchmarkTrainingJob_PlanApply: one training job (1 pserver + 1 trainer).
@@ -39,14 +43,51 @@ resource "ctr_training_job" "bench" {
 }
 
 // BenchmarkCube_PlanApply: one ctr_cube of 4, 16 and 64 shards (2 replicas each): how
-// plan and apply grow with the objects rendered (2 per shard, plus 5: 133 at 64 shards).
+// plan and apply grow with the objects rendered (2 per shard, plus 5: 133 at 64 shards). Each
+// of the b.N rounds applies every size once, in turn, so that every size meets the same
+// machine (a neighbour's load, drift over the minutes); it prints each size's medians and the
+// ratio of the medians of apply without waits, 64 shards to 4 (the target: within 2x).
 func BenchmarkCube_PlanApply(b *testing.B) {
 	tb := newTFBench(b)
-	for _, shards := range []int{4, 16, 64} {
-		b.Run(fmt.Sprintf("shards=%d", shards), func(b *testing.B) {
-			tb := tb.sub(b)
-			tb.planApply(func(ns string) string {
-				return tb.provider() + fmt.Sprintf(`
+	sizes := []int{4, 16, 64}
+	subs := make([]*tfBench, len(sizes)) // a directory, and a state, per size
+	for i := range sizes {
+		subs[i] = tb.sub(b)
+	}
+	runs := make([][]sample, len(sizes))
+	b.ResetTimer() // not the provider's build
+	for range b.N {
+		for i, shards := range sizes {
+			runs[i] = append(runs[i], subs[i].iteration(func(ns string) string { return benchCube(tb.provider(), ns, shards) }))
+		}
+	}
+	ratio := summarize(runs[2]).noWait.Seconds() / summarize(runs[0]).noWait.Seconds()
+	b.ReportMetric(ratio, "x-apply-no-wait-64/4")
+	if b.N == 1 && b.N < wantRounds() {
+		return // Go's first pass, which only checks that the benchmark runs: no table
+	}
+	fmt.Printf("\nprovider: ctr_cube, %d rounds of 4, 16 and 64 shards in turn; seconds, median [min-max]\n", b.N)
+	fmt.Printf("%8s %8s %8s %24s %10s\n", "shards", "plan", "apply", "apply without waits", "writes")
+	for i, shards := range sizes {
+		m := summarize(runs[i])
+		fmt.Printf("%8d %8.2f %8.2f %11.2f [%.2f-%.2f] %10.2f\n", shards, m.plan.Seconds(), m.apply.Seconds(),
+			m.noWait.Seconds(), m.noWaitMin.Seconds(), m.noWaitMax.Seconds(), m.writes.Seconds())
+	}
+	fmt.Printf("ratio apply-no-wait 64/4 shards = %.2fx (medians; the target is within 2x)\n", ratio)
+}
+
+// wantRounds is the iteration count -test.benchtime asks for ("5x"), or 0.
+func wantRounds() int {
+	f := flag.Lookup("test.benchtime")
+	if f == nil {
+		return 0
+	}
+	n, _ := strconv.Atoi(strings.TrimSuffix(f.Value.String(), "x"))
+	return n
+}
+
+func benchCube(provider, ns string, shards int) string {
+	return provider + fmt.Sprintf(`
 resource "ctr_cube" "bench" {
   name         = %[1]q
   namespace    = %[2]q
@@ -56,9 +97,6 @@ resource "ctr_cube" "bench" {
   timeouts     = { create = "10m", update = "10m", delete = "10m" }
 }
 `, "bench-"+acctest.RandString(5), ns, shards)
-			})
-		})
-	}
 }
 
 // BenchmarkStack_PlanApply: examples/stack as it is, the training job, the cube (2 shards)
@@ -138,35 +176,69 @@ func (tb *tfBench) runEnv(env []string, args ...string) time.Duration {
 	return time.Since(start)
 }
 
-// planApply times `terraform plan` and `terraform apply` of config(namespace) in a fresh
-// namespace per iteration, and destroys it untimed. It reports the median of the iterations
-// (one slow iteration, a neighbour's build on the two cores, does not move it) and, for apply
-// without waits, the fastest and slowest beside it.
+// sample is one iteration's plan and apply: apply whole, without the provider's waits, and
+// the part of it spent writing the objects.
+type sample struct{ plan, apply, noWait, writes time.Duration }
+
+// iteration times `terraform plan` and `terraform apply` of config(namespace) in a fresh
+// namespace, then destroys it and lets the control plane settle, untimed.
+func (tb *tfBench) iteration(config func(ns string) string) sample {
+	b := tb.b
+	logFile := filepath.Join(tb.dir, "apply.log")
+	b.StopTimer()
+	ns := tb.k.namespaceB(b)
+	must(b, os.WriteFile(filepath.Join(tb.dir, "main.tf"), []byte(config(ns)), 0o644))
+	b.StartTimer()
+	plan := tb.run(append([]string{"plan", "-input=false", "-out=plan.out"}, tb.vars...)...)
+	apply := tb.runEnv([]string{"TF_LOG_PROVIDER=INFO", "TF_LOG_PATH=" + logFile}, "apply", "-input=false", "plan.out")
+	b.StopTimer()
+	s := sample{plan: plan, apply: apply, noWait: apply - waited(b, logFile), writes: wrote(b, logFile)}
+	must(b, os.Remove(logFile))
+	tb.run(append([]string{"destroy", "-auto-approve", "-input=false"}, tb.vars...)...)
+	time.Sleep(settle)
+	b.StartTimer()
+	return s
+}
+
+// planApply runs b.N iterations of config and reports their medians (one slow iteration, a
+// neighbour's build on the two cores, does not move them) and, for apply without waits, the
+// fastest and slowest beside it.
 func (tb *tfBench) planApply(config func(ns string) string) {
 	b := tb.b
-	var plans, applies, noWaits []time.Duration
-	logFile := filepath.Join(tb.dir, "apply.log")
 	b.ResetTimer() // not the provider's build
-	for i := 0; i < b.N; i++ {
-		b.StopTimer()
-		ns := tb.k.namespaceB(b)
-		must(b, os.WriteFile(filepath.Join(tb.dir, "main.tf"), []byte(config(ns)), 0o644))
-		b.StartTimer()
-		plan := tb.run(append([]string{"plan", "-input=false", "-out=plan.out"}, tb.vars...)...)
-		apply := tb.runEnv([]string{"TF_LOG_PROVIDER=INFO", "TF_LOG_PATH=" + logFile}, "apply", "-input=false", "plan.out")
-		b.StopTimer()
-		plans, applies = append(plans, plan), append(applies, apply)
-		noWaits = append(noWaits, apply-waited(b, logFile))
-		must(b, os.Remove(logFile))
-		tb.run(append([]string{"destroy", "-auto-approve", "-input=false"}, tb.vars...)...)
-		time.Sleep(settle)
-		b.StartTimer()
+	var runs []sample
+	for range b.N {
+		runs = append(runs, tb.iteration(config))
 	}
-	b.ReportMetric(median(plans).Seconds(), "s/plan")
-	b.ReportMetric(median(applies).Seconds(), "s/apply")
-	b.ReportMetric(median(noWaits).Seconds(), "s/apply-no-wait")
-	b.ReportMetric(slices.Min(noWaits).Seconds(), "s/apply-no-wait-min")
-	b.ReportMetric(slices.Max(noWaits).Seconds(), "s/apply-no-wait-max")
+	m := summarize(runs)
+	b.ReportMetric(m.plan.Seconds(), "s/plan")
+	b.ReportMetric(m.apply.Seconds(), "s/apply")
+	b.ReportMetric(m.noWait.Seconds(), "s/apply-no-wait")
+	b.ReportMetric(m.noWaitMin.Seconds(), "s/apply-no-wait-min")
+	b.ReportMetric(m.noWaitMax.Seconds(), "s/apply-no-wait-max")
+	b.ReportMetric(m.writes.Seconds(), "s/apply-writes")
+}
+
+// medians are the medians of samples, and the range of apply without waits.
+type medians struct{ plan, apply, noWait, noWaitMin, noWaitMax, writes time.Duration }
+
+func summarize(runs []sample) medians {
+	of := func(f func(sample) time.Duration) []time.Duration {
+		out := make([]time.Duration, len(runs))
+		for i, r := range runs {
+			out[i] = f(r)
+		}
+		return out
+	}
+	noWaits := of(func(s sample) time.Duration { return s.noWait })
+	return medians{
+		plan:      median(of(func(s sample) time.Duration { return s.plan })),
+		apply:     median(of(func(s sample) time.Duration { return s.apply })),
+		noWait:    median(noWaits),
+		noWaitMin: slices.Min(noWaits),
+		noWaitMax: slices.Max(noWaits),
+		writes:    median(of(func(s sample) time.Duration { return s.writes })),
+	}
 }
 
 // median is the middle value (the mean of the two middle ones of an even count).
@@ -203,6 +275,43 @@ func waited(b *testing.B, logFile string) time.Duration {
 	}
 	if n == 0 {
 		b.Fatalf("no %q line in the provider's log %s", kube.WaitedMarker, logFile)
+	}
+	return total
+}
+
+// writeLine is a line kube.Apply logs for an object it wrote ("Service ns/name created"), in
+// Terraform's log: its timestamp, the provider's message, and the request (an apply of one
+// resource) it is part of.
+var writeLine = regexp.MustCompile(`^(\S+) \[INFO\] +provider\.terraform-provider-ctr: \S+ \S+ (?:` +
+	string(kube.Created) + `|` + string(kube.Configured) + `|` + string(kube.Unchanged) + `): .*tf_req_id=(\S+)`)
+
+// wrote is how long an apply took to write its objects: for each resource, from the first
+// object written to the last, by the timestamps of the lines kube.Apply logged; summed over
+// the resources (in a stack, waits come between them).
+func wrote(b *testing.B, logFile string) time.Duration {
+	data, err := os.ReadFile(logFile)
+	must(b, err)
+	first, last := map[string]time.Time{}, map[string]time.Time{}
+	for _, line := range strings.Split(string(data), "\n") {
+		m := writeLine.FindStringSubmatch(line)
+		if m == nil {
+			continue
+		}
+		t, err := time.Parse(time.RFC3339Nano, m[1])
+		must(b, err)
+		if f, ok := first[m[2]]; !ok || t.Before(f) {
+			first[m[2]] = t
+		}
+		if t.After(last[m[2]]) {
+			last[m[2]] = t
+		}
+	}
+	if len(first) == 0 {
+		b.Fatalf("no line of an object written in the provider's log %s", logFile)
+	}
+	var total time.Duration
+	for req, f := range first {
+		total += last[req].Sub(f)
 	}
 	return total
 }

@@ -210,6 +210,35 @@ func freeAddr() (string, error) {
 	return l.Addr().String(), nil
 }
 
+// addrs hands out a cluster's listen addresses. Every address is chosen before the processes
+// start, and a port free when chosen is free again once its probe closes: the kernel may offer
+// it twice. A server given the file server's port then failed to listen while the file server
+// answered its health check, and the transfer took the file server for a replica
+// (make bench's rollout waited 10 minutes on "/agent/prepare 405"). None is handed out twice.
+type addrs struct {
+	pick func() (string, error) // freeAddr
+	mu   sync.Mutex
+	used map[string]bool
+}
+
+func (a *addrs) next() (string, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for {
+		addr, err := a.pick()
+		if err != nil {
+			return "", err
+		}
+		if !a.used[addr] {
+			if a.used == nil {
+				a.used = map[string]bool{}
+			}
+			a.used[addr] = true
+			return addr, nil
+		}
+	}
+}
+
 func (c *Cluster) say(format string, args ...any) {
 	if c.opts.Progress != nil {
 		fmt.Fprintf(c.opts.Progress, format+"\n", args...)
@@ -237,8 +266,9 @@ func Start(o Options) (*Cluster, error) {
 	if err := os.WriteFile(c.TokenFile, []byte(c.Token+"\n"), 0o600); err != nil {
 		return nil, err
 	}
+	ports := &addrs{pick: freeAddr}
 	newProc := func(name string, args ...string) (*Proc, error) {
-		addr, err := freeAddr()
+		addr, err := ports.next()
 		if err != nil {
 			return nil, err
 		}
@@ -254,7 +284,7 @@ func Start(o Options) (*Cluster, error) {
 	}
 	// The built versions are served apart from the status API, as in the
 	// cluster, where a NetworkPolicy admits only cube servers to them.
-	if c.FilesAddr, err = freeAddr(); err != nil {
+	if c.FilesAddr, err = ports.next(); err != nil {
 		return nil, err
 	}
 	public := "http://" + c.FilesAddr
