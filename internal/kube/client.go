@@ -147,7 +147,8 @@ func (c *Client) resource(gvk schema.GroupVersionKind, namespace string) (dynami
 	return c.dyn.Resource(m.Resource), nil
 }
 
-// metadataOf is resource but for metadata only (lists of a kind's names, labels and versions).
+// metadataOf is resource answering with metadata only: lists of names, labels and versions,
+// and what an apply needs to know of the object it wrote.
 func (c *Client) metadataOf(gvk schema.GroupVersionKind, namespace string) (metadata.ResourceInterface, error) {
 	m, err := c.mapping(gvk)
 	if err != nil {
