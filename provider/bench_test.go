@@ -1,6 +1,7 @@
 package provider
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"os"
@@ -14,6 +15,9 @@ import (
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-testing/helper/acctest"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/elasticctr/terraform-provider-ctr/internal/kube"
 )
@@ -181,13 +185,14 @@ func (tb *tfBench) runEnv(env []string, args ...string) time.Duration {
 type sample struct{ plan, apply, noWait, writes time.Duration }
 
 // iteration times `terraform plan` and `terraform apply` of config(namespace) in a fresh
-// namespace, then destroys it and lets the control plane settle, untimed.
+// namespace, once the machine is idle; then, untimed, destroys it and deletes the namespace.
 func (tb *tfBench) iteration(config func(ns string) string) sample {
 	b := tb.b
 	logFile := filepath.Join(tb.dir, "apply.log")
 	b.StopTimer()
 	ns := tb.k.namespaceB(b)
 	must(b, os.WriteFile(filepath.Join(tb.dir, "main.tf"), []byte(config(ns)), 0o644))
+	settle(b)
 	b.StartTimer()
 	plan := tb.run(append([]string{"plan", "-input=false", "-out=plan.out"}, tb.vars...)...)
 	apply := tb.runEnv([]string{"TF_LOG_PROVIDER=INFO", "TF_LOG_PATH=" + logFile}, "apply", "-input=false", "plan.out")
@@ -195,7 +200,7 @@ func (tb *tfBench) iteration(config func(ns string) string) sample {
 	s := sample{plan: plan, apply: apply, noWait: apply - waited(b, logFile), writes: wrote(b, logFile)}
 	must(b, os.Remove(logFile))
 	tb.run(append([]string{"destroy", "-auto-approve", "-input=false"}, tb.vars...)...)
-	time.Sleep(settle)
+	tb.k.deleteNamespaceB(b, ns)
 	b.StartTimer()
 	return s
 }
@@ -251,11 +256,83 @@ func median(ds []time.Duration) time.Duration {
 	return (s[n/2-1] + s[n/2]) / 2
 }
 
-// settle is how long an iteration leaves the control plane after its destroy: the controllers
-// and kwok are busy for 3–4 s with the 128 pods and claims a 64-shard cube leaves (the CPU
-// was 2–3% busy after 5 s), and the next iteration's plan and apply would share the two cores
-// with them.
-const settle = 5 * time.Second
+// settle waits until the machine is idle: the CPUs busy under settleBusy of the time over
+// settleWindow, twice in a row (at most settleMax). What an iteration leaves behind, the
+// controllers and kwok deleting a 64-shard cube's 128 pods, the namespace controller emptying
+// its namespace, the previous benchmark's clean-up, takes them 3 to 10 s, and an iteration
+// that starts in the middle of it shares the two cores with them: a fixed pause between
+// iterations gave 64 shards a spread of 0.54-0.87 s in one run. (Idle, the local control
+// plane keeps the CPUs 1-6% busy.)
+func settle(b *testing.B) {
+	b.Helper()
+	deadline := time.Now().Add(settleMax)
+	quiet := 0
+	for quiet < 2 {
+		busy, err := cpuBusy(settleWindow)
+		must(b, err)
+		if busy < settleBusy {
+			quiet++
+		} else {
+			quiet = 0
+		}
+		if time.Now().After(deadline) {
+			b.Logf("the machine was still %.0f%% busy after %s; measuring anyway", busy*100, settleMax)
+			return
+		}
+	}
+}
+
+const (
+	settleBusy   = 0.10
+	settleWindow = 500 * time.Millisecond
+	settleMax    = time.Minute
+)
+
+// cpuBusy is the share of the time the machine's CPUs were busy (not idle, not waiting for
+// I/O) over the next d, from /proc/stat.
+func cpuBusy(d time.Duration) (float64, error) {
+	before, err := cpuTimes()
+	if err != nil {
+		return 0, err
+	}
+	time.Sleep(d)
+	after, err := cpuTimes()
+	if err != nil {
+		return 0, err
+	}
+	var total, idle uint64
+	for i := range after {
+		total += after[i] - before[i]
+		if i == 3 || i == 4 { // idle, iowait
+			idle += after[i] - before[i]
+		}
+	}
+	if total == 0 {
+		return 0, nil
+	}
+	return float64(total-idle) / float64(total), nil
+}
+
+// cpuTimes are the jiffies of /proc/stat's "cpu" line: user, nice, system, idle, iowait,
+// irq, softirq, steal (guest time is counted in user already).
+func cpuTimes() ([]uint64, error) {
+	data, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return nil, err
+	}
+	line, _, _ := strings.Cut(string(data), "\n")
+	fields := strings.Fields(line)
+	if len(fields) < 9 || fields[0] != "cpu" {
+		return nil, fmt.Errorf("/proc/stat: unexpected first line %q", line)
+	}
+	out := make([]uint64, 8)
+	for i := range out {
+		if out[i], err = strconv.ParseUint(fields[i+1], 10, 64); err != nil {
+			return nil, fmt.Errorf("/proc/stat: %w", err)
+		}
+	}
+	return out, nil
+}
 
 // waited adds up the waits that kube.WaitFor logged in a provider log.
 func waited(b *testing.B, logFile string) time.Duration {
@@ -321,4 +398,22 @@ func must(b *testing.B, err error) {
 	if err != nil {
 		b.Fatal(err)
 	}
+}
+
+// deleteNamespaceB deletes an iteration's namespace and waits until it is gone, so that
+// the namespace controller's work is over before settle measures the machine idle.
+func (k *kubeClients) deleteNamespaceB(b *testing.B, ns string) {
+	b.Helper()
+	ctx := context.Background()
+	if err := k.cs.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		b.Fatalf("delete namespace %s: %v", ns, err)
+	}
+	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		_, err := k.cs.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return true, nil
+		}
+		return false, err
+	})
+	must(b, err)
 }
