@@ -147,8 +147,7 @@ func (w workload[S, M, P]) validate(ctx context.Context, config tfsdk.Config, im
 
 // planned reads ModifyPlan's plan, or nil when there is nothing to render: a destroy, or a
 // nested object or the provider's image_registry known only after apply (then manifests are
-// unknown). A resource that has no
-// connection anywhere is refused here, at plan time.
+// unknown). A resource that has no connection anywhere is refused here, at plan time.
 func (w workload[S, M, P]) planned(ctx context.Context, data *providerData, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) P {
 	if req.Plan.Raw.IsNull() {
 		return nil
