@@ -336,7 +336,7 @@ func (c *Client) applyOne(ctx context.Context, u *unstructured.Unstructured, lis
 		return "", err
 	}
 	patch := func() (*metav1.PartialObjectMetadata, error) {
-		return ri.Patch(ctx, u.GetName(), types.ApplyPatchType, body, metav1.PatchOptions{FieldManager: FieldManager, Force: ptr.To(true)})
+		return ri.Patch(ctx, u.GetName(), types.ApplyPatchType, body, applyOptions)
 	}
 	after, err := patch()
 	if err == nil && after.DeletionTimestamp != nil {
@@ -365,6 +365,16 @@ func (c *Client) applyOne(ctx context.Context, u *unstructured.Unstructured, lis
 	}
 	return op, nil
 }
+
+// applyOptions are every write's: our field manager, taking over the fields we set.
+//
+// FieldValidation is "Ignore" because the API server's default ("Warn") parses every apply
+// body a second time, strictly, and that second parse can only find duplicate keys: an
+// apply's unknown fields are refused whatever the directive (the server's typed conversion
+// of the patch fails on them, "field not declared in schema"), and a body that MarshalJSON
+// made from a map cannot repeat a key. The parse costs the API server about 0.3 ms of CPU a
+// StatefulSet on a 2-core machine: 25 ms for a 64-shard cube's Services and StatefulSets.
+var applyOptions = metav1.PatchOptions{FieldManager: FieldManager, Force: ptr.To(true), FieldValidation: metav1.FieldValidationIgnore}
 
 // Get returns the live object, or nil when it does not exist.
 func (c *Client) Get(ctx context.Context, u *unstructured.Unstructured) (*unstructured.Unstructured, error) {

@@ -101,6 +101,33 @@ func TestClient_ErrorsNameTheObjectAndReason(t *testing.T) {
 	assert.Contains(t, err.Error(), "the API server rejected the object")
 }
 
+// Apply asks the API server not to parse a body a second time for duplicate keys
+// (applyOptions); a field the server does not know is refused all the same, of a built-in
+// kind and of a custom resource, and nothing is created.
+func TestClient_ApplyRefusesUnknownFields(t *testing.T) {
+	c, _, ns, _ := liveClient(t)
+	ctx := context.Background()
+	cm := configMap(ns, "unknown-field", "o", "1")
+	cm.Object.Object["bogus"] = "x"
+	job := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job",
+		"metadata": map[string]any{"name": "unknown-field", "namespace": ns},
+		"spec": map[string]any{"minAvailable": int64(1), "bogusSpec": int64(1), "tasks": []any{map[string]any{
+			"name": "t", "replicas": int64(1),
+			"template": map[string]any{"spec": map[string]any{"containers": []any{map[string]any{"name": "c", "image": "x"}}}},
+		}}},
+	}}
+	for _, o := range []stack.Object{cm, {Key: stack.Key(job), Object: job}} {
+		_, err := c.Apply(ctx, stack.Set{o})
+		require.Error(t, err, o.Key)
+		assert.Contains(t, err.Error(), "not declared in schema", o.Key)
+		assert.Contains(t, err.Error(), Describe(o.Object))
+		live, err := c.Get(ctx, o.Object)
+		require.NoError(t, err)
+		assert.Nil(t, live, "%s must not exist", o.Key)
+	}
+}
+
 func TestClient_WaitForDeploymentWithProgress(t *testing.T) {
 	c, _, ns, lines := liveClient(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
