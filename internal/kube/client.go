@@ -366,7 +366,7 @@ func (c *Client) applyOne(ctx context.Context, u *unstructured.Unstructured, lis
 	return op, nil
 }
 
-// applyOptions are every write's: our field manager, taking over the fields we set.
+// applyOptions are every server-side apply's: our field manager, taking over the fields we set.
 //
 // FieldValidation is "Ignore" because the API server's default ("Warn") parses every apply
 // body a second time, strictly, and that second parse can only find duplicate keys: an

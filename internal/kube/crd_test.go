@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/elasticctr/terraform-provider-ctr/internal/stack"
 )
@@ -100,12 +101,20 @@ func TestClient_DeleteSetRetriesAStuckCRDCleanup(t *testing.T) {
 	}, time.Minute, pollEvery, "the wait never asked the API server to retry, or the clean-up never failed again")
 	assert.Contains(t, why, "could not list instances")
 
-	// The cause goes (no conversion needed any more); the CRD follows.
-	live, err = crds.Get(ctx, name, metav1.GetOptions{})
-	require.NoError(t, err)
-	require.NoError(t, unstructured.SetNestedMap(live.Object, map[string]any{"strategy": "None"}, "spec", "conversion"))
-	_, err = crds.Update(ctx, live, metav1.UpdateOptions{})
-	require.NoError(t, err)
+	// The cause goes (no conversion needed any more); the CRD follows. The client and the API
+	// server write the CRD meanwhile (the retry annotation, the failed condition): a conflict
+	// is read again and retried.
+	require.NoError(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		live, err := crds.Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if err := unstructured.SetNestedMap(live.Object, map[string]any{"strategy": "None"}, "spec", "conversion"); err != nil {
+			return err
+		}
+		_, err = crds.Update(ctx, live, metav1.UpdateOptions{})
+		return err
+	}))
 	require.NoError(t, <-done)
 	retried := false
 	for _, l := range *lines {
