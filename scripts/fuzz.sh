@@ -6,18 +6,18 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 t="${1:-10s}"
-targets=(
-  "./cube/seqfile FuzzReader"
-  "./cube/seqfile FuzzReaderCompressed"
-  "./cube/dict FuzzOpen"
-  "./cube/proto FuzzReadFrame"
-  "./cube/proto FuzzDecodeDict"
-  "./cube/donefile FuzzParse"
-  "./cube/server FuzzDecodeSeekJSON"
-  "./internal/cceemu FuzzParseAuthString"
-  "./internal/cceemu FuzzRouteBodies"
-  "./internal/stack FuzzTrainingJobFromSettings"
-)
+# The targets are discovered, not listed: every package with a Fuzz function in its tests, and
+# each target `go test -list` finds there.
+targets=()
+for dir in $(grep -rl --include='*_test.go' '^func Fuzz' . | xargs -n1 dirname | sort -u); do
+  for fn in $(go test -list '^Fuzz' "$dir" | grep '^Fuzz'); do
+    targets+=("$dir $fn")
+  done
+done
+if [ "${#targets[@]}" -eq 0 ]; then
+  echo "fuzz: no fuzz targets found"; exit 1
+fi
+echo "fuzz: ${#targets[@]} targets"
 crashers() { ls "$1/testdata/fuzz/$2" 2>/dev/null | sort || true; }
 for tg in "${targets[@]}"; do
   set -- $tg
