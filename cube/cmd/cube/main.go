@@ -45,6 +45,7 @@ func commands() []command {
 		{"server", "serve one shard over baidu_std and HTTP on one port", runServer},
 		{"transfer", "watch a donefile, build, and roll versions out to every replica in two phases", runTransfer},
 		{"fileserver", "serve a model-output directory over HTTP (listings, HEAD, Range)", runFileserver},
+		{"export", "the model-output step: turn what Paddle saved (LoDTensor, combined params, SelectedRows, parameter-server table shards) into the cube's input and a donefile line, all or nothing", runExport},
 		{"model", "write a synthetic model as a trainer would (SequenceFiles + a donefile line): a smoke test without Paddle", runModel},
 		{"seek", "look keys up through cube.conf or one server", runSeek},
 		{"bench", "benchmark a cube server against Redis MGET and memcached multi-get, pinned; \"bench scale\" how costs grow, \"bench rollout\" rollouts under load, \"bench hostile\" latency under hostile connections", runBench},

@@ -1,0 +1,251 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/elasticctr/terraform-provider-ctr/cube/modelout"
+	"github.com/elasticctr/terraform-provider-ctr/cube/paddle"
+)
+
+// exportFormats are what "cube export --format" reads, with what each is.
+var exportFormats = []struct{ name, what string }{
+	{"lodtensor", "one variable's LoDTensor file (Fluid save_persistables): key = row index, as EDL's and ElasticCTR's dumpers key SparseFeatFactors"},
+	{"combined", "a combined params file (__params__, *.pdiparams) and its program (--program): the tensor --var names; key = row index"},
+	{"selectedrows", "a SelectedRows file (a distributed lookup table's rows): key = row id"},
+	{"ps-table", "a folder of Paddle 2.x parameter-server sparse-table text shards (CommonSparseTable *.blockN.txt + .meta, or MemorySparseTable part-*): key = feasign"},
+}
+
+// runExport is the model-output step: it turns what Paddle saved into the
+// cube's input (SequenceFiles under data/<id>/ and a donefile line), with no
+// Paddle installed, publishing all or nothing.
+func runExport(args []string, stdout, stderr io.Writer) error {
+	var names []string
+	for _, f := range exportFormats {
+		names = append(names, f.name)
+	}
+	fs := flags("export", "--format F --in PATH --out DIR [--var NAME] [--program FILE] [--id ID] [--patch-of BASE_ID]", stdout, stderr)
+	format := fs.String("format", "", "what --in holds: "+strings.Join(names, ", ")+` (see "cube help export")`)
+	in := fs.String("in", "", "the `path` Paddle saved: a variable's file, a folder holding it (with --var), a combined params file, a SelectedRows file, or a sparse table's shard folder")
+	out := fs.String("out", "", "model-output `directory` (what the training file server serves): writes data/<id>/part-NNNNN and appends donefile/base.txt (patch.txt)")
+	varName := fs.String("var", "", "the embedding variable's `name` (e.g. SparseFeatFactors): the file in the --in folder, or the tensor of a combined file")
+	program := fs.String("program", "", "the program `file` (__model__, *.pdmodel) a combined params file was saved with: its sorted persistable variables name the tensors")
+	id := fs.String("id", "", "donefile `id` of the version, above every id already there (default: unix seconds now)")
+	patchOf := fs.String("patch-of", "", "publish a patch of base `BASE_ID` (patch.txt) instead of a base")
+	partBytes := fs.Int64("part-bytes", modelout.DefaultPartBytes, "start a new SequenceFile part after this many `bytes`")
+	embedxDim := fs.Int("embedx-dim", -1, "ps-table MemorySparseTable: the accessor's embedx_dim (required for part-* shards)")
+	embedSGD := fs.Int("embed-sgd-dim", 1, "ps-table MemorySparseTable: floats of embed_g2sum (1 for the naive and adagrad rules)")
+	embedxSGD := fs.Int("embedx-sgd-dim", 1, "ps-table MemorySparseTable: floats of embedx_g2sum (1 for the naive and adagrad rules)")
+	pull := fs.Bool("pull", false, "ps-table MemorySparseTable: export what a trainer's pull returns (show, click, embed_w, embedx_w…) instead of embed_w, embedx_w…")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if *in == "" || *out == "" || *format == "" {
+		return errors.New("--format, --in and --out are required")
+	}
+	start := time.Now()
+	w, err := modelout.Begin(*out, modelout.Version{ID: *id, PatchOf: *patchOf, PartBytes: *partBytes})
+	if err != nil {
+		return err
+	}
+	var inBytes int64
+	switch *format {
+	case "lodtensor", "combined", "selectedrows":
+		inBytes, err = exportTensor(w, *format, *in, *varName, *program)
+	case "ps-table":
+		inBytes, err = exportTable(w, *in, paddle.CtrLayout{EmbedxDim: *embedxDim, EmbedSGDDim: *embedSGD, EmbedxSGDDim: *embedxSGD, Pull: *pull})
+	default:
+		err = fmt.Errorf("--format %q: want one of %s", *format, strings.Join(names, ", "))
+	}
+	if err != nil {
+		w.Abort()
+		return fmt.Errorf("%w (nothing was published)", err)
+	}
+	e, err := w.Commit()
+	if err != nil {
+		return err
+	}
+	d := time.Since(start)
+	kind := "base.txt"
+	if *patchOf != "" {
+		kind = "patch.txt"
+	}
+	fmt.Fprintf(stdout, "version %s published to %s: %d rows of %d bytes in %d part(s); read %.1f MB in %s (%.0f MB/s, %.0f rows/s)\n",
+		e.ID, filepath.Join(*out, "data", e.ID), w.Stats.Records, w.Stats.Bytes/max(w.Stats.Records, 1)-16, w.Stats.Parts,
+		float64(inBytes)/1e6, d.Round(time.Millisecond), float64(inBytes)/1e6/d.Seconds(), float64(w.Stats.Records)/d.Seconds())
+	fmt.Fprintf(stdout, "donefile/%s: {\"id\":%q,\"key\":%q,\"input\":%q}\n", kind, e.ID, e.Key, e.Input)
+	return nil
+}
+
+func openPaddle(path string) (*paddle.File, *os.File, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	if !st.Mode().IsRegular() {
+		f.Close()
+		return nil, nil, fmt.Errorf("%s: not a regular file", path)
+	}
+	return paddle.NewFile(path, f, st.Size()), f, nil
+}
+
+// exportTensor writes the rows of a tensor file; it returns the bytes read.
+func exportTensor(w *modelout.Writer, format, in, varName, program string) (int64, error) {
+	if st, err := os.Stat(in); err == nil && st.IsDir() {
+		if varName == "" {
+			return 0, fmt.Errorf("--in %s is a folder: name the variable with --var (e.g. SparseFeatFactors)", in)
+		}
+		in = filepath.Join(in, varName)
+	}
+	pf, f, err := openPaddle(in)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	var rows *paddle.RowReader
+	var t paddle.Tensor
+	switch format {
+	case "lodtensor":
+		if t, err = pf.LoDTensor(); err != nil {
+			return 0, err
+		}
+		rows = pf.Rows(t)
+	case "combined":
+		if program == "" || varName == "" {
+			return 0, errors.New("--format combined needs --program (the __model__ or .pdmodel file) and --var (the embedding's name): a combined file stores no names")
+		}
+		b, err := readBounded(program, paddle.MaxProgramBytes)
+		if err != nil {
+			return 0, err
+		}
+		vars, err := paddle.ProgramVars(b)
+		if err != nil {
+			return 0, fmt.Errorf("%s: %w", program, err)
+		}
+		ts, err := pf.LoDTensors()
+		if err != nil {
+			return 0, err
+		}
+		byName, err := paddle.Named(pf, ts, paddle.PersistableNames(vars))
+		if err != nil {
+			return 0, err
+		}
+		var ok bool
+		if t, ok = byName[varName]; !ok {
+			return 0, fmt.Errorf("--var %s: not a persistable variable of %s", varName, program)
+		}
+		rows = pf.Rows(t)
+	case "selectedrows":
+		s, err := pf.SelectedRows()
+		if err != nil {
+			return 0, err
+		}
+		t = s.Value
+		rows = pf.SelectedRowsRows(s)
+	}
+	if t.DType != paddle.FP32 {
+		return 0, fmt.Errorf("%s: %s: Paddle Serving reads cube values as float32; export a FP32 table", in, t)
+	}
+	if len(t.Dims) < 2 || t.RowBytes() == 0 {
+		return 0, fmt.Errorf("%s: %s: want a table of rows ([rows, width], width ≥ 1)", in, t)
+	}
+	for {
+		k, v, err := rows.Next()
+		if errors.Is(err, io.EOF) {
+			return pf.Size(), nil
+		}
+		if err != nil {
+			return 0, err
+		}
+		if err := w.Append(k, v); err != nil {
+			return 0, err
+		}
+	}
+}
+
+// exportTable writes every shard of a parameter-server sparse table.
+func exportTable(w *modelout.Writer, dir string, layout paddle.CtrLayout) (int64, error) {
+	kind, shards, err := paddle.TableShards(dir)
+	if err != nil {
+		return 0, err
+	}
+	if kind == "memory" {
+		if layout.EmbedxDim < 0 {
+			return 0, fmt.Errorf("%s holds MemorySparseTable shards: give the accessor's --embedx-dim (and --embed-sgd-dim/--embedx-sgd-dim when not 1)", dir)
+		}
+		if err := layout.Check(); err != nil {
+			return 0, err
+		}
+	}
+	var total int64
+	for _, s := range shards {
+		if st, err := os.Stat(s); err == nil {
+			total += st.Size()
+		}
+		if err := exportShard(w, kind, s, layout); err != nil {
+			return 0, err
+		}
+	}
+	return total, nil
+}
+
+func exportShard(w *modelout.Writer, kind, shard string, layout paddle.CtrLayout) error {
+	r, err := paddle.OpenShard(shard)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	var rows paddle.TableRows
+	if kind == "common" {
+		b, err := readBounded(paddle.CommonMetaPath(shard), 1<<20)
+		if err != nil {
+			return fmt.Errorf("%s: its meta: %w", shard, err)
+		}
+		meta, err := paddle.ParseCommonMeta(b)
+		if err != nil {
+			return fmt.Errorf("%s: %w", paddle.CommonMetaPath(shard), err)
+		}
+		rows = paddle.NewCommonRows(shard, r, meta)
+	} else {
+		rows = paddle.NewMemoryRows(shard, r, layout)
+	}
+	for {
+		k, v, err := rows.Next()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if err := w.Append(k, v); err != nil {
+			return err
+		}
+	}
+}
+
+// readBounded reads a small file whole, refusing one over max bytes.
+func readBounded(path string, max int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, max+1))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if int64(len(b)) > max {
+		return nil, fmt.Errorf("%s: over %d bytes", path, max)
+	}
+	return b, nil
+}

@@ -1,0 +1,224 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"math"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/elasticctr/terraform-provider-ctr/cube/client"
+	"github.com/elasticctr/terraform-provider-ctr/cube/paddle"
+)
+
+// sharedPaddleData is a real Paddle file under ../shared, or a skip.
+func sharedPaddleData(t *testing.T, rel string) string {
+	t.Helper()
+	p, err := filepath.Abs(filepath.Join("..", "..", "..", "..", "shared", "reference", "paddle-data", rel))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(p); err != nil {
+		t.Skipf("%s is absent (the real Paddle fixtures live in ../shared beside the checkout)", p)
+	}
+	return p
+}
+
+// seekAll looks every key up through a fresh two-shard cube built from the
+// version in root/data/<id>, and returns the values by key.
+func seekAll(t *testing.T, root, id string, keys []uint64) map[uint64][]byte {
+	t.Helper()
+	dict := filepath.Join(t.TempDir(), "dict")
+	cube(t, "build", "--input", filepath.Join(root, "data", id), "--output", dict, "--shards", "2", "--dict", "d")
+	conf := client.DictConf{DictName: "d", Shard: 2, Dup: 1, Timeout: 2000, Type: "ipport_list"}
+	for s := range 2 {
+		conf.Nodes = append(conf.Nodes, client.Node{IPPortList: "list://" + startServer(t, dict, s)})
+	}
+	c, err := client.New(conf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	got := map[uint64][]byte{}
+	for i := 0; i < len(keys); i += 500 {
+		batch := keys[i:min(i+500, len(keys))]
+		res, _, err := c.Seek(context.Background(), batch)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for j, r := range res {
+			if !r.Found() {
+				t.Fatalf("key %d: not found", batch[j])
+			}
+			got[batch[j]] = r.Value
+		}
+	}
+	return got
+}
+
+// The model-output step with no Paddle: a stand-in trainer saves its
+// embedding as Paddle saves a persistable (SparseFeatFactors, FP32 [rows,10]),
+// `cube export` publishes it, the cube serves every row bit for bit under its
+// row index; a retraining publishes a second version beside the first.
+func TestExportLoDTensorServesEveryRowBitForBit(t *testing.T) {
+	const rows, width = 3000, 10
+	root := filepath.Join(t.TempDir(), "model-out")
+	models := t.TempDir()
+	want := make([][]byte, rows)
+	data := make([]byte, 0, rows*width*4)
+	rng := rand.New(rand.NewPCG(1, 2))
+	for i := range rows {
+		for range width {
+			data = binary.LittleEndian.AppendUint32(data, math.Float32bits(float32(rng.NormFloat64())))
+		}
+		want[i] = data[i*width*4 : (i+1)*width*4]
+	}
+	// NaN and infinities pass through as the bits they are.
+	binary.LittleEndian.PutUint32(want[0][0:], 0x7fc00001)
+	binary.LittleEndian.PutUint32(want[0][4:], math.Float32bits(float32(math.Inf(-1))))
+	file := append(paddle.AppendLoDTensorHeader(nil, paddle.FP32, []int64{rows, width}, nil), data...)
+	if err := os.WriteFile(filepath.Join(models, "SparseFeatFactors"), file, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := cube(t, "export", "--format", "lodtensor", "--in", models, "--var", "SparseFeatFactors", "--out", root, "--id", "1000", "--part-bytes", "50000")
+	if !strings.Contains(out, "3000 rows of 40 bytes in 4 part(s)") || !strings.Contains(out, `donefile/base.txt: {"id":"1000","key":"1000","input":"../data/1000"}`) {
+		t.Fatalf("export said %q", out)
+	}
+	keys := make([]uint64, rows)
+	for i := range keys {
+		keys[i] = uint64(i)
+	}
+	got := seekAll(t, root, "1000", keys)
+	for i, w := range want {
+		if !bytes.Equal(got[uint64(i)], w) {
+			t.Fatalf("row %d: served %x, saved %x", i, got[uint64(i)], w)
+		}
+	}
+	// Retraining: a second version; the first stays where serving may read it.
+	cube(t, "export", "--format", "lodtensor", "--in", filepath.Join(models, "SparseFeatFactors"), "--out", root, "--id", "2000")
+	b, err := os.ReadFile(filepath.Join(root, "donefile", "base.txt"))
+	if err != nil || string(b) != "{\"id\":\"1000\",\"key\":\"1000\",\"input\":\"../data/1000\"}\n{\"id\":\"2000\",\"key\":\"2000\",\"input\":\"../data/2000\"}\n" {
+		t.Fatalf("donefile %q %v", b, err)
+	}
+	if _, err := os.Stat(filepath.Join(root, "data", "1000", "part-00000")); err != nil {
+		t.Fatalf("the first version is gone: %v", err)
+	}
+}
+
+// PaddleRec's real saved embedding (a SelectedRows of 3949 feasigns × 9)
+// is served under its feasign ids, bit for bit.
+func TestExportRealSelectedRows(t *testing.T) {
+	path := sharedPaddleData(t, "paddlerec-cube/embedding.selectedrows")
+	root := filepath.Join(t.TempDir(), "model-out")
+	out := cube(t, "export", "--format", "selectedrows", "--in", path, "--out", root, "--id", "7")
+	if !strings.Contains(out, "3949 rows of 36 bytes") {
+		t.Fatalf("export said %q", out)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := paddle.NewFile(path, bytes.NewReader(b), int64(len(b)))
+	s, err := f.SelectedRows()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[uint64][]byte{}
+	var keys []uint64
+	rows := f.SelectedRowsRows(s)
+	for {
+		k, v, err := rows.Next()
+		if err != nil {
+			break
+		}
+		want[k] = bytes.Clone(v)
+		keys = append(keys, k)
+	}
+	got := seekAll(t, root, "7", keys)
+	for k, w := range want {
+		if !bytes.Equal(got[k], w) {
+			t.Fatalf("feasign %d: served %x, saved %x", k, got[k], w)
+		}
+	}
+}
+
+// A bad input publishes nothing: no data/<id>, no donefile line, no
+// temporary folder left; and an id that is not newer is refused.
+func TestExportPublishesNothingOnBadInput(t *testing.T) {
+	root := filepath.Join(t.TempDir(), "model-out")
+	dir := t.TempDir()
+	good := append(paddle.AppendLoDTensorHeader(nil, paddle.FP32, []int64{4, 2}, nil), make([]byte, 32)...)
+	for name, b := range map[string][]byte{
+		"truncated": good[:len(good)-3],
+		"fp64":      append(paddle.AppendLoDTensorHeader(nil, paddle.FP64, []int64{4, 2}, nil), make([]byte, 64)...),
+		"vector":    append(paddle.AppendLoDTensorHeader(nil, paddle.FP32, []int64{8}, nil), make([]byte, 32)...),
+	} {
+		p := filepath.Join(dir, name)
+		os.WriteFile(p, b, 0o644)
+		cmd := exec.Command(cubeBin, "export", "--format", "lodtensor", "--in", p, "--out", root, "--id", "5")
+		msg, err := cmd.CombinedOutput()
+		if err == nil || !strings.Contains(string(msg), "nothing was published") {
+			t.Fatalf("%s: err %v, output %s", name, err, msg)
+		}
+		ents, _ := os.ReadDir(filepath.Join(root, "data"))
+		if len(ents) != 0 {
+			t.Fatalf("%s: data/ holds %v", name, ents)
+		}
+		if _, err := os.Stat(filepath.Join(root, "donefile", "base.txt")); err == nil {
+			t.Fatalf("%s: a donefile was written", name)
+		}
+	}
+	p := filepath.Join(dir, "good")
+	os.WriteFile(p, good, 0o644)
+	cube(t, "export", "--format", "lodtensor", "--in", p, "--out", root, "--id", "5")
+	for _, id := range []string{"5", "4"} {
+		msg, err := exec.Command(cubeBin, "export", "--format", "lodtensor", "--in", p, "--out", root, "--id", id).CombinedOutput()
+		if err == nil {
+			t.Fatalf("id %s published again: %s", id, msg)
+		}
+	}
+	if msg, _ := exec.Command(cubeBin, "export", "--format", "lodtensor", "--in", p, "--out", root, "--id", "4").CombinedOutput(); !strings.Contains(string(msg), "a new version needs a larger id") {
+		t.Fatalf("an older id: %s", msg)
+	}
+	ents, _ := os.ReadDir(filepath.Join(root, "data"))
+	if len(ents) != 1 || ents[0].Name() != "5" {
+		t.Fatalf("data/ holds %v", ents)
+	}
+}
+
+// Parameter-server text shards of both layouts become cube versions.
+func TestExportParameterServerTables(t *testing.T) {
+	common := t.TempDir()
+	os.WriteFile(filepath.Join(common, "emb.block0.txt"), []byte("4\t1\t0\t1\t1,2,0,0,\n6\t1\t0\t1\t3,4,0,0,\n"), 0o644)
+	os.WriteFile(filepath.Join(common, "emb.block0.meta"), []byte("param=emb\nshard_id=0\nrow_names=Param,Moment\nrow_dims=2,2\ncount=2\n"), 0o644)
+	os.WriteFile(filepath.Join(common, "emb.block1.txt"), []byte("5\t1\t0\t1\t5,6,0,0,\n"), 0o644)
+	os.WriteFile(filepath.Join(common, "emb.block1.meta"), []byte("row_names=Param,Moment\nrow_dims=2,2\n"), 0o644)
+	root := filepath.Join(t.TempDir(), "out")
+	cube(t, "export", "--format", "ps-table", "--in", common, "--out", root, "--id", "1")
+	got := seekAll(t, root, "1", []uint64{4, 5, 6})
+	for k, w := range map[uint64][]float32{4: {1, 2}, 5: {5, 6}, 6: {3, 4}} {
+		if g := paddle.Float32s(got[k]); len(g) != 2 || g[0] != w[0] || g[1] != w[1] {
+			t.Errorf("key %d: %v, want %v", k, g, w)
+		}
+	}
+
+	memory := t.TempDir()
+	os.WriteFile(filepath.Join(memory, "part-000-00000"), []byte("9 0 0 0 1 0 0.5 0.1\n10 0 0 0 1 0 0.25 0.1 7 8 0.3\n"), 0o644)
+	msg, err := exec.Command(cubeBin, "export", "--format", "ps-table", "--in", memory, "--out", root, "--id", "2").CombinedOutput()
+	if err == nil || !strings.Contains(string(msg), "--embedx-dim") {
+		t.Fatalf("memory table without its layout: %v %s", err, msg)
+	}
+	cube(t, "export", "--format", "ps-table", "--in", memory, "--out", root, "--id", "2", "--embedx-dim", "2")
+	got = seekAll(t, root, "2", []uint64{9, 10})
+	if g := paddle.Float32s(got[9]); g[0] != 0.5 || g[1] != 0 || g[2] != 0 {
+		t.Errorf("key 9: %v", g)
+	}
+	if g := paddle.Float32s(got[10]); g[0] != 0.25 || g[1] != 7 || g[2] != 8 {
+		t.Errorf("key 10: %v", g)
+	}
+}

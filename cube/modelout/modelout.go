@@ -1,0 +1,253 @@
+// Package modelout publishes a model version into a model-output directory
+// the way the cube's transfer reads it: SequenceFiles in Paddle's layout
+// under data/<id>/, and one donefile line (donefile/base.txt, or patch.txt)
+// that names them.
+//
+// Publishing is all or nothing. The files are written into a hidden
+// temporary folder under data/ (the transfer and the file server's listings
+// skip names starting with "."), synced, and renamed to data/<id> in one
+// step; only then is the donefile replaced, by a temporary file and a rename,
+// with its old lines and the new one. A process that dies at any point
+// leaves either no version or a whole one, never a donefile line that names
+// missing or partial data. Writers of one directory are serialised by a lock.
+package modelout
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/elasticctr/terraform-provider-ctr/cube/atomicfile"
+	"github.com/elasticctr/terraform-provider-ctr/cube/donefile"
+	"github.com/elasticctr/terraform-provider-ctr/cube/seqfile"
+)
+
+// DefaultPartBytes is where a SequenceFile part ends and the next begins.
+const DefaultPartBytes = 1 << 30
+
+// Version names what to publish.
+type Version struct {
+	// ID is the donefile id, a decimal number (by convention unix seconds;
+	// empty means now). A base's ID must be above every id in base.txt.
+	ID string
+	// PatchOf, if set, makes this a patch of that base (patch.txt).
+	PatchOf string
+	// PartBytes starts a new part-NNNNN file after this many bytes of
+	// records (0: DefaultPartBytes).
+	PartBytes int64
+}
+
+// Writer writes one version's records. Call Commit to publish it, or Abort.
+type Writer struct {
+	root, tmp string
+	v         Version
+	f         *os.File
+	w         *seqfile.Writer
+	parts     int
+	inPart    int64
+	width     int
+	Stats     Stats
+}
+
+// Stats count what a Writer wrote.
+type Stats struct {
+	Records, Bytes int64
+	Parts          int
+}
+
+// Begin starts a version in root (the model-output directory: the folder
+// the training file server serves).
+func Begin(root string, v Version) (*Writer, error) {
+	if v.ID == "" {
+		v.ID = strconv.FormatInt(time.Now().Unix(), 10)
+	}
+	if _, err := strconv.ParseUint(v.ID, 10, 63); err != nil {
+		return nil, fmt.Errorf("version id %q: want a decimal number (unix seconds by convention)", v.ID)
+	}
+	if v.PatchOf != "" {
+		if _, err := strconv.ParseUint(v.PatchOf, 10, 63); err != nil {
+			return nil, fmt.Errorf("patch of %q: want the decimal id of a base", v.PatchOf)
+		}
+	}
+	if v.PartBytes <= 0 {
+		v.PartBytes = DefaultPartBytes
+	}
+	data := filepath.Join(root, "data")
+	if err := os.MkdirAll(data, 0o755); err != nil {
+		return nil, err
+	}
+	if _, err := os.Lstat(filepath.Join(data, v.ID)); err == nil {
+		return nil, fmt.Errorf("version %s: %s already exists; a published version is never rewritten (choose another id)", v.ID, filepath.Join(data, v.ID))
+	}
+	tmp, err := os.MkdirTemp(data, ".tmp-"+v.ID+"-")
+	if err != nil {
+		return nil, err
+	}
+	if err := os.Chmod(tmp, 0o755); err != nil {
+		os.RemoveAll(tmp)
+		return nil, err
+	}
+	return &Writer{root: root, tmp: tmp, v: v}, nil
+}
+
+// Append writes one record. Every value of a version has the same size.
+func (w *Writer) Append(key uint64, value []byte) error {
+	if w.Stats.Records == 0 {
+		w.width = len(value)
+	} else if len(value) != w.width {
+		return fmt.Errorf("record %d (key %d): %d bytes, but the version's values have %d", w.Stats.Records, key, len(value), w.width)
+	}
+	if w.f == nil || w.inPart >= w.v.PartBytes {
+		if err := w.closePart(); err != nil {
+			return err
+		}
+		f, err := os.OpenFile(filepath.Join(w.tmp, fmt.Sprintf("part-%05d", w.parts)), os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+		if err != nil {
+			return err
+		}
+		var sync [16]byte
+		copy(sync[:], fmt.Sprintf("ctr%013d", w.parts))
+		sw, err := seqfile.NewWriter(f, sync)
+		if err != nil {
+			f.Close()
+			return err
+		}
+		w.f, w.w, w.inPart = f, sw, 0
+		w.parts++
+	}
+	if err := w.w.Append(key, value); err != nil {
+		return fmt.Errorf("write %s: %w", w.f.Name(), err)
+	}
+	n := int64(16 + len(value))
+	w.inPart += n
+	w.Stats.Records++
+	w.Stats.Bytes += n
+	return nil
+}
+
+func (w *Writer) closePart() error {
+	if w.f == nil {
+		return nil
+	}
+	err := w.w.Close()
+	if err == nil {
+		err = w.f.Sync()
+	}
+	if cerr := w.f.Close(); err == nil {
+		err = cerr
+	}
+	w.f = nil
+	if err != nil {
+		return fmt.Errorf("write part: %w", err)
+	}
+	return nil
+}
+
+// Abort removes what was written.
+func (w *Writer) Abort() {
+	if w.f != nil {
+		w.f.Close()
+		w.f = nil
+	}
+	os.RemoveAll(w.tmp)
+}
+
+// Commit publishes the version: data/<id> appears whole, then the donefile
+// gains its line. It returns the line.
+func (w *Writer) Commit() (donefile.Entry, error) {
+	fail := func(err error) (donefile.Entry, error) {
+		w.Abort()
+		return donefile.Entry{}, err
+	}
+	if w.Stats.Records == 0 {
+		return fail(fmt.Errorf("version %s: no records; nothing is published", w.v.ID))
+	}
+	if err := w.closePart(); err != nil {
+		return fail(err)
+	}
+	w.Stats.Parts = w.parts
+	if err := atomicfile.SyncDir(w.tmp); err != nil {
+		return fail(err)
+	}
+	dir := filepath.Join(w.root, "donefile")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fail(err)
+	}
+	unlock, err := lock(filepath.Join(dir, ".lock"))
+	if err != nil {
+		return fail(err)
+	}
+	defer unlock()
+	name, key := "base.txt", w.v.ID
+	if w.v.PatchOf != "" {
+		name, key = "patch.txt", w.v.PatchOf
+	}
+	path := filepath.Join(dir, name)
+	old, err := os.ReadFile(path)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fail(err)
+	}
+	if len(old) > donefile.MaxSize {
+		return fail(fmt.Errorf("%s: %d bytes, over the %d the transfer reads", path, len(old), donefile.MaxSize))
+	}
+	if err := checkNewer(path, old, w.v.ID); err != nil {
+		return fail(err)
+	}
+	final := filepath.Join(w.root, "data", w.v.ID)
+	if err := os.Rename(w.tmp, final); err != nil {
+		return fail(fmt.Errorf("publish %s: %w", final, err))
+	}
+	if err := atomicfile.SyncDir(filepath.Dir(final)); err != nil {
+		return donefile.Entry{}, err
+	}
+	// The input is relative to the donefile's folder, so the line is right
+	// wherever the output folder is served (a file server's root, or below
+	// a training job's model volume mount).
+	e := donefile.Entry{ID: w.v.ID, Key: key, Input: "../data/" + w.v.ID}
+	line, _ := json.Marshal(e) // plain strings: cannot fail
+	if len(old) > 0 && !bytes.HasSuffix(old, []byte("\n")) {
+		old = append(old, '\n')
+	}
+	if err := atomicfile.WriteFile(path, append(append(old, line...), '\n'), 0o644); err != nil {
+		return donefile.Entry{}, fmt.Errorf("version %s is in %s, but its donefile line could not be written: %w", w.v.ID, final, err)
+	}
+	return e, nil
+}
+
+// checkNewer refuses an id that is not above every id already in the
+// donefile: the transfer follows the last line, so an older id would be
+// rolled out over a newer model, and a repeated one would be ambiguous.
+func checkNewer(path string, old []byte, id string) error {
+	n, _ := strconv.ParseUint(id, 10, 63)
+	es, _ := donefile.Parse(old)
+	for _, e := range es {
+		if m, err := strconv.ParseUint(e.ID, 10, 63); err == nil && m >= n {
+			return fmt.Errorf("version id %s: %s already has id %s; a new version needs a larger id", id, path, e.ID)
+		}
+	}
+	return nil
+}
+
+func lock(path string) (func(), error) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	for {
+		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX)
+		if !errors.Is(err, syscall.EINTR) {
+			break
+		}
+	}
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("lock %s: %w", path, err)
+	}
+	return func() { f.Close() }, nil
+}
