@@ -118,7 +118,9 @@ func trainingJobSchema(ctx context.Context) schema.Schema {
 				MarkdownDescription: "Container command. Defaults to `[\"paddle_k8s\", \"start_fluid\"]`, the launcher that finds the other pods by label and runs `entry` in the right role. " + replaceReason,
 				Validators:          []validator.List{listvalidator.SizeAtLeast(1), listvalidator.ValueStringsAre(stringvalidator.LengthAtLeast(1))}},
 			"entry": schema.StringAttribute{Optional: true, PlanModifiers: replaceStr(),
-				MarkdownDescription: "The training program the launcher runs (`ENTRY`), e.g. `cd /workspace/ctr && python train.py --is_local 0 --cloud_train 1`."},
+				MarkdownDescription: "The training program the launcher runs (`ENTRY`, through `sh -c`). With the default command and image it defaults to `" + stack.DefaultEntry + "`, " +
+					"EDL's CTR example; with the default command and an image of your own it is required, since an empty `ENTRY` exits 0 and the job completes without training. " +
+					"Every task also gets `CPU_NUM`, the task's whole CPUs (its `cpu` limit, else its request, at least 1), so Fluid runs one program copy per CPU of the pod rather than of the node; `pod.env` overrides it."},
 			"env": schema.MapAttribute{Optional: true, ElementType: types.StringType,
 				PlanModifiers:       []planmodifier.Map{mapplanmodifier.RequiresReplace()},
 				DeprecationMessage:  deprecatedFor("pod.env"),

@@ -66,6 +66,11 @@ const (
 // through the Kubernetes API (pod labels) and starts ENTRY in the right role.
 var DefaultCommand = []string{"paddle_k8s", "start_fluid"}
 
+// DefaultEntry is what the launcher runs in the default image (ENTRY), as EDL's CTR example
+// sets it for pservers and trainers alike (edl example/ctr/k8s/ctr.yaml): the launcher runs
+// `sh -c "$ENTRY"`, so an empty ENTRY exits 0 and completes the job without training.
+const DefaultEntry = "cd /workspace/ctr && python train.py --is_local 0 --cloud_train 1"
+
 // TrainingJob is everything a `ctr_training_job` says. Zero values mean "default"; the
 // settings annotation stores this struct as given, so import reproduces the configuration.
 type TrainingJob struct {
@@ -242,6 +247,9 @@ func (j TrainingJob) Defaulted() TrainingJob {
 	def(&d.SchedulerName, DefaultScheduler)
 	if d.Command == nil {
 		d.Command = DefaultCommand
+		if d.Entry == "" && j.Image == "" {
+			d.Entry = DefaultEntry
+		}
 	}
 	if d.Port == 0 {
 		d.Port = DefaultPort
@@ -598,7 +606,7 @@ func (j TrainingJob) task(name string, t *Task, role string) batchv1alpha1.TaskS
 		Image:           j.Image,
 		ImagePullPolicy: corev1.PullPolicy(j.ImagePullPolicy),
 		Command:         j.Command,
-		Env:             j.env(role),
+		Env:             append(j.env(role), corev1.EnvVar{Name: "CPU_NUM", Value: strconv.FormatInt(cpuNum(t), 10)}),
 		Ports:           []corev1.ContainerPort{{Name: "paddle", ContainerPort: j.Port, Protocol: corev1.ProtocolTCP}},
 		Resources:       resources(t, j.Mode == ModeCollective),
 	}
@@ -706,6 +714,19 @@ func (j TrainingJob) env(role string) []corev1.EnvVar {
 	}
 	// The user's variables (pod.env) are added by applyPod, and win over ours.
 	return env
+}
+
+// cpuNum is CPU_NUM, how many copies of the program Fluid runs (unset, it takes the node's
+// cores, not the pod's): the task's whole CPUs, from its limit, else its request, at least 1.
+func cpuNum(t *Task) int64 {
+	for _, m := range []map[string]string{t.Limits, t.Requests} {
+		if v, ok := m[string(corev1.ResourceCPU)]; ok {
+			if q, err := resource.ParseQuantity(v); err == nil {
+				return max(q.MilliValue()/1000, 1)
+			}
+		}
+	}
+	return 1
 }
 
 func resources(t *Task, gpu bool) corev1.ResourceRequirements {

@@ -161,6 +161,7 @@ func TestTrainingJob_Validate(t *testing.T) {
 			j.Dataset = &Dataset{Volume: &VolumeDataset{ClaimName: "s", MountPath: DefaultModelMountPath + "/in"}}
 		}, "dataset.volume.mount_path"},
 		{"mount path holds the slot config", func(j *TrainingJob) { j.Dataset = &Dataset{Volume: &VolumeDataset{ClaimName: "s", MountPath: "/etc"}} }, "dataset.volume.mount_path"},
+		{"own image, launcher, no entry", func(j *TrainingJob) { j.Image = "registry.example.com/ctr:1" }, "entry"},
 		{"service annotation key", func(j *TrainingJob) { j.FileServer = &FileServer{ServiceAnnotations: map[string]string{"a/b/c": "x"}} },
 			`file_server.service_annotations["a/b/c"]`},
 	}
@@ -289,4 +290,36 @@ func TestRenderTrainingJob_VolumeDataset(t *testing.T) {
 			assert.NotEqual(t, datasetVolumeName, v.Name, "parameter servers read no samples")
 		}
 	}
+}
+
+// TestRenderTrainingJob_EntryAndCPUNum: the launcher always has a program to run (the
+// default image's, or the user's), and Fluid's CPU_NUM follows each task's CPUs, not the
+// node's; pod.env still wins.
+func TestRenderTrainingJob_EntryAndCPUNum(t *testing.T) {
+	env := func(t *testing.T, j TrainingJob, task string) map[string]string {
+		t.Helper()
+		set, err := RenderTrainingJob(j)
+		require.NoError(t, err)
+		out := map[string]string{}
+		for _, e := range podTemplates(t, set)[VolcanoJobKey(j.Name)+"/"+task].Spec.Containers[0].Env {
+			out[e.Name] = e.Value
+		}
+		return out
+	}
+	def := env(t, TrainingJob{Name: "j", Namespace: "n"}, "trainer")
+	assert.Equal(t, DefaultEntry, def["ENTRY"], "the default image's launcher needs its program")
+	assert.Equal(t, "1", def["CPU_NUM"], "no CPU set: one copy")
+
+	own := env(t, TrainingJob{Name: "j", Namespace: "n", Image: "mine:1", Entry: "python3 train.py"}, "pserver")
+	assert.Equal(t, "python3 train.py", own["ENTRY"])
+	custom := env(t, TrainingJob{Name: "j", Namespace: "n", Image: "mine:1", Command: []string{"/train"}}, "trainer")
+	assert.NotContains(t, custom, "ENTRY", "a command of the user's own needs no ENTRY")
+
+	cpus := TrainingJob{Name: "j", Namespace: "n",
+		PServer: &Task{Requests: map[string]string{"cpu": "500m"}},
+		Trainer: &Task{Requests: map[string]string{"cpu": "2"}, Limits: map[string]string{"cpu": "3500m"}}}
+	assert.Equal(t, "1", env(t, cpus, "pserver")["CPU_NUM"], "half a CPU: at least one copy")
+	assert.Equal(t, "3", env(t, cpus, "trainer")["CPU_NUM"], "the limit, in whole CPUs, before the request")
+	cpus.Pod = &PodSettings{Env: map[string]string{"CPU_NUM": "8"}}
+	assert.Equal(t, "8", env(t, cpus, "trainer")["CPU_NUM"], "pod.env wins")
 }

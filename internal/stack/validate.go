@@ -140,6 +140,10 @@ func (j TrainingJob) Validate() FieldErrors {
 		}
 		c.resources(tk.name, tk.t.Requests, tk.t.Limits)
 	}
+	if j.Command == nil && j.Entry == "" && j.Image != "" {
+		c.bad("entry", "is required with the default command and an image of your own: paddle_k8s start_fluid runs `sh -c \"$ENTRY\"`, and an empty ENTRY exits 0, "+
+			"so every task completes and the job ends as a success without training. Set the training program (the default image's is %q), or set command", DefaultEntry)
+	}
 	if total := j.Defaulted().TotalPods(); j.MinAvailable > total {
 		c.bad("min_available", "%d is more than the %d pods the job asks for; a gang larger than the job is never scheduled", j.MinAvailable, total)
 	}
