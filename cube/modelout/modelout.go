@@ -33,8 +33,10 @@ const DefaultPartBytes = 1 << 30
 
 // Version names what to publish.
 type Version struct {
-	// ID is the donefile id, a decimal number (by convention unix seconds;
-	// empty means now). A base's ID must be above every id in base.txt.
+	// ID is the donefile id, a decimal number (by convention unix seconds).
+	// It must be above every id of its donefile. Empty means now, or one
+	// above the donefile's largest id if that is not above it; it is chosen
+	// at Commit, under the lock, so concurrent writers never collide.
 	ID string
 	// PatchOf, if set, makes this a patch of that base (patch.txt).
 	PatchOf string
@@ -64,10 +66,7 @@ type Stats struct {
 // Begin starts a version in root (the model-output directory: the folder
 // the training file server serves).
 func Begin(root string, v Version) (*Writer, error) {
-	if v.ID == "" {
-		v.ID = strconv.FormatInt(time.Now().Unix(), 10)
-	}
-	if _, err := strconv.ParseUint(v.ID, 10, 63); err != nil {
+	if _, err := strconv.ParseUint(v.ID, 10, 63); v.ID != "" && err != nil {
 		return nil, fmt.Errorf("version id %q: want a decimal number (unix seconds by convention)", v.ID)
 	}
 	if v.PatchOf != "" {
@@ -82,10 +81,10 @@ func Begin(root string, v Version) (*Writer, error) {
 	if err := os.MkdirAll(data, 0o755); err != nil {
 		return nil, err
 	}
-	if _, err := os.Lstat(filepath.Join(data, v.ID)); err == nil {
-		return nil, fmt.Errorf("version %s: %s already exists; a published version is never rewritten (choose another id)", v.ID, filepath.Join(data, v.ID))
+	if err := unused(data, v.ID); v.ID != "" && err != nil {
+		return nil, err
 	}
-	tmp, err := os.MkdirTemp(data, ".tmp-"+v.ID+"-")
+	tmp, err := os.MkdirTemp(data, ".tmp-export-")
 	if err != nil {
 		return nil, err
 	}
@@ -166,7 +165,7 @@ func (w *Writer) Commit() (donefile.Entry, error) {
 		return donefile.Entry{}, err
 	}
 	if w.Stats.Records == 0 {
-		return fail(fmt.Errorf("version %s: no records; nothing is published", w.v.ID))
+		return fail(errors.New("no records; nothing is published"))
 	}
 	if err := w.closePart(); err != nil {
 		return fail(err)
@@ -196,7 +195,16 @@ func (w *Writer) Commit() (donefile.Entry, error) {
 	if len(old) > donefile.MaxSize {
 		return fail(fmt.Errorf("%s: %d bytes, over the %d the transfer reads", path, len(old), donefile.MaxSize))
 	}
+	if w.v.ID == "" {
+		w.v.ID = nextID(old)
+		if w.v.PatchOf == "" {
+			key = w.v.ID
+		}
+	}
 	if err := checkNewer(path, old, w.v.ID); err != nil {
+		return fail(err)
+	}
+	if err := unused(filepath.Join(w.root, "data"), w.v.ID); err != nil {
 		return fail(err)
 	}
 	final := filepath.Join(w.root, "data", w.v.ID)
@@ -232,6 +240,26 @@ func checkNewer(path string, old []byte, id string) error {
 		}
 	}
 	return nil
+}
+
+// unused refuses an id whose data folder exists: a published version is never rewritten.
+func unused(data, id string) error {
+	if _, err := os.Lstat(filepath.Join(data, id)); err == nil {
+		return fmt.Errorf("version %s: %s already exists; a published version is never rewritten (choose another id)", id, filepath.Join(data, id))
+	}
+	return nil
+}
+
+// nextID is now in unix seconds, or one above the donefile's largest id.
+func nextID(old []byte) string {
+	n := uint64(time.Now().Unix())
+	es, _ := donefile.Parse(old)
+	for _, e := range es {
+		if m, err := strconv.ParseUint(e.ID, 10, 63); err == nil && m >= n {
+			n = m + 1
+		}
+	}
+	return strconv.FormatUint(n, 10)
 }
 
 func lock(path string) (func(), error) {

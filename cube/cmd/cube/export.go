@@ -1,14 +1,19 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
+	"syscall"
 	"time"
 
+	"github.com/elasticctr/terraform-provider-ctr/cube/donefile"
 	"github.com/elasticctr/terraform-provider-ctr/cube/modelout"
 	"github.com/elasticctr/terraform-provider-ctr/cube/paddle"
 )
@@ -21,65 +26,114 @@ var exportFormats = []struct{ name, what string }{
 	{"ps-table", "a folder of Paddle 2.x parameter-server sparse-table text shards (CommonSparseTable *.blockN.txt + .meta, or MemorySparseTable part-*): key = feasign"},
 }
 
-// runExport is the model-output step: it turns what Paddle saved into the
-// cube's input (SequenceFiles under data/<id>/ and a donefile line), with no
-// Paddle installed, publishing all or nothing.
+// exportSpec is what one export reads.
+type exportSpec struct {
+	format, varName, program, params string
+	layout                           paddle.CtrLayout
+}
+
+// runExport is the model-output step: it turns what Paddle saved into the cube's input
+// (SequenceFiles under data/<id>/ and a donefile line), with no Paddle installed, publishing
+// all or nothing; with --watch it keeps doing so for every new save a trainer makes.
 func runExport(args []string, stdout, stderr io.Writer) error {
 	var names []string
 	for _, f := range exportFormats {
 		names = append(names, f.name)
 	}
-	fs := flags("export", "--format F --in PATH --out DIR [--var NAME] [--program FILE] [--id ID] [--patch-of BASE_ID]", stdout, stderr)
+	fs := flags("export", "--format F --in PATH --out DIR [--var NAME] [--program FILE] [--id ID] [--patch-of BASE_ID] [--watch]", stdout, stderr)
 	format := fs.String("format", "", "what --in holds: "+strings.Join(names, ", ")+` (see "cube help export")`)
-	in := fs.String("in", "", "the `path` Paddle saved: a variable's file, a folder holding it (with --var), a combined params file, a SelectedRows file, or a sparse table's shard folder")
+	in := fs.String("in", "", "the `path` Paddle saved: a variable's file, a folder holding it (with --var), a combined params file or its folder, a SelectedRows file, or a sparse table's shard folder; with --watch, the folder the trainer saves into (each sub-folder one save, e.g. pass-0)")
 	out := fs.String("out", "", "model-output `directory` (what the training file server serves): writes data/<id>/part-NNNNN and appends donefile/base.txt (patch.txt)")
-	varName := fs.String("var", "", "the embedding variable's `name` (e.g. SparseFeatFactors): the file in the --in folder, or the tensor of a combined file")
-	program := fs.String("program", "", "the program `file` (__model__, *.pdmodel) a combined params file was saved with: its sorted persistable variables name the tensors")
-	id := fs.String("id", "", "donefile `id` of the version, above every id already there (default: unix seconds now)")
+	sp := exportSpec{}
+	fs.StringVar(&sp.varName, "var", "", "the embedding variable's `name` (e.g. SparseFeatFactors): the file in a saved folder, the tensor of a combined file, or (ps-table) the table's sub-folder of a save")
+	fs.StringVar(&sp.program, "program", "", "the program `file` (__model__, *.pdmodel) a combined params file was saved with: its sorted persistable variables name the tensors (default: __model__ or the one *.pdmodel beside the params)")
+	fs.StringVar(&sp.params, "params", "", "combined: the params `file` name in a saved folder (default: __params__ or the one *.pdiparams)")
+	id := fs.String("id", "", "donefile `id` of the version, above every id already there (default: unix seconds now, or one above the last id)")
 	patchOf := fs.String("patch-of", "", "publish a patch of base `BASE_ID` (patch.txt) instead of a base")
 	partBytes := fs.Int64("part-bytes", modelout.DefaultPartBytes, "start a new SequenceFile part after this many `bytes`")
-	embedxDim := fs.Int("embedx-dim", -1, "ps-table MemorySparseTable: the accessor's embedx_dim (required for part-* shards)")
-	embedSGD := fs.Int("embed-sgd-dim", 1, "ps-table MemorySparseTable: floats of embed_g2sum (1 for the naive and adagrad rules)")
-	embedxSGD := fs.Int("embedx-sgd-dim", 1, "ps-table MemorySparseTable: floats of embedx_g2sum (1 for the naive and adagrad rules)")
-	pull := fs.Bool("pull", false, "ps-table MemorySparseTable: export what a trainer's pull returns (show, click, embed_w, embedx_w…) instead of embed_w, embedx_w…")
+	fs.IntVar(&sp.layout.EmbedxDim, "embedx-dim", -1, "ps-table MemorySparseTable: the accessor's embedx_dim (required for part-* shards)")
+	fs.IntVar(&sp.layout.EmbedSGDDim, "embed-sgd-dim", 1, "ps-table MemorySparseTable: floats of embed_g2sum (1 for the naive and adagrad rules)")
+	fs.IntVar(&sp.layout.EmbedxSGDDim, "embedx-sgd-dim", 1, "ps-table MemorySparseTable: floats of embedx_g2sum (1 for the naive and adagrad rules)")
+	fs.BoolVar(&sp.layout.Pull, "pull", false, "ps-table MemorySparseTable: export what a trainer's pull returns (show, click, embed_w, embedx_w…) instead of embed_w, embedx_w…")
+	watch := fs.Bool("watch", false, "keep watching --in: publish the newest save (sub-folder) once it has settled, as a new version each time it changes; never exits on a bad save")
+	interval := fs.Duration("interval", 10*time.Second, "--watch: how often to look; a save is exported once it is unchanged over one interval")
+	logLevel := fs.String("log-level", "info", "--watch: debug, info, warn or error")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
+	sp.format = *format
 	if *in == "" || *out == "" || *format == "" {
 		return errors.New("--format, --in and --out are required")
 	}
-	start := time.Now()
-	w, err := modelout.Begin(*out, modelout.Version{ID: *id, PatchOf: *patchOf, PartBytes: *partBytes})
+	if !slices.Contains(names, sp.format) {
+		return fmt.Errorf("--format %q: want one of %s", sp.format, strings.Join(names, ", "))
+	}
+	if *watch {
+		if *id != "" || *patchOf != "" {
+			return errors.New("--watch publishes bases with ids of its own: --id and --patch-of do not apply")
+		}
+		if *interval < 100*time.Millisecond {
+			return fmt.Errorf("--interval %s: at least 100ms", *interval)
+		}
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		defer stop()
+		return watchExports(ctx, logger(stderr, *logLevel), sp, *in, *out, *partBytes, *interval)
+	}
+	res, err := exportOnce(sp, *in, *out, modelout.Version{ID: *id, PatchOf: *patchOf, PartBytes: *partBytes})
 	if err != nil {
 		return err
 	}
-	var inBytes int64
-	switch *format {
-	case "lodtensor", "combined", "selectedrows":
-		inBytes, err = exportTensor(w, *format, *in, *varName, *program)
-	case "ps-table":
-		inBytes, err = exportTable(w, *in, paddle.CtrLayout{EmbedxDim: *embedxDim, EmbedSGDDim: *embedSGD, EmbedxSGDDim: *embedxSGD, Pull: *pull})
-	default:
-		err = fmt.Errorf("--format %q: want one of %s", *format, strings.Join(names, ", "))
-	}
-	if err != nil {
-		w.Abort()
-		return fmt.Errorf("%w (nothing was published)", err)
-	}
-	e, err := w.Commit()
-	if err != nil {
-		return err
-	}
-	d := time.Since(start)
 	kind := "base.txt"
 	if *patchOf != "" {
 		kind = "patch.txt"
 	}
-	fmt.Fprintf(stdout, "version %s published to %s: %d rows of %d bytes in %d part(s); read %.1f MB in %s (%.0f MB/s, %.0f rows/s)\n",
-		e.ID, filepath.Join(*out, "data", e.ID), w.Stats.Records, w.Stats.Bytes/max(w.Stats.Records, 1)-16, w.Stats.Parts,
-		float64(inBytes)/1e6, d.Round(time.Millisecond), float64(inBytes)/1e6/d.Seconds(), float64(w.Stats.Records)/d.Seconds())
-	fmt.Fprintf(stdout, "donefile/%s: {\"id\":%q,\"key\":%q,\"input\":%q}\n", kind, e.ID, e.Key, e.Input)
+	fmt.Fprintf(stdout, "version %s published to %s: %s\n", res.entry.ID, filepath.Join(*out, "data", res.entry.ID), res)
+	fmt.Fprintf(stdout, "donefile/%s: {\"id\":%q,\"key\":%q,\"input\":%q}\n", kind, res.entry.ID, res.entry.Key, res.entry.Input)
 	return nil
+}
+
+// exportResult is what one export did.
+type exportResult struct {
+	entry   donefile.Entry
+	stats   modelout.Stats
+	inBytes int64
+	took    time.Duration
+}
+
+func (r exportResult) String() string {
+	return fmt.Sprintf("%d rows of %d bytes in %d part(s); read %.1f MB in %s (%.0f MB/s, %.0f rows/s)",
+		r.stats.Records, r.stats.Bytes/max(r.stats.Records, 1)-16, r.stats.Parts, float64(r.inBytes)/1e6, r.took.Round(time.Millisecond),
+		float64(r.inBytes)/1e6/r.took.Seconds(), float64(r.stats.Records)/r.took.Seconds())
+}
+
+// exportOnce publishes what in holds as version v of out, or nothing.
+func exportOnce(sp exportSpec, in, out string, v modelout.Version) (exportResult, error) {
+	start := time.Now()
+	w, err := modelout.Begin(out, v)
+	if err != nil {
+		return exportResult{}, err
+	}
+	var inBytes int64
+	if sp.format == "ps-table" {
+		dir := in
+		if sp.varName != "" {
+			if st, err := os.Stat(filepath.Join(in, sp.varName)); err == nil && st.IsDir() {
+				dir = filepath.Join(in, sp.varName)
+			}
+		}
+		inBytes, err = exportTable(w, dir, sp.layout)
+	} else {
+		inBytes, err = exportTensor(w, sp, in)
+	}
+	if err != nil {
+		w.Abort()
+		return exportResult{}, fmt.Errorf("%w (nothing was published)", err)
+	}
+	e, err := w.Commit()
+	if err != nil {
+		return exportResult{}, err
+	}
+	return exportResult{entry: e, stats: w.Stats, inBytes: inBytes, took: time.Since(start)}, nil
 }
 
 func openPaddle(path string) (*paddle.File, *os.File, error) {
@@ -100,12 +154,23 @@ func openPaddle(path string) (*paddle.File, *os.File, error) {
 }
 
 // exportTensor writes the rows of a tensor file; it returns the bytes read.
-func exportTensor(w *modelout.Writer, format, in, varName, program string) (int64, error) {
+func exportTensor(w *modelout.Writer, sp exportSpec, in string) (int64, error) {
+	format, varName, program := sp.format, sp.varName, sp.program
 	if st, err := os.Stat(in); err == nil && st.IsDir() {
-		if varName == "" {
-			return 0, fmt.Errorf("--in %s is a folder: name the variable with --var (e.g. SparseFeatFactors)", in)
+		dir := in
+		if format == "combined" {
+			if in, err = savedFile(dir, sp.params, "__params__", ".pdiparams", "params"); err != nil {
+				return 0, err
+			}
+			if program, err = savedFile(dir, program, "__model__", ".pdmodel", "program"); err != nil {
+				return 0, err
+			}
+		} else {
+			if varName == "" {
+				return 0, fmt.Errorf("--in %s is a folder: name the variable with --var (e.g. SparseFeatFactors)", in)
+			}
+			in = filepath.Join(dir, varName)
 		}
-		in = filepath.Join(in, varName)
 	}
 	pf, f, err := openPaddle(in)
 	if err != nil {
@@ -122,7 +187,7 @@ func exportTensor(w *modelout.Writer, format, in, varName, program string) (int6
 		rows = pf.Rows(t)
 	case "combined":
 		if program == "" || varName == "" {
-			return 0, errors.New("--format combined needs --program (the __model__ or .pdmodel file) and --var (the embedding's name): a combined file stores no names")
+			return 0, errors.New("--format combined needs --program (the __model__ or .pdmodel file; found beside the params when --in is their folder) and --var (the embedding's name): a combined file stores no names")
 		}
 		b, err := readBounded(program, paddle.MaxProgramBytes)
 		if err != nil {
@@ -231,6 +296,25 @@ func exportShard(w *modelout.Writer, kind, shard string, layout paddle.CtrLayout
 			return err
 		}
 	}
+}
+
+// savedFile finds a file of a saved folder: name (relative to dir unless absolute), else
+// def, else the one file with suffix ext.
+func savedFile(dir, name, def, ext, what string) (string, error) {
+	if name != "" {
+		if filepath.IsAbs(name) {
+			return name, nil
+		}
+		return filepath.Join(dir, name), nil
+	}
+	if _, err := os.Stat(filepath.Join(dir, def)); err == nil {
+		return filepath.Join(dir, def), nil
+	}
+	m, _ := filepath.Glob(filepath.Join(dir, "*"+ext))
+	if len(m) != 1 {
+		return "", fmt.Errorf("%s: no %s file (%s, or one *%s; %d found): name it with --%s", dir, what, def, ext, len(m), what)
+	}
+	return m[0], nil
 }
 
 // readBounded reads a small file whole, refusing one over max bytes.

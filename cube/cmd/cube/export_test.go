@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"encoding/json"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -11,9 +12,11 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/elasticctr/terraform-provider-ctr/cube/client"
 	"github.com/elasticctr/terraform-provider-ctr/cube/paddle"
+	"github.com/elasticctr/terraform-provider-ctr/cube/pipeline"
 )
 
 // sharedPaddleData is a real Paddle file under ../shared, or a skip.
@@ -220,5 +223,86 @@ func TestExportParameterServerTables(t *testing.T) {
 	}
 	if g := paddle.Float32s(got[10]); g[0] != 0.25 || g[1] != 7 || g[2] != 8 {
 		t.Errorf("key 10: %v", g)
+	}
+}
+
+// --watch, the model-output step beside a trainer: every new save is published once it has
+// settled, as a new version; a broken save publishes nothing and stops nothing; a restart
+// does not publish the same save again.
+func TestExportWatchPublishesEachSettledSave(t *testing.T) {
+	dir := t.TempDir()
+	models, root := filepath.Join(dir, "models"), filepath.Join(dir, "out")
+	os.MkdirAll(models, 0o755)
+	start := func() *exec.Cmd {
+		cmd := exec.Command(cubeBin, "export", "--watch", "--format", "lodtensor", "--in", models, "--var", "SparseFeatFactors",
+			"--out", root, "--interval", "150ms", "--log-level", "debug")
+		var logs bytes.Buffer
+		cmd.Stderr = &logs
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			_ = cmd.Process.Signal(os.Interrupt)
+			_ = cmd.Wait()
+			if t.Failed() {
+				t.Logf("export --watch log:\n%s", logs.String())
+			}
+		})
+		return cmd
+	}
+	lines := func() []string {
+		b, _ := os.ReadFile(filepath.Join(root, "donefile", "base.txt"))
+		return strings.Fields(string(b))
+	}
+	waitLines := func(n int) []string {
+		t.Helper()
+		deadline := time.Now().Add(20 * time.Second)
+		for time.Now().Before(deadline) {
+			if l := lines(); len(l) >= n {
+				return l
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		t.Fatalf("donefile has %d lines after 20s, want %d", len(lines()), n)
+		return nil
+	}
+	w := start()
+	cube(t, "model", "--format", "lodtensor", "--out", filepath.Join(models, "pass-0"), "--keys", "2000", "--gen", "3")
+	first := waitLines(1)
+	var e struct{ ID string }
+	json.Unmarshal([]byte(first[0]), &e)
+	keys := make([]uint64, 2000)
+	for i := range keys {
+		keys[i] = uint64(i)
+	}
+	for k, v := range seekAll(t, root, e.ID, keys) {
+		if !bytes.Equal(v, pipeline.Value(k, 3, pipeline.DefaultValueSize)) {
+			t.Fatalf("key %d: %x is not generation 3's row", k, v)
+		}
+	}
+	// A broken save (cut short, as a trainer killed mid-write leaves it) publishes nothing.
+	broken := filepath.Join(models, "pass-1")
+	os.MkdirAll(broken, 0o755)
+	good, _ := os.ReadFile(filepath.Join(models, "pass-0", "SparseFeatFactors"))
+	os.WriteFile(filepath.Join(broken, "SparseFeatFactors"), good[:len(good)/2], 0o644)
+	time.Sleep(time.Second)
+	if l := lines(); len(l) != 1 {
+		t.Fatalf("a broken save was published: %v", l)
+	}
+	// The next good save is.
+	time.Sleep(10 * time.Millisecond)
+	cube(t, "model", "--format", "lodtensor", "--out", filepath.Join(models, "pass-2"), "--keys", "2000", "--gen", "5")
+	second := waitLines(2)
+	json.Unmarshal([]byte(second[1]), &e)
+	if got := seekAll(t, root, e.ID, keys[:10]); !bytes.Equal(got[7], pipeline.Value(7, 5, pipeline.DefaultValueSize)) {
+		t.Fatalf("second version: key 7 = %x", got[7])
+	}
+	// A restart publishes nothing it published before.
+	_ = w.Process.Signal(os.Interrupt)
+	_ = w.Wait()
+	start()
+	time.Sleep(time.Second)
+	if l := lines(); len(l) != 2 {
+		t.Fatalf("after a restart the donefile has %d lines: %v", len(l), l)
 	}
 }

@@ -1,12 +1,16 @@
 package main
 
 import (
+	"bufio"
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"strconv"
 	"time"
 
+	"github.com/elasticctr/terraform-provider-ctr/cube/paddle"
 	"github.com/elasticctr/terraform-provider-ctr/cube/pipeline"
 )
 
@@ -20,8 +24,15 @@ func runModel(args []string, stdout, stderr io.Writer) error {
 	size := fs.Int("value-size", pipeline.DefaultValueSize, "`bytes` per value: the key (8 bytes, little-endian), then the generation byte repeated")
 	gen := fs.Int("gen", 1, "generation `G` (1-255) every value carries, so that a lookup can tell versions apart (cube seek --check G)")
 	patchOf := fs.String("patch-of", "", "write a patch of base `BASE_ID` (patch.txt) instead of a base")
+	format := fs.String("format", "seqfile", "seqfile: what the cube reads, with its donefile line; lodtensor: what Paddle saves, an FP32 [N, B/4] LoDTensor named --var in --out (no donefile: `cube export` makes the version)")
+	varName := fs.String("var", "SparseFeatFactors", "lodtensor: the variable's `name`, its file name")
 	if err := parse(fs, args); err != nil {
 		return err
+	}
+	if *format == "lodtensor" {
+		return writeLoDTensorModel(*out, *varName, *keys, *size, *gen, stdout)
+	} else if *format != "seqfile" {
+		return fmt.Errorf("--format %q: want seqfile or lodtensor", *format)
 	}
 	if *out == "" {
 		return errors.New("--out is required")
@@ -45,5 +56,43 @@ func runModel(args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "model %s written to %s: %d keys × %d bytes, generation %d; line appended to donefile/%s\n",
 		m.ID, *out, m.Keys, m.ValueSize, m.Gen, kind)
+	return nil
+}
+
+// writeLoDTensorModel saves an embedding table as Paddle's save_persistables does: one
+// LoDTensor file named after the variable, FP32 [keys, size/4], row r holding
+// pipeline.Value(r, gen, size) — what `cube seek --check` verifies once it is served under
+// its row index.
+func writeLoDTensorModel(dir, name string, keys, size, gen int, stdout io.Writer) error {
+	if dir == "" || name == "" {
+		return errors.New("--out and --var are required")
+	}
+	if size < 12 || size%4 != 0 {
+		return fmt.Errorf("--value-size %d: a row of float32s holds a multiple of 4 bytes, at least 12", size)
+	}
+	if gen < 1 || gen > 255 || keys < 1 {
+		return fmt.Errorf("--gen %d, --keys %d: want 1-255 and at least 1", gen, keys)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	path := filepath.Join(dir, name)
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	w := bufio.NewWriterSize(f, 1<<20)
+	_, _ = w.Write(paddle.AppendLoDTensorHeader(nil, paddle.FP32, []int64{int64(keys), int64(size / 4)}, nil))
+	for k := range keys {
+		_, _ = w.Write(pipeline.Value(uint64(k), byte(gen), size)) // bufio errors are sticky: Flush reports them
+	}
+	err = w.Flush()
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	fmt.Fprintf(stdout, "saved %s as Paddle does: a LoDTensor, FP32 [%d, %d], generation %d\n", path, keys, size/4, gen)
 	return nil
 }
