@@ -308,6 +308,12 @@ func TestTrainingJob_BadInput(t *testing.T) {
 		{"name too long", with(base, "name", strings.Repeat("a", 41)), "name", `at most 40`},
 		{"stack not a label value", with(base, "stack", "-x-"), "stack", `"-x-" is not a valid label value`},
 		{"bad timeout", with(base, "timeouts", map[string]any{"create": "20"}), "timeouts.create", `"20" is not a positive duration`},
+		{"model export format", with(base, "model_export", map[string]any{"format": "pickle"}), "model_export.format", `value must be one of`},
+		{"model export interval", with(base, "model_export", map[string]any{"interval_seconds": 0}), "model_export.interval_seconds", `value must be at least 1`},
+		{"model export path", with(base, "model_export", map[string]any{"path": "/abs"}), "model_export.path", `must be relative to the model output's mount path`},
+		{"model export donefile", with(with(base, "model_export", map[string]any{}), "model_output", map[string]any{"donefile_path": "x/base.txt"}),
+			"model_output.donefile_path", `the model export writes <folder>/donefile/base.txt`},
+		{"own image without entry", with(base, "image", "registry.example/ctr:1"), "image", `with the default command needs entry`},
 		{"wait mode", with(base, "wait", "forever"), "wait", `Attribute wait value must be one of: \["none" "submitted" "running" "completed"\]`},
 	})
 }

@@ -37,6 +37,7 @@ type trainingJobModel struct {
 	SlotConfig      types.String          `tfsdk:"slot_config"`
 	ModelOutput     *modelOutputMdl       `tfsdk:"model_output"`
 	FileServer      *fileServerModel      `tfsdk:"file_server"`
+	ModelExport     *modelExportModel     `tfsdk:"model_export"`
 	SecurityContext *securityContextModel `tfsdk:"security_context"`
 	Pod             *podModel             `tfsdk:"pod"`
 	UploadToken     types.String          `tfsdk:"upload_token"`
@@ -97,6 +98,14 @@ type modelOutputMdl struct {
 	DonefilePath  types.String `tfsdk:"donefile_path"`
 }
 
+type modelExportModel struct {
+	Format          types.String `tfsdk:"format"`
+	Path            types.String `tfsdk:"path"`
+	Var             types.String `tfsdk:"var"`
+	EmbedxDim       types.Int64  `tfsdk:"embedx_dim"`
+	IntervalSeconds types.Int64  `tfsdk:"interval_seconds"`
+}
+
 type fileServerModel struct {
 	Image           types.String          `tfsdk:"image"`
 	Upload          types.Bool            `tfsdk:"upload"`
@@ -132,6 +141,9 @@ func (m *trainingJobModel) known() bool {
 	}
 	if o := m.ModelOutput; o != nil {
 		vals = append(vals, o.Size, o.StorageClass, o.AccessMode, o.ExistingClaim, o.MountPath, o.DonefilePath)
+	}
+	if e := m.ModelExport; e != nil {
+		vals = append(vals, e.Format, e.Path, e.Var, e.EmbedxDim, e.IntervalSeconds)
 	}
 	if f := m.FileServer; f != nil {
 		vals = append(vals, f.Image, f.Upload, f.UploadInsecure, f.Port, f.ServiceType, f.ServiceAnnots, f.Replicas)
@@ -204,6 +216,10 @@ func (m *trainingJobModel) settings(ctx context.Context, images stack.Images) (s
 		j.ModelOutput = &stack.ModelOutput{Size: o.Size.ValueString(), StorageClass: o.StorageClass.ValueString(),
 			AccessMode: o.AccessMode.ValueString(), ExistingClaim: o.ExistingClaim.ValueString(),
 			MountPath: o.MountPath.ValueString(), DonefilePath: o.DonefilePath.ValueString()}
+	}
+	if e := m.ModelExport; e != nil {
+		j.ModelExport = &stack.ModelExport{Format: e.Format.ValueString(), Path: e.Path.ValueString(), Var: e.Var.ValueString(),
+			EmbedxDim: e.EmbedxDim.ValueInt64(), IntervalSeconds: e.IntervalSeconds.ValueInt64()}
 	}
 	if f := m.FileServer; f != nil {
 		j.FileServer = &stack.FileServer{Image: f.Image.ValueString(), Upload: f.Upload.ValueBool(), UploadInsecure: f.UploadInsecure.ValueBool(),
@@ -332,6 +348,11 @@ func (m *trainingJobModel) fromJob(ctx context.Context, j stack.TrainingJob, dia
 	if o := j.ModelOutput; o != nil {
 		m.ModelOutput = &modelOutputMdl{Size: optionalString(o.Size), StorageClass: optionalString(o.StorageClass), AccessMode: optionalString(o.AccessMode),
 			ExistingClaim: optionalString(o.ExistingClaim), MountPath: optionalString(o.MountPath), DonefilePath: optionalString(o.DonefilePath)}
+	}
+	m.ModelExport = nil
+	if e := j.ModelExport; e != nil {
+		m.ModelExport = &modelExportModel{Format: optionalString(e.Format), Path: optionalString(e.Path), Var: optionalString(e.Var),
+			EmbedxDim: optionalInt64(e.EmbedxDim), IntervalSeconds: optionalInt64(e.IntervalSeconds)}
 	}
 	m.FileServer = nil
 	if f := j.FileServer; f != nil {

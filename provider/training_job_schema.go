@@ -207,6 +207,31 @@ func trainingJobSchema(ctx context.Context) schema.Schema {
 					"donefile_path": schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString(stack.DefaultDonefilePath),
 						MarkdownDescription: "Path of the donefile (`base.txt`) inside the volume. Defaults to `" + stack.DefaultDonefilePath + "`, where Paddle's dumper writes it."},
 				}},
+			"model_export": schema.SingleNestedAttribute{Optional: true,
+				MarkdownDescription: "The model-output step, with no Paddle and no dumper of your own: a one-pod Deployment `<name>-model-export` of this " +
+					"repository's image (the file server's) runs `cube export --watch` on the model volume, beside the file server. Each time the trainers " +
+					"finish a save (a sub-folder of `path`, e.g. EDL's `models/pass-<p>`), once its files are unchanged for `interval_seconds`, it reads the " +
+					"embedding (`var`) as Paddle saved it and publishes it as a new cube version: SequenceFiles under `<folder>/data/<id>/` and a line in " +
+					"the donefile the cube follows (`model_output.donefile_path`, which must end with `donefile/base.txt`), all or nothing. A broken or " +
+					"incomplete save publishes nothing and is retried when it changes. With the default image and `entry`, trainers save into " +
+					"`<mount_path>/" + stack.DefaultModelExportPath + "`, so `model_export = {}` is the whole recipe. Changes in place.",
+				Attributes: map[string]schema.Attribute{
+					"format": schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString(stack.DefaultModelExportFormat),
+						MarkdownDescription: "What a save holds: `lodtensor` (one file per variable, Fluid's `save_persistables`; key = row index, as EDL's and ElasticCTR's dumpers key it), " +
+							"`combined` (`__params__` or `*.pdiparams` with its program; key = row index), `selectedrows` (a distributed lookup table's rows; key = feasign id) or " +
+							"`ps-table` (Paddle 2.x parameter-server text shards; key = feasign). Defaults to `" + stack.DefaultModelExportFormat + "`.",
+						Validators: []validator.String{stringvalidator.OneOf(stack.ModelExportFormats...)}},
+					"path": schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString(stack.DefaultModelExportPath),
+						MarkdownDescription: "The folder the trainers save into, relative to `model_output.mount_path`; each sub-folder is one save. Defaults to `" + stack.DefaultModelExportPath + "`."},
+					"var": schema.StringAttribute{Optional: true,
+						MarkdownDescription: "The embedding variable: its file in a save (defaults to `" + stack.DefaultModelExportVar + "`, EDL's and ElasticCTR's table), " +
+							"or for `ps-table` the table's sub-folder of a save (e.g. `embedding_txt` or `000`; none: the save itself)."},
+					"embedx_dim": schema.Int64Attribute{Optional: true,
+						MarkdownDescription: "`ps-table` with Paddle 2.3+ `part-*` shards only: the accessor's `embedx_dim`; a key's value is then `embed_w` and its `embedx_w` floats."},
+					"interval_seconds": schema.Int64Attribute{Optional: true, Computed: true, Default: int64default.StaticInt64(stack.DefaultModelExportInterval),
+						MarkdownDescription: fmt.Sprintf("How often to look for a new save; a save is published once unchanged over one interval. Defaults to `%d`.", stack.DefaultModelExportInterval),
+						Validators:          []validator.Int64{int64validator.AtLeast(1)}},
+				}},
 			"file_server": schema.SingleNestedAttribute{Optional: true,
 				MarkdownDescription: "The HTTP file server that publishes the model output with directory listings (what the cube transfer expects). Changes in place.",
 				Attributes: map[string]schema.Attribute{

@@ -38,9 +38,11 @@ resource "ctr_training_job" "ctr" {
   name      = "ctr-demo"
   namespace = var.namespace
   stack     = "elastic-ctr"
-  entry     = "cd /workspace/ctr && python train.py --is_local 0 --cloud_train 1"
   pserver   = { replicas = 1 }
   trainer   = { replicas = 1 }
+  # The default image and entry: EDL's CTR program, its saves (models/pass-<p>) on the model
+  # volume; the model export publishes each one as a cube version.
+  model_export = {}
 }
 
 resource "ctr_cube" "cube" {

@@ -67,6 +67,7 @@ func uploadSecretName(job string) string  { return job + "-upload" }
 func datasetSecretName(job string) string { return job + "-dataset" }
 func slotConfigName(job string) string    { return job + "-slot-conf" }
 func modelClaimName(job string) string    { return job + "-model" }
+func modelExportName(job string) string   { return job + "-model-export" }
 
 // Names of a cube's objects.
 func cubeControlName(cube string) string      { return cube + "-control" }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -66,10 +67,14 @@ const (
 // through the Kubernetes API (pod labels) and starts ENTRY in the right role.
 var DefaultCommand = []string{"paddle_k8s", "start_fluid"}
 
-// DefaultEntry is what the launcher runs in the default image (ENTRY), as EDL's CTR example
-// sets it for pservers and trainers alike (edl example/ctr/k8s/ctr.yaml): the launcher runs
-// `sh -c "$ENTRY"`, so an empty ENTRY exits 0 and completes the job without training.
-const DefaultEntry = "cd /workspace/ctr && python train.py --is_local 0 --cloud_train 1"
+// DefaultEntry is what the launcher runs in the default image (ENTRY): EDL's CTR program as
+// its example runs it for pservers and trainers alike (edl example/ctr/k8s/ctr.yaml; the
+// launcher runs `sh -c "$ENTRY"`, so an empty ENTRY would exit 0 and complete the job without
+// training). train.py saves into ./models (models/batch-<k>, models/pass-<p>); trainers first
+// point that folder at the model volume, so the saves outlive the pod and reach the model
+// export (DefaultModelExportPath).
+const DefaultEntry = `cd /workspace/ctr && if [ "$TRAINING_ROLE" = TRAINER ]; then mkdir -p "$MODEL_OUTPUT_DIR/` + DefaultModelExportPath +
+	`" && rm -rf models && ln -s "$MODEL_OUTPUT_DIR/` + DefaultModelExportPath + `" models; fi && python train.py --is_local 0 --cloud_train 1`
 
 // TrainingJob is everything a `ctr_training_job` says. Zero values mean "default"; the
 // settings annotation stores this struct as given, so import reproduces the configuration.
@@ -105,6 +110,10 @@ type TrainingJob struct {
 	SlotConfig  string       `json:"slot_config,omitempty"`
 	ModelOutput *ModelOutput `json:"model_output,omitempty"`
 	FileServer  *FileServer  `json:"file_server,omitempty"`
+	// ModelExport, if set, runs the model-output step: `cube export --watch` in a Deployment
+	// of its own beside the file server, turning each new save of the trainers into a cube
+	// version (SequenceFiles and the donefile line), so no dumper of Paddle's is needed.
+	ModelExport *ModelExport `json:"model_export,omitempty"`
 
 	// SecurityContext overrides the hardened defaults of the training pods (pserver,
 	// trainer, worker); the file server has its own. Deprecated: Pod.SecurityContext.
@@ -206,6 +215,38 @@ type ModelOutput struct {
 	DonefilePath  string `json:"donefile_path,omitempty"`
 }
 
+// ModelExport is the model-output step: what the trainers save, and how to read it.
+type ModelExport struct {
+	// Format is what a save holds: "lodtensor" (one file per variable, as EDL's train.py saves
+	// with save_persistables), "combined" (__params__ / *.pdiparams with its program),
+	// "selectedrows", or "ps-table" (Paddle 2.x parameter-server text shards).
+	Format string `json:"format,omitempty"`
+	// Path is the folder, relative to the model output's mount path, that the trainers save
+	// into: each sub-folder is one save (EDL: models/batch-<k>, models/pass-<p>).
+	Path string `json:"path,omitempty"`
+	// Var is the embedding's variable: its file in a save, or the table's folder (ps-table).
+	Var string `json:"var,omitempty"`
+	// EmbedxDim is a MemorySparseTable accessor's embedx_dim (ps-table part-* shards).
+	EmbedxDim int64 `json:"embedx_dim,omitempty"`
+	// IntervalSeconds is how often the exporter looks for a new save; a save is exported once
+	// it is unchanged over one interval.
+	IntervalSeconds int64 `json:"interval_seconds,omitempty"`
+}
+
+// Model export formats, and defaults.
+var ModelExportFormats = []string{"lodtensor", "combined", "selectedrows", "ps-table"}
+
+const (
+	DefaultModelExportFormat   = "lodtensor"
+	DefaultModelExportPath     = "models"
+	DefaultModelExportVar      = "SparseFeatFactors"
+	DefaultModelExportInterval = 10
+	// modelExportDonefileSuffix is where `cube export` keeps the donefile below its output
+	// folder: donefile_path must end with it.
+	modelExportDonefileSuffix = "donefile/base.txt"
+	componentModelExport      = "model-export"
+)
+
 // FileServer publishes the model output over HTTP with directory listings: `cube fileserver`
 // from this repository's image (an image given instead must take the same arguments).
 type FileServer struct {
@@ -247,7 +288,7 @@ func (j TrainingJob) Defaulted() TrainingJob {
 	def(&d.SchedulerName, DefaultScheduler)
 	if d.Command == nil {
 		d.Command = DefaultCommand
-		if d.Entry == "" && j.Image == "" {
+		if d.Entry == "" && j.defaultImage() {
 			d.Entry = DefaultEntry
 		}
 	}
@@ -310,11 +351,27 @@ func (j TrainingJob) Defaulted() TrainingJob {
 	fs.Pod = mergeLegacy(fs.Pod, nil, fs.SecurityContext, nil, nil)
 	fs.SecurityContext = nil
 	d.FileServer = &fs
+	if d.ModelExport != nil {
+		me := *d.ModelExport
+		def(&me.Format, DefaultModelExportFormat)
+		def(&me.Path, DefaultModelExportPath)
+		if me.Var == "" && me.Format != "ps-table" {
+			me.Var = DefaultModelExportVar
+		}
+		if me.IntervalSeconds == 0 {
+			me.IntervalSeconds = DefaultModelExportInterval
+		}
+		d.ModelExport = &me
+	}
 	if fs.TokenUploads() && d.UploadToken == "" {
 		d.UploadToken = placeholderTokenForPlans
 	}
 	return d
 }
+
+// defaultImage reports whether the job runs the default training image (unset, or set to
+// what it defaults to: a plan fills the default in).
+func (j TrainingJob) defaultImage() bool { return j.Image == "" || j.Image == j.images().Training() }
 
 // TotalPods is the number of pods the job asks for (on a defaulted job).
 func (j TrainingJob) TotalPods() int32 {
@@ -460,6 +517,9 @@ func (j TrainingJob) objects() Set {
 		add(toObject(j.renderClaim()))
 	}
 	add(toObject(j.renderFileServer()))
+	if j.ModelExport != nil {
+		add(toObject(j.renderModelExport()))
+	}
 	add(toObject(j.renderFileServerService()))
 	add(toObject(j.renderVolcanoJob()))
 	return set
@@ -520,6 +580,61 @@ func (j TrainingJob) renderFileServer() *appsv1.Deployment {
 				},
 			},
 		},
+	}
+	ownSA := ""
+	if j.FileServer.Pod.ownsServiceAccount() {
+		ownSA = fileServerName(j.Name)
+	}
+	applyPod(&dep.Spec.Template, cubeImageUser, j.FileServer.Pod, ownSA)
+	return dep
+}
+
+// renderModelExport is the model-output step: one pod (Recreate: never two exporters at once)
+// of this repository's image running `cube export --watch` on the model volume, beside the
+// file server (a ReadWriteOnce volume mounts on one node only).
+func (j TrainingJob) renderModelExport() *appsv1.Deployment {
+	labels := j.labels(componentModelExport)
+	me := j.ModelExport
+	root := j.ModelOutput.MountPath
+	out := cleanJoin(root, strings.TrimSuffix(j.ModelOutput.DonefilePath, modelExportDonefileSuffix))
+	args := []string{"export", "--watch", "--format", me.Format, "--in", cleanJoin(root, me.Path), "--out", strings.TrimSuffix(out, "/"),
+		"--interval", strconv.FormatInt(me.IntervalSeconds, 10) + "s"}
+	if me.Var != "" {
+		args = append(args, "--var", me.Var)
+	}
+	if me.EmbedxDim > 0 {
+		args = append(args, "--embedx-dim", strconv.FormatInt(me.EmbedxDim, 10))
+	}
+	dep := &appsv1.Deployment{
+		TypeMeta:   kindDeployment,
+		ObjectMeta: meta(modelExportName(j.Name), j.Namespace, labels),
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To(int32(1)),
+			Strategy: appsv1.DeploymentStrategy{Type: appsv1.RecreateDeploymentStrategyType},
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{LabelInstance: j.Name, LabelComponent: componentModelExport}},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{
+					AutomountServiceAccountToken: ptr.To(false),
+					ImagePullSecrets:             pullSecrets(j.ImagePullSecrets),
+					Containers: []corev1.Container{{
+						Name:         "export",
+						Image:        j.FileServer.Image,
+						Args:         args,
+						VolumeMounts: []corev1.VolumeMount{{Name: "model-output", MountPath: root}},
+					}},
+					Volumes: []corev1.Volume{j.modelVolume()},
+				},
+			},
+		},
+	}
+	if j.ModelOutput.AccessMode == AccessReadWriteOnce {
+		dep.Spec.Template.Spec.Affinity = &corev1.Affinity{PodAffinity: &corev1.PodAffinity{
+			RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{
+				LabelSelector: &metav1.LabelSelector{MatchLabels: j.fileServerSelector()},
+				TopologyKey:   "kubernetes.io/hostname",
+			}},
+		}}
 	}
 	ownSA := ""
 	if j.FileServer.Pod.ownsServiceAccount() {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"flag"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -61,6 +62,12 @@ func TestRenderTrainingJob_Golden(t *testing.T) {
 				SecurityContext:    &SecurityContext{SeccompProfile: "Unconfined"}},
 			SecurityContext: &SecurityContext{RunAsUser: ptr.To[int64](1000), RunAsNonRoot: ptr.To(true), AddCapabilities: []string{"CHOWN"}},
 			ProviderVersion: "v1.2.3", UploadToken: "t0k3n",
+		},
+		// The EDL recipe: the default image trains and saves into models/ on the model volume,
+		// and the model export publishes each save as a cube version.
+		"training_model_export.yaml": {
+			Name: "edl", Namespace: "ctr", ProviderVersion: "0.4.0",
+			ModelExport: &ModelExport{},
 		},
 		"training_collective.yaml": {
 			Name: "wide-deep", Namespace: "gpu", Mode: ModeCollective, ProviderVersion: "26a9a1d5fee3",
@@ -161,7 +168,13 @@ func TestTrainingJob_Validate(t *testing.T) {
 			j.Dataset = &Dataset{Volume: &VolumeDataset{ClaimName: "s", MountPath: DefaultModelMountPath + "/in"}}
 		}, "dataset.volume.mount_path"},
 		{"mount path holds the slot config", func(j *TrainingJob) { j.Dataset = &Dataset{Volume: &VolumeDataset{ClaimName: "s", MountPath: "/etc"}} }, "dataset.volume.mount_path"},
-		{"own image, launcher, no entry", func(j *TrainingJob) { j.Image = "registry.example.com/ctr:1" }, "entry"},
+		{"export path", func(j *TrainingJob) { j.ModelExport = &ModelExport{Path: "../elsewhere"} }, "model_export.path"},
+		{"export embedx_dim without a table", func(j *TrainingJob) { j.ModelExport = &ModelExport{EmbedxDim: 8} }, "model_export.embedx_dim"},
+		{"export with another donefile", func(j *TrainingJob) {
+			j.ModelExport = &ModelExport{}
+			j.ModelOutput = &ModelOutput{DonefilePath: "done/base.txt"}
+		}, "model_output.donefile_path"},
+		{"own image, launcher, no entry", func(j *TrainingJob) { j.Image = "registry.example.com/ctr:1" }, "image"},
 		{"service annotation key", func(j *TrainingJob) { j.FileServer = &FileServer{ServiceAnnotations: map[string]string{"a/b/c": "x"}} },
 			`file_server.service_annotations["a/b/c"]`},
 	}
@@ -322,4 +335,34 @@ func TestRenderTrainingJob_EntryAndCPUNum(t *testing.T) {
 	assert.Equal(t, "3", env(t, cpus, "trainer")["CPU_NUM"], "the limit, in whole CPUs, before the request")
 	cpus.Pod = &PodSettings{Env: map[string]string{"CPU_NUM": "8"}}
 	assert.Equal(t, "8", env(t, cpus, "trainer")["CPU_NUM"], "pod.env wins")
+}
+
+// TestDefaultEntryPutsSavesOnTheModelVolume runs the default ENTRY as paddle_k8s does
+// (`sh -c "$ENTRY"`), with EDL's train.py replaced by a stand-in that saves into ./models as
+// train.py does: a trainer's save lands on the model volume, where the model export finds
+// it; a pserver trains without touching the volume.
+func TestDefaultEntryPutsSavesOnTheModelVolume(t *testing.T) {
+	sh, err := exec.LookPath("sh")
+	if err != nil {
+		t.Skip("no sh")
+	}
+	for _, role := range []string{"TRAINER", "PSERVER"} {
+		dir := t.TempDir()
+		work, volume := filepath.Join(dir, "workspace", "ctr"), filepath.Join(dir, "output")
+		require.NoError(t, os.MkdirAll(filepath.Join(work, "models"), 0o755))
+		require.NoError(t, os.MkdirAll(volume, 0o755))
+		entry := strings.ReplaceAll(DefaultEntry, "/workspace/ctr", work)
+		entry = strings.Replace(entry, "python train.py --is_local 0 --cloud_train 1", "mkdir -p models/pass-0 && echo saved > models/pass-0/SparseFeatFactors", 1)
+		require.NotEqual(t, DefaultEntry, entry)
+		cmd := exec.Command(sh, "-c", entry)
+		cmd.Env = append(os.Environ(), "TRAINING_ROLE="+role, "MODEL_OUTPUT_DIR="+volume)
+		out, err := cmd.CombinedOutput()
+		require.NoError(t, err, "%s: %s", role, out)
+		_, onVolume := os.Stat(filepath.Join(volume, DefaultModelExportPath, "pass-0", "SparseFeatFactors"))
+		if role == "TRAINER" {
+			assert.NoError(t, onVolume, "a trainer's save is on the model volume")
+		} else {
+			assert.Error(t, onVolume, "a pserver does not write the volume (it does not mount it)")
+		}
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"path"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -140,9 +141,10 @@ func (j TrainingJob) Validate() FieldErrors {
 		}
 		c.resources(tk.name, tk.t.Requests, tk.t.Limits)
 	}
-	if j.Command == nil && j.Entry == "" && j.Image != "" {
-		c.bad("entry", "is required with the default command and an image of your own: paddle_k8s start_fluid runs `sh -c \"$ENTRY\"`, and an empty ENTRY exits 0, "+
-			"so every task completes and the job ends as a success without training. Set the training program (the default image's is %q), or set command", DefaultEntry)
+	if j.Command == nil && j.Entry == "" && !j.defaultImage() {
+		c.bad("image", "%q with the default command needs entry: paddle_k8s start_fluid runs `sh -c \"$ENTRY\"`, and an empty ENTRY exits 0, "+
+			"so every task completes and the job ends as a success without training. Set entry to the image's training program "+
+			"(the default image's is %q), or set command", j.Image, DefaultEntry)
 	}
 	if total := j.Defaulted().TotalPods(); j.MinAvailable > total {
 		c.bad("min_available", "%d is more than the %d pods the job asks for; a gang larger than the job is never scheduled", j.MinAvailable, total)
@@ -168,6 +170,21 @@ func (j TrainingJob) Validate() FieldErrors {
 		}
 		if strings.Contains(mo.DonefilePath, "..") || strings.HasPrefix(mo.DonefilePath, "/") {
 			c.bad("model_output.donefile_path", "%q must be relative to the model output, without ..", mo.DonefilePath)
+		}
+	}
+	if me := j.ModelExport; me != nil {
+		d := j.Defaulted()
+		if p := me.Path; p != "" && (strings.HasPrefix(p, "/") || slices.Contains(strings.Split(p, "/"), "..")) {
+			c.bad("model_export.path", "%q must be relative to the model output's mount path, without ..", p)
+		}
+		if strings.Contains(me.Var, "/") {
+			c.bad("model_export.var", "%q: a variable's file name, without /", me.Var)
+		}
+		if me.EmbedxDim < 0 || (me.EmbedxDim > 0 && d.ModelExport.Format != "ps-table") {
+			c.bad("model_export.embedx_dim", "is a parameter-server table's accessor setting: only with format = \"ps-table\", and at least 0")
+		}
+		if dp := d.ModelOutput.DonefilePath; dp != modelExportDonefileSuffix && !strings.HasSuffix(dp, "/"+modelExportDonefileSuffix) {
+			c.bad("model_output.donefile_path", "%q: the model export writes <folder>/%s (the default %q does); end the path with it", dp, modelExportDonefileSuffix, DefaultDonefilePath)
 		}
 	}
 	if fs := j.FileServer; fs != nil {

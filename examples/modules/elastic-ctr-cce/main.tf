@@ -34,6 +34,7 @@ module "stack" {
   training         = var.training
   dataset          = var.dataset
   model_output     = var.model_output
+  model_export     = var.model_export
   cube             = var.cube
   serving          = var.serving
 

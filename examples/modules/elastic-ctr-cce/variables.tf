@@ -118,6 +118,18 @@ variable "model_output" {
   default = {}
 }
 
+variable "model_export" {
+  description = "The model-output step; see the elastic-ctr module's variable of the same name. Null: none."
+  type = object({
+    format           = optional(string)
+    path             = optional(string)
+    var              = optional(string)
+    embedx_dim       = optional(number)
+    interval_seconds = optional(number)
+  })
+  default = {}
+}
+
 variable "cube" {
   description = "Cube; see the elastic-ctr module's variable of the same name."
   type = object({

@@ -35,6 +35,7 @@ resource "ctr_training_job" "this" {
     storage_class = var.model_output.storage_class
     access_mode   = var.model_output.access_mode
   }
+  model_export = var.model_export
 }
 
 resource "ctr_cube" "this" {

@@ -21,10 +21,10 @@ variable "create_namespace" {
 }
 
 variable "training" {
-  description = "Training job: image, entry, mode (ps: parameter servers and trainers; collective: GPU workers), pod counts, GPUs per trainer or worker, and resources per pod (Kubernetes quantities)."
+  description = "Training job: image, entry (default: the default image's EDL program; required with an image of your own), mode (ps: parameter servers and trainers; collective: GPU workers), pod counts, GPUs per trainer or worker, and resources per pod (Kubernetes quantities)."
   type = object({
     image    = optional(string)
-    entry    = optional(string, "cd /workspace/ctr && python train.py --is_local 0 --cloud_train 1")
+    entry    = optional(string)
     mode     = optional(string, "ps")
     pservers = optional(number, 2)
     trainers = optional(number, 2)
@@ -112,4 +112,16 @@ variable "serving" {
     condition     = contains(["ClusterIP", "NodePort", "LoadBalancer"], var.serving.service_type)
     error_message = "serving.service_type must be ClusterIP, NodePort or LoadBalancer."
   }
+}
+
+variable "model_export" {
+  description = "The model-output step (ctr_training_job.model_export): format (lodtensor, combined, selectedrows, ps-table), path, var, embedx_dim, interval_seconds. The default publishes each save the default image's EDL program makes; null leaves it out, for a trainer that writes the cube's input itself."
+  type = object({
+    format           = optional(string)
+    path             = optional(string)
+    var              = optional(string)
+    embedx_dim       = optional(number)
+    interval_seconds = optional(number)
+  })
+  default = {}
 }

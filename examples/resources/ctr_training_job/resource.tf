@@ -1,12 +1,12 @@
 # ElasticCTR's training job: 2 parameter servers and 2 trainers gang-scheduled by Volcano,
-# reading Criteo-style samples from HDFS, writing the model (and the cube input) to a volume
-# that a file server publishes for the cube transfer.
+# reading Criteo-style samples from HDFS, saving the model to a volume that a file server
+# publishes; the model export turns each save into the cube's input for the cube transfer.
 resource "ctr_training_job" "ctr" {
   name      = "ctr-demo"
   namespace = "default"
 
-  image = "volcanosh/edlctr:v1"
-  entry = "cd /workspace/ctr && python train.py --is_local 0 --cloud_train 1"
+  # The default image (volcanosh/edlctr:v1) and its default entry: EDL's CTR program, which
+  # saves models/pass-<p> onto the model volume. An image of your own needs its entry.
 
   pserver = {
     replicas = 2
@@ -30,6 +30,14 @@ resource "ctr_training_job" "ctr" {
 
   model_output = {
     size = "10Gi"
+  }
+
+  # The model-output step: each save's SparseFeatFactors, as Paddle saved it, becomes a cube
+  # version (SequenceFiles and a donefile line), with no Paddle and no dumper of your own.
+  model_export = {
+    format = "lodtensor"
+    path   = "models"
+    var    = "SparseFeatFactors"
   }
 
   # Uploads need the generated upload_token (trainers get it as CUBE_UPLOAD_TOKEN).
