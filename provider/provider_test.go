@@ -252,9 +252,12 @@ func (k *kubeClients) ownedOf(ctx context.Context, namespace, owner string, kind
 			return 0, nil, err
 		}
 		for _, it := range list.Items {
+			if it.GetAnnotations()[stack.RetainAnnotation] == "true" {
+				continue // left on purpose (model_output.retain; TestAccTrainingJob_ModelOutputOutlivesTheJob)
+			}
 			names = append(names, gvk.Kind+"/"+it.GetName())
+			n++
 		}
-		n += len(list.Items)
 	}
 	return n, names, nil
 }

@@ -137,6 +137,66 @@ func TestAccTrainingJob_Replace(t *testing.T) {
 	}...)
 }
 
+// TestAccTrainingJob_ModelOutputOutlivesTheJob: a replaced job (a retraining) keeps its model
+// claim, the same claim, with everything on it; retain = false gives it back to destroy.
+func TestAccTrainingJob_ModelOutputOutlivesTheJob(t *testing.T) {
+	k, ns, name := trainingJobTest(t)
+	claim := name + "-model"
+	var uid string
+	claimUID := func(want string) resource.TestCheckFunc {
+		return func(*terraform.State) error {
+			pvc, err := k.cs.CoreV1().PersistentVolumeClaims(ns).Get(context.Background(), claim, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			if pvc.Annotations[stack.RetainAnnotation] != want {
+				return fmt.Errorf("claim %s: %s = %q, want %q", claim, stack.RetainAnnotation, pvc.Annotations[stack.RetainAnnotation], want)
+			}
+			if uid == "" {
+				uid = string(pvc.UID)
+			} else if string(pvc.UID) != uid {
+				return fmt.Errorf("claim %s was recreated (uid %s, was %s): the model versions on it are gone", claim, pvc.UID, uid)
+			}
+			return nil
+		}
+	}
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: providerFactories,
+		// With retain = false, destroy leaves nothing, the claim included.
+		CheckDestroy: func(*terraform.State) error {
+			list, err := k.cs.CoreV1().PersistentVolumeClaims(ns).List(context.Background(), metav1.ListOptions{LabelSelector: stack.OwnerLabel + "=" + stack.Owner(stack.TrainingJobType, name)})
+			if err != nil {
+				return err
+			}
+			if len(list.Items) > 0 {
+				return fmt.Errorf("destroy with retain = false left the claim %s", list.Items[0].Name)
+			}
+			return k.checkNothingOwnedOf(ns, stack.Owner(stack.TrainingJobType, name), stack.TrainingJobKinds)(nil)
+		},
+		Steps: []resource.TestStep{
+			{Config: trainingJobConfig(ns, name, ""), Check: claimUID("true")},
+			{
+				// A retraining: the job is replaced, its model output is not.
+				Config: trainingJobConfig(ns, name, `  image = "volcanosh/edlctr:v2"
+  entry = "python train.py"`),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(jobAddr, plancheck.ResourceActionDestroyBeforeCreate),
+				}},
+				Check: claimUID("true"),
+			},
+			{
+				Config: trainingJobConfig(ns, name, `  image = "volcanosh/edlctr:v2"
+  entry = "python train.py"
+  model_output = { retain = false }`),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(jobAddr, plancheck.ResourceActionUpdate),
+				}},
+				Check: claimUID(""),
+			},
+		},
+	})
+}
+
 // trainingJobEveryAttribute sets every configurable attribute of a ps-mode ctr_training_job
 // to a value other than its default, for the import round trip; storageClass is the
 // cluster's, so that the model output binds and the job runs.
@@ -160,7 +220,8 @@ func trainingJobEveryAttribute(storageClass string) string {
   dataset = { hdfs_address = "hdfs://namenode:9000", hdfs_ugi = "user,secret", path = "/train_data",
     start_hour = "20200401/00", end_hour = "20200401/23", sparse_dim = 1000001 }
   slot_config  = "6048\n6002\n"
-  model_output = { size = "2Gi", storage_class = %q, access_mode = "ReadWriteOnce", mount_path = "/data", donefile_path = "done/base.txt" }
+  model_output = { size = "2Gi", storage_class = %q, access_mode = "ReadWriteOnce", mount_path = "/data", donefile_path = "done/donefile/base.txt", retain = false }
+  model_export = { format = "ps-table", path = "saves", var = "embedding", embedx_dim = 8, interval_seconds = 30 }
   file_server  = { image = "ghcr.io/elasticctr/cube:v0.0.1-test", upload = true, upload_insecure = false, port = 8081,
     service_type = "NodePort", replicas = 1, security_context = { fs_group = 2000, read_only_root_filesystem = true } }
   security_context = { fs_group = 3000, seccomp_profile = "RuntimeDefault", allow_privilege_escalation = false, add_capabilities = ["CHOWN"] }

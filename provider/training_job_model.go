@@ -96,6 +96,7 @@ type modelOutputMdl struct {
 	ExistingClaim types.String `tfsdk:"existing_claim"`
 	MountPath     types.String `tfsdk:"mount_path"`
 	DonefilePath  types.String `tfsdk:"donefile_path"`
+	Retain        types.Bool   `tfsdk:"retain"`
 }
 
 type modelExportModel struct {
@@ -140,7 +141,7 @@ func (m *trainingJobModel) known() bool {
 		}
 	}
 	if o := m.ModelOutput; o != nil {
-		vals = append(vals, o.Size, o.StorageClass, o.AccessMode, o.ExistingClaim, o.MountPath, o.DonefilePath)
+		vals = append(vals, o.Size, o.StorageClass, o.AccessMode, o.ExistingClaim, o.MountPath, o.DonefilePath, o.Retain)
 	}
 	if e := m.ModelExport; e != nil {
 		vals = append(vals, e.Format, e.Path, e.Var, e.EmbedxDim, e.IntervalSeconds)
@@ -216,6 +217,9 @@ func (m *trainingJobModel) settings(ctx context.Context, images stack.Images) (s
 		j.ModelOutput = &stack.ModelOutput{Size: o.Size.ValueString(), StorageClass: o.StorageClass.ValueString(),
 			AccessMode: o.AccessMode.ValueString(), ExistingClaim: o.ExistingClaim.ValueString(),
 			MountPath: o.MountPath.ValueString(), DonefilePath: o.DonefilePath.ValueString()}
+		if !o.Retain.IsNull() && !o.Retain.IsUnknown() {
+			j.ModelOutput.Retain = o.Retain.ValueBoolPointer()
+		}
 	}
 	if e := m.ModelExport; e != nil {
 		j.ModelExport = &stack.ModelExport{Format: e.Format.ValueString(), Path: e.Path.ValueString(), Var: e.Var.ValueString(),
@@ -347,7 +351,8 @@ func (m *trainingJobModel) fromJob(ctx context.Context, j stack.TrainingJob, dia
 	m.ModelOutput = nil
 	if o := j.ModelOutput; o != nil {
 		m.ModelOutput = &modelOutputMdl{Size: optionalString(o.Size), StorageClass: optionalString(o.StorageClass), AccessMode: optionalString(o.AccessMode),
-			ExistingClaim: optionalString(o.ExistingClaim), MountPath: optionalString(o.MountPath), DonefilePath: optionalString(o.DonefilePath)}
+			ExistingClaim: optionalString(o.ExistingClaim), MountPath: optionalString(o.MountPath), DonefilePath: optionalString(o.DonefilePath),
+			Retain: types.BoolValue(o.Retained())}
 	}
 	m.ModelExport = nil
 	if e := j.ModelExport; e != nil {

@@ -206,6 +206,11 @@ func trainingJobSchema(ctx context.Context) schema.Schema {
 						MarkdownDescription: "Where trainers mount the volume (`MODEL_OUTPUT_DIR`); the file server serves it under the same URL path. Defaults to `" + stack.DefaultModelMountPath + "`."},
 					"donefile_path": schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString(stack.DefaultDonefilePath),
 						MarkdownDescription: "Path of the donefile (`base.txt`) inside the volume. Defaults to `" + stack.DefaultDonefilePath + "`, where Paddle's dumper writes it."},
+					"retain": schema.BoolAttribute{Optional: true, Computed: true, Default: booldefault.StaticBool(true),
+						MarkdownDescription: "Keep the claim ctr creates when the job is destroyed or replaced, so that a retraining (a replaced job) finds every model " +
+							"version the cube and serving may still read, and a serving pod that restarts finds its model. Defaults to `true`: destroy then leaves " +
+							"the claim (annotated `" + stack.RetainAnnotation + "`, with its owner label, so a job of the same name takes it back) and warns. " +
+							"To delete the model output, set `false` and apply before destroying, or delete the claim yourself. Changes in place."},
 				}},
 			"model_export": schema.SingleNestedAttribute{Optional: true,
 				MarkdownDescription: "The model-output step, with no Paddle and no dumper of your own: a one-pod Deployment `<name>-model-export` of this " +

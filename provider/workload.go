@@ -436,6 +436,16 @@ func (w workload[S, M, P]) delete(ctx context.Context, data *providerData, req r
 			resp.Diagnostics.Append(diagnostics.Failed(w.summary("Delete"), "Not everything "+a.describe(w.kind)+" owns went", "", err))
 		}
 	}
+	// What destroy left on purpose, named, with how to remove it.
+	if left, err := kc.Owned(ctx, ns, stack.Owner(w.typ, name), w.kinds); err == nil {
+		for _, u := range left {
+			if kube.Retained(u) {
+				resp.Diagnostics.Append(diagnostics.Warning("Kept "+kube.Describe(u),
+					kube.Describe(u)+" was kept ("+stack.RetainAnnotation+"): the model versions it holds outlive "+a.describe(w.kind)+", and a resource of the same name takes it back.",
+					"Delete it with kubectl once nothing needs it, or set model_output.retain = false and apply before destroying."))
+			}
+		}
+	}
 }
 
 // stateObjects are the objects the state says the resource owns: the keys of its manifests,

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -459,6 +460,10 @@ func (c *Client) Prune(ctx context.Context, namespace, owner string, kinds []sch
 		if want[stack.Key(u)] || len(u.GetOwnerReferences()) > 0 {
 			continue
 		}
+		if Retained(u) {
+			c.logf("%s kept although no longer rendered (%s)", Describe(u), stack.RetainAnnotation)
+			continue
+		}
 		if err := c.deleteOne(ctx, u); err != nil {
 			return pruned, err
 		}
@@ -547,7 +552,8 @@ func (c *Client) deleteOne(ctx context.Context, u *unstructured.Unstructured) er
 // DeleteAll deletes every owned object of the given kinds and every object of named (what
 // the resource's state says it owns, found by name even if someone removed its owner label),
 // dependents in the foreground, and waits until none of them, and no object of the extra
-// kinds with the owner label (pods, pod groups), is left, logging progress.
+// kinds with the owner label (pods, pod groups), is left, logging progress. Owned objects
+// marked retained (stack.RetainAnnotation) are left in place.
 func (c *Client) DeleteAll(ctx context.Context, namespace, owner string, kinds, extra []schema.GroupVersionKind, named stack.Set) error {
 	owned, err := c.Owned(ctx, namespace, owner, kinds)
 	if err != nil {
@@ -557,6 +563,7 @@ func (c *Client) DeleteAll(ctx context.Context, namespace, owner string, kinds, 
 	for _, u := range owned {
 		seen[ManifestKey(u)] = true
 	}
+	owned = c.withoutRetained(owned)
 	var unlabelled stack.Set
 	for _, o := range named {
 		if !seen[ManifestKey(o.Object)] {
@@ -584,6 +591,7 @@ func (c *Client) DeleteAll(ctx context.Context, namespace, owner string, kinds, 
 		if err != nil {
 			return false, "", err
 		}
+		owned = slices.DeleteFunc(owned, Retained)
 		left = left[:0]
 		for _, u := range owned {
 			left = append(left, Describe(u))
@@ -691,6 +699,25 @@ func (c *Client) Left(ctx context.Context, set stack.Set) []string {
 		if live != nil && live.GetDeletionTimestamp() == nil {
 			out = append(out, Describe(o.Object))
 		}
+	}
+	return out
+}
+
+// Retained reports whether an object carries stack.RetainAnnotation: deleting its resource
+// leaves it, and pruning too.
+func Retained(u *unstructured.Unstructured) bool {
+	return u.GetAnnotations()[stack.RetainAnnotation] == "true"
+}
+
+// withoutRetained drops retained objects, saying so.
+func (c *Client) withoutRetained(us []*unstructured.Unstructured) []*unstructured.Unstructured {
+	var out []*unstructured.Unstructured
+	for _, u := range us {
+		if Retained(u) {
+			c.logf("%s kept (%s): delete it yourself once nothing needs it", Describe(u), stack.RetainAnnotation)
+			continue
+		}
+		out = append(out, u)
 	}
 	return out
 }

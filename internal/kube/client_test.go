@@ -92,6 +92,33 @@ func TestClient_PruneAndDeleteAll(t *testing.T) {
 	assert.Equal(t, "other", left.Items[0].Name)
 }
 
+// Retained objects (stack.RetainAnnotation) outlive their resource: neither a prune nor a
+// delete of everything it owns takes them, even when the state names them; both say so.
+func TestClient_RetainedObjectsOutliveDeleteAndPrune(t *testing.T) {
+	c, cs, ns, lines := liveClient(t)
+	ctx := context.Background()
+	kept := configMap(ns, "model", "o", "1")
+	kept.Object.SetAnnotations(map[string]string{stack.RetainAnnotation: "true"})
+	_, err := c.Apply(ctx, stack.Set{kept, configMap(ns, "gone", "o", "1")})
+	require.NoError(t, err)
+	pruned, err := c.Prune(ctx, ns, "o", cmKind, nil)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"v1/ConfigMap/gone"}, pruned)
+	require.NoError(t, c.DeleteAll(ctx, ns, "o", cmKind, nil, stack.Set{kept}))
+	left, err := cs.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{LabelSelector: stack.OwnerLabel + "=o"})
+	require.NoError(t, err)
+	require.Len(t, left.Items, 1)
+	assert.Equal(t, "model", left.Items[0].Name)
+	assert.Contains(t, strings.Join(*lines, "\n"), "ConfigMap "+ns+"/model kept ("+stack.RetainAnnotation+")")
+	// Without the annotation it goes like the rest.
+	_, err = c.Apply(ctx, stack.Set{configMap(ns, "model", "o", "1")})
+	require.NoError(t, err)
+	require.NoError(t, c.DeleteAll(ctx, ns, "o", cmKind, nil, nil))
+	left, err = cs.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{LabelSelector: stack.OwnerLabel + "=o"})
+	require.NoError(t, err)
+	assert.Empty(t, left.Items)
+}
+
 func TestClient_ErrorsNameTheObjectAndReason(t *testing.T) {
 	c, _, ns, _ := liveClient(t)
 	bad := configMap(ns, "Not_A_Valid_Name", "o", "1")

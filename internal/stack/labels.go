@@ -33,6 +33,11 @@ const (
 	// object, so that `terraform import` can rebuild the configuration from the cluster.
 	SettingsAnnotation = "ctr.elasticctr.io/settings"
 
+	// RetainAnnotation ("true") marks an object that destroying its resource leaves in
+	// place (a model volume that later versions of a job and the serving may still need). It
+	// keeps its owner label: a new resource of the same name takes it back.
+	RetainAnnotation = "ctr.elasticctr.io/retain"
+
 	ManagedBy = "terraform-provider-ctr"
 )
 

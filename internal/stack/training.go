@@ -213,7 +213,13 @@ type ModelOutput struct {
 	ExistingClaim string `json:"existing_claim,omitempty"`
 	MountPath     string `json:"mount_path,omitempty"`
 	DonefilePath  string `json:"donefile_path,omitempty"`
+	// Retain keeps the claim ctr creates when the job is destroyed or replaced (nil: true),
+	// so that a retraining finds every model version the cube and serving may still read.
+	Retain *bool `json:"retain,omitempty"`
 }
+
+// Retained reports whether the model claim outlives the job (on a defaulted job).
+func (m *ModelOutput) Retained() bool { return m.Retain == nil || *m.Retain }
 
 // ModelExport is the model-output step: what the trainers save, and how to read it.
 type ModelExport struct {
@@ -538,6 +544,9 @@ func (j TrainingJob) renderClaim() *corev1.PersistentVolumeClaim {
 	}
 	if j.ModelOutput.StorageClass != "" {
 		pvc.Spec.StorageClassName = ptr.To(j.ModelOutput.StorageClass)
+	}
+	if j.ModelOutput.Retained() {
+		pvc.Annotations = map[string]string{RetainAnnotation: "true"}
 	}
 	return pvc
 }
