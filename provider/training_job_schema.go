@@ -73,7 +73,8 @@ func taskAttribute(name, desc string) schema.SingleNestedAttribute {
 			"limits": schema.MapAttribute{Optional: true, ElementType: types.StringType,
 				MarkdownDescription: "Resource limits per pod, e.g. `{ cpu = \"10\", memory = \"30Gi\" }`. A request above its limit is refused."},
 			"gpus": schema.Int64Attribute{Optional: true, Validators: []validator.Int64{int64validator.AtLeast(0)},
-				MarkdownDescription: "GPUs per pod (`nvidia.com/gpu` limit), for collective workers. Defaults to none."},
+				MarkdownDescription: "GPUs per pod (`nvidia.com/gpu` limit), for trainers and collective workers; refused on parameter servers, which keep and update the tables on CPUs. " +
+					"A collective worker runs one process per GPU (`TRAINER_PORTS_NUM`). Defaults to none."},
 			"policies": schema.ListNestedAttribute{Optional: true,
 				MarkdownDescription: "Task lifecycle policies. Defaults to `TaskCompleted` -> `CompleteJob` for trainers and workers (the job completes when they finish), none for parameter servers.",
 				NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
@@ -98,7 +99,10 @@ func trainingJobSchema(ctx context.Context) schema.Schema {
 			"namespace": namespaceAttribute("Namespace of every object. It must exist."),
 			"stack":     stackAttribute("Name of the stack this job belongs to"),
 			"mode": schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString(stack.ModePS), PlanModifiers: replaceStr(),
-				MarkdownDescription: "`ps`: parameter servers (`pserver`) and `trainer`s, the ElasticCTR layout; `collective`: GPU `worker`s with Volcano's `svc` and `env` plugins. Defaults to `ps`.",
+				MarkdownDescription: "`ps`: parameter servers (`pserver`) and `trainer`s, the ElasticCTR layout; `collective`: GPU `worker`s with Volcano's `svc` and `env` plugins, each given what Paddle's collective launchers read to form one group across pods " +
+					"(`PADDLE_TRAINER_ENDPOINTS`, `PADDLE_TRAINERS`, `PADDLE_TRAINER_ID`, `TRAINER_PORTS_NUM` for `paddle.distributed.fleet.launch`; `PADDLE_MASTER`, " +
+					"`PADDLE_NNODES`, `PADDLE_RANK` for `paddle.distributed.launch`), from the workers' names `<name>-worker-<i>.<name>` (and `POD_IP` set to the " +
+					"worker's own name, as the legacy launcher finds its rank among the endpoints), with a memory-backed `/dev/shm` for NCCL. Defaults to `ps`.",
 				Validators:          []validator.String{stringvalidator.OneOf(stack.Modes...)}},
 			// No schema default: the default moves with the provider's image_registry (planned in ModifyPlan).
 			"image": schema.StringAttribute{Optional: true, Computed: true, PlanModifiers: replaceStr(),

@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -732,7 +733,7 @@ func (j TrainingJob) task(name string, t *Task, role string) batchv1alpha1.TaskS
 		Command:         j.Command,
 		Env:             append(j.env(role), corev1.EnvVar{Name: "CPU_NUM", Value: strconv.FormatInt(cpuNum(t), 10)}),
 		Ports:           []corev1.ContainerPort{{Name: "paddle", ContainerPort: j.Port, Protocol: corev1.ProtocolTCP}},
-		Resources:       resources(t, j.Mode == ModeCollective),
+		Resources:       resources(t, true),
 	}
 	spec := corev1.PodSpec{
 		ServiceAccountName: j.Name,
@@ -744,6 +745,13 @@ func (j TrainingJob) task(name string, t *Task, role string) batchv1alpha1.TaskS
 		spec.Volumes = append(spec.Volumes, corev1.Volume{Name: "slot-conf", VolumeSource: corev1.VolumeSource{
 			ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: slotConfigName(j.Name)}},
 		}})
+	}
+	if j.Mode == ModeCollective {
+		// NCCL exchanges data through shared memory, and a container's /dev/shm is 64 MiB
+		// unless a memory volume replaces it (it counts against the pod's memory limit).
+		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: "dshm", MountPath: "/dev/shm"})
+		spec.Volumes = append(spec.Volumes, corev1.Volume{Name: "dshm", VolumeSource: corev1.VolumeSource{
+			EmptyDir: &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory}}})
 	}
 	if role == "TRAINER" {
 		// Trainers write the model output. A ReadWriteOnce volume can only be mounted on one
@@ -831,6 +839,15 @@ func (j TrainingJob) env(role string) []corev1.EnvVar {
 				LocalObjectReference: corev1.LocalObjectReference{Name: datasetSecretName(j.Name)}, Key: datasetUGIKey}}})
 		}
 	}
+	if j.Mode == ModeCollective {
+		for _, e := range j.collectiveEnv() {
+			if i := slices.IndexFunc(env, func(x corev1.EnvVar) bool { return x.Name == e.Name }); i >= 0 {
+				env[i] = e
+			} else {
+				env = append(env, e)
+			}
+		}
+	}
 	if role == "TRAINER" && j.FileServer.TokenUploads() {
 		// Trainers may upload to the file server: the token by reference, never its value.
 		env = append(env, corev1.EnvVar{Name: UploadTokenEnv, ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
@@ -851,6 +868,47 @@ func cpuNum(t *Task) int64 {
 		}
 	}
 	return 1
+}
+
+// collectiveEnv is what Paddle's collective launchers read to run one process group over
+// several pods, from the names Volcano's svc plugin gives the workers (hostname
+// <job>-worker-<i>, subdomain <job>: <job>-worker-<i>.<job> resolves through the job's
+// headless Service) and the index its job controller puts on each pod (the annotation
+// volcano.sh/task-index):
+//   - paddle.distributed.fleet.launch (2.1-2.3) takes cloud mode when POD_IP,
+//     PADDLE_TRAINER_ID, PADDLE_TRAINER_ENDPOINTS and TRAINER_PORTS_NUM are set and there is
+//     more than one trainer, and finds its rank as the index of POD_IP among the endpoints'
+//     hosts: so POD_IP is the worker's own name here, as the endpoints are;
+//   - Paddle 2.0's launcher reads PADDLE_TRAINERS (the hosts) instead of the endpoints;
+//   - paddle.distributed.launch (2.3+) reads PADDLE_MASTER (worker 0), PADDLE_NNODES and
+//     PADDLE_RANK.
+func (j TrainingJob) collectiveEnv() []corev1.EnvVar {
+	val := func(name, v string) corev1.EnvVar { return corev1.EnvVar{Name: name, Value: v} }
+	index := corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.annotations['" + batchv1alpha1.TaskIndex + "']"}}
+	n := j.Worker.Replicas
+	port := strconv.Itoa(int(j.Port))
+	hosts, endpoints := make([]string, n), make([]string, n)
+	for i := range n {
+		hosts[i] = fmt.Sprintf("%s-worker-%d.%s", j.Name, i, j.Name)
+		endpoints[i] = hosts[i] + ":" + port
+	}
+	procs := int32(1)
+	if g := j.Worker.GPUs; g != nil && *g > 1 {
+		procs = *g
+	}
+	return []corev1.EnvVar{
+		// POD_NAME comes before it in the list, so Kubernetes expands it.
+		val("POD_IP", "$(POD_NAME)."+j.Name),
+		{Name: "PADDLE_TRAINER_ID", ValueFrom: &index},
+		{Name: "PADDLE_RANK", ValueFrom: &index},
+		val("PADDLE_TRAINER_ENDPOINTS", strings.Join(endpoints, ",")),
+		val("PADDLE_TRAINERS", strings.Join(hosts, ",")),
+		val("TRAINER_PORTS_NUM", strconv.Itoa(int(procs))),
+		val("PADDLE_NNODES", strconv.Itoa(int(n))),
+		val("PADDLE_MASTER", endpoints[0]),
+		val("FLAGS_START_PORT", port),
+		val("PADDLE_START_PORT", port),
+	}
 }
 
 func resources(t *Task, gpu bool) corev1.ResourceRequirements {

@@ -3,9 +3,12 @@ package stack
 import (
 	"encoding/json"
 	"flag"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -365,4 +368,94 @@ func TestDefaultEntryPutsSavesOnTheModelVolume(t *testing.T) {
 			assert.Error(t, onVolume, "a pserver does not write the volume (it does not mount it)")
 		}
 	}
+}
+
+// paddleLegacyCloudRank is what paddle.distributed.fleet.launch (2.1-2.3, cloud_utils.py)
+// makes of a pod's environment: cloud mode only when POD_IP, PADDLE_TRAINER_ID,
+// PADDLE_TRAINER_ENDPOINTS and TRAINER_PORTS_NUM are all set and PADDLE_TRAINERS_NUM is not
+// 1; then POD_IP must be one of the endpoints' hosts, and its index there is the node's rank.
+func paddleLegacyCloudRank(env map[string]string) (int, error) {
+	for _, k := range []string{"POD_IP", "PADDLE_TRAINER_ID", "PADDLE_TRAINER_ENDPOINTS", "TRAINER_PORTS_NUM"} {
+		if env[k] == "" {
+			return 0, fmt.Errorf("%s unset: the launcher runs on one node only", k)
+		}
+	}
+	if env["PADDLE_TRAINERS_NUM"] == "1" {
+		return 0, fmt.Errorf("PADDLE_TRAINERS_NUM = 1: one node")
+	}
+	var hosts []string
+	for _, ep := range strings.Split(env["PADDLE_TRAINER_ENDPOINTS"], ",") {
+		h, _, _ := strings.Cut(ep, ":")
+		hosts = append(hosts, h)
+	}
+	i := slices.Index(hosts, env["POD_IP"])
+	if i < 0 {
+		return 0, fmt.Errorf("POD_IP %q is not among the endpoints' hosts %v", env["POD_IP"], hosts)
+	}
+	return i, nil
+}
+
+// podEnv is a container's environment as the kubelet gives it to the process of pod
+// <job>-worker-<index> that Volcano made (its name, and the task-index annotation), with
+// $(VAR) expanded from variables before it.
+func podEnv(t *testing.T, c corev1.Container, podName, index string) map[string]string {
+	t.Helper()
+	env := map[string]string{}
+	for _, e := range c.Env {
+		switch {
+		case e.ValueFrom == nil:
+			// Kubernetes expands $(VAR) of a variable defined before; any other stays as written.
+			env[e.Name] = regexp.MustCompile(`\$\(([A-Za-z_][A-Za-z0-9_]*)\)`).ReplaceAllStringFunc(e.Value, func(m string) string {
+				if v, ok := env[m[2:len(m)-1]]; ok {
+					return v
+				}
+				return m
+			})
+		case e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "metadata.name":
+			env[e.Name] = podName
+		case e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "metadata.annotations['volcano.sh/task-index']":
+			env[e.Name] = index
+		}
+	}
+	return env
+}
+
+// TestRenderTrainingJob_CollectiveRunsOnEveryWorker: every worker of a collective job gets
+// what Paddle's launchers need to form one group (the names Volcano's svc plugin gives the
+// pods), each its own rank; NCCL gets a memory /dev/shm; GPUs asked for are rendered in ps
+// mode too, and refused on parameter servers.
+func TestRenderTrainingJob_CollectiveRunsOnEveryWorker(t *testing.T) {
+	j := TrainingJob{Name: "wd", Namespace: "n", Mode: ModeCollective, Worker: &Task{Replicas: 3, GPUs: ptr.To[int32](2)}}
+	set, err := RenderTrainingJob(j)
+	require.NoError(t, err)
+	tmpl := podTemplates(t, set)[VolcanoJobKey("wd")+"/worker"]
+	c := tmpl.Spec.Containers[0]
+	for i := range 3 {
+		env := podEnv(t, c, fmt.Sprintf("wd-worker-%d", i), fmt.Sprint(i))
+		rank, err := paddleLegacyCloudRank(env)
+		require.NoError(t, err, "worker %d", i)
+		assert.Equal(t, i, rank, "the legacy launcher's rank of worker %d", i)
+		assert.Equal(t, fmt.Sprint(i), env["PADDLE_RANK"], "the new launcher's rank")
+		assert.Equal(t, "wd-worker-0.wd:30236", env["PADDLE_MASTER"])
+		assert.Equal(t, "3", env["PADDLE_NNODES"])
+		assert.Equal(t, "2", env["TRAINER_PORTS_NUM"], "one process per GPU")
+		assert.Equal(t, "wd-worker-0.wd,wd-worker-1.wd,wd-worker-2.wd", env["PADDLE_TRAINERS"])
+	}
+	names := map[string]int{}
+	for _, e := range c.Env {
+		names[e.Name]++
+		assert.Equal(t, 1, names[e.Name], "%s twice: server-side apply refuses a duplicate key", e.Name)
+	}
+	assert.Contains(t, c.VolumeMounts, corev1.VolumeMount{Name: "dshm", MountPath: "/dev/shm"})
+	assert.Equal(t, "2", c.Resources.Limits.Name("nvidia.com/gpu", "").String())
+
+	// ps mode: trainers' GPUs are rendered, not dropped; pservers' are refused.
+	ps, err := RenderTrainingJob(TrainingJob{Name: "ps", Namespace: "n", Trainer: &Task{GPUs: ptr.To[int32](1)}})
+	require.NoError(t, err)
+	trainer := podTemplates(t, ps)[VolcanoJobKey("ps")+"/trainer"].Spec.Containers[0]
+	assert.Equal(t, "1", trainer.Resources.Limits.Name("nvidia.com/gpu", "").String())
+	assert.NotContains(t, trainer.Env, corev1.EnvVar{Name: "PADDLE_MASTER"}, "ps mode has no collective env")
+	errs := TrainingJob{Name: "ps", Namespace: "n", PServer: &Task{GPUs: ptr.To[int32](1)}}.Validate()
+	require.NotEmpty(t, errs)
+	assert.Equal(t, "pserver.gpus", errs[0].Path)
 }

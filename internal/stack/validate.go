@@ -140,6 +140,9 @@ func (j TrainingJob) Validate() FieldErrors {
 			continue
 		}
 		c.resources(tk.name, tk.t.Requests, tk.t.Limits)
+		if tk.name == "pserver" && tk.t.GPUs != nil && *tk.t.GPUs > 0 {
+			c.bad("pserver.gpus", "%d: parameter servers keep and update the tables on CPUs and would leave a GPU idle; give the GPUs to the trainers (trainer.gpus)", *tk.t.GPUs)
+		}
 	}
 	if j.Command == nil && j.Entry == "" && !j.defaultImage() {
 		c.bad("image", "%q with the default command needs entry: paddle_k8s start_fluid runs `sh -c \"$ENTRY\"`, and an empty ENTRY exits 0, "+
