@@ -221,7 +221,7 @@ func trainingJobEveryAttribute(storageClass string) string {
     start_hour = "20200401/00", end_hour = "20200401/23", sparse_dim = 1000001 }
   slot_config  = "6048\n6002\n"
   model_output = { size = "2Gi", storage_class = %q, access_mode = "ReadWriteOnce", mount_path = "/data", donefile_path = "done/donefile/base.txt", retain = false }
-  model_export = { format = "ps-table", path = "saves", var = "embedding", embedx_dim = 8, interval_seconds = 30 }
+  model_export = { format = "ps-table", path = "saves", var = "embedding", embedx_dim = 8, interval_seconds = 30, serving_model = "inference" }
   file_server  = { image = "ghcr.io/elasticctr/cube:v0.0.1-test", upload = true, upload_insecure = false, port = 8081,
     service_type = "NodePort", replicas = 1, security_context = { fs_group = 2000, read_only_root_filesystem = true } }
   security_context = { fs_group = 3000, seccomp_profile = "RuntimeDefault", allow_privilege_escalation = false, add_capabilities = ["CHOWN"] }

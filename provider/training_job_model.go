@@ -105,6 +105,7 @@ type modelExportModel struct {
 	Var             types.String `tfsdk:"var"`
 	EmbedxDim       types.Int64  `tfsdk:"embedx_dim"`
 	IntervalSeconds types.Int64  `tfsdk:"interval_seconds"`
+	ServingModel    types.String `tfsdk:"serving_model"`
 }
 
 type fileServerModel struct {
@@ -144,7 +145,7 @@ func (m *trainingJobModel) known() bool {
 		vals = append(vals, o.Size, o.StorageClass, o.AccessMode, o.ExistingClaim, o.MountPath, o.DonefilePath, o.Retain)
 	}
 	if e := m.ModelExport; e != nil {
-		vals = append(vals, e.Format, e.Path, e.Var, e.EmbedxDim, e.IntervalSeconds)
+		vals = append(vals, e.Format, e.Path, e.Var, e.EmbedxDim, e.IntervalSeconds, e.ServingModel)
 	}
 	if f := m.FileServer; f != nil {
 		vals = append(vals, f.Image, f.Upload, f.UploadInsecure, f.Port, f.ServiceType, f.ServiceAnnots, f.Replicas)
@@ -223,7 +224,7 @@ func (m *trainingJobModel) settings(ctx context.Context, images stack.Images) (s
 	}
 	if e := m.ModelExport; e != nil {
 		j.ModelExport = &stack.ModelExport{Format: e.Format.ValueString(), Path: e.Path.ValueString(), Var: e.Var.ValueString(),
-			EmbedxDim: e.EmbedxDim.ValueInt64(), IntervalSeconds: e.IntervalSeconds.ValueInt64()}
+			EmbedxDim: e.EmbedxDim.ValueInt64(), IntervalSeconds: e.IntervalSeconds.ValueInt64(), ServingModel: e.ServingModel.ValueString()}
 	}
 	if f := m.FileServer; f != nil {
 		j.FileServer = &stack.FileServer{Image: f.Image.ValueString(), Upload: f.Upload.ValueBool(), UploadInsecure: f.UploadInsecure.ValueBool(),
@@ -357,7 +358,7 @@ func (m *trainingJobModel) fromJob(ctx context.Context, j stack.TrainingJob, dia
 	m.ModelExport = nil
 	if e := j.ModelExport; e != nil {
 		m.ModelExport = &modelExportModel{Format: optionalString(e.Format), Path: optionalString(e.Path), Var: optionalString(e.Var),
-			EmbedxDim: optionalInt64(e.EmbedxDim), IntervalSeconds: optionalInt64(e.IntervalSeconds)}
+			EmbedxDim: optionalInt64(e.EmbedxDim), IntervalSeconds: optionalInt64(e.IntervalSeconds), ServingModel: optionalString(e.ServingModel)}
 	}
 	m.FileServer = nil
 	if f := j.FileServer; f != nil {

@@ -240,6 +240,10 @@ func trainingJobSchema(ctx context.Context) schema.Schema {
 					"interval_seconds": schema.Int64Attribute{Optional: true, Computed: true, Default: int64default.StaticInt64(stack.DefaultModelExportInterval),
 						MarkdownDescription: fmt.Sprintf("How often to look for a new save; a save is published once unchanged over one interval. Defaults to `%d`.", stack.DefaultModelExportInterval),
 						Validators:          []validator.Int64{int64validator.AtLeast(1)}},
+					"serving_model": schema.StringAttribute{Optional: true,
+						MarkdownDescription: "A folder of each save, relative to it, holding the serving model (the dense network Paddle Serving loads): published with " +
+							"the version as `<folder>/serving/<id>/`, beside the cube's input `<folder>/data/<id>/` and before the donefile line, so that the dense model " +
+							"and the sparse table of a version carry the same id. None by default."},
 				}},
 			"file_server": schema.SingleNestedAttribute{Optional: true,
 				MarkdownDescription: "The HTTP file server that publishes the model output with directory listings (what the cube transfer expects). Changes in place.",

@@ -1,7 +1,7 @@
 // Package modelout publishes a model version into a model-output directory
 // the way the cube's transfer reads it: SequenceFiles in Paddle's layout
 // under data/<id>/, and one donefile line (donefile/base.txt, or patch.txt)
-// that names them.
+// that names them; optionally the serving model of the same version under serving/<id>/.
 //
 // Publishing is all or nothing. The files are written into a hidden
 // temporary folder under data/ (the transfer and the file server's listings
@@ -17,6 +17,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -48,6 +50,8 @@ type Version struct {
 // Writer writes one version's records. Call Commit to publish it, or Abort.
 type Writer struct {
 	root, tmp string
+	// servingTmp holds the serving model copied by AddServingModel (empty: none).
+	servingTmp string
 	v         Version
 	f         *os.File
 	w         *seqfile.Writer
@@ -155,6 +159,82 @@ func (w *Writer) Abort() {
 		w.f = nil
 	}
 	os.RemoveAll(w.tmp)
+	if w.servingTmp != "" {
+		os.RemoveAll(w.servingTmp)
+	}
+}
+
+// Bounds of a serving model copied by AddServingModel.
+const (
+	MaxServingFiles = 10_000
+	MaxServingBytes = 64 << 30
+)
+
+// AddServingModel copies the serving model directory src (the dense network and its
+// configuration, what Paddle Serving loads) into the version: Commit publishes it as
+// serving/<id>/ beside data/<id>/, before the donefile line, so that the dense model and the
+// sparse table of a version carry the same id. Only regular files and folders are copied.
+func (w *Writer) AddServingModel(src string) error {
+	dir := filepath.Join(w.root, "serving")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	tmp, err := os.MkdirTemp(dir, ".tmp-export-")
+	if err != nil {
+		return err
+	}
+	w.servingTmp = tmp
+	if err := os.Chmod(tmp, 0o755); err != nil {
+		return err
+	}
+	files, size := 0, int64(0)
+	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return fmt.Errorf("serving model: %w", err)
+		}
+		rel, _ := filepath.Rel(src, p)
+		to := filepath.Join(tmp, rel)
+		switch {
+		case d.IsDir():
+			return os.MkdirAll(to, 0o755)
+		case !d.Type().IsRegular():
+			return fmt.Errorf("serving model: %s is not a regular file", p)
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		if files++; files > MaxServingFiles {
+			return fmt.Errorf("serving model %s: more than %d files", src, MaxServingFiles)
+		}
+		if size += info.Size(); size > MaxServingBytes {
+			return fmt.Errorf("serving model %s: more than %d bytes", src, int64(MaxServingBytes))
+		}
+		return copyFile(p, to)
+	})
+}
+
+func copyFile(from, to string) error {
+	in, err := os.Open(from)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(to, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	_, err = io.Copy(out, in)
+	if err == nil {
+		err = out.Sync()
+	}
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("copy %s: %w", from, err)
+	}
+	return nil
 }
 
 // Commit publishes the version: data/<id> appears whole, then the donefile
@@ -207,8 +287,22 @@ func (w *Writer) Commit() (donefile.Entry, error) {
 	if err := unused(filepath.Join(w.root, "data"), w.v.ID); err != nil {
 		return fail(err)
 	}
+	if w.servingTmp != "" {
+		serving := filepath.Join(w.root, "serving", w.v.ID)
+		if err := unused(filepath.Dir(serving), w.v.ID); err != nil {
+			return fail(err)
+		}
+		if err := os.Rename(w.servingTmp, serving); err != nil {
+			return fail(fmt.Errorf("publish %s: %w", serving, err))
+		}
+		w.servingTmp = ""
+		if err := atomicfile.SyncDir(filepath.Dir(serving)); err != nil {
+			return fail(err)
+		}
+	}
 	final := filepath.Join(w.root, "data", w.v.ID)
 	if err := os.Rename(w.tmp, final); err != nil {
+		os.RemoveAll(filepath.Join(w.root, "serving", w.v.ID)) // no line names it: take it back
 		return fail(fmt.Errorf("publish %s: %w", final, err))
 	}
 	if err := atomicfile.SyncDir(filepath.Dir(final)); err != nil {

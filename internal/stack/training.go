@@ -238,6 +238,9 @@ type ModelExport struct {
 	// IntervalSeconds is how often the exporter looks for a new save; a save is exported once
 	// it is unchanged over one interval.
 	IntervalSeconds int64 `json:"interval_seconds,omitempty"`
+	// ServingModel is a folder of each save (relative to it) holding the serving model; it is
+	// published with the version as serving/<id>/ beside the cube's input.
+	ServingModel string `json:"serving_model,omitempty"`
 }
 
 // Model export formats, and defaults.
@@ -614,6 +617,9 @@ func (j TrainingJob) renderModelExport() *appsv1.Deployment {
 	}
 	if me.EmbedxDim > 0 {
 		args = append(args, "--embedx-dim", strconv.FormatInt(me.EmbedxDim, 10))
+	}
+	if me.ServingModel != "" {
+		args = append(args, "--serving-model", me.ServingModel)
 	}
 	dep := &appsv1.Deployment{
 		TypeMeta:   kindDeployment,

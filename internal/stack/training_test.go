@@ -70,7 +70,7 @@ func TestRenderTrainingJob_Golden(t *testing.T) {
 		// and the model export publishes each save as a cube version.
 		"training_model_export.yaml": {
 			Name: "edl", Namespace: "ctr", ProviderVersion: "0.4.0",
-			ModelExport: &ModelExport{},
+			ModelExport: &ModelExport{ServingModel: "inference_model"},
 		},
 		"training_collective.yaml": {
 			Name: "wide-deep", Namespace: "gpu", Mode: ModeCollective, ProviderVersion: "26a9a1d5fee3",

@@ -180,6 +180,9 @@ func (j TrainingJob) Validate() FieldErrors {
 		if p := me.Path; p != "" && (strings.HasPrefix(p, "/") || slices.Contains(strings.Split(p, "/"), "..")) {
 			c.bad("model_export.path", "%q must be relative to the model output's mount path, without ..", p)
 		}
+		if p := me.ServingModel; p != "" && (strings.HasPrefix(p, "/") || slices.Contains(strings.Split(p, "/"), "..")) {
+			c.bad("model_export.serving_model", "%q must be relative to a save folder, without ..", p)
+		}
 		if strings.Contains(me.Var, "/") {
 			c.bad("model_export.var", "%q: a variable's file name, without /", me.Var)
 		}

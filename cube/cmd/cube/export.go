@@ -29,6 +29,9 @@ var exportFormats = []struct{ name, what string }{
 // exportSpec is what one export reads.
 type exportSpec struct {
 	format, varName, program, params string
+	// servingModel is a serving model folder to publish with the version (relative to a
+	// save folder in --watch mode).
+	servingModel string
 	layout                           paddle.CtrLayout
 }
 
@@ -47,6 +50,7 @@ func runExport(args []string, stdout, stderr io.Writer) error {
 	sp := exportSpec{}
 	fs.StringVar(&sp.varName, "var", "", "the embedding variable's `name` (e.g. SparseFeatFactors): the file in a saved folder, the tensor of a combined file, or (ps-table) the table's sub-folder of a save")
 	fs.StringVar(&sp.program, "program", "", "the program `file` (__model__, *.pdmodel) a combined params file was saved with: its sorted persistable variables name the tensors (default: __model__ or the one *.pdmodel beside the params)")
+	fs.StringVar(&sp.servingModel, "serving-model", "", "a serving model `folder` (what Paddle Serving loads) to publish with the version as serving/<id>/, so that dense and sparse carry one id; with --watch, relative to each save")
 	fs.StringVar(&sp.params, "params", "", "combined: the params `file` name in a saved folder (default: __params__ or the one *.pdiparams)")
 	id := fs.String("id", "", "donefile `id` of the version, above every id already there (default: unix seconds now, or one above the last id)")
 	patchOf := fs.String("patch-of", "", "publish a patch of base `BASE_ID` (patch.txt) instead of a base")
@@ -124,6 +128,9 @@ func exportOnce(sp exportSpec, in, out string, v modelout.Version) (exportResult
 		inBytes, err = exportTable(w, dir, sp.layout)
 	} else {
 		inBytes, err = exportTensor(w, sp, in)
+	}
+	if err == nil && sp.servingModel != "" {
+		err = w.AddServingModel(sp.servingModel)
 	}
 	if err != nil {
 		w.Abort()

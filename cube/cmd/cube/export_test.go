@@ -306,3 +306,33 @@ func TestExportWatchPublishesEachSettledSave(t *testing.T) {
 		t.Fatalf("after a restart the donefile has %d lines: %v", len(l), l)
 	}
 }
+
+// --serving-model publishes the dense model with the sparse table under the same id
+// (serving/<id>/ beside data/<id>/); a serving model that cannot be copied publishes nothing.
+func TestExportServingModelCarriesTheVersionID(t *testing.T) {
+	dir := t.TempDir()
+	root := filepath.Join(dir, "out")
+	save := filepath.Join(dir, "pass-0")
+	cube(t, "model", "--format", "lodtensor", "--out", save, "--keys", "10")
+	model := filepath.Join(save, "serving_model")
+	os.MkdirAll(filepath.Join(model, "sub"), 0o755)
+	os.WriteFile(filepath.Join(model, "__model__"), []byte("program"), 0o644)
+	os.WriteFile(filepath.Join(model, "sub", "fc_0.w_0"), []byte("weights"), 0o644)
+	cube(t, "export", "--format", "lodtensor", "--in", save, "--var", "SparseFeatFactors", "--out", root, "--id", "42", "--serving-model", model)
+	for rel, want := range map[string]string{"__model__": "program", "sub/fc_0.w_0": "weights"} {
+		if b, err := os.ReadFile(filepath.Join(root, "serving", "42", rel)); err != nil || string(b) != want {
+			t.Errorf("serving/42/%s: %q %v", rel, b, err)
+		}
+	}
+	os.Symlink("/etc/passwd", filepath.Join(model, "link"))
+	msg, err := exec.Command(cubeBin, "export", "--format", "lodtensor", "--in", save, "--var", "SparseFeatFactors", "--out", root, "--id", "43", "--serving-model", model).CombinedOutput()
+	if err == nil || !strings.Contains(string(msg), "not a regular file") {
+		t.Fatalf("a serving model with a symlink: %v %s", err, msg)
+	}
+	for _, d := range []string{"serving", "data"} {
+		ents, _ := os.ReadDir(filepath.Join(root, d))
+		if len(ents) != 1 || ents[0].Name() != "42" {
+			t.Errorf("%s/ holds %v after a failed export", d, ents)
+		}
+	}
+}

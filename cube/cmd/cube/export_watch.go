@@ -61,7 +61,11 @@ func watchExports(ctx context.Context, log *slog.Logger, sp exportSpec, in, out 
 		case fp != seen:
 			log.Debug("save changing; waiting for it to settle", "save", save)
 		default:
-			res, err := exportOnce(sp, filepath.Join(in, save), out, modelout.Version{PartBytes: partBytes})
+			one := sp
+			if one.servingModel != "" && !filepath.IsAbs(one.servingModel) {
+				one.servingModel = filepath.Join(in, save, one.servingModel)
+			}
+			res, err := exportOnce(one, filepath.Join(in, save), out, modelout.Version{PartBytes: partBytes})
 			if err != nil {
 				failed = fp
 				log.Error("save not exported; retrying when it changes", "save", save, "err", err)
