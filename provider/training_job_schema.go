@@ -103,7 +103,7 @@ func trainingJobSchema(ctx context.Context) schema.Schema {
 					"(`PADDLE_TRAINER_ENDPOINTS`, `PADDLE_TRAINERS`, `PADDLE_TRAINER_ID`, `TRAINER_PORTS_NUM` for `paddle.distributed.fleet.launch`; `PADDLE_MASTER`, " +
 					"`PADDLE_NNODES`, `PADDLE_RANK` for `paddle.distributed.launch`), from the workers' names `<name>-worker-<i>.<name>` (and `POD_IP` set to the " +
 					"worker's own name, as the legacy launcher finds its rank among the endpoints), with a memory-backed `/dev/shm` for NCCL. Defaults to `ps`.",
-				Validators:          []validator.String{stringvalidator.OneOf(stack.Modes...)}},
+				Validators: []validator.String{stringvalidator.OneOf(stack.Modes...)}},
 			// No schema default: the default moves with the provider's image_registry (planned in ModifyPlan).
 			"image": schema.StringAttribute{Optional: true, Computed: true, PlanModifiers: replaceStr(),
 				MarkdownDescription: "Training image for every task. Defaults to `" + stack.DefaultImage + "` (the seed image with `paddle_k8s`; " +

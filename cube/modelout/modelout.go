@@ -52,13 +52,13 @@ type Writer struct {
 	root, tmp string
 	// servingTmp holds the serving model copied by AddServingModel (empty: none).
 	servingTmp string
-	v         Version
-	f         *os.File
-	w         *seqfile.Writer
-	parts     int
-	inPart    int64
-	width     int
-	Stats     Stats
+	v          Version
+	f          *os.File
+	w          *seqfile.Writer
+	parts      int
+	inPart     int64
+	width      int
+	Stats      Stats
 }
 
 // Stats count what a Writer wrote.

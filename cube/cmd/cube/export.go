@@ -32,7 +32,7 @@ type exportSpec struct {
 	// servingModel is a serving model folder to publish with the version (relative to a
 	// save folder in --watch mode).
 	servingModel string
-	layout                           paddle.CtrLayout
+	layout       paddle.CtrLayout
 }
 
 // runExport is the model-output step: it turns what Paddle saved into the cube's input
