@@ -27,6 +27,9 @@ bin/cube bench --against redis,memcached --keys 1000000 --value-size 40 --batch 
 say "how costs grow: build and lookups against size, rollout and heal against shards (BENCH_SCALE=$scale)"
 bin/cube bench scale --scale "$scale"
 
+say "the model-output step (cube export of a LoDTensor table as Paddle saves it, 10 float32s a row): throughput and peak memory against rows (BENCH_SCALE=$scale)"
+bin/cube bench export --rows "$(awk -v s="$scale" 'BEGIN { printf "%d,%d", 1000000*s, 10000000*s }')"
+
 say "rendering (plan-time cost of a training job's objects)"
 go test -run '^$' -bench . -benchmem ./internal/stack
 

@@ -24,6 +24,9 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	if len(args) > 0 && args[0] == "hostile" {
 		return runBenchHostile(args[1:], stdout, stderr)
 	}
+	if len(args) > 0 && args[0] == "export" {
+		return runBenchExport(args[1:], stdout, stderr)
+	}
 	fs := flags("bench", "--against redis,memcached --keys N --value-size B --batch K --duration D --runs R", stdout, stderr)
 	var o bench.Options
 	serverCPUs, clientCPUs := bench.DefaultPinning()

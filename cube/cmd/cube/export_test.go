@@ -336,3 +336,19 @@ func TestExportServingModelCarriesTheVersionID(t *testing.T) {
 		}
 	}
 }
+
+// `cube bench export` prints a row per size and its ratio lines (the figures are make
+// bench's; this keeps the command from breaking unseen).
+func TestBenchExportSmoke(t *testing.T) {
+	out := cube(t, "bench", "export", "--rows", "2000,5000", "--width", "9")
+	for _, w := range []string{"rows           input MB", "peak RSS MiB", "ratio export_rss_5k_vs_2k=", "ratio export_rows_per_s_5k_vs_2k="} {
+		if !strings.Contains(out, w) {
+			t.Errorf("bench export output lacks %q:\n%s", w, out)
+		}
+	}
+	for _, n := range []string{"2000 ", "5000 "} {
+		if !strings.Contains(out, "\n"+n) {
+			t.Errorf("no row for %s rows:\n%s", n, out)
+		}
+	}
+}

@@ -48,7 +48,7 @@ func commands() []command {
 		{"export", "the model-output step: turn what Paddle saved (LoDTensor, combined params, SelectedRows, parameter-server table shards) into the cube's input and a donefile line, all or nothing", runExport},
 		{"model", "write a synthetic model as a trainer would (SequenceFiles + a donefile line): a smoke test without Paddle", runModel},
 		{"seek", "look keys up through cube.conf or one server", runSeek},
-		{"bench", "benchmark a cube server against Redis MGET and memcached multi-get, pinned; \"bench scale\" how costs grow, \"bench rollout\" rollouts under load, \"bench hostile\" latency under hostile connections", runBench},
+		{"bench", "benchmark a cube server against Redis MGET and memcached multi-get, pinned; \"bench scale\" how costs grow, \"bench rollout\" rollouts under load, \"bench hostile\" latency under hostile connections, \"bench export\" the model-output step against table size", runBench},
 		{"demo", "run the whole pipeline on this machine: data, file server, transfer, shards, lookups, a rollout under load", runDemo},
 		{"version", "print the version", runVersion},
 	}
