@@ -383,7 +383,10 @@ func TestAccRealNode_DestroyLeavesNothing(t *testing.T) {
 			k.checkNothingOwnedOf(ns, stack.Owner(stack.CubeType, "e2e-cube"), stack.CubeKinds),
 			k.checkNoClaims(ns)),
 		Steps: []resource.TestStep{{
-			Config: e2eStack(ns, image, id, gen, `  storage      = { size = "1Gi" }`),
+			// The model output goes too only when not retained (it is by default; see
+			// TestAccTrainingJob_ModelOutputOutlivesTheJob).
+			Config: strings.Replace(e2eStack(ns, image, id, gen, `  storage      = { size = "1Gi" }`),
+				`donefile_path = "donefile/base.txt" }`, `donefile_path = "donefile/base.txt", retain = false }`, 1),
 			Check: resource.ComposeTestCheckFunc(
 				k.waitServed(ns, "e2e-cube", strconv.Itoa(id), 4*time.Minute, &version),
 				k.countClaims(ns, 1+1+2*2)), // model output, transfer, 2 shards x 2 replicas

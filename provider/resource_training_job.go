@@ -117,9 +117,12 @@ func (r *trainingJobResource) ModifyPlan(ctx context.Context, req resource.Modif
 	resp.Diagnostics.Append(resp.Plan.Set(ctx, plan)...)
 
 	if len(reasons) > 0 {
-		keep := "The model-output volume is recreated empty."
-		if claim := j.Defaulted().ModelOutput.ExistingClaim; claim != "" {
-			keep = "The existing model-output claim " + claim + " is kept."
+		keep := "The model-output volume is kept (model_output.retain): the new job takes it back with every model version on it."
+		switch mo := j.Defaulted().ModelOutput; {
+		case mo.ExistingClaim != "":
+			keep = "The existing model-output claim " + mo.ExistingClaim + " is kept."
+		case !mo.Retained():
+			keep = "The model-output volume is recreated empty (model_output.retain = false)."
 		}
 		resp.Diagnostics.Append(diagnostics.Warning("Training Job Will Be Replaced",
 			fmt.Sprintf("Changing %s replaces %s: Volcano does not allow changing the tasks of a submitted job "+

@@ -125,7 +125,8 @@ func TestAccTrainingJob_Replace(t *testing.T) {
 	k.run(t, ns, stack.TrainingJobType, name, stack.TrainingJobKinds, []resource.TestStep{
 		{Config: trainingJobConfig(ns, name, "")},
 		{
-			Config: trainingJobConfig(ns, name, `  image = "volcanosh/edlctr:v2"`),
+			Config: trainingJobConfig(ns, name, `  image = "volcanosh/edlctr:v2"
+  entry = "cd /workspace/ctr && python train.py --is_local 0 --cloud_train 1"`),
 			ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 				plancheck.ExpectResourceAction(jobAddr, plancheck.ResourceActionDestroyBeforeCreate),
 			}},
@@ -174,11 +175,14 @@ func TestAccTrainingJob_ModelOutputOutlivesTheJob(t *testing.T) {
 			return k.checkNothingOwnedOf(ns, stack.Owner(stack.TrainingJobType, name), stack.TrainingJobKinds)(nil)
 		},
 		Steps: []resource.TestStep{
-			{Config: trainingJobConfig(ns, name, ""), Check: claimUID("true")},
+			// The model_output block is there from the start: adding one to a job replaces it
+			// (its defaulted access_mode and mount_path go from null to a value).
+			{Config: trainingJobConfig(ns, name, `  model_output = { retain = true }`), Check: claimUID("true")},
 			{
 				// A retraining: the job is replaced, its model output is not.
 				Config: trainingJobConfig(ns, name, `  image = "volcanosh/edlctr:v2"
-  entry = "python train.py"`),
+  entry = "python train.py"
+  model_output = { retain = true }`),
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 					plancheck.ExpectResourceAction(jobAddr, plancheck.ResourceActionDestroyBeforeCreate),
 				}},

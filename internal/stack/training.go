@@ -379,9 +379,11 @@ func (j TrainingJob) Defaulted() TrainingJob {
 	return d
 }
 
-// defaultImage reports whether the job runs the default training image (unset, or set to
-// what it defaults to: a plan fills the default in).
-func (j TrainingJob) defaultImage() bool { return j.Image == "" || j.Image == j.images().Training() }
+// defaultImage reports whether the job runs the default training image: unset, or set to it
+// or a mirror's copy of it (a plan fills the default in, from the provider's image_registry).
+func (j TrainingJob) defaultImage() bool {
+	return j.Image == "" || j.Image == j.images().Training() || j.Image == DefaultImage || strings.HasSuffix(j.Image, "/"+DefaultImage)
+}
 
 // TotalPods is the number of pods the job asks for (on a defaulted job).
 func (j TrainingJob) TotalPods() int32 {

@@ -326,6 +326,8 @@ func TestRenderTrainingJob_EntryAndCPUNum(t *testing.T) {
 	assert.Equal(t, DefaultEntry, def["ENTRY"], "the default image's launcher needs its program")
 	assert.Equal(t, "1", def["CPU_NUM"], "no CPU set: one copy")
 
+	mirrored := env(t, TrainingJob{Name: "j", Namespace: "n", Image: "mirror.example:5000/" + DefaultImage}, "trainer")
+	assert.Equal(t, DefaultEntry, mirrored["ENTRY"], "a mirror's copy of the default image is the default image")
 	own := env(t, TrainingJob{Name: "j", Namespace: "n", Image: "mine:1", Entry: "python3 train.py"}, "pserver")
 	assert.Equal(t, "python3 train.py", own["ENTRY"])
 	custom := env(t, TrainingJob{Name: "j", Namespace: "n", Image: "mine:1", Command: []string{"/train"}}, "trainer")
