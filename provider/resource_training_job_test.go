@@ -175,9 +175,15 @@ func TestAccTrainingJob_ModelOutputOutlivesTheJob(t *testing.T) {
 			return k.checkNothingOwnedOf(ns, stack.Owner(stack.TrainingJobType, name), stack.TrainingJobKinds)(nil)
 		},
 		Steps: []resource.TestStep{
-			// The model_output block is there from the start: adding one to a job replaces it
-			// (its defaulted access_mode and mount_path go from null to a value).
-			{Config: trainingJobConfig(ns, name, `  model_output = { retain = true }`), Check: claimUID("true")},
+			{Config: trainingJobConfig(ns, name, ""), Check: claimUID("true")},
+			{
+				// Adding the block with defaults changes nothing that matters: no replacement.
+				Config: trainingJobConfig(ns, name, `  model_output = { retain = true }`),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(jobAddr, plancheck.ResourceActionUpdate),
+				}},
+				Check: claimUID("true"),
+			},
 			{
 				// A retraining: the job is replaced, its model output is not.
 				Config: trainingJobConfig(ns, name, `  image = "volcanosh/edlctr:v2"

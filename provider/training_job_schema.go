@@ -41,6 +41,15 @@ const replaceReason = "Changing it replaces the Volcano job (training restarts):
 func replaceStr() []planmodifier.String {
 	return []planmodifier.String{stringplanmodifier.RequiresReplace()}
 }
+// replaceStrUnlessDefault replaces on a change, except the one from no value (its block was
+// absent) to the default: adding `model_output = { ... }` to a job must not restart training
+// for an attribute whose value stays what it was.
+func replaceStrUnlessDefault(def string) []planmodifier.String {
+	return []planmodifier.String{stringplanmodifier.RequiresReplaceIf(func(_ context.Context, req planmodifier.StringRequest, resp *stringplanmodifier.RequiresReplaceIfFuncResponse) {
+		resp.RequiresReplace = !(req.StateValue.IsNull() && req.PlanValue.ValueString() == def)
+	}, "Changing it replaces the job; setting it to its default does not.", "Changing it replaces the job; setting it to its default does not.")}
+}
+
 func replaceInt() []planmodifier.Int64 {
 	return []planmodifier.Int64{int64planmodifier.RequiresReplace()}
 }
@@ -201,12 +210,12 @@ func trainingJobSchema(ctx context.Context) schema.Schema {
 						MarkdownDescription: "Requested size, a Kubernetes quantity. Defaults to `" + stack.DefaultModelSize + "`. Growing it needs a StorageClass that allows expansion."},
 					"storage_class": schema.StringAttribute{Optional: true, PlanModifiers: replaceStr(),
 						MarkdownDescription: "StorageClass of the claim. Defaults to the cluster's default StorageClass."},
-					"access_mode": schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString(stack.AccessReadWriteOnce), PlanModifiers: replaceStr(),
+					"access_mode": schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString(stack.AccessReadWriteOnce), PlanModifiers: replaceStrUnlessDefault(stack.AccessReadWriteOnce),
 						MarkdownDescription: "One of " + quoted(stack.AccessModes) + ". Defaults to `" + stack.AccessReadWriteOnce + "`.",
 						Validators:          []validator.String{stringvalidator.OneOf(stack.AccessModes...)}},
 					"existing_claim": schema.StringAttribute{Optional: true, PlanModifiers: replaceStr(),
 						MarkdownDescription: "Use this existing PersistentVolumeClaim instead of creating one; it is kept when the job is replaced or destroyed."},
-					"mount_path": schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString(stack.DefaultModelMountPath), PlanModifiers: replaceStr(),
+					"mount_path": schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString(stack.DefaultModelMountPath), PlanModifiers: replaceStrUnlessDefault(stack.DefaultModelMountPath),
 						MarkdownDescription: "Where trainers mount the volume (`MODEL_OUTPUT_DIR`); the file server serves it under the same URL path. Defaults to `" + stack.DefaultModelMountPath + "`."},
 					"donefile_path": schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString(stack.DefaultDonefilePath),
 						MarkdownDescription: "Path of the donefile (`base.txt`) inside the volume. Defaults to `" + stack.DefaultDonefilePath + "`, where Paddle's dumper writes it."},
