@@ -41,6 +41,7 @@ const replaceReason = "Changing it replaces the Volcano job (training restarts):
 func replaceStr() []planmodifier.String {
 	return []planmodifier.String{stringplanmodifier.RequiresReplace()}
 }
+
 // replaceStrUnlessDefault replaces on a change, except the one from no value (its block was
 // absent) to the default: adding `model_output = { ... }` to a job must not restart training
 // for an attribute whose value stays what it was.
