@@ -24,31 +24,8 @@ import (
 // writes nothing for the cube; the job's model export turns the save into a cube version;
 // a cube of 2 shards × 2 replicas follows the donefile.
 func e2eExportStack(ns, image string, gen int) string {
-	return fmt.Sprintf(`
-resource "ctr_training_job" "train" {
-  name              = "e2e"
-  namespace         = %[1]q
-  mode              = "collective"
-  image             = %[2]q
-  image_pull_policy = "IfNotPresent"
-  command           = ["/cube", "model", "--format", "lodtensor", "--out", "/data/models/pass-%[3]d", "--keys", "%[4]d", "--gen", "%[3]d"]
-  worker            = { replicas = 1 }
-  model_output      = { size = "1Gi", mount_path = "/data", donefile_path = "donefile/base.txt" }
-  model_export      = { interval_seconds = 1 }
-  file_server       = { image = %[2]q }
-  timeouts          = { create = "5m", update = "5m", delete = "3m" }
-}
-
-resource "ctr_cube" "cube" {
-  name         = "e2e-cube"
-  namespace    = %[1]q
-  image        = %[2]q
-  donefile_url = ctr_training_job.train.donefile_url
-  shards       = 2
-  replicas     = 2
-  timeouts     = { create = "5m", update = "5m", delete = "3m" }
-}
-`, ns, image, gen, e2eModelKeys)
+	command := fmt.Sprintf(`["/cube", "model", "--format", "lodtensor", "--out", "/data/models/pass-%d", "--keys", "%d", "--gen", "%d"]`, gen, e2eModelKeys, gen)
+	return e2eTrainingRunning(ns, image, command, "  model_export      = { interval_seconds = 1 }") + e2eCube(ns, image, 2)
 }
 
 // TestAccRealNode_PaddleSaveToLookup: what Paddle saves reaches the cube with no Paddle and
@@ -89,7 +66,7 @@ func TestAccRealNode_PaddleSaveToLookup(t *testing.T) {
 						if err != nil {
 							return err
 						}
-						if !strings.Contains(listing, "part-00000") {
+						if !strings.Contains(string(listing), "part-00000") {
 							return fmt.Errorf("version %s's folder after the retraining: %q, want part-00000 listed", ids[0], listing)
 						}
 						t.Logf("served %s (id %s), then %s (id %s); version %s still on the kept volume", v1, ids[0], v2, ids[1], ids[0])
@@ -100,12 +77,12 @@ func TestAccRealNode_PaddleSaveToLookup(t *testing.T) {
 	})
 }
 
-// fileServerGet fetches a path from the training job's file server through the API server's
-// service proxy.
-func (k *kubeClients) fileServerGet(s *terraform.State, ns, path string) (string, error) {
+// fileServerGet fetches a path from the training job's file server (the host of the state's
+// donefile_url) through the API server's service proxy.
+func (k *kubeClients) fileServerGet(s *terraform.State, ns, path string) ([]byte, error) {
 	u, err := url.Parse(s.RootModule().Resources["ctr_training_job.train"].Primary.Attributes["donefile_url"])
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	svc, port, _ := strings.Cut(u.Host, ":")
 	svc, _, _ = strings.Cut(svc, ".")
@@ -113,9 +90,9 @@ func (k *kubeClients) fileServerGet(s *terraform.State, ns, path string) (string
 	defer cancel()
 	b, err := k.cs.CoreV1().Services(ns).ProxyGet("http", svc, port, path, nil).DoRaw(ctx)
 	if err != nil {
-		return "", fmt.Errorf("GET %s through service %s/%s: %w", path, ns, svc, err)
+		return nil, fmt.Errorf("GET %s through service %s/%s: %w", path, ns, svc, err)
 	}
-	return string(b), nil
+	return b, nil
 }
 
 // waitDonefile waits until the donefile the training job exports has n lines, and returns
@@ -133,8 +110,8 @@ func (k *kubeClients) waitDonefile(ns string, n int, timeout time.Duration, ids 
 				last = err.Error()
 				return false, nil
 			}
-			last = body
-			es, _ := donefile.Parse([]byte(body))
+			last = string(body)
+			es, _ := donefile.Parse(body)
 			if len(es) < n {
 				return false, nil
 			}

@@ -74,7 +74,12 @@ func e2eStack(ns, image string, id, gen int, cubeExtra ...string) string {
 }
 
 func e2eStackShards(ns, image string, id, gen, shards int, cubeExtra ...string) string {
-	return e2eTraining(ns, image, id, gen, "") + fmt.Sprintf(`
+	return e2eTraining(ns, image, id, gen, "") + e2eCube(ns, image, shards, cubeExtra...)
+}
+
+// e2eCube is the cube of e2eStack: shards × 2 replicas following the training job's donefile.
+func e2eCube(ns, image string, shards int, extra ...string) string {
+	return fmt.Sprintf(`
 resource "ctr_cube" "cube" {
   name         = "e2e-cube"
   namespace    = %[1]q
@@ -84,11 +89,17 @@ resource "ctr_cube" "cube" {
   timeouts     = { create = "5m", update = "5m", delete = "3m" }
 %[3]s
 }
-`, ns, image, strings.Join(append([]string{fmt.Sprintf("  shards       = %d", shards)}, cubeExtra...), "\n"))
+`, ns, image, strings.Join(append([]string{fmt.Sprintf("  shards       = %d", shards)}, extra...), "\n"))
 }
 
 // e2eTraining is the training job of e2eStack alone, with extra attributes.
 func e2eTraining(ns, image string, id, gen int, extra string) string {
+	return e2eTrainingRunning(ns, image, fmt.Sprintf(`["/cube", "model", "--out", "/data", "--keys", "%d", "--id", "%d", "--gen", "%d"]`, e2eModelKeys, id, gen), extra)
+}
+
+// e2eTrainingRunning is the training job of the end-to-end tests, its one worker running
+// command (HCL) in our image, with extra attributes.
+func e2eTrainingRunning(ns, image, command, extra string) string {
 	return fmt.Sprintf(`
 resource "ctr_training_job" "train" {
   name              = "e2e"
@@ -96,14 +107,14 @@ resource "ctr_training_job" "train" {
   mode              = "collective"
   image             = %[2]q
   image_pull_policy = "IfNotPresent"
-  command           = ["/cube", "model", "--out", "/data", "--keys", "%[5]d", "--id", "%[3]d", "--gen", "%[4]d"]
+  command           = %[3]s
   worker            = { replicas = 1 }
   model_output      = { size = "1Gi", mount_path = "/data", donefile_path = "donefile/base.txt" }
   file_server       = { image = %[2]q }
   timeouts          = { create = "5m", update = "5m", delete = "3m" }
-%[6]s
+%[4]s
 }
-`, ns, image, id, gen, e2eModelKeys, extra)
+`, ns, image, command, extra)
 }
 
 // TestAccRealNode_TrainingServesModel: the training job alone. Its task (the trainer
@@ -132,21 +143,11 @@ func TestAccRealNode_TrainingServesModel(t *testing.T) {
 // the files hold e2eModelKeys records of generation gen.
 func (k *kubeClients) servesModel(ns, id string, gen byte) resource.TestCheckFunc {
 	return func(s *terraform.State) error {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		defer cancel()
 		donefileURL, err := url.Parse(s.RootModule().Resources["ctr_training_job.train"].Primary.Attributes["donefile_url"])
 		if err != nil {
 			return err
 		}
-		svc, port, _ := strings.Cut(donefileURL.Host, ":")
-		svc, _, _ = strings.Cut(svc, ".")
-		get := func(u *url.URL) ([]byte, error) {
-			b, err := k.cs.CoreV1().Services(ns).ProxyGet("http", svc, port, u.Path, nil).DoRaw(ctx)
-			if err != nil {
-				return nil, fmt.Errorf("GET %s through service %s/%s: %w", u.Path, ns, svc, err)
-			}
-			return b, nil
-		}
+		get := func(u *url.URL) ([]byte, error) { return k.fileServerGet(s, ns, u.Path) }
 		b, err := get(donefileURL)
 		if err != nil {
 			return err

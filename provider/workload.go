@@ -427,7 +427,8 @@ func (w workload[S, M, P]) delete(ctx context.Context, data *providerData, req r
 		return
 	}
 	ns, name := a.Namespace.ValueString(), a.Name.ValueString()
-	if err := kc.DeleteAll(ctx, ns, stack.Owner(w.typ, name), w.kinds, stack.ControllerKinds, stateObjects(a)); err != nil {
+	kept, err := kc.DeleteAll(ctx, ns, stack.Owner(w.typ, name), w.kinds, stack.ControllerKinds, stateObjects(a))
+	if err != nil {
 		resp.Diagnostics.Append(diagnostics.Failed(w.summary("Delete"), "Could not delete everything "+a.describe(w.kind)+" owns", "", err))
 		return
 	}
@@ -437,14 +438,10 @@ func (w workload[S, M, P]) delete(ctx context.Context, data *providerData, req r
 		}
 	}
 	// What destroy left on purpose, named, with how to remove it.
-	if left, err := kc.Owned(ctx, ns, stack.Owner(w.typ, name), w.kinds); err == nil {
-		for _, u := range left {
-			if kube.Retained(u) {
-				resp.Diagnostics.Append(diagnostics.Warning("Kept "+kube.Describe(u),
-					kube.Describe(u)+" was kept ("+stack.RetainAnnotation+"): the model versions it holds outlive "+a.describe(w.kind)+", and a resource of the same name takes it back.",
-					"Delete it with kubectl once nothing needs it, or set model_output.retain = false and apply before destroying."))
-			}
-		}
+	for _, u := range kept {
+		resp.Diagnostics.Append(diagnostics.Warning("Kept "+kube.Describe(u),
+			kube.Describe(u)+" was kept ("+stack.RetainAnnotation+"): the model versions it holds outlive "+a.describe(w.kind)+", and a resource of the same name takes it back.",
+			"Delete it with kubectl once nothing needs it, or set model_output.retain = false and apply before destroying."))
 	}
 }
 

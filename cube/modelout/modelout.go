@@ -275,14 +275,21 @@ func (w *Writer) Commit() (donefile.Entry, error) {
 	if len(old) > donefile.MaxSize {
 		return fail(fmt.Errorf("%s: %d bytes, over the %d the transfer reads", path, len(old), donefile.MaxSize))
 	}
+	// The transfer follows the last line, so an id not above every id already there would
+	// roll an older model out over a newer one, or be ambiguous.
+	largest, found := largestID(old)
 	if w.v.ID == "" {
-		w.v.ID = nextID(old)
+		n := uint64(time.Now().Unix())
+		if found && largest >= n {
+			n = largest + 1
+		}
+		w.v.ID = strconv.FormatUint(n, 10)
 		if w.v.PatchOf == "" {
 			key = w.v.ID
 		}
 	}
-	if err := checkNewer(path, old, w.v.ID); err != nil {
-		return fail(err)
+	if n, _ := strconv.ParseUint(w.v.ID, 10, 63); found && n <= largest {
+		return fail(fmt.Errorf("version id %s: %s already has id %d; a new version needs a larger id", w.v.ID, path, largest))
 	}
 	if err := unused(filepath.Join(w.root, "data"), w.v.ID); err != nil {
 		return fail(err)
@@ -322,20 +329,6 @@ func (w *Writer) Commit() (donefile.Entry, error) {
 	return e, nil
 }
 
-// checkNewer refuses an id that is not above every id already in the
-// donefile: the transfer follows the last line, so an older id would be
-// rolled out over a newer model, and a repeated one would be ambiguous.
-func checkNewer(path string, old []byte, id string) error {
-	n, _ := strconv.ParseUint(id, 10, 63)
-	es, _ := donefile.Parse(old)
-	for _, e := range es {
-		if m, err := strconv.ParseUint(e.ID, 10, 63); err == nil && m >= n {
-			return fmt.Errorf("version id %s: %s already has id %s; a new version needs a larger id", id, path, e.ID)
-		}
-	}
-	return nil
-}
-
 // unused refuses an id whose data folder exists: a published version is never rewritten.
 func unused(data, id string) error {
 	if _, err := os.Lstat(filepath.Join(data, id)); err == nil {
@@ -344,16 +337,17 @@ func unused(data, id string) error {
 	return nil
 }
 
-// nextID is now in unix seconds, or one above the donefile's largest id.
-func nextID(old []byte) string {
-	n := uint64(time.Now().Unix())
-	es, _ := donefile.Parse(old)
+// largestID is the largest id of a donefile's lines, if any.
+func largestID(donefileText []byte) (uint64, bool) {
+	var largest uint64
+	found := false
+	es, _ := donefile.Parse(donefileText)
 	for _, e := range es {
-		if m, err := strconv.ParseUint(e.ID, 10, 63); err == nil && m >= n {
-			n = m + 1
+		if m, err := strconv.ParseUint(e.ID, 10, 63); err == nil && (!found || m > largest) {
+			largest, found = m, true
 		}
 	}
-	return strconv.FormatUint(n, 10)
+	return largest, found
 }
 
 func lock(path string) (func(), error) {

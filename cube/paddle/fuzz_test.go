@@ -12,18 +12,15 @@ import (
 // seed adds a real fixture to a fuzz corpus where ../shared is present.
 func seed(f *testing.F, rel string) {
 	f.Helper()
-	dir, _ := os.Getwd()
-	for range 6 {
-		if b, err := os.ReadFile(dir + "/../shared/reference/paddle-data/" + rel); err == nil {
+	if p, err := findPaddleData(rel); err == nil {
+		if b, err := os.ReadFile(p); err == nil {
 			f.Add(b)
-			return
 		}
-		dir += "/.."
 	}
 }
 
 // drain reads every row, checking that rows cover the data exactly.
-func drain(t *testing.T, f *File, r *RowReader, tn Tensor) {
+func drain(t *testing.T, r *RowReader, tn Tensor) {
 	var n int64
 	for {
 		_, v, err := r.Next()
@@ -58,7 +55,7 @@ func FuzzLoDTensors(f *testing.F) {
 			}
 			end = tn.End()
 			if tn.Bytes <= 1<<20 {
-				drain(t, file, file.Rows(tn), tn)
+				drain(t, file.Rows(tn), tn)
 			}
 		}
 		if end != int64(len(b)) {
@@ -79,7 +76,7 @@ func FuzzSelectedRows(f *testing.F) {
 			t.Fatalf("selected rows %+v outside a file of %d", s, len(b))
 		}
 		if s.Value.Bytes <= 1<<20 {
-			drain(t, file, file.SelectedRowsRows(s), s.Value)
+			drain(t, file.SelectedRowsRows(s), s.Value)
 		}
 	})
 }

@@ -521,18 +521,6 @@ func (r *RowReader) Next() (uint64, []byte, error) {
 	return key, r.row, nil
 }
 
-// ReadData reads a small tensor's data whole (at most max bytes).
-func (f *File) ReadData(t Tensor, max int64) ([]byte, error) {
-	if t.Bytes > max {
-		return nil, f.errorf(t.Data, "%s: %d bytes, more than the %d this reads whole", t, t.Bytes, max)
-	}
-	b := make([]byte, t.Bytes)
-	if _, err := f.r.ReadAt(b, t.Data); err != nil && !(errors.Is(err, io.EOF) && t.Bytes == 0) {
-		return nil, f.errorf(t.Data, "%s data: %v", t, err)
-	}
-	return b, nil
-}
-
 // Float32s decodes little-endian float32s.
 func Float32s(b []byte) []float32 {
 	out := make([]float32, len(b)/4)

@@ -553,17 +553,17 @@ func (c *Client) deleteOne(ctx context.Context, u *unstructured.Unstructured) er
 // the resource's state says it owns, found by name even if someone removed its owner label),
 // dependents in the foreground, and waits until none of them, and no object of the extra
 // kinds with the owner label (pods, pod groups), is left, logging progress. Owned objects
-// marked retained (stack.RetainAnnotation) are left in place.
-func (c *Client) DeleteAll(ctx context.Context, namespace, owner string, kinds, extra []schema.GroupVersionKind, named stack.Set) error {
+// marked retained (stack.RetainAnnotation) are left in place and returned.
+func (c *Client) DeleteAll(ctx context.Context, namespace, owner string, kinds, extra []schema.GroupVersionKind, named stack.Set) (kept []*unstructured.Unstructured, err error) {
 	owned, err := c.Owned(ctx, namespace, owner, kinds)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	seen := map[string]bool{}
 	for _, u := range owned {
 		seen[ManifestKey(u)] = true
 	}
-	owned = c.withoutRetained(owned)
+	owned, kept = c.withoutRetained(owned)
 	var unlabelled stack.Set
 	for _, o := range named {
 		if !seen[ManifestKey(o.Object)] {
@@ -573,14 +573,14 @@ func (c *Client) DeleteAll(ctx context.Context, namespace, owner string, kinds, 
 	// Delete in reverse apply order: workloads before the volumes and accounts they use.
 	for i := len(owned) - 1; i >= 0; i-- {
 		if err := c.deleteOne(ctx, owned[i]); err != nil {
-			return err
+			return kept, err
 		}
 		c.logf("%s deletion requested", Describe(owned[i]))
 	}
 	for i := len(unlabelled) - 1; i >= 0; i-- {
 		u := unlabelled[i].Object
 		if err := c.deleteOne(ctx, u); err != nil {
-			return err
+			return kept, err
 		}
 		c.logf("%s deletion requested (named in state; it no longer carries the owner label)", Describe(u))
 	}
@@ -608,13 +608,13 @@ func (c *Client) DeleteAll(ctx context.Context, namespace, owner string, kinds, 
 		return len(left) == 0, fmt.Sprintf("waiting for %d objects to go: %s", len(left), strings.Join(left, ", ")), nil
 	})
 	if wait.Interrupted(err) {
-		return fmt.Errorf("timed out waiting for deletion of %s: %w", strings.Join(left, ", "), err)
+		return kept, fmt.Errorf("timed out waiting for deletion of %s: %w", strings.Join(left, ", "), err)
 	}
 	if err != nil {
-		return err
+		return kept, err
 	}
 	c.logf("everything owned by %s in %s is gone", owner, namespace)
-	return nil
+	return kept, nil
 }
 
 // apiError names the object and gives the API's reason in words a user can act on.
@@ -709,15 +709,15 @@ func Retained(u *unstructured.Unstructured) bool {
 	return u.GetAnnotations()[stack.RetainAnnotation] == "true"
 }
 
-// withoutRetained drops retained objects, saying so.
-func (c *Client) withoutRetained(us []*unstructured.Unstructured) []*unstructured.Unstructured {
-	var out []*unstructured.Unstructured
+// withoutRetained splits off retained objects, saying so.
+func (c *Client) withoutRetained(us []*unstructured.Unstructured) (rest, retained []*unstructured.Unstructured) {
 	for _, u := range us {
 		if Retained(u) {
 			c.logf("%s kept (%s): delete it yourself once nothing needs it", Describe(u), stack.RetainAnnotation)
+			retained = append(retained, u)
 			continue
 		}
-		out = append(out, u)
+		rest = append(rest, u)
 	}
-	return out
+	return rest, retained
 }

@@ -85,7 +85,8 @@ func TestClient_PruneAndDeleteAll(t *testing.T) {
 	pruned, err := c.Prune(ctx, ns, "o", cmKind, stack.Set{configMap(ns, "keep", "o", "1")})
 	require.NoError(t, err)
 	assert.Equal(t, []string{"v1/ConfigMap/stale"}, pruned)
-	require.NoError(t, c.DeleteAll(ctx, ns, "o", cmKind, nil, nil))
+	_, err = c.DeleteAll(ctx, ns, "o", cmKind, nil, nil)
+	require.NoError(t, err)
 	left, err := cs.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{LabelSelector: stack.OwnerLabel})
 	require.NoError(t, err)
 	require.Len(t, left.Items, 1, "only the object of another owner is left")
@@ -104,7 +105,10 @@ func TestClient_RetainedObjectsOutliveDeleteAndPrune(t *testing.T) {
 	pruned, err := c.Prune(ctx, ns, "o", cmKind, nil)
 	require.NoError(t, err)
 	assert.Equal(t, []string{"v1/ConfigMap/gone"}, pruned)
-	require.NoError(t, c.DeleteAll(ctx, ns, "o", cmKind, nil, stack.Set{kept}))
+	left0, err := c.DeleteAll(ctx, ns, "o", cmKind, nil, stack.Set{kept})
+	require.NoError(t, err)
+	require.Len(t, left0, 1, "DeleteAll returns what it kept")
+	assert.Equal(t, "model", left0[0].GetName())
 	left, err := cs.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{LabelSelector: stack.OwnerLabel + "=o"})
 	require.NoError(t, err)
 	require.Len(t, left.Items, 1)
@@ -113,7 +117,8 @@ func TestClient_RetainedObjectsOutliveDeleteAndPrune(t *testing.T) {
 	// Without the annotation it goes like the rest.
 	_, err = c.Apply(ctx, stack.Set{configMap(ns, "model", "o", "1")})
 	require.NoError(t, err)
-	require.NoError(t, c.DeleteAll(ctx, ns, "o", cmKind, nil, nil))
+	_, err = c.DeleteAll(ctx, ns, "o", cmKind, nil, nil)
+	require.NoError(t, err)
 	left, err = cs.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{LabelSelector: stack.OwnerLabel + "=o"})
 	require.NoError(t, err)
 	assert.Empty(t, left.Items)
@@ -182,7 +187,8 @@ func TestClient_WaitForDeploymentWithProgress(t *testing.T) {
 	require.NoError(t, err)
 	assert.GreaterOrEqual(t, d, 500*time.Millisecond)
 	owner := stack.Owner(stack.TrainingJobType, "w")
-	require.NoError(t, c.DeleteAll(context.Background(), ns, owner, stack.TrainingJobKinds, stack.ControllerKinds, nil))
+	_, err = c.DeleteAll(context.Background(), ns, owner, stack.TrainingJobKinds, stack.ControllerKinds, nil)
+	require.NoError(t, err)
 }
 
 func TestClient_WaitTimesOutWithLastState(t *testing.T) {
@@ -230,7 +236,8 @@ func TestClient_DeleteAllNamedWithoutLabel(t *testing.T) {
 	_, err = cs.CoreV1().ConfigMaps(ns).Patch(ctx, "unlabelled", types.MergePatchType,
 		[]byte(`{"metadata":{"labels":{"`+stack.OwnerLabel+`":null}}}`), metav1.PatchOptions{})
 	require.NoError(t, err)
-	require.NoError(t, c.DeleteAll(ctx, ns, "o", cmKind, nil, set))
+	_, err = c.DeleteAll(ctx, ns, "o", cmKind, nil, set)
+	require.NoError(t, err)
 	left, err := cs.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{})
 	require.NoError(t, err)
 	for _, cm := range left.Items {

@@ -17,6 +17,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	batchv1alpha1 "volcano.sh/apis/pkg/apis/batch/v1alpha1"
+
+	"github.com/elasticctr/terraform-provider-ctr/cube/api"
 )
 
 // TrainingJobType is the Terraform resource type, used in owner labels.
@@ -243,8 +245,8 @@ type ModelExport struct {
 	ServingModel string `json:"serving_model,omitempty"`
 }
 
-// Model export formats, and defaults.
-var ModelExportFormats = []string{"lodtensor", "combined", "selectedrows", "ps-table"}
+// ModelExportFormats are the formats `cube export` reads.
+var ModelExportFormats = api.ExportFormats
 
 const (
 	DefaultModelExportFormat   = "lodtensor"
@@ -382,7 +384,7 @@ func (j TrainingJob) Defaulted() TrainingJob {
 // defaultImage reports whether the job runs the default training image: unset, or set to it
 // or a mirror's copy of it (a plan fills the default in, from the provider's image_registry).
 func (j TrainingJob) defaultImage() bool {
-	return j.Image == "" || j.Image == j.images().Training() || j.Image == DefaultImage || strings.HasSuffix(j.Image, "/"+DefaultImage)
+	return j.Image == "" || j.Image == DefaultImage || strings.HasSuffix(j.Image, "/"+DefaultImage)
 }
 
 // TotalPods is the number of pods the job asks for (on a defaulted job).

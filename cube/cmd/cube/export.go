@@ -13,17 +13,18 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/elasticctr/terraform-provider-ctr/cube/api"
 	"github.com/elasticctr/terraform-provider-ctr/cube/donefile"
 	"github.com/elasticctr/terraform-provider-ctr/cube/modelout"
 	"github.com/elasticctr/terraform-provider-ctr/cube/paddle"
 )
 
-// exportFormats are what "cube export --format" reads, with what each is.
-var exportFormats = []struct{ name, what string }{
-	{"lodtensor", "one variable's LoDTensor file (Fluid save_persistables): key = row index, as EDL's and ElasticCTR's dumpers key SparseFeatFactors"},
-	{"combined", "a combined params file (__params__, *.pdiparams) and its program (--program): the tensor --var names; key = row index"},
-	{"selectedrows", "a SelectedRows file (a distributed lookup table's rows): key = row id"},
-	{"ps-table", "a folder of Paddle 2.x parameter-server sparse-table text shards (CommonSparseTable *.blockN.txt + .meta, or MemorySparseTable part-*): key = feasign"},
+// exportFormatHelp says what each of api.ExportFormats is (TestExportFormatsHaveHelp).
+var exportFormatHelp = map[string]string{
+	"lodtensor":    "one variable's LoDTensor file (Fluid save_persistables): key = row index, as EDL's and ElasticCTR's dumpers key SparseFeatFactors",
+	"combined":     "a combined params file (__params__, *.pdiparams) and its program (--program): the tensor --var names; key = row index",
+	"selectedrows": "a SelectedRows file (a distributed lookup table's rows): key = row id",
+	"ps-table":     "a folder of Paddle 2.x parameter-server sparse-table text shards (CommonSparseTable *.blockN.txt + .meta, or MemorySparseTable part-*): key = feasign",
 }
 
 // exportSpec is what one export reads.
@@ -39,12 +40,13 @@ type exportSpec struct {
 // (SequenceFiles under data/<id>/ and a donefile line), with no Paddle installed, publishing
 // all or nothing; with --watch it keeps doing so for every new save a trainer makes.
 func runExport(args []string, stdout, stderr io.Writer) error {
-	var names []string
-	for _, f := range exportFormats {
-		names = append(names, f.name)
+	names := api.ExportFormats
+	var formats strings.Builder
+	for _, n := range names {
+		fmt.Fprintf(&formats, "\n  %s: %s", n, exportFormatHelp[n])
 	}
 	fs := flags("export", "--format F --in PATH --out DIR [--var NAME] [--program FILE] [--id ID] [--patch-of BASE_ID] [--watch]", stdout, stderr)
-	format := fs.String("format", "", "what --in holds: "+strings.Join(names, ", ")+` (see "cube help export")`)
+	format := fs.String("format", "", "what --in holds:"+formats.String())
 	in := fs.String("in", "", "the `path` Paddle saved: a variable's file, a folder holding it (with --var), a combined params file or its folder, a SelectedRows file, or a sparse table's shard folder; with --watch, the folder the trainer saves into (each sub-folder one save, e.g. pass-0)")
 	out := fs.String("out", "", "model-output `directory` (what the training file server serves): writes data/<id>/part-NNNNN and appends donefile/base.txt (patch.txt)")
 	sp := exportSpec{}

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/elasticctr/terraform-provider-ctr/cube/api"
 	"github.com/elasticctr/terraform-provider-ctr/cube/client"
 	"github.com/elasticctr/terraform-provider-ctr/cube/paddle"
 	"github.com/elasticctr/terraform-provider-ctr/cube/pipeline"
@@ -349,6 +350,19 @@ func TestBenchExportSmoke(t *testing.T) {
 	for _, n := range []string{"2000 ", "5000 "} {
 		if !strings.Contains(out, "\n"+n) {
 			t.Errorf("no row for %s rows:\n%s", n, out)
+		}
+	}
+}
+
+// Every format the provider may render has its help line, and the help shows it.
+func TestExportFormatsHaveHelp(t *testing.T) {
+	if len(exportFormatHelp) != len(api.ExportFormats) {
+		t.Errorf("help for %d formats, api.ExportFormats has %d", len(exportFormatHelp), len(api.ExportFormats))
+	}
+	out := cube(t, "export", "--help")
+	for _, f := range api.ExportFormats {
+		if exportFormatHelp[f] == "" || !strings.Contains(out, f+": "+exportFormatHelp[f]) {
+			t.Errorf("format %s has no help line in cube export --help:\n%s", f, out)
 		}
 	}
 }
