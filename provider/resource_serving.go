@@ -6,6 +6,7 @@ import (
 
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
+	"github.com/hashicorp/terraform-plugin-framework/tfsdk"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
 	"github.com/elasticctr/terraform-provider-ctr/internal/kube"
@@ -27,7 +28,7 @@ type servingResource struct{ resourceBase }
 var servingWorkload = workload[stack.Serving, servingModel, *servingModel]{
 	kind: "Serving", typ: stack.ServingType, kinds: stack.ServingKinds, nested: servingObjects, render: stack.RenderServing,
 	applyTimeout: 15 * time.Minute, deleteTimeout: 10 * time.Minute,
-	defaultImage: stack.Images.Serving,
+	defaultImage: func(_ context.Context, _ tfsdk.Config, i stack.Images) (string, bool) { return i.Serving(), true },
 }
 
 func (r *servingResource) Metadata(_ context.Context, req resource.MetadataRequest, resp *resource.MetadataResponse) {

@@ -11,6 +11,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
+	"github.com/hashicorp/terraform-plugin-framework/tfsdk"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"sigs.k8s.io/yaml"
 
@@ -33,8 +34,17 @@ type trainingJobResource struct{ resourceBase }
 var trainingJobWorkload = workload[stack.TrainingJob, trainingJobModel, *trainingJobModel]{
 	kind: "Training Job", typ: stack.TrainingJobType, kinds: stack.TrainingJobKinds, nested: trainingJobObjects, render: stack.RenderTrainingJob,
 	applyTimeout: 20 * time.Minute, deleteTimeout: 10 * time.Minute,
-	defaultImage: stack.Images.Training, imageReplaces: true,
+	defaultImage: trainingDefaultImage, imageReplaces: true,
 	unrendered: map[string]attr.Value{"min_available": types.Int64Unknown(), "upload_token": types.StringUnknown()},
+}
+
+// trainingDefaultImage is the image of the configuration's recipe (EDL's without one).
+func trainingDefaultImage(ctx context.Context, config tfsdk.Config, images stack.Images) (string, bool) {
+	var recipe types.String
+	if d := config.GetAttribute(ctx, path.Root("recipe"), &recipe); d.HasError() || recipe.IsUnknown() {
+		return "", false
+	}
+	return images.Training(recipe.ValueString()), true
 }
 
 func (r *trainingJobResource) Metadata(_ context.Context, req resource.MetadataRequest, resp *resource.MetadataResponse) {

@@ -3,6 +3,7 @@ package provider
 import (
 	"context"
 	"fmt"
+	"os"
 	"regexp"
 	"slices"
 	"strings"
@@ -385,6 +386,9 @@ func TestTrainingJob_BadInput(t *testing.T) {
 		{"model export donefile", with(with(base, "model_export", map[string]any{}), "model_output", map[string]any{"donefile_path": "x/base.txt"}),
 			"model_output.donefile_path", `the model export writes <folder>/donefile/base.txt`},
 		{"own image without entry", with(base, "image", "registry.example/ctr:1"), "image", `with the default command needs entry`},
+		{"unknown recipe", with(base, "recipe", "paddle-1"), "recipe", `value must be one of: \["edl" "fleet-ctr"\]`},
+		{"fleet-ctr without slot config", with(dataset("hdfs_address", "hdfs://nn:9000", "hdfs_ugi", "u,p", "path", "/d", "start_hour", "20200401/00",
+			"end_hour", "20200401/01", "sparse_dim", 1000), "recipe", "fleet-ctr"), "recipe", `"fleet-ctr" needs slot_config: train_with_mlflow.py fetches slot.conf`},
 		{"wait mode", with(base, "wait", "forever"), "wait", `Attribute wait value must be one of: \["none" "submitted" "running" "completed"\]`},
 	})
 }
@@ -476,4 +480,44 @@ func (k *kubeClients) deleteOwned(ns, owner string) error {
 		case <-time.After(250 * time.Millisecond):
 		}
 	}
+}
+
+// TestTrainingJob_RecipeFleetCTRPlans: the documented fleet-ctr block plans, with no cluster,
+// the recipe's image (moved to the provider's image_registry), its entry and the variables
+// its scripts read, and slot.conf served at the file server's root; apply then fails on the
+// unreachable cluster.
+func TestTrainingJob_RecipeFleetCTRPlans(t *testing.T) {
+	example, err := os.ReadFile("../examples/recipes/fleet-ctr/main.tf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := "ctr_training_job.fleet_ctr"
+	manifest := func(key string, want ...string) plancheck.PlanCheck {
+		return plancheck.ExpectKnownValue(addr, tfjsonpath.New("manifests").AtMapKey(key), knownvalue.StringRegexp(regexp.MustCompile("(?s)"+strings.Join(quoteAll(want), ".*"))))
+	}
+	resource.UnitTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: providerFactories,
+		Steps: []resource.TestStep{{
+			Config: `
+provider "ctr" {
+  kubernetes     = { host = "https://127.0.0.1:1", token = "x" }
+  image_registry = "mirror.example"
+}
+` + string(example),
+			ExpectError: regexp.MustCompile(`(?s)Could not apply the objects of training job default/fleet-ctr.*connection refused`),
+			ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+				plancheck.ExpectKnownValue(addr, tfjsonpath.New("image"), knownvalue.StringExact(stack.MirrorImage("mirror.example", stack.FleetCTRImage))),
+				manifest("batch.volcano.sh/v1alpha1/Job/fleet-ctr", "FILE_SERVER_SERVICE_HOST", "fleet-ctr-fileserver.default.svc", "train_with_mlflow.py"),
+				manifest("apps/v1/Deployment/fleet-ctr-fileserver", "mountPath: /web/slot.conf", "subPath: slot.conf"),
+			}},
+		}},
+	})
+}
+
+func quoteAll(ss []string) []string {
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = regexp.QuoteMeta(s)
+	}
+	return out
 }

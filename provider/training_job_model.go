@@ -18,6 +18,7 @@ import (
 type trainingJobModel struct {
 	workloadAttrs
 	Mode            types.String          `tfsdk:"mode"`
+	Recipe          types.String          `tfsdk:"recipe"`
 	Image           types.String          `tfsdk:"image"`
 	ImagePullPolicy types.String          `tfsdk:"image_pull_policy"`
 	PullSecrets     types.List            `tfsdk:"image_pull_secrets"`
@@ -123,7 +124,7 @@ type fileServerModel struct {
 // known reports whether every value that rendering needs is known (not "known after apply").
 // Computed-only attributes and the connection do not matter for rendering.
 func (m *trainingJobModel) known() bool {
-	vals := []attr.Value{m.Name, m.Namespace, m.Stack, m.Mode, m.Image, m.ImagePullPolicy, m.PullSecrets, m.Command, m.Entry, m.Env,
+	vals := []attr.Value{m.Name, m.Namespace, m.Stack, m.Mode, m.Recipe, m.Image, m.ImagePullPolicy, m.PullSecrets, m.Command, m.Entry, m.Env,
 		m.Port, m.Queue, m.SchedulerName, m.MinAvailable, m.MaxRetry, m.SlotConfig}
 	for _, t := range []*taskModel{m.PServer, m.Trainer, m.Worker} {
 		if t != nil {
@@ -175,6 +176,7 @@ func (m *trainingJobModel) settings(ctx context.Context, images stack.Images) (s
 		Namespace:        m.Namespace.ValueString(),
 		Stack:            m.Stack.ValueString(),
 		Mode:             m.Mode.ValueString(),
+		Recipe:           m.Recipe.ValueString(),
 		Image:            m.Image.ValueString(),
 		ImagePullPolicy:  m.ImagePullPolicy.ValueString(),
 		Entry:            m.Entry.ValueString(),
@@ -313,6 +315,7 @@ func (m *trainingJobModel) fromCluster(ctx context.Context, kc *kube.Client, dia
 func (m *trainingJobModel) fromJob(ctx context.Context, j stack.TrainingJob, diags *diag.Diagnostics) {
 	m.Name, m.Namespace = types.StringValue(j.Name), types.StringValue(j.Namespace)
 	m.Stack, m.Mode, m.Image, m.ImagePullPolicy = optionalString(j.Stack), optionalString(j.Mode), optionalString(j.Image), optionalString(j.ImagePullPolicy)
+	m.Recipe = optionalString(j.Recipe)
 	m.Entry, m.Queue, m.SchedulerName, m.SlotConfig = optionalString(j.Entry), optionalString(j.Queue), optionalString(j.SchedulerName), optionalString(j.SlotConfig)
 	m.Port, m.MinAvailable, m.MaxRetry = optionalInt64(int64(j.Port)), optionalInt64(int64(j.MinAvailable)), optionalInt64(int64(j.MaxRetry))
 	m.Env = optionalStringMap(ctx, j.Env, diags)
@@ -384,6 +387,7 @@ func replaceReasons(state, plan *trainingJobModel) []string {
 	diff("name", state.Name, plan.Name)
 	diff("namespace", state.Namespace, plan.Namespace)
 	diff("mode", state.Mode, plan.Mode)
+	diff("recipe", state.Recipe, plan.Recipe)
 	diff("image", state.Image, plan.Image)
 	diff("image_pull_policy", state.ImagePullPolicy, plan.ImagePullPolicy)
 	diff("image_pull_secrets", state.PullSecrets, plan.PullSecrets)

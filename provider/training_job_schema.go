@@ -3,6 +3,7 @@ package provider
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
 	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
@@ -114,10 +115,15 @@ func trainingJobSchema(ctx context.Context) schema.Schema {
 					"`PADDLE_NNODES`, `PADDLE_RANK` for `paddle.distributed.launch`), from the workers' names `<name>-worker-<i>.<name>` (and `POD_IP` set to the " +
 					"worker's own name, as the legacy launcher finds its rank among the endpoints), with a memory-backed `/dev/shm` for NCCL. Defaults to `ps`.",
 				Validators: []validator.String{stringvalidator.OneOf(stack.Modes...)}},
+			"recipe": schema.StringAttribute{Optional: true, PlanModifiers: replaceStr(),
+				MarkdownDescription: "The published training image the job runs, one of " + quoted(stack.RecipeNames()) + ": it sets the default `image` and `entry` " +
+					"and what else that image's scripts read (the training contract in the docs says what each needs and writes). " +
+					"Unset, the default image runs EDL's recipe (`" + stack.RecipeEDL + "`), and an image of your own runs its own `entry`. " + replaceReason,
+				Validators: []validator.String{stringvalidator.OneOf(stack.RecipeNames()...)}},
 			// No schema default: the default moves with the provider's image_registry (planned in ModifyPlan).
 			"image": schema.StringAttribute{Optional: true, Computed: true, PlanModifiers: replaceStr(),
-				MarkdownDescription: "Training image for every task. Defaults to `" + stack.DefaultImage + "` (the seed image with `paddle_k8s`; " +
-					"from the provider's `image_registry` when set). " + replaceReason,
+				MarkdownDescription: "Training image for every task. Defaults to the recipe's (" + recipeImages() + "; EDL's is the seed image with `paddle_k8s`), " +
+					"from the provider's `image_registry` when set. " + replaceReason,
 				Validators: imageValidators},
 			"image_pull_policy": schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString(stack.DefaultPullPolicy), PlanModifiers: replaceStr(),
 				MarkdownDescription: "One of " + quoted(stack.PullPolicies) + ". Defaults to `" + stack.DefaultPullPolicy + "`.",
@@ -132,8 +138,8 @@ func trainingJobSchema(ctx context.Context) schema.Schema {
 				MarkdownDescription: "Container command. Defaults to `[\"paddle_k8s\", \"start_fluid\"]`, the launcher that finds the other pods by label and runs `entry` in the right role. " + replaceReason,
 				Validators:          []validator.List{listvalidator.SizeAtLeast(1), listvalidator.ValueStringsAre(stringvalidator.LengthAtLeast(1))}},
 			"entry": schema.StringAttribute{Optional: true, PlanModifiers: replaceStr(),
-				MarkdownDescription: "The training program the launcher runs (`ENTRY`, through `sh -c`). With the default command and image it defaults to `" + stack.DefaultEntry + "`, " +
-					"EDL's CTR example; with the default command and an image of your own it is required, since an empty `ENTRY` exits 0 and the job completes without training. " +
+				MarkdownDescription: "The training program the launcher runs (`ENTRY`, through `sh -c`). With the default command it defaults to the recipe's: with the default image, `" + stack.DefaultEntry + "`, " +
+					"EDL's CTR example; with an image of your own and no `recipe` it is required, since an empty `ENTRY` exits 0 and the job completes without training. " +
 					"Every task also gets `CPU_NUM`, the task's whole CPUs (its `cpu` limit, else its request, at least 1), so Fluid runs one program copy per CPU of the pod rather than of the node; `pod.env` overrides it."},
 			"env": schema.MapAttribute{Optional: true, ElementType: types.StringType,
 				PlanModifiers:       []planmodifier.Map{mapplanmodifier.RequiresReplace()},
@@ -337,4 +343,13 @@ func trainingJobSchema(ctx context.Context) schema.Schema {
 				MarkdownDescription: "In-cluster URL of the donefile (`base.txt`) that the cube transfer watches; `patch.txt` sits beside it."},
 		},
 	}
+}
+
+// recipeImages lists each recipe's default image, for the docs.
+func recipeImages() string {
+	var parts []string
+	for _, r := range stack.Recipes {
+		parts = append(parts, "`"+r.Image+"` for `"+r.Name+"`")
+	}
+	return strings.Join(parts, ", ")
 }

@@ -113,9 +113,10 @@ type workload[S interface{ Validate() stack.FieldErrors }, M any, P interface {
 	// Default timeouts of create (and update) and of delete.
 	applyTimeout, deleteTimeout time.Duration
 	// defaultImage is the `image` planned when the configuration leaves it unset (not a static
-	// schema default: it follows the provider's image_registry), and imageReplaces says whether
-	// a changed image replaces the resource.
-	defaultImage  func(stack.Images) string
+	// schema default: it follows the provider's image_registry, and may depend on other
+	// settings of the configuration; false when those are not known yet), and imageReplaces
+	// says whether a changed image replaces the resource.
+	defaultImage  func(ctx context.Context, config tfsdk.Config, images stack.Images) (string, bool)
 	imageReplaces bool
 	// afterDelete, if set, waits for what goes only after the deleted objects (the cube
 	// servers' claims), inside the same delete timeout and with the same client.
@@ -185,8 +186,9 @@ func (w workload[S, M, P]) planDefaultImage(ctx context.Context, data *providerD
 	if !configured.IsNull() || resp.Diagnostics.HasError() {
 		return
 	}
-	image := types.StringValue(w.defaultImage(imagesOf(data)))
-	if data != nil && data.registryUnknown {
+	name, known := w.defaultImage(ctx, req.Config, imagesOf(data))
+	image := types.StringValue(name)
+	if !known || (data != nil && data.registryUnknown) {
 		image = types.StringUnknown()
 	}
 	resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("image"), image)...)

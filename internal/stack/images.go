@@ -22,8 +22,11 @@ type Images struct {
 // Cube is the default image of cube servers, the transfer and the training file server.
 func (i Images) Cube() string { return MirrorImage(i.Registry, CubeImage(i.ProviderVersion)) }
 
-// Training is the default image of the training tasks.
-func (i Images) Training() string { return MirrorImage(i.Registry, DefaultImage) }
+// Training is the default image of the training tasks of a recipe (RecipeNames; empty or
+// unknown: EDL's, the default).
+func (i Images) Training(recipe string) string {
+	return MirrorImage(i.Registry, TrainingJob{Recipe: recipe}.recipeOrDefault().Image)
+}
 
 // Serving is the default image of Paddle Serving.
 func (i Images) Serving() string { return MirrorImage(i.Registry, DefaultServingImage) }

@@ -22,7 +22,7 @@ func TestMirrorImage(t *testing.T) {
 	}
 	i := Images{ProviderVersion: "1.2.3", Registry: "mirror.example"}
 	assert.Equal(t, "mirror.example/elasticctr/cube:1.2.3", i.Cube())
-	assert.Equal(t, "mirror.example/"+DefaultImage, i.Training())
+	assert.Equal(t, "mirror.example/"+DefaultImage, i.Training(""))
 	assert.Equal(t, "mirror.example/paddlepaddle/serving:0.9.0-runtime", i.Serving(), "Baidu's registry replaced by the mirror")
 	assert.Equal(t, CubeImage("1.2.3"), Images{ProviderVersion: "1.2.3"}.Cube())
 	for _, ok := range []string{"mirror.example", "mirror.example:5000", "10.0.0.5:5000/hub", "ccr.ccs.tencentyun.com/ns"} {

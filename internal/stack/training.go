@@ -40,6 +40,9 @@ const (
 	DefaultFileServerReplicas = 1
 	DefaultDonefilePath       = "ctr_cube/donefile/base.txt"
 	slotConfigKey             = "slot.conf"
+	// SlotConfigChecksumAnnotation on the file server's pods rolls them when the slot config
+	// they serve changes.
+	SlotConfigChecksumAnnotation = "ctr.elasticctr.io/slot-conf-sha256"
 	// datasetUGIKey is the dataset Secret's key and the trainers' variable of the HDFS UGI.
 	datasetUGIKey = "HDFS_UGI"
 	// SlotConfigDir is where the trainers see the slot config; SlotConfigPath is its file.
@@ -92,13 +95,16 @@ type TrainingJob struct {
 	ImagePullPolicy string `json:"image_pull_policy,omitempty"`
 	// ImagePullSecrets are Secrets (in the namespace) every pod pulls its image with: the
 	// training tasks and the file server.
-	ImagePullSecrets []string          `json:"image_pull_secrets,omitempty"`
-	Command          []string          `json:"command,omitempty"`
-	Entry            string            `json:"entry,omitempty"`
-	Env              map[string]string `json:"env,omitempty"`
-	Port             int32             `json:"port,omitempty"`
-	Queue            string            `json:"queue,omitempty"`
-	SchedulerName    string            `json:"scheduler_name,omitempty"`
+	ImagePullSecrets []string `json:"image_pull_secrets,omitempty"`
+	// Recipe names the published training image the job runs (Recipes): its default image,
+	// entry and environment. Empty means EDL's with the default image, else none.
+	Recipe        string            `json:"recipe,omitempty"`
+	Command       []string          `json:"command,omitempty"`
+	Entry         string            `json:"entry,omitempty"`
+	Env           map[string]string `json:"env,omitempty"`
+	Port          int32             `json:"port,omitempty"`
+	Queue         string            `json:"queue,omitempty"`
+	SchedulerName string            `json:"scheduler_name,omitempty"`
 	// MinAvailable is the gang size; 0 means every pod of the job.
 	MinAvailable int32 `json:"min_available,omitempty"`
 	MaxRetry     int32 `json:"max_retry,omitempty"`
@@ -294,14 +300,17 @@ func (j TrainingJob) Defaulted() TrainingJob {
 	}
 	def(&d.Stack, d.Name)
 	def(&d.Mode, ModePS)
-	def(&d.Image, d.images().Training())
+	r := j.recipe()
+	if r != nil {
+		def(&d.Image, MirrorImage(d.ImageRegistry, r.Image))
+	}
 	def(&d.ImagePullPolicy, DefaultPullPolicy)
 	def(&d.Queue, DefaultQueue)
 	def(&d.SchedulerName, DefaultScheduler)
 	if d.Command == nil {
 		d.Command = DefaultCommand
-		if d.Entry == "" && j.defaultImage() {
-			d.Entry = DefaultEntry
+		if d.Entry == "" && r != nil {
+			d.Entry = r.Entry
 		}
 	}
 	if d.Port == 0 {
@@ -400,7 +409,7 @@ func (j TrainingJob) TotalPods() int32 {
 
 // FileServerURL is the in-cluster URL of the file server (on a defaulted job).
 func (j TrainingJob) FileServerURL() string {
-	return fmt.Sprintf("http://%s.%s.svc:%d", fileServerName(j.Name), j.Namespace, j.FileServer.Port)
+	return fmt.Sprintf("http://%s:%d", j.fileServerHost(), j.FileServer.Port)
 }
 
 // DonefileURL is the URL of base.txt, the donefile the cube transfer watches. The file server
@@ -567,6 +576,14 @@ func (j TrainingJob) renderFileServer() *appsv1.Deployment {
 	labels := j.labels(componentFileServer)
 	mounts := []corev1.VolumeMount{{Name: "model-output", MountPath: cleanJoin(fileServerRoot, j.ModelOutput.MountPath), ReadOnly: !j.FileServer.Upload}}
 	volumes := []corev1.Volume{j.modelVolume()}
+	var annotations map[string]string
+	if j.SlotConfig != "" {
+		// slot.conf at the root, where ElasticCTR's scripts fetch it. A file mounted by
+		// subPath does not follow its ConfigMap, so a new slot config rolls the pod.
+		mounts = append(mounts, corev1.VolumeMount{Name: "slot-conf", MountPath: cleanJoin(fileServerRoot, slotConfigKey), SubPath: slotConfigKey, ReadOnly: true})
+		volumes = append(volumes, j.slotConfigVolume())
+		annotations = map[string]string{SlotConfigChecksumAnnotation: checksum(j.SlotConfig)}
+	}
 	if j.FileServer.TokenUploads() {
 		mounts = append(mounts, corev1.VolumeMount{Name: "upload-token", MountPath: uploadTokenDir, ReadOnly: true})
 		volumes = append(volumes, corev1.Volume{Name: "upload-token", VolumeSource: corev1.VolumeSource{
@@ -579,7 +596,7 @@ func (j TrainingJob) renderFileServer() *appsv1.Deployment {
 			Replicas: ptr.To(j.FileServer.Replicas),
 			Selector: &metav1.LabelSelector{MatchLabels: j.fileServerSelector()},
 			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				ObjectMeta: metav1.ObjectMeta{Labels: labels, Annotations: annotations},
 				Spec: corev1.PodSpec{
 					AutomountServiceAccountToken: ptr.To(false),
 					ImagePullSecrets:             pullSecrets(j.ImagePullSecrets),
@@ -689,6 +706,13 @@ func (j TrainingJob) renderFileServerService() *corev1.Service {
 	}
 }
 
+// slotConfigVolume is the slot config's ConfigMap as a volume.
+func (j TrainingJob) slotConfigVolume() corev1.Volume {
+	return corev1.Volume{Name: "slot-conf", VolumeSource: corev1.VolumeSource{
+		ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: slotConfigName(j.Name)}},
+	}}
+}
+
 func (j TrainingJob) modelVolume() corev1.Volume {
 	return corev1.Volume{Name: "model-output", VolumeSource: corev1.VolumeSource{
 		PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: j.claimName()},
@@ -752,9 +776,7 @@ func (j TrainingJob) task(name string, t *Task, role string) batchv1alpha1.TaskS
 	}
 	if j.SlotConfig != "" {
 		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: "slot-conf", MountPath: SlotConfigDir, ReadOnly: true})
-		spec.Volumes = append(spec.Volumes, corev1.Volume{Name: "slot-conf", VolumeSource: corev1.VolumeSource{
-			ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: slotConfigName(j.Name)}},
-		}})
+		spec.Volumes = append(spec.Volumes, j.slotConfigVolume())
 	}
 	if j.Mode == ModeCollective {
 		// NCCL exchanges data through shared memory, and a container's /dev/shm is 64 MiB
@@ -848,6 +870,9 @@ func (j TrainingJob) env(role string) []corev1.EnvVar {
 			env = append(env, corev1.EnvVar{Name: datasetUGIKey, ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
 				LocalObjectReference: corev1.LocalObjectReference{Name: datasetSecretName(j.Name)}, Key: datasetUGIKey}}})
 		}
+	}
+	if r := j.recipe(); r != nil && r.env != nil {
+		env = append(env, r.env(j)...)
 	}
 	if j.Mode == ModeCollective {
 		for _, e := range j.collectiveEnv() {

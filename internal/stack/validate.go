@@ -144,10 +144,13 @@ func (j TrainingJob) Validate() FieldErrors {
 			c.bad("pserver.gpus", "%d: parameter servers keep and update the tables on CPUs and would leave a GPU idle; give the GPUs to the trainers (trainer.gpus)", *tk.t.GPUs)
 		}
 	}
-	if j.Command == nil && j.Entry == "" && !j.defaultImage() {
+	if r := j.recipe(); r != nil && r.check != nil {
+		r.check(j, j.Defaulted(), &c)
+	}
+	if j.Command == nil && j.Entry == "" && j.recipe() == nil {
 		c.bad("image", "%q with the default command needs entry: paddle_k8s start_fluid runs `sh -c \"$ENTRY\"`, and an empty ENTRY exits 0, "+
 			"so every task completes and the job ends as a success without training. Set entry to the image's training program "+
-			"(the default image's is %q), or set command", j.Image, DefaultEntry)
+			"(the default image's is %q), name the image's recipe (recipe), or set command", j.Image, DefaultEntry)
 	}
 	if total := j.Defaulted().TotalPods(); j.MinAvailable > total {
 		c.bad("min_available", "%d is more than the %d pods the job asks for; a gang larger than the job is never scheduled", j.MinAvailable, total)

@@ -1,0 +1,591 @@
+package stack
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	batchv1alpha1 "volcano.sh/apis/pkg/apis/batch/v1alpha1"
+
+	"github.com/elasticctr/terraform-provider-ctr/cube/donefile"
+	"github.com/elasticctr/terraform-provider-ctr/cube/fileserver"
+	"github.com/elasticctr/terraform-provider-ctr/cube/seqfile"
+)
+
+// The recipes' stand-in trainers are this test binary itself: a recipe's entry runs under a
+// real /bin/sh with a folder first on PATH in which the image's interpreter (python3) is a
+// link to the test binary, and TestMain runs the stand-in when it is started by that name.
+func TestMain(m *testing.M) {
+	if filepath.Base(os.Args[0]) == "python3" {
+		os.Exit(standInPython(os.Args[1:]))
+	}
+	os.Exit(m.Run())
+}
+
+// standInHostsEnv tells a stand-in the cluster's names: "host:port=127.0.0.1:port,...", the
+// Services of the rendered set, each answered by a process of the test on loopback.
+const standInHostsEnv = "STANDIN_HOSTS"
+
+// standInPython dispatches on the script an image's entry runs.
+func standInPython(args []string) int {
+	if len(args) > 0 && args[0] == "train_with_mlflow.py" {
+		if err := fleetCTRTrainer(args[1:]); err != nil {
+			fmt.Fprintln(os.Stderr, "stand-in train_with_mlflow.py:", err)
+			return 1
+		}
+		return 0
+	}
+	fmt.Fprintf(os.Stderr, "python3: can't open file %q: no such script in the stand-in image\n", strings.Join(args, " "))
+	return 2
+}
+
+// fleetCTRTrainer stands in for ElasticCTR's fleet-ctr/train_with_mlflow.py (at c493c6b), as
+// the image runs it from its workspace folder: it reads what the script reads, in its order,
+// failing where the script would, and on the first trainer writes what process_rawmodel.py
+// (save_program/dumper.py and parameter_to_seqfile) writes after an hour of training.
+func fleetCTRTrainer(args []string) error {
+	if len(args) != 1 {
+		return fmt.Errorf("usage: train_with_mlflow.py <slot.conf>, got %q", args)
+	}
+	if wd, _ := os.Getwd(); filepath.Base(wd) != "workspace" {
+		return fmt.Errorf("started in %q: the script and its helpers are in the image's workspace folder", wd)
+	}
+	need := func(name string) (string, error) { // os.environ[name]: KeyError when unset
+		v, ok := os.LookupEnv(name)
+		if !ok {
+			return "", fmt.Errorf("KeyError: %q", name)
+		}
+		return v, nil
+	}
+	pyInt := func(name string) (int, error) { // int(os.getenv(name)): TypeError on None
+		v, ok := os.LookupEnv(name)
+		if !ok {
+			return 0, fmt.Errorf("int() of unset %s: TypeError", name)
+		}
+		n, err := strconv.Atoi(strings.TrimSpace(v))
+		if err != nil {
+			return 0, fmt.Errorf("int(%s=%q): ValueError", name, v)
+		}
+		return n, nil
+	}
+	// wget $FILE_SERVER_SERVICE_HOST:$FILE_SERVER_SERVICE_PORT/slot.conf, else "No Slot Conf Found."
+	host, err := need("FILE_SERVER_SERVICE_HOST")
+	if err != nil {
+		return err
+	}
+	port, err := need("FILE_SERVER_SERVICE_PORT")
+	if err != nil {
+		return err
+	}
+	if err := standInGet(host+":"+port, "/slot.conf", "slot.conf"); err != nil {
+		return fmt.Errorf("No Slot Conf Found. (%w)", err)
+	}
+	slots, err := os.ReadFile(args[0])
+	if err != nil {
+		return err
+	}
+	if len(strings.Fields(string(slots))) == 0 {
+		return fmt.Errorf("%s names no slot", args[0])
+	}
+	sparseDim, err := pyInt("SPARSE_DIM")
+	if err != nil {
+		return err
+	}
+	if _, err := need("DATASET_PATH"); err != nil {
+		return err
+	}
+	for _, name := range []string{"START_DATE_HR", "END_DATE_HR"} {
+		v, err := need(name)
+		if err != nil {
+			return err
+		}
+		if _, err := time.Parse(HourLayout, v); err != nil { // strptime(v, '%Y%m%d/%H')
+			return fmt.Errorf("%s=%q does not match format '%%Y%%m%%d/%%H'", name, v)
+		}
+	}
+	for _, name := range []string{"HDFS_ADDRESS", "HDFS_UGI"} {
+		if _, err := need(name); err != nil {
+			return err
+		}
+	}
+	// role_maker.UserDefinedRoleMaker(current_id=int(CURRENT_ID), ..., worker_num=int(PADDLE_TRAINERS_NUM),
+	// server_endpoints=ENDPOINTS.split(",")), built and thrown away.
+	if _, err := pyInt("CURRENT_ID"); err != nil {
+		return err
+	}
+	trainers, err := pyInt("PADDLE_TRAINERS_NUM")
+	if err != nil {
+		return err
+	}
+	if _, ok := os.LookupEnv("ENDPOINTS"); !ok {
+		return fmt.Errorf("AttributeError: 'NoneType' object has no attribute 'split' (ENDPOINTS)")
+	}
+	// role_maker.PaddleCloudRoleMaker() of Paddle 1.x, the role the script trains with.
+	list, err := need("PADDLE_PSERVERS_IP_PORT_LIST")
+	if err != nil {
+		return err
+	}
+	endpoints := strings.Split(list, ",")
+	first := false
+	switch role := os.Getenv("TRAINING_ROLE"); role {
+	case "TRAINER":
+		id, err := pyInt("PADDLE_TRAINER_ID")
+		if err != nil {
+			return err
+		}
+		if id < 0 || id >= trainers {
+			return fmt.Errorf("PADDLE_TRAINER_ID %d is not below PADDLE_TRAINERS_NUM %d", id, trainers)
+		}
+		first = id == 0
+	case "PSERVER":
+		self := os.Getenv("POD_IP") + ":" + os.Getenv("PADDLE_PORT")
+		if !slices.Contains(endpoints, self) {
+			return fmt.Errorf("ValueError: %q is not in list %q (PADDLE_PSERVERS_IP_PORT_LIST)", self, endpoints)
+		}
+		return nil // fleet.run_server()
+	default:
+		return fmt.Errorf("TRAINING_ROLE must be PSERVER or TRAINER, not %q", role)
+	}
+	if !first {
+		return nil
+	}
+	// process_rawmodel.py → dumper.py: <out>/<YYYYMMDD>/base/feature, then the donefile line
+	// whose input is hard-coded under /output/ctr_cube.
+	date := time.Now().Format("20060102")
+	base := filepath.Join(fleetCTRCubeDir, date, "base")
+	if err := os.MkdirAll(base, 0o755); err != nil {
+		return err
+	}
+	if err := writeStandInTable(filepath.Join(base, "feature"), sparseDim, 9); err != nil {
+		return err
+	}
+	line, _ := json.Marshal(map[string]string{"id": strconv.FormatInt(time.Now().Unix(), 10), "key": strconv.FormatInt(time.Now().Unix(), 10),
+		"input": "/output/ctr_cube/" + date + "/base"})
+	done := filepath.Join(fleetCTRCubeDir, "donefile", "base.txt")
+	if err := os.MkdirAll(filepath.Dir(done), 0o755); err != nil {
+		return err
+	}
+	f, err := os.OpenFile(done, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(append(line, '\n')); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// standInValue is row r's value in a stand-in table: dim float32s that no other row has.
+func standInValue(r, dim int) []byte {
+	v := make([]byte, 4*dim)
+	for i := range dim {
+		binary.LittleEndian.PutUint32(v[4*i:], math.Float32bits(float32(r)+float32(i)/16))
+	}
+	return v
+}
+
+// writeStandInTable writes rows × dim as Paddle's dumpers do: a SequenceFile whose key is the
+// row index as 8 raw little-endian bytes.
+func writeStandInTable(path string, rows, dim int) error {
+	var buf bytes.Buffer
+	w, err := seqfile.NewWriter(&buf, [16]byte{1, 2, 3})
+	if err != nil {
+		return err
+	}
+	for r := range rows {
+		if err := w.Append(uint64(r), standInValue(r, dim)); err != nil {
+			return err
+		}
+	}
+	if err := w.Close(); err != nil {
+		return err
+	}
+	return os.WriteFile(path, buf.Bytes(), 0o644)
+}
+
+// standInGet fetches path from a cluster address (host:port) through the test's names, as
+// wget does into the working folder.
+func standInGet(addr, path, out string) error {
+	to := ""
+	for _, kv := range strings.Split(os.Getenv(standInHostsEnv), ",") {
+		if k, v, ok := strings.Cut(kv, "="); ok && k == addr {
+			to = v
+		}
+	}
+	if to == "" {
+		return fmt.Errorf("wget: unable to resolve host address %q", addr)
+	}
+	resp, err := http.Get("http://" + to + path)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("wget %s%s: %s", addr, path, resp.Status)
+	}
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(out, b, 0o644)
+}
+
+// standInPod is one pod of a rendered Volcano Job, as the cluster would run it.
+type standInPod struct {
+	name, ip, role string
+	container      corev1.Container
+	labels         map[string]string
+}
+
+// standInCluster runs a rendered training job's pods as processes: the file server (this
+// repository's, in-process on loopback) over a folder laid out as its mounts are, and each
+// training pod's entry under /bin/sh in a folder of its own, with the model volume where its
+// mount says.
+type standInCluster struct {
+	t     *testing.T
+	job   TrainingJob // defaulted
+	set   Set
+	root  string            // the file server's filesystem
+	hosts map[string]string // cluster address -> loopback address
+	pods  []standInPod
+	bin   string // a folder holding the stand-in interpreter
+}
+
+func newStandInCluster(t *testing.T, given TrainingJob, podIPs map[string]string) *standInCluster {
+	t.Helper()
+	require.Empty(t, given.Validate())
+	set, err := RenderTrainingJob(given)
+	require.NoError(t, err)
+	c := &standInCluster{t: t, job: given.Defaulted(), set: set, root: t.TempDir(), hosts: map[string]string{}, bin: t.TempDir()}
+	self, err := os.Executable()
+	require.NoError(t, err)
+	require.NoError(t, os.Symlink(self, filepath.Join(c.bin, "python3")))
+	c.startFileServer()
+	job := typed[batchv1alpha1.Job](t, set.Find("batch.volcano.sh/v1alpha1/Job/"+given.Name))
+	for _, task := range job.Spec.Tasks {
+		for i := range task.Replicas {
+			name := fmt.Sprintf("%s-%s-%d", given.Name, task.Name, i) // Volcano's pod names
+			ip, ok := podIPs[name]
+			require.True(t, ok, "no IP for pod %s", name)
+			role := ""
+			for _, e := range task.Template.Spec.Containers[0].Env {
+				if e.Name == "TRAINING_ROLE" {
+					role = e.Value
+				}
+			}
+			c.pods = append(c.pods, standInPod{name: name, ip: ip, role: role, container: task.Template.Spec.Containers[0], labels: task.Template.Labels})
+		}
+	}
+	return c
+}
+
+// startFileServer lays the file server's mounts out under root (the model volume, files
+// mounted by subPath from ConfigMaps) and serves its --root on loopback, under the Service's
+// cluster name.
+func (c *standInCluster) startFileServer() {
+	t := c.t
+	dep := typed[appsv1.Deployment](t, c.set.Find("apps/v1/Deployment/"+fileServerName(c.job.Name)))
+	fc := dep.Spec.Template.Spec.Containers[0]
+	require.Equal(t, []string{"--root", fileServerRoot}, fc.Args[1:3])
+	for _, m := range fc.VolumeMounts {
+		at := filepath.Join(c.root, m.MountPath)
+		var vol corev1.Volume
+		for _, v := range dep.Spec.Template.Spec.Volumes {
+			if v.Name == m.Name {
+				vol = v
+			}
+		}
+		switch {
+		case vol.ConfigMap != nil:
+			cm := typed[corev1.ConfigMap](t, c.set.Find("v1/ConfigMap/"+vol.ConfigMap.Name))
+			require.NotEmpty(t, m.SubPath, "the stand-in mounts ConfigMap files by subPath only")
+			require.NoError(t, os.MkdirAll(filepath.Dir(at), 0o755))
+			require.NoError(t, os.WriteFile(at, []byte(cm.Data[m.SubPath]), 0o644))
+		default:
+			require.NoError(t, os.MkdirAll(at, 0o755))
+		}
+	}
+	h, err := fileserver.New(fileserver.Options{Root: filepath.Join(c.root, fileServerRoot)})
+	require.NoError(t, err)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() { _ = srv.Close(); _ = h.Close() })
+	svc := typed[corev1.Service](t, c.set.Find("v1/Service/"+fileServerName(c.job.Name)))
+	c.hosts[fmt.Sprintf("%s.%s.svc:%d", svc.Name, svc.Namespace, svc.Spec.Ports[0].Port)] = ln.Addr().String()
+}
+
+// volumeDir is where a training pod's volume mount is on this machine: the model volume is
+// the file server's folder of it (one volume); anything else, the pod's own folder.
+func (c *standInCluster) volumeDir(podDir string, m corev1.VolumeMount) string {
+	if m.Name == "model-output" {
+		return filepath.Join(c.root, fileServerRoot, c.job.ModelOutput.MountPath)
+	}
+	return filepath.Join(podDir, m.MountPath)
+}
+
+// paddleK8sEnv is what `paddle_k8s start_fluid` exports before it runs ENTRY (ElasticCTR
+// fleet-ctr/paddle_k8s@c493c6b, k8s_tools.py): PADDLE_PSERVERS, the parameter servers' IPs
+// sorted as strings, each with PADDLE_PORT plus its position; PADDLE_TRAINER_IPS; and
+// PADDLE_TRAINER_ID = PADDLE_PSERVER_ID, the pod's position among the sorted names of the
+// pods that carry its role's label.
+func (c *standInCluster) paddleK8sEnv(me standInPod, port int) []string {
+	var pserverIPs, trainerIPs, peers []string
+	label := "paddle-job-pserver"
+	if me.role != "PSERVER" {
+		label = "paddle-job"
+	}
+	for _, p := range c.pods {
+		if p.labels["paddle-job-pserver"] == c.job.Name {
+			pserverIPs = append(pserverIPs, p.ip)
+		}
+		if p.labels["paddle-job"] == c.job.Name {
+			trainerIPs = append(trainerIPs, p.ip)
+		}
+		if p.labels[label] == c.job.Name {
+			peers = append(peers, p.name)
+		}
+	}
+	sort.Strings(pserverIPs)
+	sort.Strings(peers)
+	eps := make([]string, len(pserverIPs))
+	for i, ip := range pserverIPs {
+		eps[i] = ip + ":" + strconv.Itoa(port+i)
+	}
+	id := "None"
+	if i := sort.SearchStrings(peers, me.name); i < len(peers) && peers[i] == me.name {
+		id = strconv.Itoa(i)
+	}
+	return []string{"PADDLE_PSERVERS=" + strings.Join(eps, ","), "PADDLE_TRAINER_IPS=" + strings.Join(trainerIPs, ","),
+		"PADDLE_TRAINER_ID=" + id, "PADDLE_PSERVER_ID=" + id}
+}
+
+var envRef = regexp.MustCompile(`\$\(([A-Za-z_][A-Za-z0-9_]*)\)`)
+
+// env is a pod's container environment as the kubelet gives it: values from the downward
+// API, Secrets and ConfigMaps of the set, $(VAR) references to earlier variables expanded;
+// paths under a volume mount moved to where that volume is here.
+func (c *standInCluster) env(p standInPod, podDir string) map[string]string {
+	t := c.t
+	out := map[string]string{}
+	for _, e := range p.container.Env {
+		v := envRef.ReplaceAllStringFunc(e.Value, func(ref string) string {
+			if x, ok := out[envRef.FindStringSubmatch(ref)[1]]; ok {
+				return x
+			}
+			return ref
+		})
+		if src := e.ValueFrom; src != nil {
+			switch {
+			case src.FieldRef != nil:
+				v = map[string]string{"metadata.name": p.name, "metadata.namespace": c.job.Namespace, "status.podIP": p.ip}[src.FieldRef.FieldPath]
+			case src.SecretKeyRef != nil:
+				s := typed[corev1.Secret](t, c.set.Find("v1/Secret/"+src.SecretKeyRef.Name))
+				v = s.StringData[src.SecretKeyRef.Key]
+				if b, ok := s.Data[src.SecretKeyRef.Key]; ok {
+					v = string(b)
+				}
+			case src.ConfigMapKeyRef != nil:
+				v = typed[corev1.ConfigMap](t, c.set.Find("v1/ConfigMap/"+src.ConfigMapKeyRef.Name)).Data[src.ConfigMapKeyRef.Key]
+			default:
+				t.Fatalf("%s: variable %s has a source the stand-in cannot resolve", p.name, e.Name)
+			}
+		}
+		for _, m := range p.container.VolumeMounts {
+			if v == m.MountPath || strings.HasPrefix(v, m.MountPath+"/") {
+				v = c.volumeDir(podDir, m) + strings.TrimPrefix(v, m.MountPath)
+			}
+		}
+		out[e.Name] = v
+	}
+	return out
+}
+
+// run starts a pod's container as the launcher would start its entry: ENTRY under `sh -c`
+// in a folder of its own that holds the image's workspace, with the launcher's exports, the
+// stand-in interpreter first on the image's PATH and the test's cluster names. It returns
+// the exit error and the output.
+func (c *standInCluster) run(p standInPod, entry string) (string, error) {
+	require.Equal(c.t, DefaultCommand, p.container.Command, "%s: the stand-in runs the launcher's contract", p.name)
+	podDir := c.t.TempDir()
+	require.NoError(c.t, os.Mkdir(filepath.Join(podDir, "workspace"), 0o755))
+	env := c.env(p, podDir)
+	port, err := strconv.Atoi(env["PADDLE_PORT"])
+	require.NoError(c.t, err)
+	if entry == "" {
+		entry = env["ENTRY"]
+	}
+	path := env["PATH"]
+	if path == "" {
+		path = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+	}
+	env["PATH"] = c.bin + ":" + path
+	var hosts []string
+	for k, v := range c.hosts {
+		hosts = append(hosts, k+"="+v)
+	}
+	env[standInHostsEnv] = strings.Join(hosts, ",")
+	cmd := exec.Command("/bin/sh", "-c", entry)
+	cmd.Dir = podDir
+	for k, v := range env {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	cmd.Env = append(cmd.Env, c.paddleK8sEnv(p, port)...)
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+// get fetches a URL path from the stand-in file server.
+func (c *standInCluster) get(path string) ([]byte, int) {
+	for _, addr := range c.hosts {
+		resp, err := http.Get("http://" + addr + path)
+		require.NoError(c.t, err)
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		require.NoError(c.t, err)
+		return b, resp.StatusCode
+	}
+	c.t.Fatal("no file server")
+	return nil, 0
+}
+
+func fleetCTRJob() TrainingJob {
+	return TrainingJob{
+		Name: "ctr", Namespace: "ml", Recipe: RecipeFleetCTR,
+		SlotConfig: "6003\n6004\n6005\n",
+		Dataset: &Dataset{HDFSAddress: "hdfs://10.0.0.1:9000", HDFSUGI: "root,", Path: "/train_data",
+			StartHour: "20191225/00", EndHour: "20191225/01", SparseDim: 1000},
+	}
+}
+
+// fleetCTRPodIPs puts the parameter servers' IPs in the opposite string order of their names
+// (10.0.0.12 sorts before 10.0.0.3), as a cluster may.
+var fleetCTRPodIPs = map[string]string{"ctr-pserver-0": "10.0.0.3", "ctr-pserver-1": "10.0.0.12", "ctr-trainer-0": "10.0.0.7", "ctr-trainer-1": "10.0.0.8"}
+
+// TestRecipeFleetCTR_StandInTrainerFeedsTheCube: ElasticCTR's fleet-ctr image, run as the
+// recipe renders it, finds its slot.conf, its role and its parameter servers, and what its
+// first trainer dumps reaches the file server where the donefile says, as a table the cube
+// reads row for row.
+func TestRecipeFleetCTR_StandInTrainerFeedsTheCube(t *testing.T) {
+	c := newStandInCluster(t, fleetCTRJob(), fleetCTRPodIPs)
+	require.Len(t, c.pods, 4)
+	for _, p := range c.pods {
+		out, err := c.run(p, "")
+		require.NoError(t, err, "%s (%s): %s", p.name, p.role, out)
+	}
+	u := c.job.DonefileURL()
+	body, status := c.get(strings.TrimPrefix(u, c.job.FileServerURL()))
+	require.Equal(t, http.StatusOK, status, "donefile %s", u)
+	entries, warnings := donefile.Parse(body)
+	require.Empty(t, warnings)
+	require.Len(t, entries, 1, "one dump, by the first trainer only")
+	listing, status := c.get(entries[0].Input + "/")
+	require.Equal(t, http.StatusOK, status, "input %s", entries[0].Input)
+	assert.Contains(t, string(listing), "feature")
+	table, status := c.get(entries[0].Input + "/feature")
+	require.Equal(t, http.StatusOK, status)
+	rows := 0
+	require.NoError(t, readSeqFile(t, table, func(key uint64, value []byte) error {
+		if !bytes.Equal(value, standInValue(int(key), 9)) {
+			return fmt.Errorf("row %d: value differs", key)
+		}
+		rows++
+		return nil
+	}))
+	assert.Equal(t, 1000, rows)
+}
+
+func readSeqFile(t *testing.T, b []byte, fn seqfile.Func) error {
+	path := filepath.Join(t.TempDir(), "part")
+	require.NoError(t, os.WriteFile(path, b, 0o644))
+	return seqfile.ReadFile(path, seqfile.Options{}, fn)
+}
+
+// TestRecipeFleetCTR_StandInRefusesWhatTheImageRefuses: the stand-in keeps the image's rules,
+// so the recipe's entry is what makes it train: the template's own entry leaves CURRENT_ID
+// unset, the launcher's PADDLE_PSERVERS (a port per server) is not a list a parameter server
+// finds itself in, and without slot.conf at the file server's root the script exits.
+func TestRecipeFleetCTR_StandInRefusesWhatTheImageRefuses(t *testing.T) {
+	c := newStandInCluster(t, fleetCTRJob(), fleetCTRPodIPs)
+	pserver0, trainer0 := c.pods[0], c.pods[2]
+	require.Equal(t, "ctr-pserver-0", pserver0.name)
+	require.Equal(t, "ctr-trainer-0", trainer0.name)
+
+	out, err := c.run(trainer0, "cd workspace && python3 train_with_mlflow.py slot.conf")
+	require.Error(t, err)
+	assert.Contains(t, out, "CURRENT_ID")
+
+	noPortFix := strings.Replace(FleetCTREntry, `$(echo "$PADDLE_PSERVERS" | sed "s/:[0-9]*/:$PADDLE_PORT/g")`, `$PADDLE_PSERVERS`, 1)
+	require.NotEqual(t, FleetCTREntry, noPortFix)
+	// pserver-0 has the IP that sorts second (10.0.0.3 > 10.0.0.12), so the launcher gives it
+	// PADDLE_PORT+1; pserver-1's is PADDLE_PORT itself.
+	out, err = c.run(pserver0, noPortFix)
+	require.Error(t, err)
+	assert.Contains(t, out, "is not in list")
+	_, err = c.run(c.pods[1], noPortFix)
+	require.NoError(t, err)
+
+	require.NoError(t, os.Remove(filepath.Join(c.root, fileServerRoot, slotConfigKey)))
+	out, err = c.run(trainer0, "")
+	require.Error(t, err)
+	assert.Contains(t, out, "No Slot Conf Found")
+}
+
+// TestRecipeFleetCTR_Validate: what the image cannot work with is refused at plan, at the
+// attribute.
+func TestRecipeFleetCTR_Validate(t *testing.T) {
+	j := fleetCTRJob()
+	j.Mode = ModeCollective
+	j.SlotConfig = ""
+	j.Dataset = &Dataset{S3: &S3Dataset{Bucket: "b"}, Path: "/p"}
+	j.ModelExport = &ModelExport{}
+	j.ModelOutput = &ModelOutput{MountPath: "/data", DonefilePath: "x/base.txt"}
+	var paths []string
+	for _, e := range j.Validate() {
+		if strings.Contains(e.Detail, RecipeFleetCTR) {
+			paths = append(paths, e.Path)
+		}
+	}
+	assert.ElementsMatch(t, []string{"mode", "recipe", "dataset", "model_export", "model_output.mount_path", "model_output.donefile_path"}, paths)
+	j.Dataset = nil
+	assert.Contains(t, j.Validate().Error(), `"fleet-ctr" needs an HDFS dataset`)
+	assert.Equal(t, fleetCTROutputDir, DefaultModelMountPath, "the default model mount path is where fleet-ctr's dumper says its output is")
+	assert.Equal(t, fleetCTRDonefile, DefaultDonefilePath, "the default donefile is fleet-ctr's")
+}
+
+// TestRecipes_DefaultImageAndEntry: a recipe sets the default image (moved to a mirror) and
+// entry; an explicit image keeps the recipe's entry; without a recipe an image of one's own
+// needs an entry.
+func TestRecipes_DefaultImageAndEntry(t *testing.T) {
+	for _, r := range Recipes {
+		d := TrainingJob{Name: "j", Namespace: "n", Recipe: r.Name, ImageRegistry: "mirror.example"}.Defaulted()
+		assert.Equal(t, MirrorImage("mirror.example", r.Image), d.Image, r.Name)
+		assert.Equal(t, MirrorImage("mirror.example", r.Image), Images{Registry: "mirror.example"}.Training(r.Name), r.Name)
+		assert.Equal(t, r.Entry, d.Entry, r.Name)
+		d = TrainingJob{Name: "j", Namespace: "n", Recipe: r.Name, Image: "registry.example/own:1"}.Defaulted()
+		assert.Equal(t, r.Entry, d.Entry, r.Name)
+	}
+	assert.Equal(t, DefaultEntry, TrainingJob{Name: "j", Namespace: "n"}.Defaulted().Entry)
+	assert.Empty(t, TrainingJob{Name: "j", Namespace: "n", Image: "registry.example/own:1"}.Defaulted().Entry)
+}
