@@ -28,6 +28,7 @@ import (
 
 	"github.com/elasticctr/terraform-provider-ctr/cube/donefile"
 	"github.com/elasticctr/terraform-provider-ctr/cube/fileserver"
+	"github.com/elasticctr/terraform-provider-ctr/cube/paddle"
 	"github.com/elasticctr/terraform-provider-ctr/cube/seqfile"
 )
 
@@ -35,11 +36,18 @@ import (
 // real /bin/sh with a folder first on PATH in which the image's interpreter (python3) is a
 // link to the test binary, and TestMain runs the stand-in when it is started by that name.
 func TestMain(m *testing.M) {
-	if filepath.Base(os.Args[0]) == "python3" {
+	if slices.Contains(standInInterpreters, filepath.Base(os.Args[0])) {
 		os.Exit(standInPython(os.Args[1:]))
 	}
 	os.Exit(m.Run())
 }
+
+// standInInterpreters are the names the recipes' entries start their scripts with.
+var standInInterpreters = []string{"python", "python3"}
+
+// standInRowsEnv sizes the stand-in trainers' tables (a test's knob; the scripts' own
+// defaults are a million rows and more).
+const standInRowsEnv = "STANDIN_ROWS"
 
 // standInHostsEnv tells a stand-in the cluster's names: "host:port=127.0.0.1:port,...", the
 // Services of the rendered set, each answered by a process of the test on loopback.
@@ -47,9 +55,10 @@ const standInHostsEnv = "STANDIN_HOSTS"
 
 // standInPython dispatches on the script an image's entry runs.
 func standInPython(args []string) int {
-	if len(args) > 0 && args[0] == "train_with_mlflow.py" {
-		if err := fleetCTRTrainer(args[1:]); err != nil {
-			fmt.Fprintln(os.Stderr, "stand-in train_with_mlflow.py:", err)
+	scripts := map[string]func([]string) error{"train_with_mlflow.py": fleetCTRTrainer, "train.py": edlTrainer}
+	if len(args) > 0 && scripts[args[0]] != nil {
+		if err := scripts[args[0]](args[1:]); err != nil {
+			fmt.Fprintf(os.Stderr, "stand-in %s: %v\n", args[0], err)
 			return 1
 		}
 		return 0
@@ -195,6 +204,89 @@ func fleetCTRTrainer(args []string) error {
 	return f.Close()
 }
 
+// edlTrainer stands in for EDL's example/ctr/ctr/train.py (at dbe38fb) run with
+// `--is_local 0 --cloud_train 1` from /workspace/ctr: it reads the variables the script
+// reads, with its defaults, fails where it would, and on trainer 0 saves what
+// fluid.io.save_persistables saves at the end of a pass: models/pass-0/SparseFeatFactors, an
+// FP32 LoDTensor of sparse_feature_dim × embedding_size (10) rows.
+func edlTrainer(args []string) error {
+	if want := []string{"--is_local", "0", "--cloud_train", "1"}; !slices.Equal(args, want) {
+		return fmt.Errorf("arguments %q, want %q: the script trains alone otherwise", args, want)
+	}
+	if wd, _ := os.Getwd(); !strings.HasSuffix(wd, "/workspace/ctr") {
+		return fmt.Errorf("started in %q: the script imports its modules from /workspace/ctr", wd)
+	}
+	intEnv := func(name, def string) (int, error) { // int(os.getenv(name, def))
+		v := def
+		if x, ok := os.LookupEnv(name); ok {
+			v = x
+		}
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			return 0, fmt.Errorf("int(%s=%q): ValueError", name, v)
+		}
+		return n, nil
+	}
+	getenv := func(name, def string) string {
+		if v, ok := os.LookupEnv(name); ok {
+			return v
+		}
+		return def
+	}
+	var ints [5]int
+	for i, kv := range [][2]string{{"PADDLE_PORT", "6174"}, {"PADDLE_TRAINERS_NUM", "1"}, {"PADDLE_PSERVER_ID", "0"}, {"PADDLE_TRAINER_ID", "0"}, {"PADDLE_IS_LOCAL", "0"}} {
+		n, err := intEnv(kv[0], kv[1])
+		if err != nil {
+			return err
+		}
+		ints[i] = n
+	}
+	trainers, trainerID, isLocal := ints[1], ints[3], ints[4]
+	if isLocal != 0 {
+		return fmt.Errorf("PADDLE_IS_LOCAL=%d: the script trains alone", isLocal)
+	}
+	if v, ok := os.LookupEnv("CPU_NUM"); ok {
+		if _, err := strconv.Atoi(v); err != nil {
+			return fmt.Errorf("int(CPU_NUM=%q): ValueError", v)
+		}
+	}
+	current := "" // the endpoint "in" which POD_IP is, as the script finds its own
+	for _, ep := range strings.Split(getenv("PADDLE_PSERVERS", ""), ",") {
+		if strings.Contains(ep, getenv("POD_IP", "localhost")) {
+			current = ep
+		}
+	}
+	switch role := getenv("TRAINING_ROLE", "TRAINER"); role {
+	case "PSERVER":
+		if current == "" {
+			return fmt.Errorf("no endpoint of PADDLE_PSERVERS=%q is on POD_IP=%q: get_pserver_program(None) fails", os.Getenv("PADDLE_PSERVERS"), os.Getenv("POD_IP"))
+		}
+		return nil // exe.run(pserver program): serves until the trainers are done
+	case "TRAINER":
+		if trainerID < 0 || trainerID >= trainers {
+			return fmt.Errorf("PADDLE_TRAINER_ID %d is not below PADDLE_TRAINERS_NUM %d", trainerID, trainers)
+		}
+	default:
+		return fmt.Errorf("PADDLE_TRAINING_ROLE environment variable must be either TRAINER or PSERVER, not %q", role)
+	}
+	if trainerID != 0 {
+		return nil
+	}
+	rows, err := intEnv(standInRowsEnv, "1000001")
+	if err != nil {
+		return err
+	}
+	dir := filepath.Join("models", "pass-0")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	b := paddle.AppendLoDTensorHeader(nil, paddle.FP32, []int64{int64(rows), 10}, nil)
+	for r := range rows {
+		b = append(b, standInValue(r, 10)...)
+	}
+	return os.WriteFile(filepath.Join(dir, "SparseFeatFactors"), b, 0o644)
+}
+
 // standInValue is row r's value in a stand-in table: dim float32s that no other row has.
 func standInValue(r, dim int) []byte {
 	v := make([]byte, 4*dim)
@@ -279,7 +371,9 @@ func newStandInCluster(t *testing.T, given TrainingJob, podIPs map[string]string
 	c := &standInCluster{t: t, job: given.Defaulted(), set: set, root: t.TempDir(), hosts: map[string]string{}, bin: t.TempDir()}
 	self, err := os.Executable()
 	require.NoError(t, err)
-	require.NoError(t, os.Symlink(self, filepath.Join(c.bin, "python3")))
+	for _, name := range standInInterpreters {
+		require.NoError(t, os.Symlink(self, filepath.Join(c.bin, name)))
+	}
 	c.startFileServer()
 	job := typed[batchv1alpha1.Job](t, set.Find("batch.volcano.sh/v1alpha1/Job/"+given.Name))
 	for _, task := range job.Spec.Tasks {
@@ -428,14 +522,15 @@ func (c *standInCluster) env(p standInPod, podDir string) map[string]string {
 // the exit error and the output.
 func (c *standInCluster) run(p standInPod, entry string) (string, error) {
 	require.Equal(c.t, DefaultCommand, p.container.Command, "%s: the stand-in runs the launcher's contract", p.name)
-	podDir := c.t.TempDir()
-	require.NoError(c.t, os.Mkdir(filepath.Join(podDir, "workspace"), 0o755))
+	podDir := c.t.TempDir() // the image's / : its workspace, EDL's /workspace/ctr
+	require.NoError(c.t, os.MkdirAll(filepath.Join(podDir, "workspace", "ctr"), 0o755))
 	env := c.env(p, podDir)
 	port, err := strconv.Atoi(env["PADDLE_PORT"])
 	require.NoError(c.t, err)
 	if entry == "" {
 		entry = env["ENTRY"]
 	}
+	entry = strings.ReplaceAll(entry, " /workspace/", " "+podDir+"/workspace/")
 	path := env["PATH"]
 	if path == "" {
 		path = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
@@ -446,6 +541,7 @@ func (c *standInCluster) run(p standInPod, entry string) (string, error) {
 		hosts = append(hosts, k+"="+v)
 	}
 	env[standInHostsEnv] = strings.Join(hosts, ",")
+	env[standInRowsEnv] = "1000"
 	cmd := exec.Command("/bin/sh", "-c", entry)
 	cmd.Dir = podDir
 	for k, v := range env {
@@ -588,4 +684,50 @@ func TestRecipes_DefaultImageAndEntry(t *testing.T) {
 	}
 	assert.Equal(t, DefaultEntry, TrainingJob{Name: "j", Namespace: "n"}.Defaulted().Entry)
 	assert.Empty(t, TrainingJob{Name: "j", Namespace: "n", Image: "registry.example/own:1"}.Defaulted().Entry)
+}
+
+// TestRecipeEDL_StandInTrainerSavesWhereTheExportReads: the default recipe, EDL's image run
+// with its default entry, finds its parameter server endpoint and its trainer id, and the
+// save of its first trainer lands on the model volume where the model export reads saves
+// (its --in), as an FP32 LoDTensor the export decodes row for row.
+func TestRecipeEDL_StandInTrainerSavesWhereTheExportReads(t *testing.T) {
+	j := TrainingJob{Name: "ctr", Namespace: "ml", ModelExport: &ModelExport{}}
+	c := newStandInCluster(t, j, fleetCTRPodIPs)
+	for _, p := range c.pods {
+		out, err := c.run(p, "")
+		require.NoError(t, err, "%s (%s): %s", p.name, p.role, out)
+	}
+	dep := typed[appsv1.Deployment](t, c.set.Find("apps/v1/Deployment/ctr-model-export"))
+	args := dep.Spec.Template.Spec.Containers[0].Args
+	i := slices.Index(args, "--in")
+	require.Positive(t, i)
+	in := args[i+1] // the model volume as the export mounts it, at the file server's path
+	var mount corev1.VolumeMount
+	for _, m := range dep.Spec.Template.Spec.Containers[0].VolumeMounts {
+		if m.Name == "model-output" {
+			mount = m
+		}
+	}
+	require.True(t, strings.HasPrefix(in, mount.MountPath), "--in %s is on the model volume (%s)", in, mount.MountPath)
+	save := filepath.Join(c.root, fileServerRoot, c.job.ModelOutput.MountPath, strings.TrimPrefix(in, mount.MountPath), "pass-0", c.job.ModelExport.Var)
+	f, err := os.Open(save)
+	require.NoError(t, err, "the save the export reads")
+	defer f.Close()
+	st, err := f.Stat()
+	require.NoError(t, err)
+	pf := paddle.NewFile(save, f, st.Size())
+	tensor, err := pf.LoDTensor()
+	require.NoError(t, err)
+	assert.Equal(t, []int64{1000, 10}, tensor.Dims)
+	rows := pf.Rows(tensor)
+	for r := 0; ; r++ {
+		key, value, err := rows.Next()
+		if err == io.EOF {
+			assert.Equal(t, 1000, r)
+			break
+		}
+		require.NoError(t, err)
+		require.Equal(t, uint64(r), key)
+		require.Equal(t, standInValue(r, 10), value, "row %d", r)
+	}
 }
