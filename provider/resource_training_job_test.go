@@ -386,7 +386,8 @@ func TestTrainingJob_BadInput(t *testing.T) {
 		{"model export donefile", with(with(base, "model_export", map[string]any{}), "model_output", map[string]any{"donefile_path": "x/base.txt"}),
 			"model_output.donefile_path", `the model export writes <folder>/donefile/base.txt`},
 		{"own image without entry", with(base, "image", "registry.example/ctr:1"), "image", `with the default command needs entry`},
-		{"unknown recipe", with(base, "recipe", "paddle-1"), "recipe", `value must be one of: \["edl" "fleet-ctr"\]`},
+		{"unknown recipe", with(base, "recipe", "paddle-1"), "recipe", `value must be one of: \[` + regexp.QuoteMeta(`"`+strings.Join(stack.RecipeNames(), `" "`)+`"`) + `\]`},
+		{"paddlerec without an image", with(with(base, "recipe", "paddlerec"), "entry", "python -u tools/static_ps_trainer.py -m config.yaml"), "recipe", `"paddlerec" needs image: PaddleRec publishes no training image`},
 		{"fleet-ctr without slot config", with(dataset("hdfs_address", "hdfs://nn:9000", "hdfs_ugi", "u,p", "path", "/d", "start_hour", "20200401/00",
 			"end_hour", "20200401/01", "sparse_dim", 1000), "recipe", "fleet-ctr"), "recipe", `"fleet-ctr" needs slot_config: train_with_mlflow.py fetches slot.conf`},
 		{"wait mode", with(base, "wait", "forever"), "wait", `Attribute wait value must be one of: \["none" "submitted" "running" "completed"\]`},
@@ -509,6 +510,33 @@ provider "ctr" {
 				plancheck.ExpectKnownValue(addr, tfjsonpath.New("image"), knownvalue.StringExact(stack.MirrorImage("mirror.example", stack.FleetCTRImage))),
 				manifest("batch.volcano.sh/v1alpha1/Job/fleet-ctr", "FILE_SERVER_SERVICE_HOST", "fleet-ctr-fileserver.default.svc", "train_with_mlflow.py"),
 				manifest("apps/v1/Deployment/fleet-ctr-fileserver", "mountPath: /web/slot.conf", "subPath: slot.conf"),
+			}},
+		}},
+	})
+}
+
+// TestTrainingJob_RecipePaddleRecPlans: the documented paddlerec block plans, with no
+// cluster, the entry the recipe's stand-in test runs, Volcano's svc plugin, the parameter
+// servers' list by name, and the model volume on the parameter servers too.
+func TestTrainingJob_RecipePaddleRecPlans(t *testing.T) {
+	example, err := os.ReadFile("../examples/recipes/paddlerec/main.tf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := "ctr_training_job.paddlerec"
+	resource.UnitTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: providerFactories,
+		Steps: []resource.TestStep{{
+			Config: `
+provider "ctr" {
+  kubernetes = { host = "https://127.0.0.1:1", token = "x" }
+}
+` + string(example),
+			ExpectError: regexp.MustCompile(`(?s)Could not apply the objects of training job default/paddlerec.*connection refused`),
+			ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+				plancheck.ExpectKnownValue(addr, tfjsonpath.New("entry"), knownvalue.StringExact(stack.PaddleRecEntry)),
+				plancheck.ExpectKnownValue(addr, tfjsonpath.New("manifests").AtMapKey("batch.volcano.sh/v1alpha1/Job/paddlerec"),
+					knownvalue.StringRegexp(regexp.MustCompile(`(?s)svc: \[\].*PADDLE_PSERVERS_IP_PORT_LIST\s+value: paddlerec-pserver-0.paddlerec:30236,paddlerec-pserver-1.paddlerec:30236.*name: pserver`))),
 			}},
 		}},
 	})

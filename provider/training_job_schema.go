@@ -349,6 +349,10 @@ func trainingJobSchema(ctx context.Context) schema.Schema {
 func recipeImages() string {
 	var parts []string
 	for _, r := range stack.Recipes {
+		if r.Image == "" {
+			parts = append(parts, "none for `"+r.Name+"` (set it)")
+			continue
+		}
 		parts = append(parts, "`"+r.Image+"` for `"+r.Name+"`")
 	}
 	return strings.Join(parts, ", ")

@@ -4,6 +4,7 @@ import (
 	"path"
 	"slices"
 	"strconv"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 )
@@ -17,8 +18,17 @@ type Recipe struct {
 	Name string
 	// Image is the default training image.
 	Image string
-	// Entry is the default ENTRY: the launcher runs it with `sh -c`.
+	// Entry is the default ENTRY: the launcher runs it with `sh -c`. Empty: the job must
+	// say it.
 	Entry string
+	// Command is the default command; nil means DefaultCommand (paddle_k8s start_fluid).
+	Command []string
+	// namedPods turns Volcano's svc and env plugins on in ps mode: every pod is reachable as
+	// <pod>.<job>, and knows its index, so the endpoints can be rendered, not looked up.
+	namedPods bool
+	// pserversSave mounts the model volume into the parameter servers too: they write their
+	// own part of a sparse table when the trainers save.
+	pserversSave bool
 	// env is what the recipe adds to every task's environment (pod.env still wins).
 	env func(j TrainingJob) []corev1.EnvVar
 	// check reports the settings the image's scripts cannot work with (on the job as given;
@@ -28,9 +38,26 @@ type Recipe struct {
 
 // Recipe names.
 const (
-	RecipeEDL      = "edl"
-	RecipeFleetCTR = "fleet-ctr"
+	RecipeEDL       = "edl"
+	RecipeFleetCTR  = "fleet-ctr"
+	RecipePaddleRec = "paddlerec"
 )
+
+// ShellCommand runs ENTRY in images that have no launcher of their own.
+var ShellCommand = []string{"/bin/sh", "-c", `eval "$ENTRY"`}
+
+// PaddleRecEntry is how PaddleRec 2.x's parameter-server trainer starts in an image that
+// holds PaddleRec's source at /PaddleRec (PaddleRec publishes no image): the model's config
+// saves into runner.model_save_path (output_model_dnn for models/rank/dnn), relative to the
+// folder it starts in, on trainers and parameter servers alike (each server writes its part
+// of the sparse table there), so that folder is pointed at the model volume first, where the
+// model export reads saves (DefaultModelExportPath).
+const PaddleRecEntry = `cd /PaddleRec && mkdir -p "$MODEL_OUTPUT_DIR/` + DefaultModelExportPath + `" && ln -sfn "$MODEL_OUTPUT_DIR/` + DefaultModelExportPath +
+	`" output_model_dnn && python -u tools/static_ps_trainer.py -m models/rank/dnn/config.yaml`
+
+// paddleRecGlooPortOffset puts the HTTP store through which Paddle's gloo rendezvous
+// (PADDLE_WITH_GLOO, set by PaddleRec's trainer) beside the first parameter server's port.
+const paddleRecGlooPortOffset = 1
 
 // FleetCTRImage is ElasticCTR's training image, as its elastic-ctr-cli template runs it.
 const FleetCTRImage = "hub.baidubce.com/ctr/fleet-ctr:latest"
@@ -117,6 +144,43 @@ var Recipes = []Recipe{
 			}
 			if dp := d.ModelOutput.DonefilePath; dp != fleetCTRDonefile {
 				c.bad("model_output.donefile_path", "%q"+with+": ElasticCTR's dumper appends to %q", dp, fleetCTRDonefile)
+			}
+		},
+	},
+	{
+		Name:         RecipePaddleRec,
+		Command:      ShellCommand,
+		namedPods:    true,
+		pserversSave: true,
+		env: func(j TrainingJob) []corev1.EnvVar {
+			// Paddle 2.x's PaddleCloudRoleMaker in ps mode: the servers' list; a server finds
+			// its index as POD_IP:PADDLE_PORT in it, so POD_IP is the pod's own name there,
+			// which Paddle's brpc server and clients resolve (GetIntTypeEndpoint). The HTTP
+			// store of the gloo rendezvous is started by server 0, at PADDLE_GLOO_HTTP_ENDPOINT.
+			port := int(j.Port)
+			servers := j.taskHosts("pserver", j.PServer.Replicas, ":"+strconv.Itoa(port))
+			return []corev1.EnvVar{
+				podNameAsIP(j.Name),
+				{Name: "PADDLE_PSERVERS_IP_PORT_LIST", Value: strings.Join(servers, ",")},
+				{Name: "PADDLE_TRAINER_ENDPOINTS", Value: strings.Join(j.taskHosts("trainer", j.Trainer.Replicas, ":"+strconv.Itoa(port)), ",")},
+				{Name: "PADDLE_TRAINER_ID", ValueFrom: taskIndex()},
+				{Name: "PADDLE_GLOO_RENDEZVOUS", Value: "3"},
+				{Name: "PADDLE_GLOO_HTTP_ENDPOINT", Value: j.taskHosts("pserver", 1, ":"+strconv.Itoa(port+paddleRecGlooPortOffset))[0]},
+			}
+		},
+		check: func(j, d TrainingJob, c *checker) {
+			const with = ` with recipe = "` + RecipePaddleRec + `"`
+			if d.Mode != ModePS {
+				c.bad("mode", "%q"+with+": PaddleRec's static_ps_trainer.py trains with parameter servers; use mode = %q", d.Mode, ModePS)
+			}
+			if j.Image == "" {
+				c.bad("recipe", "%q needs image: PaddleRec publishes no training image; give one with Paddle 2.x and PaddleRec's source", RecipePaddleRec)
+			}
+			if j.Command == nil && j.Entry == "" {
+				c.bad("recipe", "%q needs entry, the command that starts PaddleRec's trainer in your image, e.g. %q", RecipePaddleRec, PaddleRecEntry)
+			}
+			if me := d.ModelExport; me != nil && me.Format != "ps-table" {
+				c.bad("model_export.format", "%q"+with+": the parameter servers save the sparse table as text shards; use format = \"ps-table\"", me.Format)
 			}
 		},
 	},

@@ -24,6 +24,7 @@ import (
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/yaml"
 	batchv1alpha1 "volcano.sh/apis/pkg/apis/batch/v1alpha1"
 
 	"github.com/elasticctr/terraform-provider-ctr/cube/donefile"
@@ -53,9 +54,17 @@ const standInRowsEnv = "STANDIN_ROWS"
 // Services of the rendered set, each answered by a process of the test on loopback.
 const standInHostsEnv = "STANDIN_HOSTS"
 
+// standInNamesEnv lists the pod names the cluster's DNS resolves ("<pod>.<job>" under
+// Volcano's svc plugin), comma-separated.
+const standInNamesEnv = "STANDIN_NAMES"
+
 // standInPython dispatches on the script an image's entry runs.
 func standInPython(args []string) int {
-	scripts := map[string]func([]string) error{"train_with_mlflow.py": fleetCTRTrainer, "train.py": edlTrainer}
+	scripts := map[string]func([]string) error{"train_with_mlflow.py": fleetCTRTrainer, "train.py": edlTrainer,
+		"tools/static_ps_trainer.py": paddleRecTrainer}
+	if len(args) > 0 && args[0] == "-u" { // unbuffered output
+		args = args[1:]
+	}
 	if len(args) > 0 && scripts[args[0]] != nil {
 		if err := scripts[args[0]](args[1:]); err != nil {
 			fmt.Fprintf(os.Stderr, "stand-in %s: %v\n", args[0], err)
@@ -287,6 +296,172 @@ func edlTrainer(args []string) error {
 	return os.WriteFile(filepath.Join(dir, "SparseFeatFactors"), b, 0o644)
 }
 
+// paddleRecTable is the folder of the stand-in's sparse table in a save: the_one_ps names a
+// MemorySparseTable's folder by its table id (%03d), and numbers sparse tables first from
+// Paddle 2.3 (python/paddle/distributed/ps/utils/public.py), so a model's only embedding is 000.
+const paddleRecTable = "000"
+
+// paddleRecEmbedxDim is the stand-in table's accessor embedx_dim: PaddleRec's dnn has
+// sparse_feature_dim 9, which Paddle 2.3's the_one_ps splits into embed_w and 8 embedx_w.
+const paddleRecEmbedxDim = 8
+
+// paddleRecTrainer stands in for PaddleRec 2.3's tools/static_ps_trainer.py (release/2.3.0
+// at 3d1ee92d) under Paddle 2.x's parameter-server runtime: it reads its -m config, sets
+// PADDLE_WITH_GLOO=1 and makes Paddle's PaddleCloudRoleMaker with what that reads, failing
+// where it fails; the HTTP store of the gloo rendezvous must be where server 0 starts it.
+// At the end of each epoch the first trainer saves the dense program into
+// <runner.model_save_path>/<epoch>, and each parameter server, asked by the save, writes its
+// part of the sparse table there, relative to its own working folder, on its own disk:
+// <epoch>/000/part-<server>-00000, MemorySparseTable lines with CtrCommonAccessor's columns.
+func paddleRecTrainer(args []string) error {
+	if len(args) != 2 || args[0] != "-m" {
+		return fmt.Errorf("usage: static_ps_trainer.py -m <config.yaml>, got %q", args)
+	}
+	b, err := os.ReadFile(args[1])
+	if err != nil {
+		return err
+	}
+	var cfg struct {
+		Hyper  map[string]any `json:"hyper_parameters"`
+		Runner map[string]any `json:"runner"`
+	}
+	if err := yaml.Unmarshal(b, &cfg); err != nil {
+		return fmt.Errorf("config %s: %w", args[1], err)
+	}
+	save, _ := cfg.Runner["model_save_path"].(string)
+	epochs, _ := cfg.Runner["epochs"].(float64)
+	keys, _ := cfg.Hyper["sparse_feature_number"].(float64)
+	if dim, _ := cfg.Hyper["sparse_feature_dim"].(float64); int(dim) != 1+paddleRecEmbedxDim {
+		return fmt.Errorf("the stand-in's table has sparse_feature_dim %d, not %v", 1+paddleRecEmbedxDim, dim)
+	}
+	// PaddleCloudRoleMaker(is_collective=False)._ps_env()
+	list, ok := os.LookupEnv("PADDLE_PSERVERS_IP_PORT_LIST")
+	if !ok || list == "" {
+		return fmt.Errorf("PADDLE_PSERVERS_IP_PORT_LIST is unset: the role maker falls back to one local worker, and every pod would train alone")
+	}
+	servers := strings.Split(list, ",")
+	resolvable := strings.Split(os.Getenv(standInNamesEnv), ",")
+	for _, ep := range servers {
+		host, _, err := net.SplitHostPort(ep)
+		if err != nil {
+			return fmt.Errorf("PADDLE_PSERVERS_IP_PORT_LIST: %q: %w", ep, err)
+		}
+		if net.ParseIP(host) == nil && !slices.Contains(resolvable, host) {
+			return fmt.Errorf("parameter server %q: the name does not resolve (GetIntTypeEndpoint: gethostbyname fails)", host)
+		}
+	}
+	need := func(name string) (string, error) {
+		v, ok := os.LookupEnv(name)
+		if !ok {
+			return "", fmt.Errorf("ValueError: Can not find %s, please check your environment.", name)
+		}
+		return v, nil
+	}
+	trainersStr, err := need("PADDLE_TRAINERS_NUM")
+	if err != nil {
+		return err
+	}
+	trainers, err := strconv.Atoi(trainersStr)
+	if err != nil {
+		return fmt.Errorf("int(PADDLE_TRAINERS_NUM=%q): ValueError", trainersStr)
+	}
+	role, err := need("TRAINING_ROLE")
+	if err != nil {
+		return err
+	}
+	port, err := need("PADDLE_PORT")
+	if err != nil {
+		return err
+	}
+	ip, err := need("POD_IP")
+	if err != nil {
+		return err
+	}
+	server := -1
+	switch role {
+	case "TRAINER":
+		idStr, err := need("PADDLE_TRAINER_ID")
+		if err != nil {
+			return err
+		}
+		id, err := strconv.Atoi(idStr)
+		if err != nil || id < 0 || id >= trainers {
+			return fmt.Errorf("PADDLE_TRAINER_ID=%q: want 0 to %d", idStr, trainers-1)
+		}
+		if id != 0 { // fleet.is_first_worker() saves
+			return nil
+		}
+	case "PSERVER":
+		server = slices.Index(servers, ip+":"+port)
+		if server < 0 {
+			return fmt.Errorf("ValueError: %q is not in list %q", ip+":"+port, servers)
+		}
+	default:
+		return fmt.Errorf("ValueError: TRAINING_ROLE must be PSERVER or TRAINER or HETER_TRAINER, but get %s", role)
+	}
+	// _gloo_init, with PADDLE_WITH_GLOO=1 from the trainer script.
+	switch rv, _ := strconv.Atoi(os.Getenv("PADDLE_GLOO_RENDEZVOUS")); rv {
+	case 3:
+		ep, err := need("PADDLE_GLOO_HTTP_ENDPOINT")
+		if err != nil {
+			return err
+		}
+		host, gport, err := net.SplitHostPort(ep)
+		if err != nil {
+			return fmt.Errorf("PADDLE_GLOO_HTTP_ENDPOINT %q: %w", ep, err)
+		}
+		first, firstPort, _ := net.SplitHostPort(servers[0])
+		if host != first {
+			return fmt.Errorf("PADDLE_GLOO_HTTP_ENDPOINT %q: server 0 (%s) starts the store, so no process would answer there", ep, first)
+		}
+		if gport == firstPort {
+			return fmt.Errorf("PADDLE_GLOO_HTTP_ENDPOINT %q: server 0 listens on that port already", ep)
+		}
+	case 1, 2:
+		if os.Getenv("PADDLE_GLOO_FS_PATH") == "" {
+			return fmt.Errorf("PADDLE_GLOO_RENDEZVOUS=%d needs PADDLE_GLOO_FS_PATH", rv)
+		}
+	default:
+		return fmt.Errorf("ValueError: gloo initialized error, please check arguments (PADDLE_GLOO_RENDEZVOUS=%q)", os.Getenv("PADDLE_GLOO_RENDEZVOUS"))
+	}
+	if save == "" {
+		return nil
+	}
+	for epoch := range int(epochs) {
+		dir := filepath.Join(save, strconv.Itoa(epoch))
+		if server < 0 {
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				return err
+			}
+			if err := os.WriteFile(filepath.Join(dir, "__model__"), []byte("program"), 0o644); err != nil {
+				return err
+			}
+			continue
+		}
+		var buf bytes.Buffer
+		for k := server; k < int(keys); k += len(servers) {
+			v := standInValue(k, 1+paddleRecEmbedxDim)
+			f := func(i int) string {
+				return strconv.FormatFloat(float64(math.Float32frombits(binary.LittleEndian.Uint32(v[4*i:]))), 'g', -1, 32)
+			}
+			// slot unseen_days delta_score show click embed_w embed_g2sum embedx_w… embedx_g2sum
+			fmt.Fprintf(&buf, "%d 0 0 1 5 1 %s 0.5", k, f(0))
+			for i := 1; i <= paddleRecEmbedxDim; i++ {
+				buf.WriteString(" " + f(i))
+			}
+			buf.WriteString(" 0.25\n")
+		}
+		table := filepath.Join(dir, paddleRecTable)
+		if err := os.MkdirAll(table, 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(table, fmt.Sprintf("part-%03d-00000", server)), buf.Bytes(), 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // standInValue is row r's value in a stand-in table: dim float32s that no other row has.
 func standInValue(r, dim int) []byte {
 	v := make([]byte, 4*dim)
@@ -345,6 +520,7 @@ func standInGet(addr, path, out string) error {
 // standInPod is one pod of a rendered Volcano Job, as the cluster would run it.
 type standInPod struct {
 	name, ip, role string
+	index          int
 	container      corev1.Container
 	labels         map[string]string
 }
@@ -361,6 +537,9 @@ type standInCluster struct {
 	hosts map[string]string // cluster address -> loopback address
 	pods  []standInPod
 	bin   string // a folder holding the stand-in interpreter
+	svc   bool   // Volcano's svc plugin: every pod resolves as <pod>.<job>
+	// image is what every pod's image holds besides the scripts: path under / -> content.
+	image map[string]string
 }
 
 func newStandInCluster(t *testing.T, given TrainingJob, podIPs map[string]string) *standInCluster {
@@ -376,6 +555,7 @@ func newStandInCluster(t *testing.T, given TrainingJob, podIPs map[string]string
 	}
 	c.startFileServer()
 	job := typed[batchv1alpha1.Job](t, set.Find("batch.volcano.sh/v1alpha1/Job/"+given.Name))
+	_, c.svc = job.Spec.Plugins["svc"]
 	for _, task := range job.Spec.Tasks {
 		for i := range task.Replicas {
 			name := fmt.Sprintf("%s-%s-%d", given.Name, task.Name, i) // Volcano's pod names
@@ -387,7 +567,7 @@ func newStandInCluster(t *testing.T, given TrainingJob, podIPs map[string]string
 					role = e.Value
 				}
 			}
-			c.pods = append(c.pods, standInPod{name: name, ip: ip, role: role, container: task.Template.Spec.Containers[0], labels: task.Template.Labels})
+			c.pods = append(c.pods, standInPod{name: name, ip: ip, role: role, index: int(i), container: task.Template.Spec.Containers[0], labels: task.Template.Labels})
 		}
 	}
 	return c
@@ -493,7 +673,8 @@ func (c *standInCluster) env(p standInPod, podDir string) map[string]string {
 		if src := e.ValueFrom; src != nil {
 			switch {
 			case src.FieldRef != nil:
-				v = map[string]string{"metadata.name": p.name, "metadata.namespace": c.job.Namespace, "status.podIP": p.ip}[src.FieldRef.FieldPath]
+				v = map[string]string{"metadata.name": p.name, "metadata.namespace": c.job.Namespace, "status.podIP": p.ip,
+					"metadata.annotations['" + batchv1alpha1.TaskIndex + "']": strconv.Itoa(p.index)}[src.FieldRef.FieldPath]
 			case src.SecretKeyRef != nil:
 				s := typed[corev1.Secret](t, c.set.Find("v1/Secret/"+src.SecretKeyRef.Name))
 				v = s.StringData[src.SecretKeyRef.Key]
@@ -506,48 +687,81 @@ func (c *standInCluster) env(p standInPod, podDir string) map[string]string {
 				t.Fatalf("%s: variable %s has a source the stand-in cannot resolve", p.name, e.Name)
 			}
 		}
+		mounted := false
 		for _, m := range p.container.VolumeMounts {
 			if v == m.MountPath || strings.HasPrefix(v, m.MountPath+"/") {
-				v = c.volumeDir(podDir, m) + strings.TrimPrefix(v, m.MountPath)
+				v, mounted = c.volumeDir(podDir, m)+strings.TrimPrefix(v, m.MountPath), true
 			}
+		}
+		if e.Name == "MODEL_OUTPUT_DIR" && !mounted {
+			v = filepath.Join(podDir, v) // no volume there: the container's own filesystem
 		}
 		out[e.Name] = v
 	}
 	return out
 }
 
-// run starts a pod's container as the launcher would start its entry: ENTRY under `sh -c`
-// in a folder of its own that holds the image's workspace, with the launcher's exports, the
-// stand-in interpreter first on the image's PATH and the test's cluster names. It returns
-// the exit error and the output.
+// standInImageDirs are the images' folders the entries name: EDL's /workspace/ctr,
+// fleet-ctr's workspace (relative to /), PaddleRec's source.
+var standInImageDirs = []string{"/workspace", "/PaddleRec"}
+
+// run starts a pod's container: with the launcher's command, as paddle_k8s start_fluid
+// starts ENTRY (its exports, then `sh -c "$ENTRY"`); with another command, that command. It
+// runs in a folder of its own that stands for the image's / (the images' folders the entries
+// name are moved there), with the stand-in interpreter first on the image's PATH and the
+// test's cluster names. entry, if set, replaces the rendered ENTRY. It returns the exit
+// error and the output.
 func (c *standInCluster) run(p standInPod, entry string) (string, error) {
-	require.Equal(c.t, DefaultCommand, p.container.Command, "%s: the stand-in runs the launcher's contract", p.name)
-	podDir := c.t.TempDir() // the image's / : its workspace, EDL's /workspace/ctr
+	podDir := c.t.TempDir()
+	for _, d := range standInImageDirs {
+		require.NoError(c.t, os.MkdirAll(filepath.Join(podDir, d), 0o755))
+	}
 	require.NoError(c.t, os.MkdirAll(filepath.Join(podDir, "workspace", "ctr"), 0o755))
+	for name, body := range c.image {
+		require.NoError(c.t, os.MkdirAll(filepath.Dir(filepath.Join(podDir, name)), 0o755))
+		require.NoError(c.t, os.WriteFile(filepath.Join(podDir, name), []byte(body), 0o644))
+	}
 	env := c.env(p, podDir)
 	port, err := strconv.Atoi(env["PADDLE_PORT"])
 	require.NoError(c.t, err)
-	if entry == "" {
-		entry = env["ENTRY"]
+	if entry != "" {
+		env["ENTRY"] = entry
 	}
-	entry = strings.ReplaceAll(entry, " /workspace/", " "+podDir+"/workspace/")
+	for _, d := range standInImageDirs {
+		env["ENTRY"] = strings.ReplaceAll(env["ENTRY"], " "+d, " "+podDir+d)
+	}
 	path := env["PATH"]
 	if path == "" {
 		path = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 	}
 	env["PATH"] = c.bin + ":" + path
-	var hosts []string
+	var hosts, names []string
 	for k, v := range c.hosts {
 		hosts = append(hosts, k+"="+v)
 	}
+	if c.svc {
+		for _, q := range c.pods {
+			names = append(names, q.name+"."+c.job.Name)
+		}
+	}
 	env[standInHostsEnv] = strings.Join(hosts, ",")
+	env[standInNamesEnv] = strings.Join(names, ",")
 	env[standInRowsEnv] = "1000"
-	cmd := exec.Command("/bin/sh", "-c", entry)
+	var cmd *exec.Cmd
+	launcher := slices.Equal(p.container.Command, DefaultCommand)
+	if launcher {
+		cmd = exec.Command("/bin/sh", "-c", env["ENTRY"])
+	} else {
+		require.NotEmpty(c.t, p.container.Command, "%s: no command", p.name)
+		cmd = exec.Command(p.container.Command[0], p.container.Command[1:]...)
+	}
 	cmd.Dir = podDir
 	for k, v := range env {
 		cmd.Env = append(cmd.Env, k+"="+v)
 	}
-	cmd.Env = append(cmd.Env, c.paddleK8sEnv(p, port)...)
+	if launcher {
+		cmd.Env = append(cmd.Env, c.paddleK8sEnv(p, port)...)
+	}
 	out, err := cmd.CombinedOutput()
 	return string(out), err
 }
@@ -697,19 +911,7 @@ func TestRecipeEDL_StandInTrainerSavesWhereTheExportReads(t *testing.T) {
 		out, err := c.run(p, "")
 		require.NoError(t, err, "%s (%s): %s", p.name, p.role, out)
 	}
-	dep := typed[appsv1.Deployment](t, c.set.Find("apps/v1/Deployment/ctr-model-export"))
-	args := dep.Spec.Template.Spec.Containers[0].Args
-	i := slices.Index(args, "--in")
-	require.Positive(t, i)
-	in := args[i+1] // the model volume as the export mounts it, at the file server's path
-	var mount corev1.VolumeMount
-	for _, m := range dep.Spec.Template.Spec.Containers[0].VolumeMounts {
-		if m.Name == "model-output" {
-			mount = m
-		}
-	}
-	require.True(t, strings.HasPrefix(in, mount.MountPath), "--in %s is on the model volume (%s)", in, mount.MountPath)
-	save := filepath.Join(c.root, fileServerRoot, c.job.ModelOutput.MountPath, strings.TrimPrefix(in, mount.MountPath), "pass-0", c.job.ModelExport.Var)
+	save := filepath.Join(c.exportInput(), "pass-0", c.job.ModelExport.Var)
 	f, err := os.Open(save)
 	require.NoError(t, err, "the save the export reads")
 	defer f.Close()
@@ -730,4 +932,98 @@ func TestRecipeEDL_StandInTrainerSavesWhereTheExportReads(t *testing.T) {
 		require.Equal(t, uint64(r), key)
 		require.Equal(t, standInValue(r, 10), value, "row %d", r)
 	}
+}
+
+func paddleRecJob() TrainingJob {
+	return TrainingJob{Name: "ctr", Namespace: "ml", Recipe: RecipePaddleRec, Image: "registry.example/team/paddlerec:2.3.0", Entry: PaddleRecEntry,
+		ModelExport: &ModelExport{Format: "ps-table", Var: paddleRecTable, EmbedxDim: paddleRecEmbedxDim}}
+}
+
+// paddleRecConfig is what the stand-in reads of PaddleRec's models/rank/dnn/config.yaml
+// (its sparse_feature_dim and model_save_path; fewer keys and epochs).
+const paddleRecConfig = `hyper_parameters:
+  sparse_feature_number: 1000
+  sparse_feature_dim: 9
+runner:
+  epochs: 2
+  model_save_path: "output_model_dnn"
+`
+
+// TestRecipePaddleRec_StandInServersSaveWhereTheExportReads: a PaddleRec 2.x image run as
+// the paddlerec recipe renders it: each role finds itself and the parameter servers by the
+// names Volcano's svc plugin gives the pods, the gloo store is where server 0 starts it, and
+// after each epoch every parameter server's part of the table lands on the model volume,
+// under the model export's --in, as MemorySparseTable shards the export decodes row for row.
+func TestRecipePaddleRec_StandInServersSaveWhereTheExportReads(t *testing.T) {
+	c := newStandInCluster(t, paddleRecJob(), fleetCTRPodIPs)
+	c.image = map[string]string{"PaddleRec/models/rank/dnn/config.yaml": paddleRecConfig}
+	for _, p := range c.pods {
+		out, err := c.run(p, "")
+		require.NoError(t, err, "%s (%s): %s", p.name, p.role, out)
+	}
+	in := c.exportInput()
+	layout := paddle.CtrLayout{EmbedxDim: paddleRecEmbedxDim, EmbedSGDDim: 1, EmbedxSGDDim: 1}
+	for epoch := range 2 {
+		save := filepath.Join(in, strconv.Itoa(epoch))
+		assert.FileExists(t, filepath.Join(save, "__model__"), "the first trainer's dense program")
+		kind, shards, err := paddle.TableShards(filepath.Join(save, c.job.ModelExport.Var))
+		require.NoError(t, err)
+		assert.Equal(t, "memory", kind)
+		require.Len(t, shards, 2, "one shard per parameter server")
+		seen := map[uint64]bool{}
+		for _, shard := range shards {
+			f, err := os.Open(shard)
+			require.NoError(t, err)
+			rows := paddle.NewMemoryRows(shard, f, layout)
+			for {
+				key, value, err := rows.Next()
+				if err == io.EOF {
+					break
+				}
+				require.NoError(t, err)
+				require.Equal(t, standInValue(int(key), layout.Width()), value, "key %d", key)
+				seen[key] = true
+			}
+			f.Close()
+		}
+		assert.Len(t, seen, 1000, "epoch %d: every key, once", epoch)
+	}
+}
+
+// TestRecipePaddleRec_StandInRefusesWhatPaddleRefuses: PaddleRec's trainer started the same
+// way without the recipe finds no parameter server list (every pod would train alone), and
+// the recipe's own endpoints do not resolve without the svc plugin.
+func TestRecipePaddleRec_StandInRefusesWhatPaddleRefuses(t *testing.T) {
+	j := paddleRecJob()
+	j.Recipe, j.Command = "", ShellCommand
+	c := newStandInCluster(t, j, fleetCTRPodIPs)
+	c.image = map[string]string{"PaddleRec/models/rank/dnn/config.yaml": paddleRecConfig}
+	out, err := c.run(c.pods[0], "")
+	require.Error(t, err)
+	assert.Contains(t, out, "PADDLE_PSERVERS_IP_PORT_LIST is unset")
+
+	c = newStandInCluster(t, paddleRecJob(), fleetCTRPodIPs)
+	c.image = map[string]string{"PaddleRec/models/rank/dnn/config.yaml": paddleRecConfig}
+	c.svc = false
+	out, err = c.run(c.pods[0], "")
+	require.Error(t, err)
+	assert.Contains(t, out, "does not resolve")
+}
+
+// exportInput is the model export's --in on this machine: the model volume's folder that it
+// reads saves from.
+func (c *standInCluster) exportInput() string {
+	t := c.t
+	dep := typed[appsv1.Deployment](t, c.set.Find("apps/v1/Deployment/"+c.job.Name+"-model-export"))
+	args := dep.Spec.Template.Spec.Containers[0].Args
+	i := slices.Index(args, "--in")
+	require.Positive(t, i)
+	var mount corev1.VolumeMount
+	for _, m := range dep.Spec.Template.Spec.Containers[0].VolumeMounts {
+		if m.Name == "model-output" {
+			mount = m
+		}
+	}
+	require.True(t, strings.HasPrefix(args[i+1], mount.MountPath), "--in %s is on the model volume (%s)", args[i+1], mount.MountPath)
+	return filepath.Join(c.root, fileServerRoot, c.job.ModelOutput.MountPath, strings.TrimPrefix(args[i+1], mount.MountPath))
 }

@@ -309,6 +309,9 @@ func (j TrainingJob) Defaulted() TrainingJob {
 	def(&d.SchedulerName, DefaultScheduler)
 	if d.Command == nil {
 		d.Command = DefaultCommand
+		if r != nil && r.Command != nil {
+			d.Command = r.Command
+		}
 		if d.Entry == "" && r != nil {
 			d.Entry = r.Entry
 		}
@@ -733,6 +736,9 @@ func (j TrainingJob) renderVolcanoJob() *batchv1alpha1.Job {
 	}
 	if j.Mode == ModePS {
 		job.Spec.Tasks = []batchv1alpha1.TaskSpec{j.task("pserver", j.PServer, "PSERVER"), j.task("trainer", j.Trainer, "TRAINER")}
+		if r := j.recipe(); r != nil && r.namedPods {
+			job.Spec.Plugins = map[string][]string{"env": {}, "svc": {}}
+		}
 	} else {
 		// Collective workers find each other through Volcano's svc plugin (headless Service and
 		// hosts file) and know their rank from the env plugin (VK_TASK_INDEX).
@@ -785,14 +791,21 @@ func (j TrainingJob) task(name string, t *Task, role string) batchv1alpha1.TaskS
 		spec.Volumes = append(spec.Volumes, corev1.Volume{Name: "dshm", VolumeSource: corev1.VolumeSource{
 			EmptyDir: &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory}}})
 	}
-	if role == "TRAINER" {
-		// Trainers write the model output. A ReadWriteOnce volume can only be mounted on one
-		// node, so trainers then run beside the file server (required pod affinity); a
-		// ReadWriteMany volume lets them spread.
+	// Trainers write the model output, and parameter servers where they save their own part
+	// of a table (a recipe's pserversSave). A ReadWriteOnce volume can only be mounted on one
+	// node, so they then run beside the file server (required pod affinity); a ReadWriteMany
+	// volume lets them spread.
+	r := j.recipe()
+	saves := role == "TRAINER" || (r != nil && r.pserversSave)
+	if saves {
 		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: "model-output", MountPath: j.ModelOutput.MountPath})
 		spec.Volumes = append(spec.Volumes, j.modelVolume())
+	}
+	if role == "TRAINER" {
 		// Trainers (collective workers too) read the samples.
 		j.Dataset.mountVolume(&c, &spec)
+	}
+	if saves {
 		if j.ModelOutput.AccessMode == AccessReadWriteOnce {
 			spec.Affinity = &corev1.Affinity{PodAffinity: &corev1.PodAffinity{
 				RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{
@@ -872,16 +885,10 @@ func (j TrainingJob) env(role string) []corev1.EnvVar {
 		}
 	}
 	if r := j.recipe(); r != nil && r.env != nil {
-		env = append(env, r.env(j)...)
+		env = setEnv(env, r.env(j))
 	}
 	if j.Mode == ModeCollective {
-		for _, e := range j.collectiveEnv() {
-			if i := slices.IndexFunc(env, func(x corev1.EnvVar) bool { return x.Name == e.Name }); i >= 0 {
-				env[i] = e
-			} else {
-				env = append(env, e)
-			}
-		}
+		env = setEnv(env, j.collectiveEnv())
 	}
 	if role == "TRAINER" && j.FileServer.TokenUploads() {
 		// Trainers may upload to the file server: the token by reference, never its value.
@@ -919,23 +926,17 @@ func cpuNum(t *Task) int64 {
 //     PADDLE_RANK.
 func (j TrainingJob) collectiveEnv() []corev1.EnvVar {
 	val := func(name, v string) corev1.EnvVar { return corev1.EnvVar{Name: name, Value: v} }
-	index := corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.annotations['" + batchv1alpha1.TaskIndex + "']"}}
 	n := j.Worker.Replicas
 	port := strconv.Itoa(int(j.Port))
-	hosts, endpoints := make([]string, n), make([]string, n)
-	for i := range n {
-		hosts[i] = fmt.Sprintf("%s-worker-%d.%s", j.Name, i, j.Name)
-		endpoints[i] = hosts[i] + ":" + port
-	}
+	hosts, endpoints := j.taskHosts("worker", n, ""), j.taskHosts("worker", n, ":"+port)
 	procs := int32(1)
 	if g := j.Worker.GPUs; g != nil && *g > 1 {
 		procs = *g
 	}
 	return []corev1.EnvVar{
-		// POD_NAME comes before it in the list, so Kubernetes expands it.
-		val("POD_IP", "$(POD_NAME)."+j.Name),
-		{Name: "PADDLE_TRAINER_ID", ValueFrom: &index},
-		{Name: "PADDLE_RANK", ValueFrom: &index},
+		podNameAsIP(j.Name),
+		{Name: "PADDLE_TRAINER_ID", ValueFrom: taskIndex()},
+		{Name: "PADDLE_RANK", ValueFrom: taskIndex()},
 		val("PADDLE_TRAINER_ENDPOINTS", strings.Join(endpoints, ",")),
 		val("PADDLE_TRAINERS", strings.Join(hosts, ",")),
 		val("TRAINER_PORTS_NUM", strconv.Itoa(int(procs))),
@@ -944,6 +945,41 @@ func (j TrainingJob) collectiveEnv() []corev1.EnvVar {
 		val("FLAGS_START_PORT", port),
 		val("PADDLE_START_PORT", port),
 	}
+}
+
+// taskHosts are the names Volcano's svc plugin gives a task's pods (hostname
+// <job>-<task>-<i>, subdomain <job>: <job>-<task>-<i>.<job> resolves through the job's
+// headless Service), each followed by suffix (":port").
+func (j TrainingJob) taskHosts(task string, n int32, suffix string) []string {
+	out := make([]string, n)
+	for i := range n {
+		out[i] = fmt.Sprintf("%s-%s-%d.%s%s", j.Name, task, i, j.Name, suffix)
+	}
+	return out
+}
+
+// taskIndex is the pod's index in its task, which Volcano's job controller annotates.
+func taskIndex() *corev1.EnvVarSource {
+	return &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.annotations['" + batchv1alpha1.TaskIndex + "']"}}
+}
+
+// podNameAsIP is POD_IP set to the pod's own name under the svc plugin, for Paddle's role
+// makers that find themselves by looking POD_IP up among endpoints given as names. POD_NAME
+// comes before it in the list, so Kubernetes expands it.
+func podNameAsIP(job string) corev1.EnvVar {
+	return corev1.EnvVar{Name: "POD_IP", Value: "$(POD_NAME)." + job}
+}
+
+// setEnv replaces the variables of env that add names (in place), and appends the others.
+func setEnv(env []corev1.EnvVar, add []corev1.EnvVar) []corev1.EnvVar {
+	for _, e := range add {
+		if i := slices.IndexFunc(env, func(x corev1.EnvVar) bool { return x.Name == e.Name }); i >= 0 {
+			env[i] = e
+		} else {
+			env = append(env, e)
+		}
+	}
+	return env
 }
 
 func resources(t *Task, gpu bool) corev1.ResourceRequirements {
