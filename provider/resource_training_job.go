@@ -117,7 +117,14 @@ func (r *trainingJobResource) ModifyPlan(ctx context.Context, req resource.Modif
 		if state.tokenUploads() != plan.tokenUploads() {
 			resp.RequiresReplace = append(resp.RequiresReplace, path.Root("file_server").AtName("upload"))
 		}
-		if len(reasons) == 0 && volcanoTasksDiffer(state.Manifests, plan.Manifests, stack.VolcanoJobKey(j.Name)) {
+		tasksDiffer := volcanoTasksDiffer(state.Manifests, plan.Manifests, stack.VolcanoJobKey(j.Name))
+		if tasksDiffer && !state.Recipe.Equal(plan.Recipe) {
+			// A recipe replaces the job only where it renders the tasks differently: naming
+			// the default image's own ("edl") changes nothing.
+			reasons = append(reasons, "recipe")
+			resp.RequiresReplace = append(resp.RequiresReplace, path.Root("recipe"))
+		}
+		if len(reasons) == 0 && tasksDiffer {
 			// Volcano refuses any change to a submitted job's tasks, even one that comes from
 			// a new provider version rendering them differently (e.g. hardened pods).
 			reasons = append(reasons, "the training pods' template (rendered differently by this provider version)")

@@ -81,8 +81,8 @@ func TestAccTrainingJob_Create(t *testing.T) {
 	}}...)
 }
 
-// TestAccTrainingJob_UpdateInPlace: file server settings and the gang size change in place;
-// the job keeps running.
+// TestAccTrainingJob_UpdateInPlace: file server settings, the gang size and naming the
+// recipe the job runs change in place; the job keeps running.
 func TestAccTrainingJob_UpdateInPlace(t *testing.T) {
 	k, ns, name := trainingJobTest(t)
 	k.run(t, ns, stack.TrainingJobType, name, stack.TrainingJobKinds, []resource.TestStep{
@@ -115,6 +115,16 @@ func TestAccTrainingJob_UpdateInPlace(t *testing.T) {
 				}
 				return nil
 			},
+		},
+		{
+			// Naming the recipe the default image already runs changes no pod.
+			Config: trainingJobConfig(ns, name, `
+  recipe        = "edl"
+  min_available = 1
+  file_server   = { service_type = "NodePort", replicas = 2 }`),
+			ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+				plancheck.ExpectResourceAction(jobAddr, plancheck.ResourceActionUpdate),
+			}},
 		},
 	}...)
 }

@@ -387,7 +387,6 @@ func replaceReasons(state, plan *trainingJobModel) []string {
 	diff("name", state.Name, plan.Name)
 	diff("namespace", state.Namespace, plan.Namespace)
 	diff("mode", state.Mode, plan.Mode)
-	diff("recipe", state.Recipe, plan.Recipe)
 	diff("image", state.Image, plan.Image)
 	diff("image_pull_policy", state.ImagePullPolicy, plan.ImagePullPolicy)
 	diff("image_pull_secrets", state.PullSecrets, plan.PullSecrets)

@@ -115,10 +115,12 @@ func trainingJobSchema(ctx context.Context) schema.Schema {
 					"`PADDLE_NNODES`, `PADDLE_RANK` for `paddle.distributed.launch`), from the workers' names `<name>-worker-<i>.<name>` (and `POD_IP` set to the " +
 					"worker's own name, as the legacy launcher finds its rank among the endpoints), with a memory-backed `/dev/shm` for NCCL. Defaults to `ps`.",
 				Validators: []validator.String{stringvalidator.OneOf(stack.Modes...)}},
-			"recipe": schema.StringAttribute{Optional: true, PlanModifiers: replaceStr(),
+			// Replaces the job only where the tasks render differently (ModifyPlan).
+			"recipe": schema.StringAttribute{Optional: true,
 				MarkdownDescription: "The published training image the job runs, one of " + quoted(stack.RecipeNames()) + ": it sets the default `image` and `entry` " +
 					"and what else that image's scripts read (the training contract in the docs says what each needs and writes). " +
-					"Unset, the default image runs EDL's recipe (`" + stack.RecipeEDL + "`), and an image of your own runs its own `entry`. " + replaceReason,
+					"Unset, the default image runs EDL's recipe (`" + stack.RecipeEDL + "`), and an image of your own runs its own `entry`. " +
+					"A change replaces the job where it changes the training pods (naming the recipe a job already runs does not).",
 				Validators: []validator.String{stringvalidator.OneOf(stack.RecipeNames()...)}},
 			// No schema default: the default moves with the provider's image_registry (planned in ModifyPlan).
 			"image": schema.StringAttribute{Optional: true, Computed: true, PlanModifiers: replaceStr(),
