@@ -376,8 +376,6 @@ func programVersion(exe, flag string) string {
 // spread is a figure over runs: the median and the range.
 type spread struct{ med, lo, hi float64 }
 
-func spreadOf(rs []Result, f func(Result) float64) spread { return spreadOfF(rs, f) }
-
 // spreadOfValues sorts v and returns its median and range.
 func spreadOfValues(v []float64) spread {
 	slices.Sort(v)
@@ -820,5 +818,3 @@ func loadRedis(addr string, o Options) error {
 	}
 	return flush()
 }
-
-func ioReadFull(r io.Reader, b []byte) (int, error) { return io.ReadFull(r, b) }

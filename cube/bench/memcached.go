@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -109,7 +110,7 @@ func (m *memcachedConn) mget(keys []uint64, fn func(i int, v []byte)) error {
 		b, err := m.br.Peek(sz + 2)
 		if err != nil {
 			buf := make([]byte, sz+2)
-			if _, err := ioReadFull(m.br, buf); err != nil {
+			if _, err := io.ReadFull(m.br, buf); err != nil {
 				return err
 			}
 			b = buf

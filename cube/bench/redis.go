@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"strconv"
 	"time"
@@ -134,7 +135,7 @@ func (r *redisConn) mget(keys []uint64, fn func(i int, v []byte)) error {
 		b, err := r.br.Peek(sz + 2)
 		if err != nil {
 			buf := make([]byte, sz+2)
-			if _, err := ioReadFull(r.br, buf); err != nil {
+			if _, err := io.ReadFull(r.br, buf); err != nil {
 				return err
 			}
 			b = buf

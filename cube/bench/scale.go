@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -87,20 +88,20 @@ func (o *ScaleOptions) defaults() error {
 	if o.Shards == nil {
 		o.Shards = []int{2, 4, 8, 16}
 	}
-	o.RolloutKeys = scale(cmpOr(o.RolloutKeys, 1_000_000))
-	o.Replicas = cmpOr(o.Replicas, 2)
-	o.Rollouts = cmpOr(o.Rollouts, 3)
+	o.RolloutKeys = scale(cmp.Or(o.RolloutKeys, 1_000_000))
+	o.Replicas = cmp.Or(o.Replicas, 2)
+	o.Rollouts = cmp.Or(o.Rollouts, 3)
 	if o.HealInterval <= 0 {
 		o.HealInterval = transfer.DefaultHealInterval
 	}
 	if o.Duration <= 0 {
 		o.Duration = 3 * time.Second
 	}
-	o.Batch = cmpOr(o.Batch, 1000)
-	o.Conns = cmpOr(o.Conns, DefaultConns)
+	o.Batch = cmp.Or(o.Batch, 1000)
+	o.Conns = cmp.Or(o.Conns, DefaultConns)
 	server, client := DefaultPinning()
-	o.ServerCPUs = cmpOrS(o.ServerCPUs, server)
-	o.ClientCPUs = cmpOrS(o.ClientCPUs, client)
+	o.ServerCPUs = cmp.Or(o.ServerCPUs, server)
+	o.ClientCPUs = cmp.Or(o.ClientCPUs, client)
 	for _, l := range []string{o.ServerCPUs, o.ClientCPUs} {
 		if _, err := parseCPUList(l); err != nil {
 			return err
@@ -114,7 +115,7 @@ func (o *ScaleOptions) defaults() error {
 			return fmt.Errorf("memory %q: the modes are %s and %s", m, MemoryMapped, MemoryHugePages)
 		}
 	}
-	o.MappedUpTo = cmpOr(o.MappedUpTo, 10_000_000)
+	o.MappedUpTo = cmp.Or(o.MappedUpTo, 10_000_000)
 	if o.Tables == nil {
 		o.Tables = []string{"size", "rollout"}
 	}
@@ -131,20 +132,6 @@ func (o *ScaleOptions) defaults() error {
 		o.CubeBinary = exe
 	}
 	return nil
-}
-
-func cmpOr(n, def int) int {
-	if n <= 0 {
-		return def
-	}
-	return n
-}
-
-func cmpOrS(s, def string) string {
-	if s == "" {
-		return def
-	}
-	return s
 }
 
 // RunScale prints how the costs grow: build time and memory against the
@@ -361,9 +348,9 @@ func rolloutTable(o ScaleOptions, work string, w io.Writer) error {
 	fmt.Fprintf(w, "heal: one replica killed, its disk emptied, restarted; time until the transfer reports it serving the decided version again (--heal-interval %s: a pass finds it, then prepares and switches it)\n", o.HealInterval)
 	tw := tabwriter.NewWriter(w, 0, 0, 3, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(tw, "shards\tservers\ttotal ms median [min-max]\tdownload\tbuild\tdistribution\tload\tswitch\tline->serving ms\theal ms\t\n")
-	med := func(recs []rolloutRec, f func(rolloutRec) float64) float64 { return spreadOfF(recs, f).med }
+	med := func(recs []rolloutRec, f func(rolloutRec) float64) float64 { return spreadOf(recs, f).med }
 	for _, r := range rows {
-		t := spreadOfF(r.recs, func(x rolloutRec) float64 { return x.total })
+		t := spreadOf(r.recs, func(x rolloutRec) float64 { return x.total })
 		fmt.Fprintf(tw, "%d\t%d\t%.0f [%.0f-%.0f]\t%.0f\t%.0f\t%.0f\t%.0f\t%.0f\t%.0f\t%.0f\t\n", r.shards, r.shards*o.Replicas, t.med, t.lo, t.hi,
 			med(r.recs, func(x rolloutRec) float64 { return x.download }), med(r.recs, func(x rolloutRec) float64 { return x.build }),
 			med(r.recs, func(x rolloutRec) float64 { return x.distrib }), med(r.recs, func(x rolloutRec) float64 { return x.load }),
@@ -375,7 +362,7 @@ func rolloutTable(o ScaleOptions, work string, w io.Writer) error {
 		first, last := rows[0], rows[len(rows)-1]
 		f := func(x rolloutRec) float64 { return x.total }
 		fmt.Fprintf(w, "rollout %d shards / %d shards = %.2fx (median total)\n", last.shards, first.shards,
-			spreadOfF(last.recs, f).med/spreadOfF(first.recs, f).med)
+			spreadOf(last.recs, f).med/spreadOf(first.recs, f).med)
 	}
 	return nil
 }
@@ -412,8 +399,8 @@ func measureRollouts(o ScaleOptions, dir string, shards int) (rolloutRow, error)
 	return row, err
 }
 
-// spreadOfF is spreadOf for any figures.
-func spreadOfF[T any](xs []T, f func(T) float64) spread {
+// spreadOf is the spread of f over xs.
+func spreadOf[T any](xs []T, f func(T) float64) spread {
 	v := make([]float64, len(xs))
 	for i, x := range xs {
 		v[i] = f(x)
