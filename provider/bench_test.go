@@ -47,7 +47,7 @@ resource "ctr_training_job" "bench" {
 }
 
 // BenchmarkCube_PlanApply: one ctr_cube of 4, 16 and 64 shards (2 replicas each): how
-// plan and apply grow with the objects rendered (2 per shard, plus 5: 133 at 64 shards). Each
+// plan and apply grow with the objects rendered (two per shard and a few more). Each
 // of the b.N rounds applies every size once, in turn, so that every size meets the same
 // machine (a neighbour's load, drift over the minutes); it prints each size's medians and the
 // ratio of the medians of apply without waits, 64 shards to 4 (the target: within 2x).

@@ -1,6 +1,7 @@
-// Package provider is the Terraform layer of the ctr provider: provider configuration and one
-// file per resource (schema, CRUD, import). Object building lives in internal/stack and cluster
-// access in internal/kube; this package only translates between Terraform and them.
+// Package provider is the Terraform layer of the ctr provider: the provider configuration and,
+// per resource, a schema, a model and a CRUD file, with the lifecycle the workload resources
+// share in workload.go. Object building lives in internal/stack and cluster access in
+// internal/kube; this package only translates between Terraform and them.
 package provider
 
 import (

@@ -1,5 +1,7 @@
 // Package server serves one shard of a cube dictionary over baidu_std RPC and
-// HTTP on one port, compatible with Paddle Serving's cube-server.
+// HTTP on one port, compatible with Paddle Serving's cube-server, and runs the
+// agent through which the transfer prepares, commits and aborts versions on the
+// same port (agent.go).
 package server
 
 import (

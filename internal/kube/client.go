@@ -183,8 +183,8 @@ func (c *Client) mapping(gvk schema.GroupVersionKind) (*meta.RESTMapping, error)
 //
 // Objects are applied in waves by kind (see kindOrder: namespaces and CRDs, then accounts
 // and RBAC, configuration and policies, Services, workloads, webhooks), each wave's objects
-// at once: what others depend on is in place first, and the 133 objects of a 64-shard cube
-// take a few round trips instead of 133 in a row. Which objects exist already is learnt
+// at once: what others depend on is in place first, and the objects of a 64-shard cube (two
+// per shard) take a few round trips instead of one per object in a row. Which objects exist already is learnt
 // first, for every wave at once (listExisting).
 func (c *Client) Apply(ctx context.Context, set stack.Set) (map[string]Operation, error) {
 	listed, err := c.listExisting(ctx, set)

@@ -184,7 +184,7 @@ func quoted(ss []string) []string {
 }
 
 // withLimits sets the client's request rate as kubectl's: 50 a second, bursts of 300, so that
-// applying a 64-shard cube (133 objects, a read and an apply each) is not held back by the
+// applying a 64-shard cube (two objects per shard, a read and an apply each) is not held back by the
 // client's own limiter.
 func withLimits(cfg *rest.Config) *rest.Config {
 	cfg.QPS, cfg.Burst = 50, 300

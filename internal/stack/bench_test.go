@@ -8,7 +8,7 @@ func BenchmarkRenderTrainingJob(b *testing.B) {
 	benchRender(b, func() (Set, error) { return RenderTrainingJob(j) })
 }
 
-// BenchmarkRenderCube64 is the plan-time cost of rendering a 64-shard cube's 133 objects and
+// BenchmarkRenderCube64 is the plan-time cost of rendering a 64-shard cube's objects (two per shard and a few more) and
 // their manifests (what a plan and an apply of it each spend before the first write).
 func BenchmarkRenderCube64(b *testing.B) {
 	c := Cube{Name: "c", Namespace: "n", DonefileURL: testDonefile, Token: "t", Shards: 64}

@@ -1,7 +1,9 @@
 // Package testenv runs a real Kubernetes control plane on loopback for tests and the demo:
 // embedded etcd, kube-apiserver, kube-controller-manager, kube-scheduler (one multi-call
 // binary built from the kcp module beside this file), kwok with simulated nodes, and
-// Volcano's scheduler, controller-manager and admission webhook.
+// Volcano's scheduler, controller-manager and admission webhook; and, when asked, a real node
+// (kubelet, containerd and CNI on this host, see node.go) that runs this repository's image in
+// pods, reachable only on loopback and its pods' bridge.
 //
 // Binaries are built from the Go module proxy only and cached outside the checkout
 // (see CacheDir), so a second run does not rebuild. All state of a running environment
