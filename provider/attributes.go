@@ -18,8 +18,8 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
-	"github.com/elasticctr/terraform-provider-ctr/internal/kube"
 	"github.com/elasticctr/terraform-provider-ctr/internal/stack"
+	"github.com/elasticctr/terraform-provider-ctr/internal/volcano"
 	"github.com/elasticctr/terraform-provider-ctr/provider/internal/diagnostics"
 )
 
@@ -143,8 +143,8 @@ var durationValidator = stringCheck{kind: "Timeout", rule: "a positive duration 
 	return nil
 }}
 
-// manifestURLValidator accepts what kube.FetchManifest reads.
-var manifestURLValidator = stringCheck{kind: "Volcano", rule: "an `https://`, `http://` or `file://` URL", check: kube.CheckManifestURL}
+// manifestURLValidator accepts what volcano.FetchManifest reads.
+var manifestURLValidator = stringCheck{kind: "Volcano", rule: "an `https://`, `http://` or `file://` URL", check: volcano.CheckManifestURL}
 
 func quoted(vs []string) string {
 	q := make([]string, len(vs))

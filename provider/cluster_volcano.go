@@ -93,7 +93,7 @@ func (m *clusterModel) drifted() bool {
 
 // fetchManifest reads a release manifest, downloaded once per provider run and URL.
 func (r *clusterResource) fetchManifest(ctx context.Context, url string) ([]byte, error) {
-	var cache *kube.ManifestCache
+	var cache *volcano.ManifestCache
 	if r.data != nil {
 		cache = r.data.manifests
 	}

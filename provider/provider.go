@@ -19,8 +19,8 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
-	"github.com/elasticctr/terraform-provider-ctr/internal/kube"
 	"github.com/elasticctr/terraform-provider-ctr/internal/stack"
+	"github.com/elasticctr/terraform-provider-ctr/internal/volcano"
 	"github.com/elasticctr/terraform-provider-ctr/provider/internal/diagnostics"
 )
 
@@ -47,7 +47,7 @@ type providerData struct {
 	// created in the same run), and so are the default images and the objects they are in.
 	registryUnknown bool
 	// manifests are the release manifests (Volcano's) this provider run has downloaded.
-	manifests *kube.ManifestCache
+	manifests *volcano.ManifestCache
 }
 
 // baiduCredentials are the Baidu Cloud (BCE) credentials ctr_cluster uses for CCE.
@@ -151,7 +151,7 @@ func (p *ctrProvider) Configure(ctx context.Context, req provider.ConfigureReque
 		conn:            conn,
 		imageRegistry:   m.Registry.ValueString(),
 		registryUnknown: m.Registry.IsUnknown(),
-		manifests:       &kube.ManifestCache{},
+		manifests:       &volcano.ManifestCache{},
 		baidu: baiduCredentials{
 			AccessKey:    stringOr(m.AccessKey, os.Getenv("BCE_ACCESS_KEY_ID")),
 			SecretKey:    stringOr(m.SecretKey, os.Getenv("BCE_SECRET_ACCESS_KEY")),

@@ -308,7 +308,7 @@ func (w workload[S, M, P]) converge(ctx context.Context, data *providerData, pla
 	if ops, err := kc.Apply(ctx, set); err != nil {
 		todo := ""
 		if creating {
-			todo = w.cleanUp(ctx, kc, plan, kube.New(set, ops), state, diags)
+			todo = w.cleanUp(ctx, kc, plan, kube.CreatedBy(set, ops), state, diags)
 		}
 		diags.Append(diagnostics.Failed(w.summary("Apply"), "Could not apply the objects of "+what, todo, err))
 		return nil, s, nil, false

@@ -222,7 +222,7 @@ func TestClient_FailedApplySaysWhatItCreated(t *testing.T) {
 	assert.Equal(t, Unchanged, ops[set[0].Key])
 	assert.Equal(t, Created, ops[set[1].Key])
 	assert.Equal(t, MaybeCreated, ops[set[2].Key])
-	assert.Equal(t, stack.Set{set[1], set[2]}, New(set, ops), "what existed before is not the failed create's")
+	assert.Equal(t, stack.Set{set[1], set[2]}, CreatedBy(set, ops), "what existed before is not the failed create's")
 }
 
 // TestClient_DeleteAllNamedWithoutLabel: an object someone took the owner label off is
