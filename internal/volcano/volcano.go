@@ -1,4 +1,4 @@
-// Package volcano installs Volcano from its release manifest on a cluster that may already
+// Package volcano fetches (and caches) Volcano's release manifest and installs it on a cluster that may already
 // have one: it finds an existing install, installs only when asked to, tells the objects it
 // created from those it took over, checks them for drift, and on uninstall deletes only what
 // it created and hands the rest back. It knows nothing of Terraform.

@@ -1,0 +1,105 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/elasticctr/terraform-provider-ctr/cube/server"
+)
+
+func runServer(args []string, stdout, stderr io.Writer) error {
+	fs := flags("server", "--data DIR --shard I --listen HOST:PORT", stdout, stderr)
+	var o server.Options
+	fs.StringVar(&o.DataDir, "data", "", "`directory` of published versions; the newest complete one holding the shard is served")
+	fs.IntVar(&o.Shard, "shard", 0, "shard index `I` to serve")
+	listen := fs.String("listen", "127.0.0.1:8027", "`HOST:PORT` for baidu_std and HTTP")
+	fs.IntVar(&o.MaxFrameSize, "max-frame-size", 64<<20, "largest baidu_std frame body in `bytes`")
+	fs.IntVar(&o.MaxKeys, "max-keys", 0, "refuse seek requests with more keys (baidu_std: error 1003 EREQUEST, not retried by brpc; HTTP: 400); 0 = no limit, as Paddle's cube")
+	fs.IntVar(&o.MaxConns, "max-conns", 10_000, "most concurrent client connections")
+	fs.Int64Var(&o.MaxInflightBytes, "max-inflight-bytes", 256<<20, "most `bytes` of baidu_std frame bodies being read and served across all connections, beyond 16 KiB each; a frame over it closes its connection")
+	fs.DurationVar(&o.HeaderTimeout, "header-timeout", 10*time.Second, "a new connection's first bytes and an HTTP request's header must arrive within this")
+	fs.DurationVar(&o.ReadTimeout, "read-timeout", 30*time.Second, "a baidu_std frame (or an HTTP request with its body) must arrive within this once its first byte has")
+	fs.DurationVar(&o.WriteTimeout, "write-timeout", 30*time.Second, "a response must be written within this")
+	fs.DurationVar(&o.IdleTimeout, "idle-timeout", 5*time.Minute, "close a connection that sends no request for this long")
+	fs.IntVar(&o.MaxHeaderBytes, "max-header-bytes", 64<<10, "largest HTTP request header in `bytes`")
+	fs.IntVar(&o.MaxValueSize, "max-value-size", 0, "answer values larger than this many `bytes` as misses (1024 = Paddle's cube; 0 = no limit)")
+	fs.BoolVar(&o.InMemory, "in-memory", false, "copy dictionaries into huge-page-backed memory instead of serving them from a read-only file mapping")
+	tokenFile := fs.String("control-token-file", "", "require \"Authorization: Bearer <token>\" on /ControlService/cmd and /agent/*, the token read from this `file` or from $CUBE_CONTROL_TOKEN (default: no auth on /ControlService/cmd, as Paddle's agent expects)")
+	fs.BoolVar(&o.Agent, "agent", false, "enable the rollout agent (/agent/prepare, commit, abort, status) on the same port; needs a control token and --source-url")
+	fs.StringVar(&o.SourceURL, "source-url", "", "the agent downloads only from URLs below this `URL` (the transfer's --public-url + /files/)")
+	fs.Int64Var(&o.DiskReserve, "disk-reserve", 64<<20, "free `bytes` the agent keeps on --data beyond a download (refuses prepare otherwise)")
+	logLevel := fs.String("log-level", "info", "log level: debug, info, warn, error")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile to this `file` until the server stops (for benchmarking)")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	stop, err := startCPUProfile(*cpuProfile)
+	if err != nil {
+		return err
+	}
+	defer stop()
+	if o.DataDir == "" {
+		return errors.New("--data is required")
+	}
+	tok, err := readToken(*tokenFile)
+	if err != nil {
+		return err
+	}
+	o.ControlToken = tok
+	o.Log = logger(stderr, *logLevel)
+	srv, err := server.New(o) // load problems are logged; an empty shard still serves
+	if srv == nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", *listen)
+	if err != nil {
+		return err
+	}
+	o.Log.Info("listening", "addr", ln.Addr().String(), "shard", o.Shard, "version", version)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		srv.Close()
+		return err
+	case <-ctx.Done():
+	}
+	o.Log.Info("shutting down: finishing requests in flight (at most 10s)")
+	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	err = srv.Shutdown(sctx)
+	<-errc
+	return err
+}
+
+// readToken reads the control token from file, else from
+// $CUBE_CONTROL_TOKEN (a mounted Secret either way); "" if neither is set.
+func readToken(file string) (string, error) { return readSecret(file, "CUBE_CONTROL_TOKEN") }
+
+// readSecret reads a token from file, else from the environment variable
+// env; "" if neither is set. An empty file is an error (a Secret mounted
+// without its key), not "no token".
+func readSecret(file, env string) (string, error) {
+	if file != "" {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return "", err
+		}
+		tok := strings.TrimSpace(string(b))
+		if tok == "" {
+			return "", fmt.Errorf("token file %q is empty", file)
+		}
+		return tok, nil
+	}
+	return strings.TrimSpace(os.Getenv(env)), nil
+}
