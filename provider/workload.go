@@ -2,10 +2,8 @@ package provider
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
@@ -503,99 +501,4 @@ func manifestsValue(ctx context.Context, set stack.Set, diags *diag.Diagnostics)
 	mv, d := types.MapValueFrom(ctx, types.StringType, m)
 	diags.Append(d...)
 	return mv
-}
-
-// settingErrors reports stack's FieldErrors, each at its attribute.
-func settingErrors(kind string, errs stack.FieldErrors) diag.Diagnostics {
-	var diags diag.Diagnostics
-	for _, e := range errs {
-		diags.Append(diagnostics.InvalidSetting(kind, fieldPath(e.Path), e.Detail))
-	}
-	return diags
-}
-
-// fieldPath turns a stack.FieldError path ("trainer.requests[\"cpu\"]", "policies[0].event")
-// into an attribute path.
-func fieldPath(p string) path.Path {
-	var out path.Path
-	first := true
-	for len(p) > 0 {
-		switch {
-		case p[0] == '.':
-			p = p[1:]
-		case p[0] == '[':
-			end := strings.IndexByte(p, ']')
-			if end < 0 {
-				return out
-			}
-			inner := p[1:end]
-			p = p[end+1:]
-			if strings.HasPrefix(inner, `"`) {
-				out = out.AtMapKey(strings.Trim(inner, `"`))
-			} else {
-				i, err := strconv.Atoi(inner)
-				if err != nil {
-					return out
-				}
-				out = out.AtListIndex(i)
-			}
-		default:
-			end := strings.IndexAny(p, ".[")
-			if end < 0 {
-				end = len(p)
-			}
-			name := p[:end]
-			p = p[end:]
-			if first {
-				out = path.Root(name)
-				first = false
-			} else {
-				out = out.AtName(name)
-			}
-		}
-	}
-	return out
-}
-
-// renderError reports a rendering that failed: settings errors at their attributes (found
-// at plan time when validation had to wait for values known only then), anything else as is.
-func renderError(kind string, err error) diag.Diagnostics {
-	var errs stack.FieldErrors
-	if errors.As(err, &errs) {
-		return settingErrors(kind, errs)
-	}
-	return diag.Diagnostics{diagnostics.Failed("Render "+kind+" Error", "Could not render the Kubernetes objects", "", err)}
-}
-
-// importByNamespaceName starts the import of a workload resource from "NAMESPACE/NAME": only
-// id, namespace and name are set, and Read, seeing them alone, reads the rest from the
-// cluster. An ID that names no valid object is refused here, before anything is read.
-func importByNamespaceName(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
-	ns, name, err := parseNamespaceName(req.ID)
-	if err != nil {
-		resp.Diagnostics.Append(diagnostics.InvalidImportID(req.ID, "NAMESPACE/NAME, e.g. default/ctr-demo ("+err.Error()+")"))
-		return
-	}
-	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("id"), req.ID)...)
-	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("namespace"), ns)...)
-	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("name"), name)...)
-}
-
-// parseNamespaceName splits an import ID, and says what is wrong with one that names no object.
-func parseNamespaceName(id string) (ns, name string, err error) {
-	parts := strings.Split(id, "/")
-	switch {
-	case len(parts) != 2:
-		return "", "", fmt.Errorf("%d parts separated by /", len(parts))
-	case !stack.NamespacePattern.MatchString(parts[0]):
-		return "", "", fmt.Errorf("the namespace %q %s", parts[0], stack.NamespaceRule)
-	case !stack.NamePattern.MatchString(parts[1]):
-		return "", "", fmt.Errorf("the name %q %s", parts[1], stack.NameRule)
-	}
-	return parts[0], parts[1], nil
-}
-
-// namespaceName is the ID of a workload resource.
-func namespaceName(namespace, name string) types.String {
-	return types.StringValue(namespace + "/" + name)
 }

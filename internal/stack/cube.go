@@ -3,15 +3,11 @@ package stack
 import (
 	"encoding/json"
 	"fmt"
-	"maps"
-	"net/url"
 	"strconv"
 	"strings"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
@@ -376,169 +372,6 @@ func (c Cube) transferSelector() map[string]string {
 	return map[string]string{LabelInstance: c.Name, LabelComponent: componentCubeTransfer}
 }
 
-func (c Cube) shardService(i int32) *corev1.Service {
-	l := c.labels(componentCubeServer)
-	l[labelShard] = strconv.Itoa(int(i))
-	return &corev1.Service{
-		TypeMeta:   kindService,
-		ObjectMeta: meta(c.ShardService(i), c.Namespace, l),
-		Spec: corev1.ServiceSpec{
-			// Headless: the name resolves to the ready replicas themselves, what brpc's domain
-			// naming service balances over. (Each pod's own DNS name is ReplicasService's.)
-			ClusterIP: corev1.ClusterIPNone,
-			Selector:  c.shardSelector(i),
-			Ports:     []corev1.ServicePort{{Name: "cube", Port: c.Port, TargetPort: intstr.FromString("cube"), Protocol: corev1.ProtocolTCP}},
-		},
-	}
-}
-
-// serverResources are a cube server's requests and limits: the user's, with a memory limit
-// always. The dictionary is mapped from disk: its page cache counts against the limit but is
-// reclaimed under pressure (lookups then read from disk), so an undersized limit slows a
-// server rather than killing it, while the server's own memory stays bounded
-// (--max-inflight-bytes). With no memory given, DefaultCubeMemory is the request and the
-// limit; a memory request alone is also the limit.
-func (c Cube) serverResources() corev1.ResourceRequirements {
-	req, lim := maps.Clone(c.Requests), maps.Clone(c.Limits)
-	if req == nil {
-		req = map[string]string{}
-	}
-	if lim == nil {
-		lim = map[string]string{}
-	}
-	mem := string(corev1.ResourceMemory)
-	if _, ok := lim[mem]; !ok {
-		if _, ok := req[mem]; !ok {
-			req[mem] = DefaultCubeMemory
-		}
-		lim[mem] = req[mem]
-	}
-	return resources(&Task{Requests: req, Limits: lim}, false)
-}
-
-func (c Cube) tokenVolume() (corev1.Volume, corev1.VolumeMount) {
-	return corev1.Volume{Name: "control-token", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: cubeControlName(c.Name)}}},
-		corev1.VolumeMount{Name: "control-token", MountPath: cubeTokenDir, ReadOnly: true}
-}
-
-func (c Cube) shardStatefulSet(i int32) *appsv1.StatefulSet {
-	l := c.labels(componentCubeServer)
-	l[labelShard] = strconv.Itoa(int(i))
-	tokVol, tokMount := c.tokenVolume()
-	container := corev1.Container{
-		Name:            "cube",
-		Image:           c.Image,
-		ImagePullPolicy: corev1.PullPolicy(c.ImagePullPolicy),
-		Args: []string{"server", "--data", cubeDataDir, "--shard", strconv.Itoa(int(i)),
-			"--listen", "0.0.0.0:" + strconv.Itoa(int(c.Port)),
-			"--control-token-file", cubeTokenDir + "/" + tokenKey,
-			"--agent", "--source-url", c.TransferFilesURL() + "/files/"},
-		Ports: []corev1.ContainerPort{{Name: "cube", ContainerPort: c.Port, Protocol: corev1.ProtocolTCP}},
-		// Ready means "serving a version": brpc's naming then only returns replicas that answer.
-		ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/readyz", Port: intstr.FromString("cube")}},
-			PeriodSeconds: 2},
-		LivenessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/healthz", Port: intstr.FromString("cube")}},
-			PeriodSeconds: 10, FailureThreshold: 3},
-		Resources:    c.serverResources(),
-		VolumeMounts: []corev1.VolumeMount{{Name: "data", MountPath: cubeDataDir}, tokMount},
-	}
-	sts := &appsv1.StatefulSet{
-		TypeMeta:   kindStatefulSet,
-		ObjectMeta: meta(c.ShardService(i), c.Namespace, l),
-		Spec: appsv1.StatefulSetSpec{
-			ServiceName:         c.ReplicasService(),
-			Replicas:            ptr.To(c.Replicas),
-			PodManagementPolicy: appsv1.ParallelPodManagement,
-			Selector:            &metav1.LabelSelector{MatchLabels: c.shardSelector(i)},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: l},
-				Spec: corev1.PodSpec{
-					AutomountServiceAccountToken: ptr.To(false),
-					Containers:                   []corev1.Container{container},
-					Volumes:                      []corev1.Volume{tokVol},
-					ImagePullSecrets:             pullSecrets(c.ImagePullSecrets),
-				},
-			},
-		},
-	}
-	if c.Storage != nil {
-		pvc := corev1.PersistentVolumeClaim{
-			ObjectMeta: metav1.ObjectMeta{Name: "data"},
-			Spec: corev1.PersistentVolumeClaimSpec{
-				AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-				Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse(orDefault(c.Storage.Size, DefaultCubeStorageSize))}},
-			},
-		}
-		if c.Storage.StorageClass != "" {
-			pvc.Spec.StorageClassName = ptr.To(c.Storage.StorageClass)
-		}
-		sts.Spec.VolumeClaimTemplates = []corev1.PersistentVolumeClaim{pvc}
-		// The claims go with the StatefulSet (destroy, a removed shard); a replica scaled
-		// away keeps its claim until then, as a scale back up reuses it.
-		sts.Spec.PersistentVolumeClaimRetentionPolicy = &appsv1.StatefulSetPersistentVolumeClaimRetentionPolicy{
-			WhenDeleted: appsv1.DeletePersistentVolumeClaimRetentionPolicyType,
-			WhenScaled:  appsv1.RetainPersistentVolumeClaimRetentionPolicyType,
-		}
-	} else {
-		sts.Spec.Template.Spec.Volumes = append(sts.Spec.Template.Spec.Volumes,
-			corev1.Volume{Name: "data", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
-	}
-	applyPod(&sts.Spec.Template, cubeImageUser, c.Pod, c.serviceAccount())
-	return sts
-}
-
-func (c Cube) transferDeployment() *appsv1.Deployment {
-	l := c.labels(componentCubeTransfer)
-	tokVol, tokMount := c.tokenVolume()
-	args := []string{"transfer", "--donefile", c.DonefileURL, "--dict", c.Dict, "--shards", strconv.Itoa(int(c.Shards))}
-	for i := int32(0); i < c.Shards; i++ {
-		var addrs []string
-		for r := int32(0); r < c.Replicas; r++ {
-			addrs = append(addrs, c.ReplicaAddr(i, r))
-		}
-		args = append(args, "--shard-replicas", fmt.Sprintf("%d=%s", i, strings.Join(addrs, ",")))
-	}
-	args = append(args, "--work", cubeWorkDir, "--listen", "0.0.0.0:"+strconv.Itoa(int(c.TransferPort)),
-		"--files-listen", "0.0.0.0:"+strconv.Itoa(int(c.TransferFilesPort)),
-		"--control-token-file", cubeTokenDir+"/"+tokenKey, "--public-url", c.TransferFilesURL(), "--mode", c.Mode)
-	dep := &appsv1.Deployment{
-		TypeMeta:   kindDeployment,
-		ObjectMeta: meta(c.TransferService(), c.Namespace, l),
-		Spec: appsv1.DeploymentSpec{
-			Replicas: ptr.To[int32](1),
-			// One transfer at a time: two would race on the rollout and its state.
-			Strategy: appsv1.DeploymentStrategy{Type: appsv1.RecreateDeploymentStrategyType},
-			Selector: &metav1.LabelSelector{MatchLabels: c.transferSelector()},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: l},
-				Spec: corev1.PodSpec{
-					AutomountServiceAccountToken: ptr.To(false),
-					ImagePullSecrets:             pullSecrets(c.ImagePullSecrets),
-					Containers: []corev1.Container{{
-						Name: "transfer", Image: c.Image, ImagePullPolicy: corev1.PullPolicy(c.ImagePullPolicy), Args: args,
-						Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: c.TransferPort, Protocol: corev1.ProtocolTCP},
-							{Name: "files", ContainerPort: c.TransferFilesPort, Protocol: corev1.ProtocolTCP}},
-						ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/healthz", Port: intstr.FromString("http")}}},
-						VolumeMounts:   []corev1.VolumeMount{{Name: "work", MountPath: cubeWorkDir}, tokMount},
-					}},
-					Volumes: []corev1.Volume{tokVol, {Name: "work", VolumeSource: corev1.VolumeSource{
-						PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: c.TransferService()}}}},
-				},
-			},
-		},
-	}
-	applyPod(&dep.Spec.Template, cubeImageUser, c.Pod, c.serviceAccount())
-	return dep
-}
-
-func tolerations(ts []Toleration) []corev1.Toleration {
-	var out []corev1.Toleration
-	for _, t := range ts {
-		out = append(out, corev1.Toleration{Key: t.Key, Operator: corev1.TolerationOperator(t.Operator), Value: t.Value, Effect: corev1.TaintEffect(t.Effect)})
-	}
-	return out
-}
-
 func orDefault(s, d string) string {
 	if s == "" {
 		return d
@@ -548,62 +381,6 @@ func orDefault(s, d string) string {
 
 // CubeFromSettings decodes the settings annotation of a cube's transfer Deployment.
 func CubeFromSettings(s string) (Cube, error) { return fromSettings[Cube](s) }
-
-// Validate checks what the schema cannot (see validate.go) and returns every problem found.
-func (c Cube) Validate() FieldErrors {
-	var ch checker
-	ch.labelValue("stack", c.Stack)
-	if c.DonefileURL == "" {
-		ch.bad("donefile_url", "is required: the training job's donefile_url")
-	} else if u, err := url.Parse(c.DonefileURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		ch.bad("donefile_url", "%q must be an http:// or https:// URL of base.txt", c.DonefileURL)
-	}
-	c.checkPorts(&ch)
-	ch.resources("resources", c.Requests, c.Limits)
-	ch.securityContext("security_context", c.SecurityContext)
-	ch.networkPolicy("network_policy", c.NetworkPolicy)
-	if c.Storage != nil {
-		ch.quantity("storage.size", c.Storage.Size, DefaultCubeStorageSize)
-		ch.dnsSubdomain("storage.storage_class", c.Storage.StorageClass, "StorageClass")
-	}
-	ch.quantity("transfer_storage", c.TransferStorage, DefaultTransferStorage)
-	ch.labels("node_selector", c.NodeSelector)
-	ch.tolerations("tolerations", c.Tolerations)
-	p := c.Pod
-	ch.legacy("security_context", c.SecurityContext != nil, "pod.security_context", p != nil && p.SecurityContext != nil)
-	ch.legacy("node_selector", c.NodeSelector != nil, "pod.node_selector", p != nil && p.NodeSelector != nil)
-	ch.legacy("tolerations", c.Tolerations != nil, "pod.tolerations", p != nil && p.Tolerations != nil)
-	ch.pod("pod", p)
-	if len(ch.errs) == 0 && p != nil {
-		bare := c
-		bare.Pod, bare.SecurityContext, bare.NodeSelector, bare.Tolerations = nil, nil, nil, nil
-		ch.checkPodCollisions(bare.Defaulted().objects(), map[string]podTarget{componentCubeServer: {"pod", p}, componentCubeTransfer: {"pod", p}})
-	}
-	return ch.errs
-}
-
-// checkPorts refuses two uses of one port: the servers, the transfer's status API and its
-// files (apart, so that a NetworkPolicy admits only cube servers to them) each need their own.
-// The port that was set is blamed, not one left at its default.
-func (c Cube) checkPorts(ch *checker) {
-	d := c.Defaulted()
-	ports := []struct {
-		path       string
-		given, eff int32
-	}{{"port", c.Port, d.Port}, {"transfer_port", c.TransferPort, d.TransferPort}, {"transfer_files_port", c.TransferFilesPort, d.TransferFilesPort}}
-	for i := range ports {
-		for j := 0; j < i; j++ {
-			if ports[i].eff != ports[j].eff {
-				continue
-			}
-			at, other := ports[i], ports[j]
-			if at.given == 0 {
-				at, other = other, at
-			}
-			ch.bad(at.path, "%d is also the %s; the servers, the transfer's status API and its files each need a port of their own", at.eff, other.path)
-		}
-	}
-}
 
 // CubeLayoutServes reads the transfer's status (GET /status) and reports whether the cube
 // serves in a layout of `shards` shards: one version, other than `before` (the version served

@@ -1,0 +1,125 @@
+package pipeline
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/elasticctr/terraform-provider-ctr/cube/client"
+)
+
+// DefaultValueSize is the bytes per value of a synthetic model (cube model, the demo), as
+// Paddle's demos.
+const DefaultValueSize = 40
+
+// LoadStats count the outcome of the lookups of a Load.
+type LoadStats struct {
+	Requests   int64
+	Failed     int64 // errors, or keys missing / wrong
+	Mixed      int64 // responses combining values of two versions
+	FirstMixed int64 // first answers disagreed (reconciled by SeekConsistent)
+	FirstErr   string
+}
+
+// Load runs workers goroutines of batch-key lookups through the cube.conf
+// client until ctx ends.
+func (c *Cluster) Load(ctx context.Context, workers, batch int) (*LoadStats, error) {
+	return Loader{Conf: c.Conf, Keys: c.opts.Keys, ValueSize: c.opts.ValueSize}.Run(ctx, workers, batch)
+}
+
+// Loader looks keys of a model written by WriteModel (cube model) up through
+// a cube.conf entry, checking every answer: each key is found, its value is
+// ValueSize bytes starting with the key, and no response combines values of
+// two generations (versions).
+type Loader struct {
+	Conf      client.DictConf
+	Keys      int // keys 0..Keys-1 exist
+	ValueSize int
+}
+
+// Run runs workers goroutines of batch-key lookups of random keys until ctx
+// ends, and counts what it saw.
+func (l Loader) Run(ctx context.Context, workers, batch int) (*LoadStats, error) {
+	if l.Keys < 1 || workers < 1 || batch < 1 {
+		return nil, fmt.Errorf("load: keys %d, workers %d, batch %d: each must be at least 1", l.Keys, workers, batch)
+	}
+	cl, err := client.New(l.Conf)
+	if err != nil {
+		return nil, err
+	}
+	defer cl.Close()
+	var (
+		mu sync.Mutex
+		st LoadStats
+		wg sync.WaitGroup
+	)
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			keys := make([]uint64, batch)
+			seed := uint64(w*7919 + 1)
+			for ctx.Err() == nil {
+				l.randomKeys(keys, &seed)
+				rctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+				res, _, firstMixed, err := cl.SeekConsistent(rctx, keys, time.Second)
+				cancel()
+				failed, mixed := err != nil, false
+				var gen byte
+				for i, r := range res {
+					if err != nil {
+						break
+					}
+					if err = l.checkValue(keys[i], r); err != nil {
+						failed = true
+						break
+					}
+					if i == 0 {
+						gen = r.Value[8]
+					} else if r.Value[8] != gen {
+						// Exact for bases only: a delta keeps the base's values for the keys
+						// it does not patch, so one response may hold two generations; the
+						// bench and the demo load bases.
+						mixed = true
+					}
+				}
+				mu.Lock()
+				st.Requests++
+				if failed {
+					st.Failed++
+					if st.FirstErr == "" {
+						st.FirstErr = err.Error()
+					}
+				}
+				if mixed {
+					st.Mixed++
+				}
+				if firstMixed {
+					st.FirstMixed++
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	return &st, nil
+}
+
+// randomKeys fills keys with keys of the model, drawn from seed.
+func (l Loader) randomKeys(keys []uint64, seed *uint64) {
+	for i := range keys {
+		*seed = *seed*6364136223846793005 + 1442695040888963407
+		keys[i] = (*seed >> 33) % uint64(l.Keys)
+	}
+}
+
+// checkValue says what is wrong with key's result, if anything: every key
+// exists and its value starts with the key.
+func (l Loader) checkValue(key uint64, r client.Result) error {
+	if !r.Found() || len(r.Value) != l.ValueSize || binary.LittleEndian.Uint64(r.Value) != key {
+		return fmt.Errorf("key %d: status %d, %d bytes", key, r.Status, len(r.Value))
+	}
+	return nil
+}

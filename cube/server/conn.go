@@ -1,0 +1,240 @@
+package server
+
+import (
+	"bufio"
+	"errors"
+	"io"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/elasticctr/terraform-provider-ctr/cube/proto"
+)
+
+func (s *Server) handleConn(c net.Conn) {
+	br := bufio.NewReaderSize(c, connReadBuffer)
+	// A peer that connects and stays silent must not hold a connection
+	// slot forever; after sniffing, the protocols manage their own time.
+	_ = c.SetReadDeadline(time.Now().Add(s.opts.HeaderTimeout))
+	head, err := br.Peek(4)
+	_ = c.SetReadDeadline(time.Time{})
+	if err != nil {
+		s.closedConn(c, err, "silent")
+		s.untrack(c)
+		c.Close()
+		return
+	}
+	if string(head) == proto.Magic {
+		defer s.untrack(c)
+		defer c.Close()
+		s.serveRPC(c, br)
+		return
+	}
+	// HTTP: the http.Server owns the connection from here; untrack on Close.
+	s.mu.Lock()
+	if _, ok := s.conns[c]; ok {
+		s.conns[c] = true
+	}
+	s.mu.Unlock()
+	s.httpLn.push(&sniffedConn{Conn: c, r: br, onClose: func() { s.untrack(c) }})
+}
+
+// serveRPC answers frames in order until the peer closes, stays idle longer
+// than IdleTimeout, takes longer than ReadTimeout to send a frame it started,
+// does not take a response within WriteTimeout, or sends a frame it cannot
+// parse; each of these closes this connection only. Responses are flushed
+// when no further request is already buffered, so pipelined requests share a
+// write.
+func (s *Server) serveRPC(c net.Conn, br *bufio.Reader) {
+	var (
+		bw       *bufio.Writer // made on the first pipelined response
+		f        proto.Frame
+		buf      []byte
+		reserved int64 // bytes of buf's capacity taken from s.inflight
+		err      error
+		cb       = s.buffers()
+		keys     = cb.keys
+		out      = cb.out
+	)
+	defer func() { s.inflight.give(reserved) }()
+	defer func() { cb.keys, cb.out = keys, out; s.keepBuffers(cb) }()
+	grow := func(newCap int) error {
+		need := max(0, int64(newCap)-FreeFrameBytes) - reserved
+		if need <= 0 {
+			return nil
+		}
+		if !s.inflight.take(need) {
+			return errInflight
+		}
+		reserved += need
+		return nil
+	}
+	for {
+		if err := s.awaitFrame(c, br); err != nil {
+			s.closedConn(c, err, "idle")
+			return
+		}
+		s.setReadDeadline(c, s.opts.ReadTimeout)
+		buf, err = proto.ReadFrameFunc(br, buf, s.opts.MaxFrameSize, &f, grow)
+		if err != nil {
+			s.closedConn(c, err, "slow_frame")
+			return
+		}
+		out, keys = s.handleRPC(out[:0], &f, keys)
+		_ = c.SetWriteDeadline(time.Now().Add(s.opts.WriteTimeout))
+		if br.Buffered() == 0 && (bw == nil || bw.Buffered() == 0) {
+			// Nothing else queued: write the response without copying it.
+			if _, err := c.Write(out); err != nil {
+				s.closedConn(c, err, "slow_write")
+				return
+			}
+		} else {
+			if bw == nil {
+				bw = bufio.NewWriterSize(c, 64<<10)
+			}
+			if _, err := bw.Write(out); err != nil {
+				s.closedConn(c, err, "slow_write")
+				return
+			}
+			if br.Buffered() == 0 {
+				if err := bw.Flush(); err != nil {
+					s.closedConn(c, err, "slow_write")
+					return
+				}
+			}
+		}
+		// Keep small buffers for the next request; give large ones back.
+		if cap(buf) > FreeFrameBytes {
+			buf = nil
+			s.inflight.give(reserved)
+			reserved = 0
+		}
+		if cap(out) > 8<<20 {
+			out = nil
+		}
+		if cap(keys) > 1<<20 {
+			keys = nil
+		}
+	}
+}
+
+// awaitFrame waits up to IdleTimeout for the first byte of the next frame.
+func (s *Server) awaitFrame(c net.Conn, br *bufio.Reader) error {
+	if br.Buffered() > 0 {
+		return nil
+	}
+	s.setReadDeadline(c, s.opts.IdleTimeout)
+	_, err := br.Peek(1)
+	return err
+}
+
+// setReadDeadline sets c's read deadline d from now, unless Shutdown has
+// begun: it expires the deadlines of baidu_std connections once, and one set
+// after that would undo it. Frames already buffered are still answered.
+func (s *Server) setReadDeadline(c net.Conn, d time.Duration) {
+	_ = c.SetReadDeadline(time.Now().Add(d))
+	if s.stopping.Load() {
+		_ = c.SetReadDeadline(time.Now())
+	}
+}
+
+var errInflight = errors.New("baidu_std: frame bodies in flight exceed --max-inflight-bytes")
+
+// closedConn counts and logs why a connection is closed; a clean close by
+// the peer or by Shutdown is not counted. timeoutReason names a deadline
+// that expired.
+func (s *Server) closedConn(c net.Conn, err error, timeoutReason string) {
+	reason := ""
+	var ne net.Error
+	switch {
+	case errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) || s.stopping.Load():
+		return
+	case errors.Is(err, errInflight):
+		reason = "memory"
+	case errors.As(err, &ne) && ne.Timeout():
+		reason = timeoutReason
+	case timeoutReason == "slow_frame":
+		s.m.badFrames.Inc()
+		reason = "bad_frame"
+	default:
+		reason = "error"
+	}
+	s.m.closedConns.WithLabelValues(reason).Inc()
+	s.log.Debug("closing connection", "remote", c.RemoteAddr().String(), "reason", reason, "err", err)
+}
+
+// sniffedConn replays the bytes read while sniffing.
+type sniffedConn struct {
+	net.Conn
+	r       *bufio.Reader
+	once    sync.Once
+	onClose func()
+}
+
+func (c *sniffedConn) Read(p []byte) (int, error) { return c.r.Read(p) }
+
+func (c *sniffedConn) Close() error {
+	c.once.Do(c.onClose)
+	return c.Conn.Close()
+}
+
+// chanListener is a net.Listener fed by the sniffing accept loop.
+type chanListener struct {
+	ch     chan net.Conn
+	done   chan struct{}
+	closed sync.Once
+}
+
+func newChanListener() *chanListener {
+	return &chanListener{ch: make(chan net.Conn), done: make(chan struct{})}
+}
+
+func (l *chanListener) push(c net.Conn) {
+	select {
+	case l.ch <- c:
+	case <-l.done:
+		c.Close()
+	}
+}
+
+func (l *chanListener) Accept() (net.Conn, error) {
+	select {
+	case c := <-l.ch:
+		return c, nil
+	case <-l.done:
+		return nil, net.ErrClosed
+	}
+}
+
+func (l *chanListener) Close() error {
+	l.closed.Do(func() { close(l.done) })
+	return nil
+}
+
+func (l *chanListener) Addr() net.Addr { return &net.TCPAddr{} }
+
+// byteBudget is a counter of bytes taken from a fixed allowance; take never
+// blocks, so a full budget refuses at once instead of stalling a reader.
+type byteBudget struct {
+	used atomic.Int64
+	max  int64
+}
+
+func (b *byteBudget) take(n int64) bool {
+	for {
+		u := b.used.Load()
+		if u+n > b.max {
+			return false
+		}
+		if b.used.CompareAndSwap(u, u+n) {
+			return true
+		}
+	}
+}
+
+func (b *byteBudget) give(n int64) {
+	if n > 0 {
+		b.used.Add(-n)
+	}
+}

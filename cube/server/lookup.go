@@ -1,0 +1,220 @@
+package server
+
+import (
+	"fmt"
+	"runtime/debug"
+	"slices"
+	"time"
+
+	"github.com/elasticctr/terraform-provider-ctr/cube/layout"
+	"github.com/elasticctr/terraform-provider-ctr/cube/proto"
+)
+
+func (s *Server) handleRPC(out []byte, f *proto.Frame, keys []uint64) ([]byte, []uint64) {
+	resp := proto.RpcMeta{HasResponse: true, CorrelationID: f.Meta.CorrelationID}
+	fail := func(code int32, format string, args ...any) ([]byte, []uint64) {
+		s.m.rpcErr.Inc()
+		resp.ErrorCode = code
+		resp.ErrorText = fmt.Appendf(nil, format, args...)
+		return proto.AppendFrame(out, &resp, nil), keys
+	}
+	if !f.Meta.HasRequest {
+		return fail(proto.EREQUEST, "baidu_std: frame carries no request meta")
+	}
+	// string(b) == "..." compiles to a comparison, without allocating.
+	if svc := f.Meta.Service; string(svc) != proto.DictServiceFull && string(svc) != proto.DictServiceShort {
+		return fail(proto.ENOSERVICE, "fail to find service=%s", f.Meta.Service)
+	}
+	if string(f.Meta.Method) != proto.SeekMethod {
+		return fail(proto.ENOMETHOD, "fail to find method=%s in service=%s", f.Meta.Method, f.Meta.Service)
+	}
+	if f.Meta.CompressType != 0 {
+		return fail(proto.EREQUEST, "compress_type %d is not supported", f.Meta.CompressType)
+	}
+	start := time.Now()
+	keys, versionRequired, tooMany, err := proto.DecodeDictRequest(f.Payload, keys[:0], s.opts.MaxKeys)
+	if err != nil {
+		return fail(proto.EREQUEST, "fail to parse rec.mcube.DictRequest: %v", err)
+	}
+	if tooMany {
+		// EREQUEST, not ELIMIT: brpc retries ELIMIT, and after the retries
+		// Paddle's cube-api would serve this shard's keys as empty values.
+		s.m.rpcTooMany.Inc()
+		resp.ErrorCode = proto.EREQUEST
+		resp.ErrorText = fmt.Appendf(nil, "more than %d keys in one request (cube server --max-keys %d)", s.opts.MaxKeys, s.opts.MaxKeys)
+		return proto.AppendFrame(out, &resp, nil), keys
+	}
+	begin := len(out)
+	out, fstart, metaSize := proto.BeginFrame(out, &resp)
+	out, err = s.seek(out, keys, versionRequired)
+	if err != nil {
+		out = out[:begin] // never a partial response
+		return fail(proto.ELOGOFF, "%v", err)
+	}
+	out = proto.FinishFrame(out, fstart, metaSize)
+	s.m.rpcOK.Inc()
+	s.m.latency.Observe(time.Since(start).Seconds())
+	return out, keys
+}
+
+// seek appends the DictResponse for keys to out. The response grows with
+// what it returns: it reserves one miss per key (12 bytes, the least a key
+// can cost) and grows as values are found, so a request of keys that all
+// miss costs its size in misses, whatever the dictionary's largest value.
+//
+// If the dictionary's mapping faults (its file was truncated under the
+// server), seek returns an error and out holds a partial response the caller
+// must drop; see dictFaulted.
+func (s *Server) seek(out []byte, keys []uint64, versionRequired bool) ([]byte, error) {
+	v := s.store.acquire()
+	if v != nil {
+		defer v.release()
+		if v == s.faulted.Load() {
+			return out, s.faultError(v)
+		}
+	}
+	misses := 0
+	if v == nil {
+		for range keys {
+			out = proto.AppendDictMiss(out)
+		}
+		misses = len(keys)
+	} else {
+		out = slices.Grow(out, len(keys)*missSize)
+		var long int
+		var err error
+		if out, misses, long, err = s.lookup(out, v, keys); err != nil {
+			return out, err
+		}
+		if long > 0 {
+			s.m.longValues.Add(float64(long))
+		}
+	}
+	if versionRequired {
+		name := ""
+		if v != nil {
+			name = v.name
+		}
+		out = proto.AppendDictVersion(out, name)
+	}
+	s.m.keys.Add(float64(len(keys)))
+	if misses > 0 {
+		s.m.misses.Add(float64(misses))
+	}
+	return out, nil
+}
+
+// missSize is the encoded size of one missing key's DictValue.
+var missSize = len(proto.AppendDictMiss(nil))
+
+// lookup appends v's values for keys to out. It reads the dictionary's
+// mapping with the runtime's panic-on-fault enabled: when the file was
+// truncated in place, touching a page past its new end raises SIGBUS, which
+// would otherwise kill the process. The fault is recovered here and reported
+// as an error.
+func (s *Server) lookup(out []byte, v *version, keys []uint64) (_ []byte, misses, long int, err error) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if r := recover(); r != nil {
+			// Only memory faults carry an address; anything else is a bug
+			// that must not be swallowed.
+			fault, ok := r.(interface{ Addr() uintptr })
+			if !ok {
+				panic(r)
+			}
+			err = s.dictFaulted(v, fault.Addr())
+		}
+	}()
+	maxv := s.opts.MaxValueSize
+	v.d.LookupBatch(keys, func(_ int, val []byte, ok bool) {
+		if ok && maxv > 0 && len(val) > maxv {
+			long++
+			ok = false
+		}
+		if !ok {
+			misses++
+			out = proto.AppendDictMiss(out)
+			return
+		}
+		out = proto.AppendDictValue(out, 0, val)
+	})
+	return out, misses, long, nil
+}
+
+// faultError is what a request reading a faulted version is answered.
+func (s *Server) faultError(v *version) error {
+	return fmt.Errorf("shard %d: dictionary version %q became unreadable (its file %q was truncated or replaced in place); retry another replica",
+		s.opts.Shard, v.name, v.d.Path())
+}
+
+// dictFaulted handles a fault in v's mapping: the first request to see it
+// logs and counts it and retires v in the background; every request that
+// reads v from then on is refused without touching the mapping.
+func (s *Server) dictFaulted(v *version, addr uintptr) error {
+	if s.faulted.Swap(v) != v {
+		s.m.dictFaults.Inc()
+		s.log.Error("dictionary mapping faulted; no longer serving it", "version", v.name, "path", v.d.Path(),
+			"fault_addr", fmt.Sprintf("%#x", addr))
+		go s.retire(v)
+	}
+	return s.faultError(v)
+}
+
+// retire stops serving a faulted version: it leaves the background slot, and
+// the current slot falls back to the newest older version on disk whose
+// file still opens and passes its checksums, or, with none, to no dictionary
+// (every key a miss, /readyz 503) -- the same choice a restart would make.
+func (s *Server) retire(v *version) {
+	s.store.mu.Lock()
+	defer s.store.mu.Unlock()
+	if s.store.bg.Load() == v {
+		s.store.bgUnload()
+	}
+	if s.store.cur.Load() != v {
+		return
+	}
+	next := s.fallback(v.name)
+	s.store.setCurrent(next)
+	if next != nil {
+		s.log.Warn("serving an older version after a fault", "faulted", v.name, "version", next.name)
+	} else {
+		s.log.Warn("serving every key as a miss after a fault: no older complete version opens", "faulted", v.name)
+	}
+}
+
+// fallback opens the newest complete version older than faulted, or returns
+// nil.
+func (s *Server) fallback(faulted string) *version {
+	vs, err := layout.Versions(s.opts.DataDir)
+	if err != nil {
+		s.log.Error("fallback after a fault", "err", err)
+		return nil
+	}
+	i := slices.Index(vs, faulted)
+	if i < 0 {
+		i = len(vs)
+	}
+	for j := i - 1; j >= 0; j-- {
+		if nv, err := s.openGuarded(vs[j]); err == nil {
+			return nv
+		} else {
+			s.log.Warn("fallback candidate refused", "version", vs[j], "err", err)
+		}
+	}
+	return nil
+}
+
+// openGuarded opens a version with faults recovered: the checksum pass reads
+// the whole mapping, and its file may be truncated meanwhile too.
+func (s *Server) openGuarded(name string) (v *version, err error) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if r := recover(); r != nil {
+			if _, ok := r.(interface{ Addr() uintptr }); !ok {
+				panic(r)
+			}
+			v, err = nil, fmt.Errorf("version %q: mapping faulted while verifying it", name)
+		}
+	}()
+	return s.store.open(name)
+}
