@@ -104,156 +104,25 @@ func Up(ctx context.Context, dir string, bin *Binaries, log io.Writer, node *Nod
 			_ = Down(dir, io.Discard)
 		}
 	}()
-
-	p, err := newPKI(filepath.Join(dir, "pki"))
+	p, tokens, err := e.writePKI()
 	if err != nil {
 		return nil, err
 	}
-	for i, n := range []string{"apiserver", "webhook"} {
-		if err := p.serving(n, int64(i+2)); err != nil {
-			return nil, err
-		}
-	}
-	if err := p.serviceAccountKeys(); err != nil {
+	if err := e.startAPIServer(ctx, bin, p, tokens, log); err != nil {
 		return nil, err
 	}
-	tokens := filepath.Join(dir, "pki", "tokens.csv")
-	if err := os.WriteFile(tokens, []byte(adminToken+",admin,admin,system:masters\n"), 0o600); err != nil {
+	if err := e.startControllers(bin, p, log); err != nil {
 		return nil, err
 	}
-	if err := e.writeKubeconfig(p); err != nil {
-		return nil, err
-	}
-	kc := e.Kubeconfig()
-	loop := func(port int) string { return "127.0.0.1:" + strconv.Itoa(port) }
-
-	step(log, "starting etcd")
-	if err := e.spawn("etcd", bin.KCP, "etcd", "--data-dir", filepath.Join(dir, "etcd"),
-		"--listen-client", loop(e.Ports.EtcdClient), "--listen-peer", loop(e.Ports.EtcdPeer)); err != nil {
-		return nil, err
-	}
-	step(log, "starting kube-apiserver %s", KubernetesVersion)
-	if err := e.spawn("kube-apiserver", bin.KCP, "kube-apiserver",
-		"--etcd-servers=http://"+loop(e.Ports.EtcdClient),
-		"--bind-address=127.0.0.1", "--advertise-address=127.0.0.1",
-		"--secure-port="+strconv.Itoa(e.Ports.APIServer),
-		"--tls-cert-file="+p.path("apiserver.crt"), "--tls-private-key-file="+p.path("apiserver.key"),
-		"--client-ca-file="+p.path("ca.crt"),
-		"--token-auth-file="+tokens,
-		"--authorization-mode=Node,RBAC",
-		"--service-account-issuer=https://127.0.0.1:"+strconv.Itoa(e.Ports.APIServer),
-		"--service-account-key-file="+p.path("sa.pub"),
-		"--service-account-signing-key-file="+p.path("sa.key"),
-		"--service-cluster-ip-range="+ServiceCIDR,
-		// The real node's hostname resolves nowhere: logs and exec go to its InternalIP.
-		"--kubelet-preferred-address-types=InternalIP",
-		"--allow-privileged=true",
-		// Namespace annotations place every pod of a namespace on the real node (see
-		// RealNodeNamespace): the end-to-end tests run the provider's objects there unchanged.
-		"--enable-admission-plugins=PodNodeSelector,PodTolerationRestriction",
-		"--enable-priority-and-fairness=false",
-		"--profiling=false"); err != nil {
-		return nil, err
-	}
-	if err := e.waitHTTPS(ctx, p, e.Ports.APIServer, "/readyz", 60*time.Second, false); err != nil {
-		return nil, fmt.Errorf("kube-apiserver did not become ready: %w (see %s)", err, e.logPath("kube-apiserver"))
-	}
-	step(log, "kube-apiserver ready at https://%s", loop(e.Ports.APIServer))
-
-	step(log, "starting kube-controller-manager and kube-scheduler")
-	if err := e.spawn("kube-controller-manager", bin.KCP, "kube-controller-manager",
-		"--kubeconfig="+kc, "--leader-elect=false", "--bind-address=127.0.0.1",
-		"--secure-port="+strconv.Itoa(e.Ports.KCM),
-		"--service-account-private-key-file="+p.path("sa.key"),
-		"--root-ca-file="+p.path("ca.crt"),
-		"--use-service-account-credentials=false",
-		// Claims of the default StorageClass are provisioned by kcp's provisioner (below), whose
-		// folders the real node's non-root pods can write; the controller-manager's own makes
-		// root-only ones.
-		"--enable-hostpath-provisioner=false",
-		// nodeipam would hand out pod CIDRs; kwok assigns pod IPs itself. nodelifecycle must stay:
-		// it removes the not-ready taint from new nodes.
-		"--controllers=*,-nodeipam",
-		// Its default client limit, 20 requests/s in bursts of 30, paced a 64-shard cube's 128
-		// pods and claims over 16 s of a 18 s apply (4.5 s with this limit): tests and
-		// benchmarks would measure that limit rather than the provider.
-		"--kube-api-qps=100", "--kube-api-burst=200"); err != nil {
-		return nil, err
-	}
-	// A pod the scheduler found unschedulable waits for a cluster event to be tried again.
-	// When the event that makes it schedulable is missed (a claim bound by our provisioner
-	// while the pod was being scheduled: it then waited out the default 5 minutes, longer
-	// than a test's wait), the deprecated flag still bounds the stay: 15 s, plus the
-	// scheduler's 30 s flush period.
-	if err := e.spawn("kube-scheduler", bin.KCP, "kube-scheduler",
-		"--kubeconfig="+kc, "--leader-elect=false", "--bind-address=127.0.0.1",
-		"--secure-port="+strconv.Itoa(e.Ports.Scheduler), "--pod-max-in-unschedulable-pods-duration=15s"); err != nil {
-		return nil, err
-	}
-
-	if err := e.spawn("provisioner", bin.KCP, "provisioner", "--kubeconfig="+kc,
-		"--dir="+filepath.Join(dir, "volumes"), "--class="+storageClass, "--name="+provisionerName); err != nil {
-		return nil, err
-	}
-
-	c, err := newClient(kc)
+	c, err := newClient(e.Kubeconfig())
 	if err != nil {
 		return nil, err
 	}
-	// Nodes must exist before workloads: pods rejected for "no nodes available" are retried late.
-	step(log, "creating %d kwok nodes", len(nodeNames))
-	if err := c.createNodes(ctx); err != nil {
+	if err := e.startKwok(ctx, bin, c, log); err != nil {
 		return nil, err
 	}
-	if err := c.createStorageClass(ctx); err != nil {
+	if err := e.startVolcano(ctx, bin, c, p, log); err != nil {
 		return nil, err
-	}
-	step(log, "starting kwok %s", KwokVersion)
-	if err := e.spawn("kwok", bin.Kwok, "-c", bin.KwokStages, "--kubeconfig="+kc,
-		"--manage-all-nodes=false",
-		"--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
-		// Simulated pod and node IPs come from the loopback range, so nothing that ever
-		// dials a pod address can leave this machine.
-		"--node-ip=127.0.0.2", "--cidr=127.1.0.0/16",
-		"--server-address="+loop(e.Ports.Kwok)); err != nil {
-		return nil, err
-	}
-
-	step(log, "installing Volcano %s CRDs and admission webhook configuration", VolcanoVersion)
-	if err := c.applyFiles(ctx, bin.VolcanoCRDs); err != nil {
-		return nil, err
-	}
-	if err := c.waitCRDs(ctx, 60*time.Second); err != nil {
-		return nil, err
-	}
-	if err := c.applyWebhooks(ctx, "https://"+loop(e.Ports.VCWebhook), p.path("ca.crt")); err != nil {
-		return nil, err
-	}
-	e.VolcanoManifest = filepath.Join(dir, "volcano-manifest.yaml")
-	if err := writeVolcanoManifest(e.VolcanoManifest, bin.VolcanoCRDs); err != nil {
-		return nil, err
-	}
-	step(log, "starting Volcano webhook, scheduler and controller-manager")
-	if err := e.spawn("vc-webhook-manager", bin.VCWebhook, "--kubeconfig="+kc,
-		"--listen-address=127.0.0.1", "--port="+strconv.Itoa(e.Ports.VCWebhook),
-		"--tls-cert-file="+p.path("webhook.crt"), "--tls-private-key-file="+p.path("webhook.key"),
-		"--ca-cert-file="+p.path("ca.crt"),
-		"--webhook-url=https://"+loop(e.Ports.VCWebhook),
-		"--enabled-admission=/jobs/mutate,/jobs/validate"); err != nil {
-		return nil, err
-	}
-	if err := e.spawn("vc-scheduler", bin.VCScheduler, "--kubeconfig="+kc, "--leader-elect=false",
-		"--listen-address="+loop(e.Ports.VCScheduler),
-		"--healthz-address="+loop(e.Ports.VCSchedulerHealth)); err != nil {
-		return nil, err
-	}
-	if err := e.spawn("vc-controller-manager", bin.VCCtrl, "--kubeconfig="+kc, "--leader-elect=false",
-		"--listen-address="+loop(e.Ports.VCCtrl),
-		"--healthz-address="+loop(e.Ports.VCCtrlHealth)); err != nil {
-		return nil, err
-	}
-	if err := e.waitHTTPS(ctx, p, e.Ports.VCWebhook, "/healthz", 60*time.Second, true); err != nil {
-		return nil, fmt.Errorf("volcano webhook did not answer: %w (see %s)", err, e.logPath("vc-webhook-manager"))
 	}
 	step(log, "waiting for nodes Ready and Volcano's default queue")
 	if err := c.waitReady(ctx, 90*time.Second); err != nil {
@@ -279,8 +148,170 @@ func Up(ctx context.Context, dir string, bin *Binaries, log io.Writer, node *Nod
 		return nil, err
 	}
 	ok = true
-	step(log, "ready in %s; KUBECONFIG=%s", time.Since(start).Round(100*time.Millisecond), kc)
+	step(log, "ready in %s; KUBECONFIG=%s", time.Since(start).Round(100*time.Millisecond), e.Kubeconfig())
 	return e, nil
+}
+
+// loop is a loopback address.
+func loop(port int) string { return "127.0.0.1:" + strconv.Itoa(port) }
+
+// writePKI writes the certificates, the service-account keys, the admin token file and the
+// kubeconfig; it returns the PKI and the token file.
+func (e *Env) writePKI() (*pki, string, error) {
+	p, err := newPKI(filepath.Join(e.Dir, "pki"))
+	if err != nil {
+		return nil, "", err
+	}
+	for i, n := range []string{"apiserver", "webhook"} {
+		if err := p.serving(n, int64(i+2)); err != nil {
+			return nil, "", err
+		}
+	}
+	if err := p.serviceAccountKeys(); err != nil {
+		return nil, "", err
+	}
+	tokens := filepath.Join(e.Dir, "pki", "tokens.csv")
+	if err := os.WriteFile(tokens, []byte(adminToken+",admin,admin,system:masters\n"), 0o600); err != nil {
+		return nil, "", err
+	}
+	return p, tokens, e.writeKubeconfig(p)
+}
+
+// startAPIServer starts etcd and kube-apiserver and waits until it is ready.
+func (e *Env) startAPIServer(ctx context.Context, bin *Binaries, p *pki, tokens string, log io.Writer) error {
+	step(log, "starting etcd")
+	if err := e.spawn("etcd", bin.KCP, "etcd", "--data-dir", filepath.Join(e.Dir, "etcd"),
+		"--listen-client", loop(e.Ports.EtcdClient), "--listen-peer", loop(e.Ports.EtcdPeer)); err != nil {
+		return err
+	}
+	step(log, "starting kube-apiserver %s", KubernetesVersion)
+	if err := e.spawn("kube-apiserver", bin.KCP, "kube-apiserver",
+		"--etcd-servers=http://"+loop(e.Ports.EtcdClient),
+		"--bind-address=127.0.0.1", "--advertise-address=127.0.0.1",
+		"--secure-port="+strconv.Itoa(e.Ports.APIServer),
+		"--tls-cert-file="+p.path("apiserver.crt"), "--tls-private-key-file="+p.path("apiserver.key"),
+		"--client-ca-file="+p.path("ca.crt"),
+		"--token-auth-file="+tokens,
+		"--authorization-mode=Node,RBAC",
+		"--service-account-issuer=https://127.0.0.1:"+strconv.Itoa(e.Ports.APIServer),
+		"--service-account-key-file="+p.path("sa.pub"),
+		"--service-account-signing-key-file="+p.path("sa.key"),
+		"--service-cluster-ip-range="+ServiceCIDR,
+		// The real node's hostname resolves nowhere: logs and exec go to its InternalIP.
+		"--kubelet-preferred-address-types=InternalIP",
+		"--allow-privileged=true",
+		// Namespace annotations place every pod of a namespace on the real node (see
+		// RealNodeNamespace): the end-to-end tests run the provider's objects there unchanged.
+		"--enable-admission-plugins=PodNodeSelector,PodTolerationRestriction",
+		"--enable-priority-and-fairness=false",
+		"--profiling=false"); err != nil {
+		return err
+	}
+	if err := e.waitHTTPS(ctx, p, e.Ports.APIServer, "/readyz", 60*time.Second, false); err != nil {
+		return fmt.Errorf("kube-apiserver did not become ready: %w (see %s)", err, e.logPath("kube-apiserver"))
+	}
+	step(log, "kube-apiserver ready at https://%s", loop(e.Ports.APIServer))
+	return nil
+}
+
+// startControllers starts kube-controller-manager, kube-scheduler and the volume provisioner.
+func (e *Env) startControllers(bin *Binaries, p *pki, log io.Writer) error {
+	kc := e.Kubeconfig()
+	step(log, "starting kube-controller-manager and kube-scheduler")
+	if err := e.spawn("kube-controller-manager", bin.KCP, "kube-controller-manager",
+		"--kubeconfig="+kc, "--leader-elect=false", "--bind-address=127.0.0.1",
+		"--secure-port="+strconv.Itoa(e.Ports.KCM),
+		"--service-account-private-key-file="+p.path("sa.key"),
+		"--root-ca-file="+p.path("ca.crt"),
+		"--use-service-account-credentials=false",
+		// Claims of the default StorageClass are provisioned by kcp's provisioner (below), whose
+		// folders the real node's non-root pods can write; the controller-manager's own makes
+		// root-only ones.
+		"--enable-hostpath-provisioner=false",
+		// nodeipam would hand out pod CIDRs; kwok assigns pod IPs itself. nodelifecycle must stay:
+		// it removes the not-ready taint from new nodes.
+		"--controllers=*,-nodeipam",
+		// Its default client limit, 20 requests/s in bursts of 30, paced a 64-shard cube's
+		// pods and claims over most of an apply: tests and benchmarks would measure that
+		// limit rather than the provider.
+		"--kube-api-qps=100", "--kube-api-burst=200"); err != nil {
+		return err
+	}
+	// A pod the scheduler found unschedulable waits for a cluster event to be tried again.
+	// When the event that makes it schedulable is missed (a claim bound by our provisioner
+	// while the pod was being scheduled: it then waited out the default 5 minutes, longer
+	// than a test's wait), the deprecated flag still bounds the stay: 15 s, plus the
+	// scheduler's 30 s flush period.
+	if err := e.spawn("kube-scheduler", bin.KCP, "kube-scheduler",
+		"--kubeconfig="+kc, "--leader-elect=false", "--bind-address=127.0.0.1",
+		"--secure-port="+strconv.Itoa(e.Ports.Scheduler), "--pod-max-in-unschedulable-pods-duration=15s"); err != nil {
+		return err
+	}
+	return e.spawn("provisioner", bin.KCP, "provisioner", "--kubeconfig="+kc,
+		"--dir="+filepath.Join(e.Dir, "volumes"), "--class="+storageClass, "--name="+provisionerName)
+}
+
+// startKwok creates the simulated nodes and the default StorageClass, and starts kwok.
+func (e *Env) startKwok(ctx context.Context, bin *Binaries, c *client, log io.Writer) error {
+	// Nodes must exist before workloads: pods rejected for "no nodes available" are retried late.
+	step(log, "creating %d kwok nodes", len(nodeNames))
+	if err := c.createNodes(ctx); err != nil {
+		return err
+	}
+	if err := c.createStorageClass(ctx); err != nil {
+		return err
+	}
+	step(log, "starting kwok %s", KwokVersion)
+	return e.spawn("kwok", bin.Kwok, "-c", bin.KwokStages, "--kubeconfig="+e.Kubeconfig(),
+		"--manage-all-nodes=false",
+		"--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
+		// Simulated pod and node IPs come from the loopback range, so nothing that ever
+		// dials a pod address can leave this machine.
+		"--node-ip=127.0.0.2", "--cidr=127.1.0.0/16",
+		"--server-address="+loop(e.Ports.Kwok))
+}
+
+// startVolcano installs Volcano's CRDs and webhook configuration and starts its webhook,
+// scheduler and controller-manager.
+func (e *Env) startVolcano(ctx context.Context, bin *Binaries, c *client, p *pki, log io.Writer) error {
+	kc := e.Kubeconfig()
+	step(log, "installing Volcano %s CRDs and admission webhook configuration", VolcanoVersion)
+	if err := c.applyFiles(ctx, bin.VolcanoCRDs); err != nil {
+		return err
+	}
+	if err := c.waitCRDs(ctx, 60*time.Second); err != nil {
+		return err
+	}
+	if err := c.applyWebhooks(ctx, "https://"+loop(e.Ports.VCWebhook), p.path("ca.crt")); err != nil {
+		return err
+	}
+	e.VolcanoManifest = filepath.Join(e.Dir, "volcano-manifest.yaml")
+	if err := writeVolcanoManifest(e.VolcanoManifest, bin.VolcanoCRDs); err != nil {
+		return err
+	}
+	step(log, "starting Volcano webhook, scheduler and controller-manager")
+	if err := e.spawn("vc-webhook-manager", bin.VCWebhook, "--kubeconfig="+kc,
+		"--listen-address=127.0.0.1", "--port="+strconv.Itoa(e.Ports.VCWebhook),
+		"--tls-cert-file="+p.path("webhook.crt"), "--tls-private-key-file="+p.path("webhook.key"),
+		"--ca-cert-file="+p.path("ca.crt"),
+		"--webhook-url=https://"+loop(e.Ports.VCWebhook),
+		"--enabled-admission=/jobs/mutate,/jobs/validate"); err != nil {
+		return err
+	}
+	if err := e.spawn("vc-scheduler", bin.VCScheduler, "--kubeconfig="+kc, "--leader-elect=false",
+		"--listen-address="+loop(e.Ports.VCScheduler),
+		"--healthz-address="+loop(e.Ports.VCSchedulerHealth)); err != nil {
+		return err
+	}
+	if err := e.spawn("vc-controller-manager", bin.VCCtrl, "--kubeconfig="+kc, "--leader-elect=false",
+		"--listen-address="+loop(e.Ports.VCCtrl),
+		"--healthz-address="+loop(e.Ports.VCCtrlHealth)); err != nil {
+		return err
+	}
+	if err := e.waitHTTPS(ctx, p, e.Ports.VCWebhook, "/healthz", 60*time.Second, true); err != nil {
+		return fmt.Errorf("volcano webhook did not answer: %w (see %s)", err, e.logPath("vc-webhook-manager"))
+	}
+	return nil
 }
 
 // Load reads a running environment's description from dir.
