@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/elasticctr/terraform-provider-ctr/cube/api"
 	"github.com/elasticctr/terraform-provider-ctr/cube/atomicfile"
 	"github.com/elasticctr/terraform-provider-ctr/cube/dict"
 	"github.com/elasticctr/terraform-provider-ctr/cube/layout"
@@ -21,7 +22,7 @@ import (
 type Options struct {
 	Input  string // file or directory of SequenceFiles (required)
 	Output string // root of published versions (required; created if missing)
-	Shards int    // number of shards, >= 1 (required); shard = key % Shards
+	Shards int    // number of shards, >= 1 (required); a key's is api.ShardOf(key, Shards)
 	Dict   string // dictionary name (required)
 	// Base, if set, makes this a delta build: the version under Output that
 	// the input patches (upsert). The result is a self-contained dictionary
@@ -233,14 +234,13 @@ func readInput(opts Options, m *layout.Manifest, writers []*dict.Writer) error {
 	if err != nil {
 		return err
 	}
-	n := uint64(len(writers))
 	for _, f := range files {
 		if st, err := os.Stat(f); err == nil {
 			m.InputBytes += st.Size()
 		}
 		err := seqfile.ReadFile(f, opts.Seq, func(k uint64, v []byte) error {
 			m.Records++
-			return writers[k%n].Add(k, v)
+			return writers[api.ShardOf(k, len(writers))].Add(k, v)
 		})
 		if err != nil {
 			return err

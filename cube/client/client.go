@@ -2,66 +2,28 @@ package client
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
 	"os"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/elasticctr/terraform-provider-ctr/cube/api"
 	"github.com/elasticctr/terraform-provider-ctr/cube/proto"
 )
 
-// DictConf is one entry of Paddle Serving's cube.conf (a JSON array).
-type DictConf struct {
-	DictName      string `json:"dict_name"`
-	Shard         int    `json:"shard"`
-	Dup           int    `json:"dup"`            // replicas; informational, as in cube-api
-	Timeout       int    `json:"timeout"`        // ms per attempt; 0 means 1,000
-	Retry         int    `json:"retry"`          // extra attempts on other replicas
-	BackupRequest int    `json:"backup_request"` // ms; if > 0, ask a second replica when the first is this slow
-	Type          string `json:"type"`           // ipport, ipport_list, ipport_parallel
-	LoadBalancer  string `json:"load_balancer"`  // parsed; replicas are used round-robin
-	Nodes         []Node `json:"nodes"`
-}
+// DictConf is one entry of Paddle Serving's cube.conf (a JSON array); the document is
+// declared in cube/api, with its parsing.
+type DictConf = api.DictConf
 
 // Node is one entry of DictConf.Nodes.
-type Node struct {
-	IP         string  `json:"ip"`
-	Port       flexInt `json:"port"`
-	IPPortList string  `json:"ipport_list"`
-}
-
-// flexInt accepts 8027 or "8027".
-type flexInt int
-
-func (f *flexInt) UnmarshalJSON(b []byte) error {
-	s := strings.Trim(string(b), `"`)
-	if s == "" || s == "null" {
-		return nil
-	}
-	n, err := strconv.Atoi(s)
-	*f = flexInt(n)
-	return err
-}
+type Node = api.Node
 
 // ParseConf parses a cube.conf document.
-func ParseConf(b []byte) ([]DictConf, error) {
-	var confs []DictConf
-	if err := json.Unmarshal(b, &confs); err != nil {
-		return nil, fmt.Errorf("parse cube.conf: %w", err)
-	}
-	for i := range confs {
-		if _, err := confs[i].replicas(func(string) ([]string, error) { return []string{"checked"}, nil }); err != nil {
-			return nil, err
-		}
-	}
-	return confs, nil
-}
+func ParseConf(b []byte) ([]DictConf, error) { return api.ParseConf(b) }
 
 // LoadConf reads and parses a cube.conf file.
 func LoadConf(path string) ([]DictConf, error) {
@@ -76,70 +38,9 @@ func LoadConf(path string) ([]DictConf, error) {
 	return confs, nil
 }
 
-// Replicas returns the host:port addresses of every shard, shard by shard, resolving the
-// http:// (DNS) form.
-func (d *DictConf) Replicas() ([][]string, error) { return d.replicas(resolveDomain) }
-
-// replicas checks the structure; resolve expands the http:// form. Parsing checks without
-// resolving: a cube.conf of in-cluster names is valid anywhere.
-func (d *DictConf) replicas(resolve func(string) ([]string, error)) ([][]string, error) {
-	if d.Shard < 1 {
-		return nil, fmt.Errorf("cube.conf dict %q: shard must be >= 1", d.DictName)
-	}
-	node := func(n Node) ([]string, error) {
-		if strings.HasPrefix(n.IPPortList, "http://") {
-			// brpc's domain naming service: every IPv4 address of the host, one port, re-resolved
-			// by brpc every few seconds. Here it is resolved when the client is made.
-			return resolve(strings.TrimPrefix(n.IPPortList, "http://"))
-		}
-		if n.IPPortList != "" {
-			list := strings.TrimPrefix(n.IPPortList, "list://")
-			var out []string
-			for _, a := range strings.Split(list, ",") {
-				a = strings.TrimSpace(a)
-				if f := strings.Fields(a); len(f) > 0 { // "ip:port tag"
-					out = append(out, f[0])
-				}
-			}
-			if len(out) == 0 {
-				return nil, fmt.Errorf("cube.conf dict %q: empty ipport_list", d.DictName)
-			}
-			return out, nil
-		}
-		if n.IP == "" || n.Port == 0 {
-			return nil, fmt.Errorf("cube.conf dict %q: node needs ip and port or ipport_list", d.DictName)
-		}
-		return []string{fmt.Sprintf("%s:%d", n.IP, n.Port)}, nil
-	}
-	shards := make([][]string, d.Shard)
-	switch d.Type {
-	case "ipport", "ipport_list":
-		if len(d.Nodes) < d.Shard {
-			return nil, fmt.Errorf("cube.conf dict %q: %d nodes for %d shards", d.DictName, len(d.Nodes), d.Shard)
-		}
-		for i := range shards {
-			r, err := node(d.Nodes[i])
-			if err != nil {
-				return nil, err
-			}
-			shards[i] = r
-		}
-	case "ipport_parallel":
-		if len(d.Nodes) == 0 {
-			return nil, fmt.Errorf("cube.conf dict %q: no nodes", d.DictName)
-		}
-		r, err := node(d.Nodes[0])
-		if err != nil {
-			return nil, err
-		}
-		for i := range shards {
-			shards[i] = r
-		}
-	default:
-		return nil, fmt.Errorf("cube.conf dict %q: type %q: want ipport, ipport_list or ipport_parallel", d.DictName, d.Type)
-	}
-	return shards, nil
-}
+// Replicas returns the host:port addresses of every shard of d, shard by shard, resolving
+// the http:// (DNS) form now.
+func Replicas(d DictConf) ([][]string, error) { return d.Shards(resolveDomain) }
 
 // Result is the outcome for one key.
 type Result struct {
@@ -170,7 +71,7 @@ type Client struct {
 
 // New creates a client for one dictionary of a cube.conf.
 func New(conf DictConf) (*Client, error) {
-	shards, err := conf.Replicas()
+	shards, err := Replicas(conf)
 	if err != nil {
 		return nil, err
 	}
@@ -228,7 +129,7 @@ func (c *Client) SeekShards(ctx context.Context, keys []uint64) ([]Result, []Sha
 	perShard := make([][]uint64, n)
 	pos := make([][]int, n)
 	for i, k := range keys {
-		s := k % n
+		s := api.ShardOf(k, int(n))
 		perShard[s] = append(perShard[s], k)
 		pos[s] = append(pos[s], i)
 	}

@@ -35,7 +35,7 @@ func TestParseConf(t *testing.T) {
 		{{"h:1"}, {"h:1"}, {"h:1"}},
 	}
 	for i, c := range confs {
-		got, _ := c.Replicas()
+		got, _ := Replicas(c)
 		if fmt.Sprint(got) != fmt.Sprint(want[i]) {
 			t.Errorf("%s: %v, want %v", c.DictName, got, want[i])
 		}

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/elasticctr/terraform-provider-ctr/cube/api"
 	"github.com/elasticctr/terraform-provider-ctr/cube/layout"
 	"github.com/elasticctr/terraform-provider-ctr/cube/proto"
 )
@@ -28,7 +29,7 @@ func (c *Client) SeekConsistent(ctx context.Context, keys []uint64, wait time.Du
 	perShard := make([][]uint64, n)
 	pos := make([][]int, n)
 	for i, k := range keys {
-		s := k % n
+		s := api.ShardOf(k, int(n))
 		perShard[s] = append(perShard[s], k)
 		pos[s] = append(pos[s], i)
 	}

@@ -237,26 +237,12 @@ func (c Cube) Endpoints() []string {
 // restarts with a new IP is picked up. A "list://" of pod names would be resolved only once,
 // when Serving starts, and go stale.
 func (c Cube) CubeConf() string {
-	type node struct {
-		IPPortList string `json:"ipport_list"`
-	}
-	type dict struct {
-		DictName      string `json:"dict_name"`
-		Shard         int32  `json:"shard"`
-		Dup           int32  `json:"dup"`
-		Timeout       int32  `json:"timeout"`
-		Retry         int32  `json:"retry"`
-		BackupRequest int32  `json:"backup_request"`
-		Type          string `json:"type"`
-		LoadBalancer  string `json:"load_balancer"`
-		Nodes         []node `json:"nodes"`
-	}
-	d := dict{DictName: c.Dict, Shard: c.Shards, Dup: c.Replicas, Timeout: c.TimeoutMS, Retry: *c.Retry,
-		BackupRequest: c.BackupRequestMS, Type: "ipport_list", LoadBalancer: "rr"}
+	d := api.DictConf{DictName: c.Dict, Shard: int(c.Shards), Dup: int(c.Replicas), Timeout: int(c.TimeoutMS), Retry: int(*c.Retry),
+		BackupRequest: int(c.BackupRequestMS), Type: "ipport_list", LoadBalancer: "rr"}
 	for _, e := range c.Endpoints() {
-		d.Nodes = append(d.Nodes, node{IPPortList: "http://" + e})
+		d.Nodes = append(d.Nodes, api.Node{IPPortList: "http://" + e})
 	}
-	b, _ := json.MarshalIndent([]dict{d}, "", "  ") // plain structs: cannot fail
+	b, _ := json.MarshalIndent([]api.DictConf{d}, "", "  ") // plain structs: cannot fail
 	return string(b) + "\n"
 }
 

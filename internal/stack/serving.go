@@ -14,6 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
+
+	"github.com/elasticctr/terraform-provider-ctr/cube/api"
 )
 
 // ServingType is the Terraform resource type of Paddle Serving.
@@ -218,10 +220,7 @@ func ServingFromSettings(s string) (Serving, error) { return fromSettings[Servin
 func (s Serving) Validate() FieldErrors {
 	var c checker
 	c.labelValue("stack", s.Stack)
-	var conf []struct {
-		DictName string `json:"dict_name"`
-		Shard    int    `json:"shard"`
-	}
+	var conf []api.DictConf
 	if err := json.Unmarshal([]byte(s.CubeConf), &conf); err != nil {
 		c.bad("cube_conf", "is not the JSON array Paddle Serving reads (use ctr_cube.<name>.cube_conf): %s", err)
 	} else if len(conf) == 0 || conf[0].DictName == "" || conf[0].Shard < 1 {

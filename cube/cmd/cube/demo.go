@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/elasticctr/terraform-provider-ctr/cube/api"
 	"github.com/elasticctr/terraform-provider-ctr/cube/client"
 	"github.com/elasticctr/terraform-provider-ctr/cube/pipeline"
 	"github.com/elasticctr/terraform-provider-ctr/cube/transfer"
@@ -157,7 +158,7 @@ func demoLookup(w io.Writer, c *pipeline.Cluster) error {
 	}
 	fmt.Fprintf(w, "==> lookups through cube.conf (version %s):\n", ver)
 	for i, r := range res {
-		fmt.Fprintf(w, "    key %-3d shard %d  %s\n", keys[i], keys[i]%uint64(c.Conf.Shard), valueFormats["hex"](r.Value))
+		fmt.Fprintf(w, "    key %-3d shard %d  %s\n", keys[i], api.ShardOf(keys[i], c.Conf.Shard), valueFormats["hex"](r.Value))
 	}
 	return nil
 }
@@ -267,7 +268,7 @@ func lookupThroughExported(w io.Writer, exported client.DictConf, c *pipeline.Cl
 		if !r.Found() {
 			status = "MISS"
 		}
-		fmt.Fprintf(w, "    key %-6d shard %d  %s\n", keys[i], keys[i]%uint64(exported.Shard), status)
+		fmt.Fprintf(w, "    key %-6d shard %d  %s\n", keys[i], api.ShardOf(keys[i], exported.Shard), status)
 	}
 	return nil
 }
