@@ -191,7 +191,7 @@ func Start(o Options) (*Cluster, error) {
 		dict = "demo"
 	}
 	c.Conf = client.DictConf{DictName: dict, Shard: o.Shards, Dup: o.Replicas, Timeout: 1000, Retry: o.Replicas, Type: "ipport_list"}
-	targs := []string{"transfer", "--donefile", c.Donefile, "--dict", dict, "--shards", strconv.Itoa(o.Shards),
+	targs := []string{"transfer", "--donefile", c.Donefile, "--dict", dict,
 		"--work", filepath.Join(o.Dir, "transfer"), "--control-token-file", c.TokenFile, "--public-url", public,
 		"--files-listen", c.FilesAddr, "--mode", "base_delta", "--poll", o.Poll.String(), "--heal-interval", o.HealInterval.String(), "--retry-after", "500ms"}
 	c.newServer = func(s, r int) (*Proc, error) {

@@ -40,7 +40,7 @@ func (t *Transfer) buildVersion(ctx context.Context, r *api.Rollout, tm *api.Tim
 		return err
 	}
 	bs := time.Now()
-	m, err := t.safeBuild(build.Options{Input: in, Output: t.outputDir(), Shards: t.opts.Shards, Dict: t.opts.Dict,
+	m, err := t.safeBuild(build.Options{Input: in, Output: t.outputDir(), Shards: t.shards(), Dict: t.opts.Dict,
 		Base: r.Base, Version: r.Version, Seq: t.opts.Seq, AllowEmpty: t.opts.AllowEmpty, Log: t.log})
 	if err != nil {
 		return &brokenError{err: fmt.Errorf("build: %w", err)}

@@ -22,7 +22,7 @@ func (t *Transfer) nextFromDonefile(ctx context.Context, st State) (*api.Rollout
 		return nil, err
 	}
 	builtFor := t.builtFor(st.Served)
-	w, ok, warn := nextBase(bases, st, builtFor, t.opts.Shards)
+	w, ok, warn := nextBase(bases, st, builtFor, t.shards())
 	if warn != "" {
 		t.log.Warn(warn, "served", st.Served, "base_id", st.BaseID)
 	}
@@ -45,7 +45,7 @@ func (t *Transfer) nextFromDonefile(ctx context.Context, st State) (*api.Rollout
 	}
 	if w.Reshard {
 		t.log.Info("re-sharding: rebuilding the served base for the new shard count", "served", st.Served,
-			"built_for_shards", builtFor, "shards", t.opts.Shards)
+			"built_for_shards", builtFor, "shards", t.shards())
 	}
 	r := &api.Rollout{ID: w.Entry.ID, Key: w.Entry.Key, Mode: w.Mode, Input: donefile.InputLocation(loc, w.Entry.Input),
 		Phase: api.PhaseBuilding, Triggered: time.Now()}

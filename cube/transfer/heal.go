@@ -39,7 +39,7 @@ func (t *Transfer) heal(ctx context.Context) {
 	defer t.switching.Unlock()
 	st := t.snapshot()
 	builtFor := t.builtFor(st.Served)
-	if !canHeal(st, builtFor, t.opts.Shards) {
+	if !canHeal(st, builtFor, t.shards()) {
 		return
 	}
 	rs := t.replicas()

@@ -119,7 +119,7 @@ func (t *Transfer) Status(ctx context.Context) api.Status {
 	}
 	rs := t.replicas()
 	reports, errs := t.askAll(ctx, rs, time.Second)
-	out.Shards = make([]api.ShardStatus, t.opts.Shards)
+	out.Shards = make([]api.ShardStatus, t.shards())
 	for s := range out.Shards {
 		out.Shards[s].Shard = s
 	}

@@ -115,8 +115,8 @@ func (t *Transfer) prepare(ctx context.Context, version string, rs []replica, tm
 	if err != nil {
 		return err
 	}
-	if len(m.Shards) != t.opts.Shards {
-		return fmt.Errorf("version %q has %d shards, want %d", version, len(m.Shards), t.opts.Shards)
+	if len(m.Shards) != t.shards() {
+		return fmt.Errorf("version %q has %d shards, want %d", version, len(m.Shards), t.shards())
 	}
 	ctx, cancel := context.WithTimeout(ctx, t.opts.PrepareTimeout)
 	defer cancel()

@@ -33,8 +33,7 @@ const DefaultHealInterval = 5 * time.Second
 type Options struct {
 	Donefile  string     // base.txt, a local path or http(s) URL; patch.txt is its sibling
 	Dict      string     // dictionary name
-	Shards    int        // shard count
-	Replicas  [][]string // HOST:PORT of every replica, per shard
+	Replicas  [][]string // HOST:PORT of every replica, per shard: one list per shard, so the shard count
 	Work      string     // state, downloaded input, built versions (served under /files/)
 	PublicURL string     // how agents reach this transfer; shards are at PublicURL/files/<version>/
 	Token     string     // bearer token for the agents (and POST /trigger)
@@ -105,10 +104,8 @@ func (o *Options) defaults() error {
 		return errors.New("transfer: donefile is required")
 	case o.Dict == "":
 		return errors.New("transfer: dict is required")
-	case o.Shards < 1:
-		return errors.New("transfer: shards must be >= 1")
-	case len(o.Replicas) != o.Shards:
-		return fmt.Errorf("transfer: %d shards but replicas given for %d", o.Shards, len(o.Replicas))
+	case len(o.Replicas) < 1:
+		return errors.New("transfer: the replicas of at least one shard are required")
 	case o.Work == "":
 		return errors.New("transfer: work directory is required")
 	case o.PublicURL == "":
@@ -224,6 +221,9 @@ func inFlightVersion(r *api.Rollout) string {
 	}
 	return r.Version
 }
+
+// shards is the shard count: one list of replicas per shard.
+func (t *Transfer) shards() int { return len(t.opts.Replicas) }
 
 func (t *Transfer) statePath() string { return filepath.Join(t.opts.Work, "state.json") }
 func (t *Transfer) outputDir() string { return filepath.Join(t.opts.Work, "output") }

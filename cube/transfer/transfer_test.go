@@ -20,7 +20,7 @@ import (
 // closed port: enough to drive the build phase.
 func testTransfer(t *testing.T, work, donefile string) *Transfer {
 	t.Helper()
-	tr, err := New(Options{Donefile: donefile, Dict: "d", Shards: 1, Replicas: [][]string{{"127.0.0.1:1"}}, Work: work,
+	tr, err := New(Options{Donefile: donefile, Dict: "d", Replicas: [][]string{{"127.0.0.1:1"}}, Work: work,
 		PublicURL: "http://127.0.0.1:1", Token: "t", Poll: time.Millisecond, RetryAfter: time.Millisecond,
 		MaxRetryAfter: 5 * time.Millisecond, BuildAttempts: 2, StepTimeout: 200 * time.Millisecond})
 	if err != nil {

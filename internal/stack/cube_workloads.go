@@ -128,7 +128,7 @@ func (c Cube) shardStatefulSet(i int32) *appsv1.StatefulSet {
 func (c Cube) transferDeployment() *appsv1.Deployment {
 	l := c.labels(componentCubeTransfer)
 	tokVol, tokMount := c.tokenVolume()
-	args := []string{"transfer", "--donefile", c.DonefileURL, "--dict", c.Dict, "--shards", strconv.Itoa(int(c.Shards))}
+	args := []string{"transfer", "--donefile", c.DonefileURL, "--dict", c.Dict}
 	for i := int32(0); i < c.Shards; i++ {
 		var addrs []string
 		for r := int32(0); r < c.Replicas; r++ {

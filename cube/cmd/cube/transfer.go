@@ -36,13 +36,13 @@ func (r replicaFlags) Set(v string) error {
 }
 
 func runTransfer(args []string, stdout, stderr io.Writer) error {
-	fs := flags("transfer", "--donefile URL --dict NAME --shards N --shard-replicas I=HOST:PORT,... --work DIR --listen HOST:PORT --control-token-file FILE --public-url URL", stdout, stderr)
+	fs := flags("transfer", "--donefile URL --dict NAME --shard-replicas I=HOST:PORT,... --work DIR --listen HOST:PORT --control-token-file FILE --public-url URL", stdout, stderr)
 	var o transfer.Options
 	reps := replicaFlags{}
 	fs.StringVar(&o.Donefile, "donefile", "", "`URL or path` of base.txt (patch.txt is its sibling)")
 	fs.StringVar(&o.Dict, "dict", "", "dictionary `name`")
-	fs.IntVar(&o.Shards, "shards", 0, "shard count `N`")
-	fs.Var(reps, "shard-replicas", "`I=HOST:PORT,HOST:PORT` cube servers (with --agent) of shard I; repeat once per shard")
+	shards := fs.Int("shards", 0, "shard count `N`, if given a check: the shards are those --shard-replicas names")
+	fs.Var(reps, "shard-replicas", "`I=HOST:PORT,HOST:PORT` cube servers (with --agent) of shard I; repeat once per shard, 0 to N-1")
 	fs.StringVar(&o.Work, "work", "", "`directory` for state, downloaded input and built versions (served under /files/)")
 	listen := fs.String("listen", "127.0.0.1:8099", "`HOST:PORT` of the status API (and of /files/ unless --files-listen is set)")
 	filesListen := fs.String("files-listen", "", "`HOST:PORT` of /files/ (the built versions agents download), apart from the status API so that a NetworkPolicy can admit only cube servers to it; default: on --listen")
@@ -71,14 +71,14 @@ func runTransfer(args []string, stdout, stderr io.Writer) error {
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	for i := range o.Shards {
+	if *shards != 0 && *shards != len(reps) {
+		return fmt.Errorf("--shard-replicas names %d shards, --shards is %d", len(reps), *shards)
+	}
+	for i := range len(reps) {
 		if len(reps[i]) == 0 {
-			return fmt.Errorf("--shard-replicas %d=... is missing", i)
+			return fmt.Errorf("--shard-replicas %d=... is missing (shards are numbered 0 to %d)", i, len(reps)-1)
 		}
 		o.Replicas = append(o.Replicas, reps[i])
-	}
-	if len(reps) != o.Shards {
-		return fmt.Errorf("--shard-replicas names %d shards, --shards is %d", len(reps), o.Shards)
 	}
 	tok, err := readToken(*tokenFile)
 	if err != nil {
@@ -113,7 +113,7 @@ func runTransfer(args []string, stdout, stderr io.Writer) error {
 	if files != nil {
 		filesAddr = ls[1].ln.Addr().String()
 	}
-	o.Log.Info("listening", "addr", ls[0].ln.Addr().String(), "filesAddr", filesAddr, "donefile", o.Donefile, "shards", o.Shards, "version", version)
+	o.Log.Info("listening", "addr", ls[0].ln.Addr().String(), "filesAddr", filesAddr, "donefile", o.Donefile, "shards", len(o.Replicas), "version", version)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	go t.Run(ctx)
