@@ -17,14 +17,28 @@ import (
 	"github.com/elasticctr/terraform-provider-ctr/cube/api"
 )
 
+// Defaults of Options, used by New and by the server command's flags.
+const (
+	DefaultMaxFrameSize     = 64 << 20
+	DefaultMaxConns         = 10_000
+	DefaultMaxInflightBytes = 4 * DefaultMaxFrameSize
+	DefaultHeaderTimeout    = 10 * time.Second
+	DefaultReadTimeout      = 30 * time.Second
+	DefaultWriteTimeout     = 30 * time.Second
+	DefaultIdleTimeout      = 5 * time.Minute
+	DefaultMaxHeaderBytes   = 64 << 10
+	DefaultDiskReserve      = 64 << 20
+	DefaultDownloadTimeout  = 10 * time.Minute
+)
+
 // Options configure a Server. Zero values take the documented defaults.
 type Options struct {
 	// DataDir holds published versions (see package layout). Required.
 	DataDir string
 	// Shard is the shard index this server serves.
 	Shard int
-	// MaxFrameSize bounds a baidu_std frame body in bytes. If 0, it
-	// defaults to 64 MiB (brpc's max_body_size default).
+	// MaxFrameSize bounds a baidu_std frame body in bytes. If 0,
+	// DefaultMaxFrameSize (brpc's max_body_size default).
 	MaxFrameSize int
 	// MaxKeys, if > 0, refuses seek requests with more keys (baidu_std:
 	// EREQUEST, which brpc does not retry; HTTP: 400). 0, the default, means
@@ -33,29 +47,29 @@ type Options struct {
 	// returns.
 	MaxKeys int
 	// MaxConns bounds concurrent client connections; more are closed at
-	// accept. If 0, it defaults to 10,000.
+	// accept. If 0, DefaultMaxConns.
 	MaxConns int
 	// MaxInflightBytes bounds the memory of baidu_std frame bodies being read
 	// and served, across all connections, beyond the first FreeFrameBytes of
-	// each; a frame that would exceed it closes its connection. If 0, it
-	// defaults to 256 MiB (four frames of the default MaxFrameSize).
+	// each; a frame that would exceed it closes its connection. If 0,
+	// DefaultMaxInflightBytes (four frames of the default MaxFrameSize).
 	MaxInflightBytes int64
 	// HeaderTimeout bounds the wait for a new connection's first four bytes
-	// and for an HTTP request's header. If 0, it defaults to 10s.
+	// and for an HTTP request's header. If 0, DefaultHeaderTimeout.
 	HeaderTimeout time.Duration
 	// ReadTimeout bounds reading one request once its first byte arrived: a
-	// whole baidu_std frame, or an HTTP request with its body. If 0, it
-	// defaults to 30s.
+	// whole baidu_std frame, or an HTTP request with its body. If 0,
+	// DefaultReadTimeout.
 	ReadTimeout time.Duration
-	// WriteTimeout bounds writing one response. If 0, it defaults to 30s.
+	// WriteTimeout bounds writing one response. If 0, DefaultWriteTimeout.
 	WriteTimeout time.Duration
 	// IdleTimeout closes a connection that waits this long for its next
-	// request. If 0, it defaults to 5 minutes: brpc clients keep one
+	// request. If 0, DefaultIdleTimeout: brpc clients keep one
 	// connection per server and reconnect on demand, so only idle peers
 	// notice.
 	IdleTimeout time.Duration
-	// MaxHeaderBytes bounds an HTTP request's header. If 0, it defaults to
-	// 64 KiB.
+	// MaxHeaderBytes bounds an HTTP request's header. If 0,
+	// DefaultMaxHeaderBytes.
 	MaxHeaderBytes int
 	// MaxValueSize, if > 0, answers values larger than it as misses, as
 	// Paddle's cube does with its fixed 1,024-byte buffer. 0 means no limit.
@@ -77,10 +91,10 @@ type Options struct {
 	// its scheme and host and lie below its path.
 	SourceURL string
 	// DiskReserve is the free space, in bytes, the agent keeps beyond a
-	// download. If 0, it defaults to 64 MiB.
+	// download. If 0, DefaultDiskReserve.
 	DiskReserve int64
-	// DownloadTimeout bounds one download attempt. If 0, it defaults to 10
-	// minutes.
+	// DownloadTimeout bounds one download attempt. If 0,
+	// DefaultDownloadTimeout.
 	DownloadTimeout time.Duration
 	// Log defaults to slog.Default().
 	Log *slog.Logger
@@ -88,32 +102,32 @@ type Options struct {
 
 func (o *Options) defaults() {
 	if o.MaxFrameSize <= 0 {
-		o.MaxFrameSize = 64 << 20
+		o.MaxFrameSize = DefaultMaxFrameSize
 	}
 	if o.MaxKeys < 0 {
 		o.MaxKeys = 0
 	}
 	if o.MaxInflightBytes <= 0 {
-		o.MaxInflightBytes = 256 << 20
+		o.MaxInflightBytes = DefaultMaxInflightBytes
 	}
-	o.HeaderTimeout = orDefault(o.HeaderTimeout, 10*time.Second)
-	o.ReadTimeout = orDefault(o.ReadTimeout, 30*time.Second)
-	o.WriteTimeout = orDefault(o.WriteTimeout, 30*time.Second)
-	o.IdleTimeout = orDefault(o.IdleTimeout, 5*time.Minute)
+	o.HeaderTimeout = orDefault(o.HeaderTimeout, DefaultHeaderTimeout)
+	o.ReadTimeout = orDefault(o.ReadTimeout, DefaultReadTimeout)
+	o.WriteTimeout = orDefault(o.WriteTimeout, DefaultWriteTimeout)
+	o.IdleTimeout = orDefault(o.IdleTimeout, DefaultIdleTimeout)
 	if o.MaxHeaderBytes <= 0 {
-		o.MaxHeaderBytes = 64 << 10
+		o.MaxHeaderBytes = DefaultMaxHeaderBytes
 	}
 	if o.MaxConns <= 0 {
-		o.MaxConns = 10_000
+		o.MaxConns = DefaultMaxConns
 	}
 	if o.Log == nil {
 		o.Log = slog.Default()
 	}
 	if o.DiskReserve <= 0 {
-		o.DiskReserve = 64 << 20
+		o.DiskReserve = DefaultDiskReserve
 	}
 	if o.DownloadTimeout <= 0 {
-		o.DownloadTimeout = 10 * time.Minute
+		o.DownloadTimeout = DefaultDownloadTimeout
 	}
 }
 

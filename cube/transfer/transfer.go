@@ -29,6 +29,24 @@ import (
 // what it serves (Options.HealInterval).
 const DefaultHealInterval = 5 * time.Second
 
+// Defaults of Options, used by New and by the transfer command's flags.
+const (
+	DefaultPoll             = time.Minute
+	DefaultPrepareTimeout   = 10 * time.Minute
+	DefaultStepTimeout      = 5 * time.Second
+	DefaultConnectTimeout   = 5 * time.Second
+	DefaultHeaderTimeout    = 10 * time.Second
+	DefaultIdleTimeout      = 30 * time.Second
+	DefaultDonefileTimeout  = 30 * time.Second
+	DefaultInputTimeout     = 30 * time.Minute
+	DefaultInputDiskReserve = 1 << 30
+	DefaultBuildAttempts    = 3
+	DefaultRetries          = 3
+	DefaultBackoff          = 200 * time.Millisecond
+	DefaultSwitchDelay      = 250 * time.Millisecond
+	DefaultMaxRetryAfter    = 5 * time.Minute
+)
+
 // Options configure a Transfer. Zero durations take the documented defaults.
 type Options struct {
 	Donefile  string     // base.txt, a local path or http(s) URL; patch.txt is its sibling
@@ -38,26 +56,26 @@ type Options struct {
 	PublicURL string     // how agents reach this transfer; shards are at PublicURL/files/<version>/
 	Token     string     // bearer token for the agents (and POST /trigger)
 	Mode      string     // "base" or "base_delta"
-	// Poll is the donefile polling interval. If 0, 1 minute.
+	// Poll is the donefile polling interval. If 0, DefaultPoll.
 	Poll time.Duration
 	// PrepareTimeout bounds the prepare phase of one rollout (download,
-	// verify, background load on every replica). If 0, 10 minutes.
+	// verify, background load on every replica). If 0, DefaultPrepareTimeout.
 	PrepareTimeout time.Duration
-	// StepTimeout bounds one call to an agent. If 0, 5 s.
+	// StepTimeout bounds one call to an agent. If 0, DefaultStepTimeout.
 	StepTimeout time.Duration
 	// ConnectTimeout bounds connecting (and a TLS handshake) to the donefile
-	// server, the input server or an agent. If 0, 5 s.
+	// server, the input server or an agent. If 0, DefaultConnectTimeout.
 	ConnectTimeout time.Duration
 	// HeaderTimeout bounds the wait for a response header once a request is
-	// sent. If 0, 10 s.
+	// sent. If 0, DefaultHeaderTimeout.
 	HeaderTimeout time.Duration
 	// IdleTimeout ends a request whose connection moves no byte for that
-	// long (a server that accepts and never answers, or trickles). If 0, 30 s.
+	// long (a server that accepts and never answers, or trickles). If 0, DefaultIdleTimeout.
 	IdleTimeout time.Duration
-	// DonefileTimeout bounds one read of base.txt or patch.txt. If 0, 30 s.
+	// DonefileTimeout bounds one read of base.txt or patch.txt. If 0, DefaultDonefileTimeout.
 	DonefileTimeout time.Duration
 	// InputTimeout bounds mirroring one version's input: every listing, file
-	// and retry. If 0, 30 minutes.
+	// and retry. If 0, DefaultInputTimeout.
 	InputTimeout time.Duration
 	// MaxInputBytes caps one version's mirrored input; a mirror that grows
 	// past it, or a server that declares a larger file, fails the version.
@@ -65,11 +83,11 @@ type Options struct {
 	// the start of the mirror (the build then writes about as much again).
 	MaxInputBytes int64
 	// InputDiskReserve is what the default MaxInputBytes leaves free on the
-	// work disk. If 0, 1 GiB.
+	// work disk. If 0, DefaultInputDiskReserve.
 	InputDiskReserve int64
 	// BuildAttempts is how many times one version's build is tried before
 	// the version is marked failed and the transfer waits for a newer
-	// donefile line. If 0, 3.
+	// donefile line. If 0, DefaultBuildAttempts.
 	BuildAttempts int
 	// Seq is how the builds read the input (key order, record and block
 	// limits); zero limits take seqfile's defaults.
@@ -77,13 +95,13 @@ type Options struct {
 	// AllowEmpty publishes a version whose input holds no record (every key
 	// misses); if false such a version fails (build.ErrEmptyInput).
 	AllowEmpty bool
-	// Retries is the number of extra attempts of one call. If 0, 3.
+	// Retries is the number of extra attempts of one call. If 0, DefaultRetries.
 	Retries int
-	// Backoff is the first pause between attempts, doubling. If 0, 200 ms.
+	// Backoff is the first pause between attempts, doubling. If 0, DefaultBackoff.
 	Backoff time.Duration
 	// SwitchDelay is how far ahead of "now" the commit instant is set, so
 	// that every replica has the commit in hand before any switches: a
-	// commit that arrives late makes its replica switch late. If 0, 250 ms
+	// commit that arrives late makes its replica switch late. If 0, DefaultSwitchDelay
 	// (100 ms was overrun by commits on a loaded 2-core machine).
 	SwitchDelay time.Duration
 	// HealInterval is how often every replica is asked what it serves; one
@@ -93,7 +111,7 @@ type Options struct {
 	// RetryAfter is the first pause before retrying a failed rollout,
 	// doubling up to MaxRetryAfter. If 0, Poll.
 	RetryAfter time.Duration
-	// MaxRetryAfter caps that pause. If 0, 5 minutes.
+	// MaxRetryAfter caps that pause. If 0, DefaultMaxRetryAfter.
 	MaxRetryAfter time.Duration
 	Log           *slog.Logger
 }
@@ -130,27 +148,27 @@ func (o *Options) defaults() error {
 			*d = v
 		}
 	}
-	def(&o.Poll, time.Minute)
-	def(&o.PrepareTimeout, 10*time.Minute)
-	def(&o.StepTimeout, 5*time.Second)
-	def(&o.ConnectTimeout, 5*time.Second)
-	def(&o.HeaderTimeout, 10*time.Second)
-	def(&o.IdleTimeout, 30*time.Second)
-	def(&o.DonefileTimeout, 30*time.Second)
-	def(&o.InputTimeout, 30*time.Minute)
+	def(&o.Poll, DefaultPoll)
+	def(&o.PrepareTimeout, DefaultPrepareTimeout)
+	def(&o.StepTimeout, DefaultStepTimeout)
+	def(&o.ConnectTimeout, DefaultConnectTimeout)
+	def(&o.HeaderTimeout, DefaultHeaderTimeout)
+	def(&o.IdleTimeout, DefaultIdleTimeout)
+	def(&o.DonefileTimeout, DefaultDonefileTimeout)
+	def(&o.InputTimeout, DefaultInputTimeout)
 	if o.InputDiskReserve <= 0 {
-		o.InputDiskReserve = 1 << 30
+		o.InputDiskReserve = DefaultInputDiskReserve
 	}
 	if o.BuildAttempts <= 0 {
-		o.BuildAttempts = 3
+		o.BuildAttempts = DefaultBuildAttempts
 	}
-	def(&o.Backoff, 200*time.Millisecond)
-	def(&o.SwitchDelay, 250*time.Millisecond)
+	def(&o.Backoff, DefaultBackoff)
+	def(&o.SwitchDelay, DefaultSwitchDelay)
 	def(&o.HealInterval, DefaultHealInterval)
 	def(&o.RetryAfter, o.Poll)
-	def(&o.MaxRetryAfter, 5*time.Minute)
+	def(&o.MaxRetryAfter, DefaultMaxRetryAfter)
 	if o.Retries <= 0 {
-		o.Retries = 3
+		o.Retries = DefaultRetries
 	}
 	if o.Log == nil {
 		o.Log = slog.Default()
