@@ -3,20 +3,19 @@ package bench
 import (
 	"bytes"
 	"context"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/elasticctr/terraform-provider-ctr/internal/cubetest"
 )
+
+func TestMain(m *testing.M) { cubetest.Main(m, nil) }
 
 // TestHostileSmoke runs a small "bench hostile" against a real server
 // process: both phases serve every request and the report has its rows.
 func TestHostileSmoke(t *testing.T) {
-	bin := filepath.Join(t.TempDir(), "cube")
-	if out, err := exec.Command("go", "build", "-o", bin, "../cmd/cube").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := cubetest.Binary(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	var out bytes.Buffer

@@ -12,6 +12,8 @@ import (
 	"os/exec"
 	"strconv"
 	"time"
+
+	"github.com/elasticctr/terraform-provider-ctr/internal/loopback"
 )
 
 // memcachedConn is a minimal client of memcached's text protocol: enough for
@@ -180,7 +182,7 @@ func memcachedMemoryMB(o Options) int {
 }
 
 func startMemcached(ctx context.Context, o Options, cpus int) (*proc, error) {
-	port, err := freePort()
+	port, err := loopback.Port()
 	if err != nil {
 		return nil, err
 	}

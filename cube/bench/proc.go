@@ -18,6 +18,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/elasticctr/terraform-provider-ctr/internal/loopback"
 )
 
 // clockTicks is the kernel's USER_HZ, read from the auxiliary vector
@@ -178,17 +180,8 @@ func startCube(ctx context.Context, o Options, data string) (*proc, error) {
 	}
 }
 
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
 func startRedis(ctx context.Context, o Options, work string, ioThreads int) (*proc, error) {
-	port, err := freePort()
+	port, err := loopback.Port()
 	if err != nil {
 		return nil, err
 	}

@@ -11,7 +11,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -24,6 +23,7 @@ import (
 	"github.com/elasticctr/terraform-provider-ctr/cube/client"
 	"github.com/elasticctr/terraform-provider-ctr/cube/donefile"
 	"github.com/elasticctr/terraform-provider-ctr/cube/seqfile"
+	"github.com/elasticctr/terraform-provider-ctr/internal/loopback"
 )
 
 // Options configure a Cluster.
@@ -99,44 +99,6 @@ func (c *Cluster) AddReplica(s int) (*Proc, error) {
 	return p, c.Transfer.Start()
 }
 
-func freeAddr() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer l.Close()
-	return l.Addr().String(), nil
-}
-
-// addrs hands out a cluster's listen addresses. Every address is chosen before the processes
-// start, and a port free when chosen is free again once its probe closes: the kernel may offer
-// it twice. A server given the file server's port then failed to listen while the file server
-// answered its health check, and the transfer took the file server for a replica
-// (make bench's rollout waited 10 minutes on "/agent/prepare 405"). None is handed out twice.
-type addrs struct {
-	pick func() (string, error) // freeAddr
-	mu   sync.Mutex
-	used map[string]bool
-}
-
-func (a *addrs) next() (string, error) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	for {
-		addr, err := a.pick()
-		if err != nil {
-			return "", err
-		}
-		if !a.used[addr] {
-			if a.used == nil {
-				a.used = map[string]bool{}
-			}
-			a.used[addr] = true
-			return addr, nil
-		}
-	}
-}
-
 func (c *Cluster) say(format string, args ...any) {
 	if c.opts.Progress != nil {
 		fmt.Fprintf(c.opts.Progress, format+"\n", args...)
@@ -164,9 +126,8 @@ func Start(o Options) (*Cluster, error) {
 	if err := os.WriteFile(c.TokenFile, []byte(c.Token+"\n"), 0o600); err != nil {
 		return nil, err
 	}
-	ports := &addrs{pick: freeAddr}
 	newProc := func(name string, args ...string) (*Proc, error) {
-		addr, err := ports.next()
+		addr, err := loopback.Addr()
 		if err != nil {
 			return nil, err
 		}
@@ -182,7 +143,7 @@ func Start(o Options) (*Cluster, error) {
 	}
 	// The built versions are served apart from the status API, as in the
 	// cluster, where a NetworkPolicy admits only cube servers to them.
-	if c.FilesAddr, err = ports.next(); err != nil {
+	if c.FilesAddr, err = loopback.Addr(); err != nil {
 		return nil, err
 	}
 	public := "http://" + c.FilesAddr

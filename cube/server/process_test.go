@@ -20,48 +20,16 @@ import (
 	"github.com/elasticctr/terraform-provider-ctr/cube/client"
 	"github.com/elasticctr/terraform-provider-ctr/cube/layout"
 	"github.com/elasticctr/terraform-provider-ctr/cube/proto"
+	"github.com/elasticctr/terraform-provider-ctr/internal/cubetest"
 )
 
 // The tests below run the cube binary as its own process: what they check
 // (a fatal signal, a descriptor limit, resident memory) is about a process.
 
-var (
-	binOnce sync.Once
-	binPath string
-	binErr  error
-	binDir  string
-)
+func TestMain(m *testing.M) { cubetest.Main(m, nil) }
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if binDir != "" {
-		os.RemoveAll(binDir)
-	}
-	os.Exit(code)
-}
-
-// cubeBinary builds ../cmd/cube once per test run ($CUBE_TEST_BINARY
-// overrides it, e.g. to run these tests against an older build).
-func cubeBinary(t *testing.T) string {
-	t.Helper()
-	if p := os.Getenv("CUBE_TEST_BINARY"); p != "" {
-		return p
-	}
-	binOnce.Do(func() {
-		if binDir, binErr = os.MkdirTemp("", "cube-server-test-"); binErr != nil {
-			return
-		}
-		binPath = filepath.Join(binDir, "cube")
-		out, err := exec.Command("go", "build", "-o", binPath, "../cmd/cube").CombinedOutput()
-		if err != nil {
-			binErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	if binErr != nil {
-		t.Fatal(binErr)
-	}
-	return binPath
-}
+// cubeBinary is the cube binary (see cubetest.Binary).
+func cubeBinary(t *testing.T) string { return cubetest.Binary(t) }
 
 // cubeProc is a "cube server" process on a kernel-chosen loopback port.
 type cubeProc struct {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/base64"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -17,6 +16,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/elasticctr/terraform-provider-ctr/cube/seqfile"
+	"github.com/elasticctr/terraform-provider-ctr/internal/cubetest"
+	"github.com/elasticctr/terraform-provider-ctr/internal/loopback"
 	"github.com/elasticctr/terraform-provider-ctr/internal/stack"
 )
 
@@ -30,10 +31,7 @@ func TestCubeConf_LooksUpThroughRealServers(t *testing.T) {
 		t.Skip("builds and runs the cube binary")
 	}
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "cube")
-	build := exec.Command("go", "build", "-o", bin, "../../cube/cmd/cube")
-	out, err := build.CombinedOutput()
-	require.NoError(t, err, "build cube: %s", out)
+	bin := cubetest.Binary(t)
 
 	// 1,000 keys with 40-byte values, as Paddle's dumper writes them.
 	input := filepath.Join(dir, "input")
@@ -53,7 +51,7 @@ func TestCubeConf_LooksUpThroughRealServers(t *testing.T) {
 	c := stack.Cube{Name: "cube", Namespace: "ads", Shards: 3, Replicas: 1, Dict: "ctr_dict",
 		DonefileURL: "http://fs.ads.svc:8080/base.txt"}.Defaulted()
 	data := filepath.Join(dir, "data")
-	out, err = exec.Command(bin, "build", "--input", input, "--output", data, "--shards", fmt.Sprint(c.Shards), "--dict", c.Dict).CombinedOutput()
+	out, err := exec.Command(bin, "build", "--input", input, "--output", data, "--shards", fmt.Sprint(c.Shards), "--dict", c.Dict).CombinedOutput()
 	require.NoError(t, err, "cube build: %s", out)
 
 	conf := c.CubeConf()
@@ -91,10 +89,9 @@ func TestCubeConf_LooksUpThroughRealServers(t *testing.T) {
 
 func freePort(t *testing.T) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := loopback.Port()
 	require.NoError(t, err)
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return port
 }
 
 func waitHTTP(t *testing.T, url string) {

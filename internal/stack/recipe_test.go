@@ -31,6 +31,7 @@ import (
 	"github.com/elasticctr/terraform-provider-ctr/cube/fileserver"
 	"github.com/elasticctr/terraform-provider-ctr/cube/paddle"
 	"github.com/elasticctr/terraform-provider-ctr/cube/seqfile"
+	"github.com/elasticctr/terraform-provider-ctr/internal/cubetest"
 )
 
 // The recipes' stand-in trainers are this test binary itself: a recipe's entry runs under a
@@ -40,7 +41,7 @@ func TestMain(m *testing.M) {
 	if slices.Contains(standInInterpreters, filepath.Base(os.Args[0])) {
 		os.Exit(standInPython(os.Args[1:]))
 	}
-	os.Exit(m.Run())
+	cubetest.Main(m, nil)
 }
 
 // standInInterpreters are the names the recipes' entries start their scripts with.

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -17,6 +16,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/elasticctr/terraform-provider-ctr/internal/loopback"
 )
 
 // Env is one running (or stopped) environment. Everything it has lives under Dir:
@@ -430,19 +431,12 @@ func (e *Env) pickPorts() error {
 	ports := []*int{&e.Ports.EtcdClient, &e.Ports.EtcdPeer, &e.Ports.APIServer, &e.Ports.KCM, &e.Ports.Scheduler,
 		&e.Ports.Kwok, &e.Ports.VCScheduler, &e.Ports.VCSchedulerHealth, &e.Ports.VCCtrl, &e.Ports.VCCtrlHealth, &e.Ports.VCWebhook,
 		&e.Ports.Kubelet, &e.Ports.KubeletHealth, &e.Ports.ProxyHealth, &e.Ports.ProxyMetrics}
-	var ls []net.Listener
-	defer func() {
-		for _, l := range ls {
-			l.Close()
-		}
-	}()
 	for _, p := range ports {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
+		port, err := loopback.Port()
 		if err != nil {
 			return err
 		}
-		ls = append(ls, l)
-		*p = l.Addr().(*net.TCPAddr).Port
+		*p = port
 	}
 	return nil
 }

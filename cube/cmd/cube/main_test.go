@@ -28,26 +28,12 @@ import (
 	"github.com/elasticctr/terraform-provider-ctr/cube/proto"
 	"github.com/elasticctr/terraform-provider-ctr/cube/seqfile"
 	"github.com/elasticctr/terraform-provider-ctr/cube/server"
+	"github.com/elasticctr/terraform-provider-ctr/internal/cubetest"
 )
 
 var cubeBin string
 
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "cube-bin-")
-	if err != nil {
-		panic(err)
-	}
-	cubeBin = filepath.Join(dir, "cube")
-	out, err := exec.Command("go", "build", "-o", cubeBin, ".").CombinedOutput()
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "building cube: %v\n%s", err, out)
-		os.RemoveAll(dir)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { cubetest.Main(m, &cubeBin) }
 
 func cube(t *testing.T, args ...string) string {
 	t.Helper()

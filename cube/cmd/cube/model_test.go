@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +11,7 @@ import (
 	"time"
 
 	"github.com/elasticctr/terraform-provider-ctr/cube/client"
+	"github.com/elasticctr/terraform-provider-ctr/internal/loopback"
 )
 
 // TestModelStandIn: `cube model` writes what a trainer writes (a
@@ -110,13 +110,12 @@ func TestModelStandIn(t *testing.T) {
 	}
 }
 
-// freeAddr is a loopback address nothing listens on (yet).
+// freeAddr is a loopback address nothing listens on (yet), never handed out before.
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, err := loopback.Addr()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
-	return l.Addr().String()
+	return addr
 }
