@@ -1,6 +1,8 @@
 // Package diagnostics is the provider's one vocabulary of errors and warnings, after
-// terraform-provider-random's: a summary in Title Case, then what happened, what to do, and
-// the original error last. Configuration at fault is blamed on its attribute.
+// terraform-provider-random's: a summary in Title Case, then what happened with the original
+// error as its cause, then what to do. (random puts the original error last; here what to do
+// follows the cause it answers: "Could not create the cluster: QuotaExceeded. Raise the
+// quota.") Configuration at fault is blamed on its attribute.
 package diagnostics
 
 import (
@@ -40,6 +42,7 @@ func Warning(summary, happened, todo string) diag.Diagnostic {
 	return diag.NewWarningDiagnostic(summary, detail(happened, todo, nil))
 }
 
+// detail is happened, its cause (err) after a colon, a full stop, then todo.
 func detail(happened, todo string, err error) string {
 	s := happened
 	if err != nil {
