@@ -12,7 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// NoPinning, given as a CPU list, leaves a process where the scheduler puts it.
+// NoPinning is the CPU list that leaves a process where the scheduler puts it.
 const NoPinning = "none"
 
 // DefaultPinning returns the CPU lists the benchmark pins servers and the

@@ -493,7 +493,7 @@ func (f *File) Rows(t Tensor) *RowReader {
 		data: bufio.NewReaderSize(io.NewSectionReader(f.r, t.Data, t.Bytes), 1<<20)}
 }
 
-// Rows streams s's rows with their ids.
+// SelectedRowsRows streams s's rows with their ids.
 func (f *File) SelectedRowsRows(s SelectedRows) *RowReader {
 	r := f.Rows(s.Value)
 	r.ids = bufio.NewReaderSize(io.NewSectionReader(f.r, s.IDs, 8*s.N), 1<<16)

@@ -338,11 +338,11 @@ func (c Cube) objects() Set {
 	return set
 }
 
-// serverSelector selects the cube servers of every shard; shardSelector those of one.
 // ServerClaimsSelector selects the claims of every cube server (made by the shards'
 // StatefulSets, which label them with their selector, not with the owner label).
 func (c Cube) ServerClaimsSelector() map[string]string { return c.serverSelector() }
 
+// serverSelector selects the cube servers of every shard; shardSelector those of one.
 func (c Cube) serverSelector() map[string]string {
 	return map[string]string{LabelInstance: c.Name, LabelComponent: componentCubeServer}
 }

@@ -221,7 +221,7 @@ func (n *Node) removePods(ctx context.Context) {
 
 // Statuses the tests ask for. Each sets every container of the pod alike.
 
-// Waiting: the containers wait for reason (ImagePullBackOff, CrashLoopBackOff, ...) with
+// Waiting is a status whose containers wait for reason (ImagePullBackOff, CrashLoopBackOff, ...) with
 // message, after restarts restarts, the last ending as last (nil: none); the pod is in phase.
 func Waiting(phase corev1.PodPhase, reason, message string, restarts int32, last *corev1.ContainerStateTerminated) PodStatus {
 	return func(p *corev1.Pod, st *corev1.PodStatus) {
@@ -239,7 +239,7 @@ func Waiting(phase corev1.PodPhase, reason, message string, restarts int32, last
 	}
 }
 
-// Running: every container runs and is ready.
+// Running is a status whose containers all run and are ready.
 func Running() PodStatus {
 	return func(p *corev1.Pod, st *corev1.PodStatus) {
 		st.Phase = corev1.PodRunning
@@ -252,7 +252,7 @@ func Running() PodStatus {
 	}
 }
 
-// Succeeded: every container exited 0.
+// Succeeded is a status whose containers all exited 0.
 func Succeeded() PodStatus {
 	return func(p *corev1.Pod, st *corev1.PodStatus) {
 		st.Phase = corev1.PodSucceeded
@@ -265,7 +265,7 @@ func Succeeded() PodStatus {
 	}
 }
 
-// Failed: every container exited with code, and the pod failed.
+// Failed is a status whose containers all exited with code, and whose pod failed.
 func Failed(code int32, message string) PodStatus {
 	return func(p *corev1.Pod, st *corev1.PodStatus) {
 		st.Phase = corev1.PodFailed
