@@ -98,6 +98,14 @@ func pullSecretsAttribute(pods string, modifiers ...planmodifier.List) schema.Li
 // imageValidators refuse an empty image, which Kubernetes would refuse at apply.
 var imageValidators = []validator.String{stringvalidator.LengthAtLeast(1)}
 
+// defaultsTo is a default timeout as the docs write it: "Defaults to `20m`.".
+func defaultsTo(d time.Duration) string {
+	if d%time.Minute == 0 {
+		return fmt.Sprintf("Defaults to `%dm`.", int(d/time.Minute))
+	}
+	return "Defaults to `" + d.String() + "`."
+}
+
 // timeoutsAttribute is the `timeouts` object with every duration checked at plan time: the
 // timeouts package's own check neither names the attribute nor refuses a negative duration.
 func timeoutsAttribute(ctx context.Context, opts timeouts.Opts) schema.Attribute {

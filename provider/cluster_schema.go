@@ -148,7 +148,7 @@ func clusterSchema(ctx context.Context) schema.Schema {
 							"destroy deletes what ctr created and hands back what it adopted."},
 				}},
 			"timeouts": timeoutsAttribute(ctx, timeouts.Opts{Create: true, Update: true, Delete: true,
-				CreateDescription: "How long to wait for the cluster, its workers and Volcano. Defaults to `60m`."}),
+				CreateDescription: "How long to wait for the cluster, its workers and Volcano. " + defaultsTo(clusterTimeout)}),
 			"cluster_id": schema.StringAttribute{Computed: true, MarkdownDescription: "CCE cluster ID (empty for an adopted cluster).", PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown()}},
 			"phase":      schema.StringAttribute{Computed: true, MarkdownDescription: "CCE cluster phase when last read (`running`, …); `adopted` for an existing cluster."},
 			"kubeconfig": schema.StringAttribute{Computed: true, Sensitive: true, MarkdownDescription: "Kubeconfig of the CCE cluster (empty for an adopted cluster).", PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown()}},

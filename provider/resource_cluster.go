@@ -29,6 +29,9 @@ var (
 )
 
 // NewClusterResource is the ctr_cluster resource.
+// clusterTimeout bounds create, update and delete of a cluster unless timeouts says otherwise.
+const clusterTimeout = 60 * time.Minute
+
 func NewClusterResource() resource.Resource { return &clusterResource{} }
 
 type clusterResource struct{ resourceBase }
@@ -91,7 +94,7 @@ func (r *clusterResource) Create(ctx context.Context, req resource.CreateRequest
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	timeout, d := plan.Timeouts.Create(ctx, 60*time.Minute)
+	timeout, d := plan.Timeouts.Create(ctx, clusterTimeout)
 	resp.Diagnostics.Append(d...)
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -214,7 +217,7 @@ func (r *clusterResource) Update(ctx context.Context, req resource.UpdateRequest
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	timeout, d := plan.Timeouts.Update(ctx, 60*time.Minute)
+	timeout, d := plan.Timeouts.Update(ctx, clusterTimeout)
 	resp.Diagnostics.Append(d...)
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -289,7 +292,7 @@ func (r *clusterResource) Delete(ctx context.Context, req resource.DeleteRequest
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	timeout, d := st.Timeouts.Delete(ctx, 60*time.Minute)
+	timeout, d := st.Timeouts.Delete(ctx, clusterTimeout)
 	resp.Diagnostics.Append(d...)
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()

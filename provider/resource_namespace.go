@@ -68,7 +68,7 @@ func (r *namespaceResource) Schema(ctx context.Context, _ resource.SchemaRequest
 				MarkdownDescription: "Annotations of the namespace. Changes in place."},
 			"kubernetes": connectionResourceAttribute(),
 			"timeouts": timeoutsAttribute(ctx, timeouts.Opts{Create: true, Delete: true,
-				DeleteDescription: "How long to wait until the namespace and everything in it is gone. Defaults to `10m`."}),
+				DeleteDescription: "How long to wait until the namespace and everything in it is gone. " + defaultsTo(defaultNamespaceTimeout)}),
 		},
 	}
 }

@@ -117,7 +117,7 @@ func trainingJobSchema(ctx context.Context) schema.Schema {
 				Validators: []validator.String{stringvalidator.OneOf(stack.Modes...)}},
 			// Replaces the job only where the tasks render differently (ModifyPlan).
 			"recipe": schema.StringAttribute{Optional: true,
-				MarkdownDescription: "The published training image the job runs, one of " + quoted(stack.RecipeNames()) + ": it sets the default `image` and `entry` " +
+				MarkdownDescription: "The training image the job runs, one of " + quoted(stack.RecipeNames()) + ": it sets the default `image` and `entry` " +
 					"and what else that image's scripts read (the training contract in the docs says what each needs and writes). " +
 					"Unset, the default image runs EDL's recipe (`" + stack.RecipeEDL + "`), and an image of your own runs its own `entry`. " +
 					"A change replaces the job where it changes the training pods (naming the recipe a job already runs does not).",
@@ -208,8 +208,9 @@ func trainingJobSchema(ctx context.Context) schema.Schema {
 					// Adding or removing it changes the pods' volumes; editing it only the ConfigMap.
 					resp.RequiresReplace = req.StateValue.IsNull() != req.PlanValue.IsNull()
 				}, "Adding or removing it replaces the job; editing it updates the ConfigMap in place.", "Adding or removing it replaces the job; editing it updates the ConfigMap in place.")},
-				MarkdownDescription: "Content of `slot.conf` (one slot id per line), mounted at `" + stack.SlotConfigPath + "` with `SLOT_CONF` pointing at it. " +
-					"Editing it updates the ConfigMap in place (running pods keep the old content); adding or removing it replaces the job."},
+				MarkdownDescription: "Content of `slot.conf` (one slot id per line), mounted at `" + stack.SlotConfigPath + "` with `SLOT_CONF` pointing at it, " +
+					"and served by the file server at `/slot.conf`, where ElasticCTR's scripts fetch it. " +
+					"Editing it updates the ConfigMap in place and rolls the file server's pod (training pods keep the content they read); adding or removing it replaces the job."},
 			"model_output": schema.SingleNestedAttribute{Optional: true,
 				MarkdownDescription: "The volume the trainers write the model and the cube input to, which the file server publishes. A `ReadWriteOnce` " +
 					"volume (the default, works on any cluster) mounts on one node only, so trainers are placed beside the file server with pod " +
@@ -313,7 +314,7 @@ func trainingJobSchema(ctx context.Context) schema.Schema {
 				Validators: []validator.String{stringvalidator.OneOf(waitModes...)}},
 			"kubernetes": connectionResourceAttribute(),
 			"timeouts": timeoutsAttribute(ctx, timeouts.Opts{Create: true, Update: true, Delete: true,
-				CreateDescription: "How long apply waits for what `wait` names. Defaults to `20m`."}),
+				CreateDescription: "How long apply waits for what `wait` names. " + defaultsTo(trainingJobWorkload.applyTimeout)}),
 			"manifests": manifestsAttribute(),
 			"phase": schema.StringAttribute{Computed: true,
 				MarkdownDescription: "Phase of the Volcano job when last read: `Pending`, `Running`, `Completing`, `Completed`, `Restarting`, `Failed`, … or `Missing`."},
