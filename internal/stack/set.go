@@ -87,7 +87,7 @@ func plainYAML(v any) bool {
 	switch t := v.(type) {
 	case map[string]any:
 		for k, e := range t {
-			if !utf8.ValidString(k) || !plainYAML(e) {
+			if !plainString(k) || !plainYAML(e) {
 				return false
 			}
 		}
@@ -100,11 +100,26 @@ func plainYAML(v any) bool {
 		}
 		return true
 	case string:
-		return utf8.ValidString(t)
+		return plainString(t)
 	case int64, int, int32, bool, nil:
 		return true
 	}
 	return false
+}
+
+// plainString is a string both paths write alike: valid UTF-8 without the characters the
+// detour writes raw into its JSON and its YAML reader then refuses ("control characters are
+// not allowed": DEL, the C1 controls but NEL, U+FFFE and U+FFFF), with which the detour fails.
+func plainString(s string) bool {
+	if !utf8.ValidString(s) {
+		return false
+	}
+	for _, r := range s {
+		if r == 0x7f || (r >= 0x80 && r <= 0x9f && r != 0x85) || r == 0xfffe || r == 0xffff {
+			return false
+		}
+	}
+	return true
 }
 
 // Key is the manifests key of an object.
