@@ -3,7 +3,6 @@ package provider
 import (
 	"context"
 
-	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -62,19 +61,8 @@ type networkPeerModel struct {
 	PodLabels       types.Map `tfsdk:"pod_labels"`
 }
 
-func (m *cubeModel) known() bool {
-	vals := []attr.Value{m.Name, m.Namespace, m.Stack, m.Dict, m.Shards, m.Replicas, m.Image, m.DonefileURL, m.Mode,
-		m.Port, m.TransferPort, m.FilesPort, m.TransferStorage, m.NodeSelector, m.PullSecrets, m.TimeoutMS, m.Retry, m.BackupRequestMS}
-	vals = append(vals, m.SecurityContext.values()...)
-	vals = append(vals, m.Pod.values()...)
-	if p := m.NetworkPolicy; p != nil {
-		vals = append(vals, p.Enabled)
-		for _, peer := range p.AllowFrom {
-			vals = append(vals, peer.NamespaceLabels, peer.PodLabels)
-		}
-	}
-	return allKnown(vals)
-}
+// known reports whether every value rendering reads is known (see modelKnown).
+func (m *cubeModel) known() bool { return modelKnown(m) }
 
 func (m *cubeModel) settings(ctx context.Context, _ stack.Images) (stack.Cube, diag.Diagnostics) {
 	var diags diag.Diagnostics

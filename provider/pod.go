@@ -7,7 +7,6 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/listvalidator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
-	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/booldefault"
@@ -225,61 +224,6 @@ func podAttribute(pods, images, note string, modifiers ...planmodifier.Object) s
 			"security_context": securityContextAttribute("the pods", images),
 		},
 	}
-}
-
-// values are the leaves of the block, for known().
-func (m *podModel) values() []attr.Value {
-	if m == nil {
-		return nil
-	}
-	v := []attr.Value{m.NodeSelector, m.ServiceAccountName, m.ServiceAccountAnnotations, m.Labels, m.Annotations, m.PriorityClassName, m.Env}
-	for _, t := range m.Tolerations {
-		v = append(v, t.Key, t.Operator, t.Value, t.Effect)
-	}
-	if m.Affinity != nil && m.Affinity.Node != nil {
-		for _, t := range m.Affinity.Node.Required {
-			v = append(v, requirementValues(t.MatchExpressions)...)
-		}
-		for _, t := range m.Affinity.Node.Preferred {
-			v = append(v, t.Weight)
-			v = append(v, requirementValues(t.MatchExpressions)...)
-		}
-	}
-	for _, r := range m.SecretEnv {
-		v = append(v, r.Secret, r.Key)
-	}
-	for _, e := range m.EnvFrom {
-		v = append(v, e.Secret, e.ConfigMap, e.Prefix)
-	}
-	for _, vol := range m.Volumes {
-		v = append(v, vol.Name)
-		if s := vol.PersistentVolumeClaim; s != nil {
-			v = append(v, s.ClaimName, s.ReadOnly)
-		}
-		for _, s := range []*nameModel{vol.Secret, vol.ConfigMap} {
-			if s != nil {
-				v = append(v, s.Name)
-			}
-		}
-		if s := vol.CSI; s != nil {
-			v = append(v, s.Driver, s.ReadOnly, s.VolumeAttributes, s.NodePublishSecret)
-		}
-		if s := vol.EmptyDir; s != nil {
-			v = append(v, s.Medium, s.SizeLimit)
-		}
-	}
-	for _, mt := range m.VolumeMounts {
-		v = append(v, mt.Name, mt.MountPath, mt.SubPath, mt.ReadOnly)
-	}
-	return append(v, m.SecurityContext.values()...)
-}
-
-func requirementValues(rs []nodeRequirementModel) []attr.Value {
-	var v []attr.Value
-	for _, r := range rs {
-		v = append(v, r.Key, r.Operator, r.Values)
-	}
-	return v
 }
 
 // stack converts the block; nil stays nil.

@@ -8,7 +8,6 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/listvalidator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
-	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
@@ -63,13 +62,6 @@ func securityContextAttribute(pods, images string) schema.SingleNestedAttribute 
 				Validators:          []validator.List{listvalidator.SizeAtLeast(1)}},
 		},
 	}
-}
-
-func (m *securityContextModel) values() []attr.Value {
-	if m == nil {
-		return nil
-	}
-	return []attr.Value{m.RunAsUser, m.RunAsGroup, m.FSGroup, m.RunAsNonRoot, m.ReadOnlyRootFilesystem, m.AllowPrivilegeEscalation, m.SeccompProfile, m.AddCapabilities}
 }
 
 // stack converts the model; nil stays nil (every default kept).

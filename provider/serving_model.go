@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -37,13 +36,8 @@ type servingModel struct {
 
 var _ workloadModel[stack.Serving] = (*servingModel)(nil)
 
-func (m *servingModel) known() bool {
-	vals := append([]attr.Value{m.Name, m.Namespace, m.Stack, m.Image, m.PullSecrets, m.Replicas, m.Port, m.ServiceType, m.ServiceAnnots, m.ModelURL, m.Command, m.Args, m.Env, m.CubeConf},
-		m.SecurityContext.values()...)
-	vals = append(vals, m.Resources.values()...)
-	vals = append(vals, m.Pod.values()...)
-	return allKnown(vals)
-}
+// known reports whether every value rendering reads is known (see modelKnown).
+func (m *servingModel) known() bool { return modelKnown(m) }
 
 func (m *servingModel) settings(ctx context.Context, _ stack.Images) (stack.Serving, diag.Diagnostics) {
 	var diags diag.Diagnostics

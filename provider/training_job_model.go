@@ -121,50 +121,8 @@ type fileServerModel struct {
 	Pod             *podModel             `tfsdk:"pod"`
 }
 
-// known reports whether every value that rendering needs is known (not "known after apply").
-// Computed-only attributes and the connection do not matter for rendering.
-func (m *trainingJobModel) known() bool {
-	vals := []attr.Value{m.Name, m.Namespace, m.Stack, m.Mode, m.Recipe, m.Image, m.ImagePullPolicy, m.PullSecrets, m.Command, m.Entry, m.Env,
-		m.Port, m.Queue, m.SchedulerName, m.MinAvailable, m.MaxRetry, m.SlotConfig}
-	for _, t := range []*taskModel{m.PServer, m.Trainer, m.Worker} {
-		if t != nil {
-			vals = append(vals, t.Replicas, t.Requests, t.Limits, t.GPUs)
-			vals = append(vals, policyValues(t.Policies)...)
-		}
-	}
-	vals = append(vals, policyValues(m.Policies)...)
-	if d := m.Dataset; d != nil {
-		vals = append(vals, d.HDFSAddress, d.HDFSUGI, d.Path, d.StartHour, d.EndHour, d.SparseDim)
-		if s3 := d.S3; s3 != nil {
-			vals = append(vals, s3.Bucket, s3.Endpoint, s3.Region, s3.CredentialsSecret)
-		}
-		if v := d.Volume; v != nil {
-			vals = append(vals, v.ClaimName, v.MountPath)
-		}
-	}
-	if o := m.ModelOutput; o != nil {
-		vals = append(vals, o.Size, o.StorageClass, o.AccessMode, o.ExistingClaim, o.MountPath, o.DonefilePath, o.Retain)
-	}
-	if e := m.ModelExport; e != nil {
-		vals = append(vals, e.Format, e.Path, e.Var, e.EmbedxDim, e.IntervalSeconds, e.ServingModel)
-	}
-	if f := m.FileServer; f != nil {
-		vals = append(vals, f.Image, f.Upload, f.UploadInsecure, f.Port, f.ServiceType, f.ServiceAnnots, f.Replicas)
-		vals = append(vals, f.SecurityContext.values()...)
-		vals = append(vals, f.Pod.values()...)
-	}
-	vals = append(vals, m.SecurityContext.values()...)
-	vals = append(vals, m.Pod.values()...)
-	return allKnown(vals)
-}
-
-func policyValues(ps []policyModel) []attr.Value {
-	var out []attr.Value
-	for _, p := range ps {
-		out = append(out, p.Event, p.Action)
-	}
-	return out
-}
+// known reports whether every value rendering reads is known (see modelKnown).
+func (m *trainingJobModel) known() bool { return modelKnown(m) }
 
 // settings converts the model to the stack's settings. A min_available left to its default
 // is null here (ModifyPlan sets the plan's from the configuration), so that it follows the

@@ -1,6 +1,9 @@
 package provider
 
 import (
+	"reflect"
+
+	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-go/tftypes"
 )
 
@@ -25,10 +28,78 @@ func unknownAttrs(raw tftypes.Value, names ...string) bool {
 	return false
 }
 
-// Nested objects of each resource, as read into struct pointers or slices.
+// nestedObjects are the attributes a model reads into struct pointers or slices (its tfsdk
+// fields of those kinds), which cannot hold an unknown value: derived from the model, so a new
+// nested block is never left out.
+func nestedObjects(model any) []string {
+	var out []string
+	t := reflect.TypeOf(model)
+	for i := range t.NumField() {
+		f := t.Field(i)
+		tag := f.Tag.Get("tfsdk")
+		if tag == "" || tag == "-" {
+			continue
+		}
+		if k := f.Type.Kind(); k == reflect.Pointer || k == reflect.Slice {
+			out = append(out, tag)
+		}
+	}
+	return out
+}
+
+// Nested objects of each resource.
 var (
-	trainingJobObjects = []string{"pserver", "trainer", "worker", "policies", "dataset", "model_output", "file_server", "security_context", "pod"}
-	cubeObjects        = []string{"resources", "storage", "tolerations", "security_context", "pod", "network_policy"}
-	servingObjects     = []string{"resources", "security_context", "pod"}
-	clusterObjects     = []string{"cce", "volcano"}
+	trainingJobObjects = nestedObjects(trainingJobModel{})
+	cubeObjects        = nestedObjects(cubeModel{})
+	servingObjects     = nestedObjects(servingModel{})
+	clusterObjects     = nestedObjects(clusterModel{})
 )
+
+// notRendered are the attributes rendering does not read: the connection, how long and how
+// far to wait, what rendering or the cluster sets, and the training job's upload token (a
+// placeholder stands in for it at plan time).
+var notRendered = map[string]bool{"id": true, "kubernetes": true, "timeouts": true, "wait": true, "manifests": true, "upload_token": true}
+
+// modelKnown reports whether every value of a model (a pointer to its struct) that rendering
+// reads is known, walking its tfsdk fields: attribute values, nested struct pointers and
+// slices of them, and the workload attributes it embeds. Derived from the model, so no
+// attribute is forgotten.
+func modelKnown(model any) bool {
+	// The shared attributes are an embedded struct of an unexported type, whose fields
+	// reflection may not read through the model: they are walked through attrs().
+	if w, ok := model.(interface{ attrs() *workloadAttrs }); ok && !valueKnown(reflect.ValueOf(w.attrs())) {
+		return false
+	}
+	return valueKnown(reflect.ValueOf(model))
+}
+
+var attrValue = reflect.TypeOf((*attr.Value)(nil)).Elem()
+
+func valueKnown(v reflect.Value) bool {
+	switch {
+	case v.Kind() == reflect.Pointer || v.Kind() == reflect.Interface:
+		return v.IsNil() || valueKnown(v.Elem())
+	case v.Type().Implements(attrValue):
+		return !v.Interface().(attr.Value).IsUnknown()
+	case v.Kind() == reflect.Slice:
+		for i := range v.Len() {
+			if !valueKnown(v.Index(i)) {
+				return false
+			}
+		}
+		return true
+	case v.Kind() == reflect.Struct:
+		t := v.Type()
+		for i := range t.NumField() {
+			f := t.Field(i)
+			tag := f.Tag.Get("tfsdk")
+			if !f.IsExported() || tag == "" || tag == "-" || notRendered[tag] {
+				continue
+			}
+			if !valueKnown(v.Field(i)) {
+				return false
+			}
+		}
+	}
+	return true
+}

@@ -3,7 +3,6 @@ package provider
 import (
 	"context"
 
-	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
@@ -13,15 +12,6 @@ import (
 // Conversions between Terraform values and stack's settings. Towards stack, null and unknown
 // become Go's zero ("not set"); back from settings read from the cluster (import), a zero
 // value becomes null, as it was in the configuration.
-
-func allKnown(vals []attr.Value) bool {
-	for _, v := range vals {
-		if v.IsUnknown() {
-			return false
-		}
-	}
-	return true
-}
 
 func unknownManifests() types.Map { return types.MapUnknown(types.StringType) }
 
@@ -96,13 +86,6 @@ func optionalStringList(ctx context.Context, l []string, diags *diag.Diagnostics
 type resourcesModel struct {
 	Requests types.Map `tfsdk:"requests"`
 	Limits   types.Map `tfsdk:"limits"`
-}
-
-func (r *resourcesModel) values() []attr.Value {
-	if r == nil {
-		return nil
-	}
-	return []attr.Value{r.Requests, r.Limits}
 }
 
 func (r *resourcesModel) stack(ctx context.Context, diags *diag.Diagnostics) (requests, limits map[string]string) {
