@@ -1,9 +1,7 @@
 package server
 
 import (
-	"bufio"
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -28,83 +26,11 @@ import (
 
 func TestMain(m *testing.M) { cubetest.Main(m, nil) }
 
-// cubeBinary is the cube binary (see cubetest.Binary).
-func cubeBinary(t *testing.T) string { return cubetest.Binary(t) }
-
-// cubeProc is a "cube server" process on a kernel-chosen loopback port.
-type cubeProc struct {
-	cmd    *exec.Cmd
-	addr   string
-	exited chan struct{}
-	logMu  sync.Mutex
-	log    []string
-}
-
-func (p *cubeProc) pid() int { return p.cmd.Process.Pid }
-
-func (p *cubeProc) alive() bool {
-	select {
-	case <-p.exited:
-		return false
-	default:
-		return true
-	}
-}
-
-func (p *cubeProc) logs() string {
-	p.logMu.Lock()
-	defer p.logMu.Unlock()
-	return strings.Join(p.log, "\n")
-}
-
-// startCube starts "cube server --data data" with extra flags and stops it
-// by PID when the test ends.
-func startCube(t *testing.T, data string, extra ...string) *cubeProc {
+// startCube starts "cube server --data data" (shard 0) with extra flags (see
+// cubetest.StartServer).
+func startCube(t *testing.T, data string, extra ...string) *cubetest.Server {
 	t.Helper()
-	args := append([]string{"server", "--data", data, "--shard", "0", "--listen", "127.0.0.1:0"}, extra...)
-	p := &cubeProc{cmd: exec.Command(cubeBinary(t), args...), exited: make(chan struct{})}
-	stderr, err := p.cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := p.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	addrCh := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			p.logMu.Lock()
-			p.log = append(p.log, sc.Text())
-			p.logMu.Unlock()
-			var rec struct{ Msg, Addr string }
-			if json.Unmarshal(sc.Bytes(), &rec) == nil && rec.Msg == "listening" {
-				addrCh <- rec.Addr
-			}
-		}
-		p.cmd.Wait()
-		close(p.exited)
-	}()
-	t.Cleanup(func() {
-		_ = p.cmd.Process.Signal(os.Interrupt)
-		select {
-		case <-p.exited:
-		case <-time.After(10 * time.Second):
-			_ = p.cmd.Process.Kill()
-			<-p.exited
-		}
-		if t.Failed() {
-			t.Logf("server log:\n%s", p.logs())
-		}
-	})
-	select {
-	case p.addr = <-addrCh:
-	case <-p.exited:
-		t.Fatalf("server exited at start:\n%s", p.logs())
-	case <-time.After(20 * time.Second):
-		t.Fatal("server did not start")
-	}
-	return p
+	return cubetest.StartServer(t, data, 0, extra...)
 }
 
 // procStatusKiB reads a field such as VmRSS or VmHWM of /proc/<pid>/status.
@@ -152,19 +78,19 @@ func TestDeclaredFrameSizesDoNotCostMemory(t *testing.T) {
 	data := t.TempDir()
 	publishSized(t, data, "1000000000", 1000, 40, 1)
 	p := startCube(t, data, "--max-inflight-bytes", strconv.Itoa(8<<20))
-	if err := healthy(p.addr); err != nil {
+	if err := healthy(p.Addr); err != nil {
 		t.Fatal(err)
 	}
-	base := procStatusKiB(t, p.pid(), "VmRSS")
+	base := procStatusKiB(t, p.PID(), "VmRSS")
 	stop := make(chan struct{})
-	normal := steadyClient(t, p.addr, stop)
+	normal := steadyClient(t, p.Addr, stop)
 	hdr := []byte("PRPC\x04\x00\x00\x00\x00\x00\x00\x10") // body 64 MiB, meta 16 B
 	chunk := make([]byte, 8<<20)
 	for range 2 {
 		var wg sync.WaitGroup
 		var conns []net.Conn
 		for range 20 {
-			c, err := net.Dial("tcp", p.addr)
+			c, err := net.Dial("tcp", p.Addr)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -183,12 +109,12 @@ func TestDeclaredFrameSizesDoNotCostMemory(t *testing.T) {
 			c.Close()
 		}
 	}
-	hwm := procStatusKiB(t, p.pid(), "VmHWM")
+	hwm := procStatusKiB(t, p.PID(), "VmHWM")
 	close(stop)
 	if err := <-normal; err != nil {
 		t.Fatal(err)
 	}
-	if err := healthy(p.addr); err != nil {
+	if err := healthy(p.Addr); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("VmRSS %d MiB before, VmHWM %d MiB after 40 x 8 MiB of 64 MiB-declared frames", base>>10, hwm>>10)
@@ -197,7 +123,7 @@ func TestDeclaredFrameSizesDoNotCostMemory(t *testing.T) {
 	if grew := (hwm - base) >> 10; grew > 56 {
 		t.Fatalf("peak resident memory grew by %d MiB with an 8 MiB in-flight cap", grew)
 	}
-	if n := metric(t, p.addr, "cube_connections_closed_total", `reason="memory"`); n < 1 {
+	if n := metric(t, p.Addr, "cube_connections_closed_total", `reason="memory"`); n < 1 {
 		t.Fatalf("no connection closed for memory (%v)", n)
 	}
 }
@@ -214,7 +140,7 @@ func TestAcceptErrorsDoNotStopServer(t *testing.T) {
 	data := t.TempDir()
 	publishSized(t, data, "1000000000", 100, 40, 1)
 	p := startCube(t, data)
-	if out, err := exec.Command(prlimit, "--pid", strconv.Itoa(p.pid()), "--nofile=32:32").CombinedOutput(); err != nil {
+	if out, err := exec.Command(prlimit, "--pid", strconv.Itoa(p.PID()), "--nofile=32:32").CombinedOutput(); err != nil {
 		t.Fatalf("prlimit: %v %s", err, out)
 	}
 	var conns []net.Conn
@@ -224,7 +150,7 @@ func TestAcceptErrorsDoNotStopServer(t *testing.T) {
 		}
 	}()
 	for range 60 { // more than the server has descriptors left
-		c, err := net.DialTimeout("tcp", p.addr, time.Second)
+		c, err := net.DialTimeout("tcp", p.Addr, time.Second)
 		if err != nil {
 			break // the backlog is full
 		}
@@ -238,10 +164,10 @@ func TestAcceptErrorsDoNotStopServer(t *testing.T) {
 	// The server must still be there and serve a new client.
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		if !p.alive() {
-			t.Fatalf("server exited after accept errors:\n%s", p.logs())
+		if !p.Alive() {
+			t.Fatalf("server exited after accept errors:\n%s", p.Logs())
 		}
-		c, err := client.Dial(p.addr, time.Second)
+		c, err := client.Dial(p.Addr, time.Second)
 		if err == nil {
 			_, _, err = c.Seek([]uint64{1}, false, time.Now().Add(2*time.Second))
 			c.Close()
@@ -259,13 +185,13 @@ func TestAcceptErrorsDoNotStopServer(t *testing.T) {
 // waitMetricOrExit waits until the server's process exits (a failure) or
 // the server's log reports a failed accept; /metrics itself needs a
 // descriptor, so the log is what can be read while they are exhausted.
-func waitMetricOrExit(t *testing.T, p *cubeProc, name string) {
+func waitMetricOrExit(t *testing.T, p *cubetest.Server, name string) {
 	t.Helper()
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if !p.alive() {
-			t.Fatalf("server exited:\n%s", p.logs())
+		if !p.Alive() {
+			t.Fatalf("server exited:\n%s", p.Logs())
 		}
-		if strings.Contains(p.logs(), "accept failed") {
+		if strings.Contains(p.Logs(), "accept failed") {
 			return
 		}
 	}
@@ -285,7 +211,7 @@ func TestTruncatedDictionaryIsRetired(t *testing.T) {
 	for i := range keys {
 		keys[i] = uint64(i * 17)
 	}
-	c, err := client.Dial(p.addr, time.Second)
+	c, err := client.Dial(p.Addr, time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -301,8 +227,8 @@ func TestTruncatedDictionaryIsRetired(t *testing.T) {
 		if i == 50 {
 			t.Fatalf("still not serving the older version after %d requests", i)
 		}
-		if !p.alive() {
-			t.Fatalf("server died:\n%s", p.logs())
+		if !p.Alive() {
+			t.Fatalf("server died:\n%s", p.Logs())
 		}
 		vals, v, err := c.Seek(keys, true, time.Now().Add(5*time.Second))
 		var rerr *client.RPCError
@@ -326,10 +252,10 @@ func TestTruncatedDictionaryIsRetired(t *testing.T) {
 	if faults == 0 {
 		t.Fatal("no request was refused: the truncated file was not read?")
 	}
-	if err := healthy(p.addr); err != nil {
+	if err := healthy(p.Addr); err != nil {
 		t.Fatal(err)
 	}
-	if n := metric(t, p.addr, "cube_dict_faults_total"); n != 1 {
+	if n := metric(t, p.Addr, "cube_dict_faults_total"); n != 1 {
 		t.Fatalf("cube_dict_faults_total = %v, want 1", n)
 	}
 }

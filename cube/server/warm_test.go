@@ -12,6 +12,7 @@ import (
 
 	"github.com/elasticctr/terraform-provider-ctr/cube/client"
 	"github.com/elasticctr/terraform-provider-ctr/cube/proto"
+	"github.com/elasticctr/terraform-provider-ctr/internal/cubetest"
 )
 
 // minorFaults reads minflt of /proc/<pid>/stat: pages the process touched
@@ -47,17 +48,17 @@ func TestFirstRequestIsWarm(t *testing.T) {
 		keys[i] = (seed >> 33) % n
 	}
 	seek := func() int64 {
-		c, err := client.Dial(p.addr, 2*time.Second)
+		c, err := client.Dial(p.Addr, 2*time.Second)
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer c.Close()
-		before := minorFaults(t, p.pid())
+		before := minorFaults(t, p.PID())
 		vals, _, err := c.Seek(keys, true, time.Now().Add(10*time.Second))
 		if err != nil || len(vals) != len(keys) {
 			t.Fatalf("seek: %d values, %v", len(vals), err)
 		}
-		return minorFaults(t, p.pid()) - before
+		return minorFaults(t, p.PID()) - before
 	}
 	first := seek()
 	second := seek()
@@ -77,8 +78,8 @@ func TestKeyLimitProcess(t *testing.T) {
 	for i := range keys {
 		keys[i] = uint64(i)
 	}
-	seek := func(p *cubeProc, keys []uint64) ([]proto.Value, error) {
-		c, err := client.Dial(p.addr, 2*time.Second)
+	seek := func(p *cubetest.Server, keys []uint64) ([]proto.Value, error) {
+		c, err := client.Dial(p.Addr, 2*time.Second)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,14 +1,19 @@
-// Package cubetest is the tests' one way to build the cube binary: once per test process,
-// removed when the tests end.
+// Package cubetest is the tests' one way to build the cube binary (once per test process,
+// removed when the tests end) and to start a cube server.
 package cubetest
 
 import (
+	"bufio"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // Package is the cube binary's main package.
@@ -66,4 +71,86 @@ func Main(m *testing.M, binary *string) {
 		os.RemoveAll(dir)
 	}
 	os.Exit(code)
+}
+
+// Server is a "cube server" process a test started.
+type Server struct {
+	Cmd    *exec.Cmd
+	Addr   string // where it listens (a kernel-chosen loopback port)
+	exited chan struct{}
+	mu     sync.Mutex
+	log    []string
+}
+
+// PID is the process's id.
+func (s *Server) PID() int { return s.Cmd.Process.Pid }
+
+// Alive reports whether the process still runs.
+func (s *Server) Alive() bool {
+	select {
+	case <-s.exited:
+		return false
+	default:
+		return true
+	}
+}
+
+// Logs is what the process has logged so far.
+func (s *Server) Logs() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return strings.Join(s.log, "\n")
+}
+
+// StartServer starts "cube server --data data --shard shard" on a kernel-chosen loopback
+// port with extra flags, waits until it listens, and stops it by PID (interrupt, then kill)
+// when the test ends, printing its log if the test failed.
+func StartServer(tb testing.TB, data string, shard int, extra ...string) *Server {
+	tb.Helper()
+	args := append([]string{"server", "--data", data, "--shard", strconv.Itoa(shard), "--listen", "127.0.0.1:0"}, extra...)
+	s := &Server{Cmd: exec.Command(Binary(tb), args...), exited: make(chan struct{})}
+	stderr, err := s.Cmd.StderrPipe()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := s.Cmd.Start(); err != nil {
+		tb.Fatal(err)
+	}
+	addr := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		sent := false
+		for sc.Scan() {
+			s.mu.Lock()
+			s.log = append(s.log, sc.Text())
+			s.mu.Unlock()
+			var rec struct{ Msg, Addr string }
+			if !sent && json.Unmarshal(sc.Bytes(), &rec) == nil && rec.Msg == "listening" {
+				addr <- rec.Addr
+				sent = true
+			}
+		}
+		_ = s.Cmd.Wait()
+		close(s.exited)
+	}()
+	tb.Cleanup(func() {
+		_ = s.Cmd.Process.Signal(os.Interrupt)
+		select {
+		case <-s.exited:
+		case <-time.After(10 * time.Second):
+			_ = s.Cmd.Process.Kill()
+			<-s.exited
+		}
+		if tb.Failed() {
+			tb.Logf("server (shard %d) log:\n%s", shard, s.Logs())
+		}
+	})
+	select {
+	case s.Addr = <-addr:
+	case <-s.exited:
+		tb.Fatalf("server exited at start:\n%s", s.Logs())
+	case <-time.After(20 * time.Second):
+		tb.Fatal("server did not start")
+	}
+	return s
 }

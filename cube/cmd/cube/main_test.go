@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/binary"
@@ -46,52 +45,11 @@ func cube(t *testing.T, args ...string) string {
 	return stdout.String()
 }
 
-// startServer runs "cube server" on a kernel-chosen loopback port and stops
-// it by PID when the test ends.
+// startServer runs "cube server" for shard on a kernel-chosen loopback port and stops it by
+// PID when the test ends (see cubetest.StartServer); it returns its address.
 func startServer(t *testing.T, data string, shard int, extra ...string) string {
 	t.Helper()
-	args := append([]string{"server", "--data", data, "--shard", fmt.Sprint(shard), "--listen", "127.0.0.1:0"}, extra...)
-	cmd := exec.Command(cubeBin, args...)
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(os.Interrupt)
-		done := make(chan struct{})
-		go func() { cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(5 * time.Second):
-			_ = cmd.Process.Kill()
-			<-done
-		}
-	})
-	addrCh := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		sent := false
-		for sc.Scan() {
-			var rec struct{ Msg, Addr string }
-			if json.Unmarshal(sc.Bytes(), &rec) == nil && rec.Msg == "listening" && !sent {
-				addrCh <- rec.Addr
-				sent = true
-			}
-			if testing.Verbose() {
-				t.Logf("server %d: %s", shard, sc.Text())
-			}
-		}
-	}()
-	select {
-	case a := <-addrCh:
-		return a
-	case <-time.After(20 * time.Second):
-		t.Fatal("server did not start")
-	}
-	return ""
+	return cubetest.StartServer(t, data, shard, extra...).Addr
 }
 
 func val(k uint64, gen byte, size int) []byte {
