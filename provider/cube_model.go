@@ -2,6 +2,7 @@ package provider
 
 import (
 	"context"
+	"sync"
 
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/types"
@@ -62,7 +63,10 @@ type networkPeerModel struct {
 }
 
 // known reports whether every value rendering reads is known (see modelKnown).
-func (m *cubeModel) known() bool { return modelKnown(m) }
+func (m *cubeModel) known() bool { return modelKnown(m, cubeSkips()) }
+
+// cubeSkips are the attributes of its schema rendering does not read (see rendererSkips).
+var cubeSkips = sync.OnceValue(func() map[string]bool { return rendererSkips(cubeSchema(context.Background())) })
 
 func (m *cubeModel) settings(ctx context.Context, _ stack.Images) (stack.Cube, diag.Diagnostics) {
 	var diags diag.Diagnostics
@@ -92,15 +96,14 @@ func (m *cubeModel) settings(ctx context.Context, _ stack.Images) (stack.Cube, d
 	return c, diags
 }
 
-// setComputed sets what the rendering determines.
+// setComputed sets what the rendering determines, from the settings it rendered (defaulted).
 func (m *cubeModel) setComputed(ctx context.Context, c stack.Cube, diags *diag.Diagnostics) {
-	d := c.Defaulted()
 	m.ID = namespaceName(c.Namespace, c.Name)
-	m.CubeConf = types.StringValue(d.CubeConf())
-	ep, dd := types.ListValueFrom(ctx, types.StringType, d.Endpoints())
-	diags.Append(dd...)
+	m.CubeConf = types.StringValue(c.CubeConf())
+	ep, d := types.ListValueFrom(ctx, types.StringType, c.Endpoints())
+	diags.Append(d...)
 	m.Endpoints = ep
-	m.TransferURL = types.StringValue(d.TransferURL())
+	m.TransferURL = types.StringValue(c.TransferURL())
 }
 
 // fromCluster rebuilds the configuration from the transfer's settings and the control Secret.
@@ -147,5 +150,5 @@ func (m *cubeModel) fromCluster(ctx context.Context, kc *kube.Client, diags *dia
 
 // readLive asks the transfer what the replicas serve.
 func (m *cubeModel) readLive(ctx context.Context, kc *kube.Client, c stack.Cube, _ map[string]*unstructured.Unstructured, diags *diag.Diagnostics) {
-	readServing(ctx, kc, c.Defaulted(), m, diags)
+	readServing(ctx, kc, c, m, diags)
 }

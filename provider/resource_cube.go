@@ -30,7 +30,7 @@ func NewCubeResource() resource.Resource { return &cubeResource{} }
 type cubeResource struct{ resourceBase }
 
 var cubeWorkload = workload[stack.Cube, cubeModel, *cubeModel]{
-	kind: "Cube", typ: stack.CubeType, kinds: stack.CubeKinds, nested: cubeObjects, render: stack.RenderCube,
+	kind: "Cube", typ: stack.CubeType, kinds: stack.CubeKinds, nested: cubeObjects, render: stack.Cube.Render,
 	applyTimeout: 20 * time.Minute, deleteTimeout: 10 * time.Minute,
 	afterDelete: waitServerClaimsGone,
 }
@@ -153,7 +153,7 @@ func (r *cubeResource) apply(ctx context.Context, plan, prior *cubeModel, state 
 		}
 	}
 	if prior != nil && prior.Shards.ValueInt64() > plan.Shards.ValueInt64() && prior.ServedVersion.ValueString() != "" {
-		if !waitNewLayout(ctx, kc, c.Defaulted(), prior.ServedVersion.ValueString(), diags) {
+		if !waitNewLayout(ctx, kc, c, prior.ServedVersion.ValueString(), diags) {
 			return
 		}
 	}
@@ -161,7 +161,7 @@ func (r *cubeResource) apply(ctx context.Context, plan, prior *cubeModel, state 
 		return
 	}
 	var discard diag.Diagnostics // a fresh apply's pods may not serve yet: no warning here
-	readServing(ctx, kc, c.Defaulted(), plan, &discard)
+	readServing(ctx, kc, c, plan, &discard)
 	diags.Append(state.Set(ctx, plan)...)
 }
 

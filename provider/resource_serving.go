@@ -26,7 +26,7 @@ func NewServingResource() resource.Resource { return &servingResource{} }
 type servingResource struct{ resourceBase }
 
 var servingWorkload = workload[stack.Serving, servingModel, *servingModel]{
-	kind: "Serving", typ: stack.ServingType, kinds: stack.ServingKinds, nested: servingObjects, render: stack.RenderServing,
+	kind: "Serving", typ: stack.ServingType, kinds: stack.ServingKinds, nested: servingObjects, render: stack.Serving.Render,
 	applyTimeout: 15 * time.Minute, deleteTimeout: 10 * time.Minute,
 	defaultImage: func(_ context.Context, _ tfsdk.Config, i stack.Images) (string, bool) { return i.Serving(), true },
 }

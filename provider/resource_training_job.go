@@ -32,7 +32,7 @@ func NewTrainingJobResource() resource.Resource { return &trainingJobResource{} 
 type trainingJobResource struct{ resourceBase }
 
 var trainingJobWorkload = workload[stack.TrainingJob, trainingJobModel, *trainingJobModel]{
-	kind: "Training Job", typ: stack.TrainingJobType, kinds: stack.TrainingJobKinds, nested: trainingJobObjects, render: stack.RenderTrainingJob,
+	kind: "Training Job", typ: stack.TrainingJobType, kinds: stack.TrainingJobKinds, nested: trainingJobObjects, render: stack.TrainingJob.Render,
 	applyTimeout: 20 * time.Minute, deleteTimeout: 10 * time.Minute,
 	defaultImage: trainingDefaultImage, imageReplaces: true,
 	unrendered: map[string]attr.Value{"min_available": types.Int64Unknown(), "upload_token": types.StringUnknown()},
@@ -83,16 +83,14 @@ func (r *trainingJobResource) ModifyPlan(ctx context.Context, req resource.Modif
 		resp.Diagnostics.Append(resp.Plan.Set(ctx, plan)...)
 		return
 	}
-	if config.MinAvailable.IsNull() {
-		j, d := plan.settings(ctx, r.images())
-		resp.Diagnostics.Append(d...)
-		plan.MinAvailable = types.Int64Value(int64(j.Defaulted().MinAvailable))
-	}
 	j, _, ok := trainingJobWorkload.rendered(ctx, plan, r.images(), &resp.Diagnostics)
 	if !ok {
 		return
 	}
-	if j.Defaulted().FileServer.Image == "" {
+	if config.MinAvailable.IsNull() {
+		plan.MinAvailable = types.Int64Value(int64(j.MinAvailable)) // the whole gang, as rendered
+	}
+	if j.FileServer.Image == "" {
 		resp.Diagnostics.Append(diagnostics.InvalidSetting("Training Job", path.Root("file_server").AtName("image"), stack.NoCubeImage))
 		return
 	}
@@ -135,7 +133,7 @@ func (r *trainingJobResource) ModifyPlan(ctx context.Context, req resource.Modif
 
 	if len(reasons) > 0 {
 		keep := "The model-output volume is kept (model_output.retain): the new job takes it back with every model version on it."
-		switch mo := j.Defaulted().ModelOutput; {
+		switch mo := j.ModelOutput; {
 		case mo.ExistingClaim != "":
 			keep = "The existing model-output claim " + mo.ExistingClaim + " is kept."
 		case !mo.Retained():

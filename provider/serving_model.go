@@ -3,6 +3,7 @@ package provider
 import (
 	"context"
 	"fmt"
+	"sync"
 
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/types"
@@ -37,7 +38,10 @@ type servingModel struct {
 var _ workloadModel[stack.Serving] = (*servingModel)(nil)
 
 // known reports whether every value rendering reads is known (see modelKnown).
-func (m *servingModel) known() bool { return modelKnown(m) }
+func (m *servingModel) known() bool { return modelKnown(m, servingSkips()) }
+
+// servingSkips are the attributes of its schema rendering does not read (see rendererSkips).
+var servingSkips = sync.OnceValue(func() map[string]bool { return rendererSkips(servingSchema(context.Background())) })
 
 func (m *servingModel) settings(ctx context.Context, _ stack.Images) (stack.Serving, diag.Diagnostics) {
 	var diags diag.Diagnostics
@@ -55,7 +59,7 @@ func (m *servingModel) settings(ctx context.Context, _ stack.Images) (stack.Serv
 
 func (m *servingModel) setComputed(_ context.Context, s stack.Serving, _ *diag.Diagnostics) {
 	m.ID = namespaceName(s.Namespace, s.Name)
-	m.URL = types.StringValue(s.Defaulted().URL())
+	m.URL = types.StringValue(s.URL())
 }
 
 func (m *servingModel) fromCluster(ctx context.Context, kc *kube.Client, diags *diag.Diagnostics) bool {

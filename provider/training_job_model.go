@@ -3,6 +3,7 @@ package provider
 import (
 	"context"
 	"reflect"
+	"sync"
 
 	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
@@ -122,7 +123,10 @@ type fileServerModel struct {
 }
 
 // known reports whether every value rendering reads is known (see modelKnown).
-func (m *trainingJobModel) known() bool { return modelKnown(m) }
+func (m *trainingJobModel) known() bool { return modelKnown(m, trainingJobSkips()) }
+
+// trainingJobSkips are the attributes of its schema rendering does not read (see rendererSkips).
+var trainingJobSkips = sync.OnceValue(func() map[string]bool { return rendererSkips(trainingJobSchema(context.Background())) })
 
 // settings converts the model to the stack's settings. A min_available left to its default
 // is null here (ModifyPlan sets the plan's from the configuration), so that it follows the
@@ -206,11 +210,10 @@ func policies(ps []policyModel) []stack.Policy {
 	return out
 }
 
-// setComputed sets what the rendering determines.
+// setComputed sets what the rendering determines, from the settings it rendered (defaulted).
 func (m *trainingJobModel) setComputed(_ context.Context, j stack.TrainingJob, _ *diag.Diagnostics) {
-	d := j.Defaulted()
 	m.ID = namespaceName(j.Namespace, j.Name)
-	m.FileServerURL, m.DonefileURL = types.StringValue(d.FileServerURL()), types.StringValue(d.DonefileURL())
+	m.FileServerURL, m.DonefileURL = types.StringValue(j.FileServerURL()), types.StringValue(j.DonefileURL())
 }
 
 // readLive sets phase, tasks and last_condition from the Volcano job ("Missing" when it is

@@ -51,7 +51,7 @@ const liveReadTimeout = 10 * time.Second
 func (m *trainingJobModel) waitJob(ctx context.Context, kc *kube.Client, j stack.TrainingJob, set stack.Set, diags *diag.Diagnostics) {
 	mode := m.Wait.ValueString()
 	fs, job := set.Find(stack.FileServerKey(j.Name)), set.Find(stack.VolcanoJobKey(j.Name))
-	gang := j.Defaulted().MinAvailable
+	gang := j.MinAvailable
 	what := fmt.Sprintf("Training job %s/%s", j.Namespace, j.Name)
 	err := func() error {
 		if mode == waitNone {

@@ -4,6 +4,7 @@ import (
 	"reflect"
 
 	"github.com/hashicorp/terraform-plugin-framework/attr"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
 	"github.com/hashicorp/terraform-plugin-go/tftypes"
 )
 
@@ -55,35 +56,49 @@ var (
 	clusterObjects     = nestedObjects(clusterModel{})
 )
 
-// notRendered are the attributes rendering does not read: the connection, how long and how
-// far to wait, what rendering or the cluster sets, and the training job's upload token (a
-// placeholder stands in for it at plan time).
-var notRendered = map[string]bool{"id": true, "kubernetes": true, "timeouts": true, "wait": true, "manifests": true, "upload_token": true}
+// notRendered are the inputs rendering does not read: the connection, how long and how far to
+// wait, and the training job's upload token (a placeholder stands in for it at plan time).
+var notRendered = []string{"kubernetes", "timeouts", "wait", "upload_token"}
+
+// rendererSkips are a schema's attributes rendering does not read: notRendered, and every
+// attribute only the provider sets (computed, not optional), which a plan holds unknown.
+func rendererSkips(s schema.Schema) map[string]bool {
+	skip := map[string]bool{}
+	for _, n := range notRendered {
+		skip[n] = true
+	}
+	for name, a := range s.Attributes {
+		if a.IsComputed() && !a.IsOptional() {
+			skip[name] = true
+		}
+	}
+	return skip
+}
 
 // modelKnown reports whether every value of a model (a pointer to its struct) that rendering
-// reads is known, walking its tfsdk fields: attribute values, nested struct pointers and
-// slices of them, and the workload attributes it embeds. Derived from the model, so no
-// attribute is forgotten.
-func modelKnown(model any) bool {
+// reads is known, walking its tfsdk fields but skip: attribute values, nested struct pointers
+// and slices of them, and the workload attributes it embeds. Derived from the model and its
+// schema, so no attribute is forgotten.
+func modelKnown(model any, skip map[string]bool) bool {
 	// The shared attributes are an embedded struct of an unexported type, whose fields
 	// reflection may not read through the model: they are walked through attrs().
-	if w, ok := model.(interface{ attrs() *workloadAttrs }); ok && !valueKnown(reflect.ValueOf(w.attrs())) {
+	if w, ok := model.(interface{ attrs() *workloadAttrs }); ok && !valueKnown(reflect.ValueOf(w.attrs()), skip) {
 		return false
 	}
-	return valueKnown(reflect.ValueOf(model))
+	return valueKnown(reflect.ValueOf(model), skip)
 }
 
 var attrValue = reflect.TypeOf((*attr.Value)(nil)).Elem()
 
-func valueKnown(v reflect.Value) bool {
+func valueKnown(v reflect.Value, skip map[string]bool) bool {
 	switch {
 	case v.Kind() == reflect.Pointer || v.Kind() == reflect.Interface:
-		return v.IsNil() || valueKnown(v.Elem())
+		return v.IsNil() || valueKnown(v.Elem(), skip)
 	case v.Type().Implements(attrValue):
 		return !v.Interface().(attr.Value).IsUnknown()
 	case v.Kind() == reflect.Slice:
 		for i := range v.Len() {
-			if !valueKnown(v.Index(i)) {
+			if !valueKnown(v.Index(i), skip) {
 				return false
 			}
 		}
@@ -93,10 +108,10 @@ func valueKnown(v reflect.Value) bool {
 		for i := range t.NumField() {
 			f := t.Field(i)
 			tag := f.Tag.Get("tfsdk")
-			if !f.IsExported() || tag == "" || tag == "-" || notRendered[tag] {
+			if !f.IsExported() || tag == "" || tag == "-" || skip[tag] {
 				continue
 			}
-			if !valueKnown(v.Field(i)) {
+			if !valueKnown(v.Field(i), skip) {
 				return false
 			}
 		}

@@ -12,21 +12,25 @@ import (
 // upload token do not.
 func TestModelKnown_WalksEveryAttributeRenderingReads(t *testing.T) {
 	m := trainingJobModel{ModelExport: &modelExportModel{Var: types.StringUnknown()}}
-	if modelKnown(&m) {
+	if modelKnown(&m, trainingJobSkips()) {
 		t.Error("an unknown model_export.var was not noticed")
 	}
 	m = trainingJobModel{Wait: types.StringUnknown(), UploadToken: types.StringUnknown()}
 	m.Kubernetes = types.ObjectUnknown(nil)
-	if !modelKnown(&m) {
+	if !modelKnown(&m, trainingJobSkips()) {
 		t.Error("wait, upload_token or kubernetes unknown made the model unknown; rendering reads none of them")
+	}
+	m = trainingJobModel{Phase: types.StringUnknown(), FileServerURL: types.StringUnknown()}
+	if !modelKnown(&m, trainingJobSkips()) {
+		t.Error("what only the provider sets (phase, file_server_url), unknown in every plan, made the model unknown")
 	}
 	m = trainingJobModel{}
 	m.Name = types.StringUnknown()
-	if modelKnown(&m) {
+	if modelKnown(&m, trainingJobSkips()) {
 		t.Error("an unknown name (an embedded field) was not noticed")
 	}
 	c := cubeModel{Tolerations: []tolerationModel{{Key: types.StringUnknown()}}}
-	if modelKnown(&c) {
+	if modelKnown(&c, cubeSkips()) {
 		t.Error("an unknown toleration key was not noticed")
 	}
 }

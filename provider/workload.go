@@ -104,7 +104,9 @@ type workload[S interface{ Validate() stack.FieldErrors }, M any, P interface {
 	typ    string                    // the Terraform type in owner labels: stack.CubeType
 	kinds  []schema.GroupVersionKind // what it prunes and deletes: stack.CubeKinds
 	nested []string                  // nested objects, read into pointers (unknownAttrs)
-	render func(S) (stack.Set, error)
+	// render renders the settings: the objects, and the settings with every default filled in
+	// (what callers read back, so that none needs a Defaulted() of its own).
+	render func(S) (S, stack.Set, error)
 	// unrendered are the attributes besides manifests that rendering sets, made unknown when
 	// the plan cannot be rendered (a nested object known only after apply).
 	unrendered map[string]attr.Value
@@ -227,13 +229,13 @@ func (w workload[S, M, P]) objects(ctx context.Context, m P, images stack.Images
 	if d.HasError() {
 		return s, nil, false
 	}
-	set, err := w.render(s)
+	defaulted, set, err := w.render(s)
 	if err != nil {
 		diags.Append(renderError(w.kind, err)...)
 		return s, nil, false
 	}
-	m.setComputed(ctx, s, diags)
-	return s, set, !diags.HasError()
+	m.setComputed(ctx, defaulted, diags)
+	return defaulted, set, !diags.HasError()
 }
 
 // create and update read the plan (and the prior state), bound the context by the

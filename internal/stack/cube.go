@@ -246,6 +246,13 @@ func (c Cube) CubeConf() string {
 	return string(b) + "\n"
 }
 
+// Render is the cube's objects and the settings they were rendered from, every default filled
+// in (see TrainingJob.Render).
+func (c Cube) Render() (Cube, Set, error) {
+	set, err := RenderCube(c)
+	return c.Defaulted(), set, err
+}
+
 // RenderCube renders a cube's objects in apply order: the control token Secret, the
 // NetworkPolicies (before any pod they protect), the replicas' governing Service, per shard a
 // headless Service and a StatefulSet, then the transfer's claim, Service and Deployment (its

@@ -139,6 +139,13 @@ func (s Serving) URL() string {
 	return fmt.Sprintf("http://%s.%s.svc:%d", s.Name, s.Namespace, s.Port)
 }
 
+// Render is the serving's objects and the settings they were rendered from, every default
+// filled in (see TrainingJob.Render).
+func (s Serving) Render() (Serving, Set, error) {
+	set, err := RenderServing(s)
+	return s.Defaulted(), set, err
+}
+
 // RenderServing renders a serving's ConfigMap (cube.conf), Deployment and Service.
 func RenderServing(given Serving) (Set, error) {
 	if errs := given.Validate(); len(errs) > 0 {

@@ -369,6 +369,14 @@ func (j TrainingJob) labels(component string) map[string]string {
 	return commonLabels(j.Stack, j.Name, j.owner(), component)
 }
 
+// Render is the job's objects and the settings they were rendered from, every default filled
+// in: what a caller reads back (URLs, the gang size, images) comes from those, never from a
+// Defaulted() of its own.
+func (j TrainingJob) Render() (TrainingJob, Set, error) {
+	set, err := RenderTrainingJob(j)
+	return j.Defaulted(), set, err
+}
+
 // RenderTrainingJob renders the objects of a training job in apply order: RBAC, Secret,
 // ConfigMap, PVC, file server, then the Volcano Job. It validates first.
 func RenderTrainingJob(given TrainingJob) (Set, error) {
