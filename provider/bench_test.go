@@ -1,7 +1,6 @@
 package provider
 
 import (
-	"context"
 	"flag"
 	"fmt"
 	"os"
@@ -15,9 +14,6 @@ import (
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-testing/helper/acctest"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/elasticctr/terraform-provider-ctr/internal/kube"
 )
@@ -398,22 +394,4 @@ func must(b *testing.B, err error) {
 	if err != nil {
 		b.Fatal(err)
 	}
-}
-
-// deleteNamespaceB deletes an iteration's namespace and waits until it is gone, so that
-// the namespace controller's work is over before settle measures the machine idle.
-func (k *kubeClients) deleteNamespaceB(b *testing.B, ns string) {
-	b.Helper()
-	ctx := context.Background()
-	if err := k.cs.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-		b.Fatalf("delete namespace %s: %v", ns, err)
-	}
-	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		_, err := k.cs.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
-			return true, nil
-		}
-		return false, err
-	})
-	must(b, err)
 }

@@ -13,10 +13,6 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/plancheck"
 	"github.com/hashicorp/terraform-plugin-testing/statecheck"
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
-	authenticationv1 "k8s.io/api/authentication/v1"
-	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
@@ -128,50 +124,6 @@ func TestAccConnection_NoneIsAnError(t *testing.T) {
 			ExpectError: detailRE(`No Kubernetes Connection .* never falls back to KUBECONFIG or ~/.kube/config .* provider "ctr" \{ kubernetes = \{ config_path = "~/.kube/config" \} \} .* KUBE_CONFIG_PATH`),
 		}},
 	})
-}
-
-// serviceAccountTokens makes a cluster-admin ServiceAccount and n tokens for it, each bound
-// to a Secret of its own: deleting the Secret revokes that token.
-func (k *kubeClients) serviceAccountTokens(t *testing.T, ns string, n int) (tokens []string, revoke []func()) {
-	t.Helper()
-	ctx := context.Background()
-	sa := "ctr-connection"
-	if _, err := k.cs.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: sa}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	binding := &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: "ctr-connection-" + ns},
-		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "cluster-admin"},
-		Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Name: sa, Namespace: ns}},
-	}
-	if _, err := k.cs.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = k.cs.RbacV1().ClusterRoleBindings().Delete(context.Background(), binding.Name, metav1.DeleteOptions{})
-	})
-	for i := range n {
-		s, err := k.cs.CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("token-anchor-%d", i)}}, metav1.CreateOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		expiry := int64(3600)
-		tr, err := k.cs.CoreV1().ServiceAccounts(ns).CreateToken(ctx, sa, &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{
-			ExpirationSeconds: &expiry,
-			BoundObjectRef:    &authenticationv1.BoundObjectReference{Kind: "Secret", APIVersion: "v1", Name: s.Name, UID: s.UID},
-		}}, metav1.CreateOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		tokens = append(tokens, tr.Status.Token)
-		name := s.Name
-		revoke = append(revoke, func() {
-			if err := k.cs.CoreV1().Secrets(ns).Delete(context.Background(), name, metav1.DeleteOptions{}); err != nil {
-				t.Fatal(err)
-			}
-		})
-	}
-	return tokens, revoke
 }
 
 // TestAccConnection_TokenRotation: the provider's token is replaced by another one and the

@@ -81,36 +81,3 @@ func TestAccTrainingJob_Datasets(t *testing.T) {
 	steps = append(steps, importRoundTrip(stack.TrainingJobType, ns+"/"+name, volume, "last_condition", "tasks")...)
 	k.run(t, ns, stack.TrainingJobType, name, stack.TrainingJobKinds, steps...)
 }
-
-// checkTrainerEnv checks the live trainers' variables: values by name, and the Secret each
-// of secretRefs is read from.
-func (k *kubeClients) checkTrainerEnv(ns, owner string, values, secretRefs map[string]string) resource.TestCheckFunc {
-	return func(*terraform.State) error {
-		tpls, err := k.podTemplates(context.Background(), ns, owner)
-		if err != nil {
-			return err
-		}
-		for key, tpl := range tpls {
-			if !regexp.MustCompile(`/trainer$`).MatchString(key) {
-				continue
-			}
-			env := map[string]corev1.EnvVar{}
-			for _, e := range tpl.Spec.Containers[0].Env {
-				env[e.Name] = e
-			}
-			for n, v := range values {
-				if env[n].Value != v {
-					return fmt.Errorf("%s: %s=%q, want %q", key, n, env[n].Value, v)
-				}
-			}
-			for n, secret := range secretRefs {
-				ref := env[n].ValueFrom
-				if env[n].Value != "" || ref == nil || ref.SecretKeyRef == nil || ref.SecretKeyRef.Name != secret || ref.SecretKeyRef.Key != n {
-					return fmt.Errorf("%s: %s is %+v, want a reference to key %s of Secret %s", key, n, env[n], n, secret)
-				}
-			}
-			return nil
-		}
-		return fmt.Errorf("no trainer among %d pod templates", len(tpls))
-	}
-}

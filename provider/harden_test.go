@@ -19,9 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	batchv1alpha1 "volcano.sh/apis/pkg/apis/batch/v1alpha1"
 
 	"github.com/elasticctr/terraform-provider-ctr/internal/stack"
 )
@@ -29,41 +27,6 @@ import (
 // The cluster items of issue 15 §5, checked on the live objects in the API server:
 // NetworkPolicies, hardened pods, security_context overrides, the cube's memory limit and
 // the training file server's upload token.
-
-// podTemplates lists the pod templates of every Deployment, StatefulSet and Volcano Job task
-// an owner has in the cluster, by "Kind/name[/task]".
-func (k *kubeClients) podTemplates(ctx context.Context, ns, owner string) (map[string]corev1.PodTemplateSpec, error) {
-	out := map[string]corev1.PodTemplateSpec{}
-	sel := metav1.ListOptions{LabelSelector: stack.OwnerLabel + "=" + owner}
-	deps, err := k.cs.AppsV1().Deployments(ns).List(ctx, sel)
-	if err != nil {
-		return nil, err
-	}
-	for _, d := range deps.Items {
-		out["Deployment/"+d.Name] = d.Spec.Template
-	}
-	stss, err := k.cs.AppsV1().StatefulSets(ns).List(ctx, sel)
-	if err != nil {
-		return nil, err
-	}
-	for _, s := range stss.Items {
-		out["StatefulSet/"+s.Name] = s.Spec.Template
-	}
-	jobs, err := k.dyn.Resource(gvrOf(schema.GroupVersionKind{Group: "batch.volcano.sh", Version: "v1alpha1", Kind: "Job"})).Namespace(ns).List(ctx, sel)
-	if err != nil {
-		return nil, err
-	}
-	for _, u := range jobs.Items {
-		var job batchv1alpha1.Job
-		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &job); err != nil {
-			return nil, err
-		}
-		for _, t := range job.Spec.Tasks {
-			out["Job/"+job.Name+"/"+t.Name] = t.Template
-		}
-	}
-	return out, nil
-}
 
 // hardening is what one pod template must show.
 type hardening struct {
@@ -104,25 +67,6 @@ func ptrString(p *int64) string {
 	return fmt.Sprint(*p)
 }
 
-// checkPods checks every pod template of an owner; want picks the expectation per template.
-func (k *kubeClients) checkPods(ns, owner string, count int, want func(key string) hardening) resource.TestCheckFunc {
-	return func(*terraform.State) error {
-		tpls, err := k.podTemplates(context.Background(), ns, owner)
-		if err != nil {
-			return err
-		}
-		if len(tpls) != count {
-			return fmt.Errorf("%d pod templates owned by %s, want %d: %v", len(tpls), owner, count, keysOf(tpls))
-		}
-		for key, tpl := range tpls {
-			if err := checkHardening(key, tpl, want(key)); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-}
-
 func keysOf[V any](m map[string]V) []string {
 	var out []string
 	for k := range m {
@@ -133,22 +77,6 @@ func keysOf[V any](m map[string]V) []string {
 }
 
 func cubeUser() *int64 { u := int64(65532); return &u }
-
-// livePodLabels returns the labels of the running pods that match a selector.
-func (k *kubeClients) livePodLabels(ctx context.Context, ns string, sel map[string]string) ([]map[string]string, error) {
-	pods, err := k.cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: labels.SelectorFromSet(sel).String()})
-	if err != nil {
-		return nil, err
-	}
-	var out []map[string]string
-	for _, p := range pods.Items {
-		out = append(out, p.Labels)
-	}
-	if len(out) == 0 {
-		return nil, fmt.Errorf("no pods with %v", sel)
-	}
-	return out, nil
-}
 
 func admits(rule networkingv1.NetworkPolicyIngressRule, podLabels map[string]string) (bool, error) {
 	for _, p := range rule.From {
@@ -172,101 +100,6 @@ func policyPorts(rule networkingv1.NetworkPolicyIngressRule) []int32 {
 		out = append(out, p.Port.IntVal)
 	}
 	return out
-}
-
-// checkCubePolicies checks the cube's NetworkPolicies against the live pods: the server
-// policy selects the cube servers and admits the transfer and the stack's serving pods to the
-// cube port; the transfer policy admits only cube servers to the files port and anyone to the
-// status port.
-func (k *kubeClients) checkCubePolicies(ns, cube, serving string) resource.TestCheckFunc {
-	return func(*terraform.State) error {
-		ctx := context.Background()
-		component := func(c string) map[string]string {
-			return map[string]string{stack.LabelInstance: cube, stack.LabelComponent: c}
-		}
-		servers, err := k.livePodLabels(ctx, ns, component("cube-server"))
-		if err != nil {
-			return err
-		}
-		transfer, err := k.livePodLabels(ctx, ns, component("cube-transfer"))
-		if err != nil {
-			return err
-		}
-		servingPods, err := k.livePodLabels(ctx, ns, map[string]string{stack.LabelInstance: serving, stack.LabelComponent: "serving"})
-		if err != nil {
-			return err
-		}
-		np := k.cs.NetworkingV1().NetworkPolicies(ns)
-		srv, err := np.Get(ctx, cube+"-server", metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		sel, err := metav1.LabelSelectorAsSelector(&srv.Spec.PodSelector)
-		if err != nil {
-			return err
-		}
-		for _, l := range servers {
-			if !sel.Matches(labels.Set(l)) {
-				return fmt.Errorf("policy %s does not select cube server %v", srv.Name, l)
-			}
-		}
-		if len(srv.Spec.Ingress) != 1 || !slices.Equal(policyPorts(srv.Spec.Ingress[0]), []int32{8027}) {
-			return fmt.Errorf("policy %s ingress %+v: want one rule for port 8027", srv.Name, srv.Spec.Ingress)
-		}
-		for what, pods := range map[string][]map[string]string{"transfer": transfer, "serving": servingPods} {
-			for _, l := range pods {
-				if ok, err := admits(srv.Spec.Ingress[0], l); err != nil || !ok {
-					return fmt.Errorf("policy %s does not admit the %s pod %v (%v)", srv.Name, what, l, err)
-				}
-			}
-		}
-		tr, err := np.Get(ctx, cube+"-transfer", metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		if len(tr.Spec.Ingress) != 2 || !slices.Equal(policyPorts(tr.Spec.Ingress[0]), []int32{stack.DefaultTransferFilesPort}) ||
-			!slices.Equal(policyPorts(tr.Spec.Ingress[1]), []int32{stack.DefaultTransferPort}) || len(tr.Spec.Ingress[1].From) != 0 {
-			return fmt.Errorf("policy %s ingress %+v: want the files port from cube servers and the status port from anyone", tr.Name, tr.Spec.Ingress)
-		}
-		for _, l := range servers {
-			if ok, err := admits(tr.Spec.Ingress[0], l); err != nil || !ok {
-				return fmt.Errorf("policy %s does not admit cube server %v to the files port (%v)", tr.Name, l, err)
-			}
-		}
-		for _, l := range append(servingPods, transfer...) {
-			if ok, _ := admits(tr.Spec.Ingress[0], l); ok {
-				return fmt.Errorf("policy %s admits %v to the model files", tr.Name, l)
-			}
-		}
-		return nil
-	}
-}
-
-func (k *kubeClients) checkNoPolicies(ns, owner string) resource.TestCheckFunc {
-	return func(*terraform.State) error {
-		list, err := k.cs.NetworkingV1().NetworkPolicies(ns).List(context.Background(), metav1.ListOptions{LabelSelector: stack.OwnerLabel + "=" + owner})
-		if err != nil {
-			return err
-		}
-		if len(list.Items) > 0 {
-			return fmt.Errorf("%d NetworkPolicies left after network_policy.enabled = false", len(list.Items))
-		}
-		return nil
-	}
-}
-
-func (k *kubeClients) checkCubeMemory(ns, sts, want string) resource.TestCheckFunc {
-	return func(*terraform.State) error {
-		s, err := k.cs.AppsV1().StatefulSets(ns).Get(context.Background(), sts, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		r := s.Spec.Template.Spec.Containers[0].Resources
-		if got := r.Limits.Memory().String(); got != want {
-			return fmt.Errorf("cube container memory limit %s, want %s", got, want)
-		}
-		return nil
-	}
 }
 
 // TestAccCube_NetworkPoliciesAndHardenedPods: a cube and the serving of its stack; the

@@ -70,44 +70,6 @@ resource "ctr_serving" "test" {
 `, ns, name, registry, own)
 }
 
-// livePods checks every pod in the namespace: each container's image (want, by the pod's
-// component label) and its pull secrets.
-func (k *kubeClients) livePods(ns string, want map[string]string, secrets map[string][]string) resource.TestCheckFunc {
-	return func(*terraform.State) error {
-		pods, err := k.cs.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{LabelSelector: stack.LabelManagedBy + "=" + stack.ManagedBy})
-		if err != nil {
-			return err
-		}
-		seen := map[string]bool{}
-		for _, p := range pods.Items {
-			component := p.Labels[stack.LabelComponent]
-			image, ok := want[component]
-			if !ok {
-				return fmt.Errorf("pod %s: component %q is not one the test knows", p.Name, component)
-			}
-			seen[component] = true
-			for _, c := range append(p.Spec.InitContainers, p.Spec.Containers...) {
-				if c.Image != image {
-					return fmt.Errorf("pod %s (%s): container %s runs %s, want %s", p.Name, component, c.Name, c.Image, image)
-				}
-			}
-			var got []string
-			for _, s := range p.Spec.ImagePullSecrets {
-				got = append(got, s.Name)
-			}
-			if strings.Join(got, ",") != strings.Join(secrets[component], ",") {
-				return fmt.Errorf("pod %s (%s): pull secrets %v, want %v", p.Name, component, got, secrets[component])
-			}
-		}
-		for c := range want {
-			if !seen[c] {
-				return fmt.Errorf("no pod of component %s", c)
-			}
-		}
-		return nil
-	}
-}
-
 // TestAccImages_MirrorAndPullSecrets: with the provider's image_registry every default image
 // comes from the mirror — the training tasks, the file server, the cube servers and transfer,
 // Paddle Serving — on the live pods, each with its resource's pull secrets; an image set
@@ -213,20 +175,6 @@ resource "ctr_cube" "test" {
 			Check: k.livePods(ns, map[string]string{"cube-server": cube, "cube-transfer": cube}, map[string][]string{}),
 		}},
 	})
-}
-
-// deploymentImage: the Deployment's pod template runs image.
-func (k *kubeClients) deploymentImage(ns, name, image string) resource.TestCheckFunc {
-	return func(*terraform.State) error {
-		d, err := k.cs.AppsV1().Deployments(ns).Get(context.Background(), name, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		if got := d.Spec.Template.Spec.Containers[0].Image; got != image {
-			return fmt.Errorf("deployment %s runs %s, want %s", name, got, image)
-		}
-		return nil
-	}
 }
 
 // TestImages_RegistryRefused: an image_registry that is not a registry host is refused at plan

@@ -2,7 +2,6 @@ package provider
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"testing"
 	"time"
@@ -13,13 +12,11 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
 	"github.com/hashicorp/terraform-plugin-testing/plancheck"
 	"github.com/hashicorp/terraform-plugin-testing/statecheck"
-	"github.com/hashicorp/terraform-plugin-testing/terraform"
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/elasticctr/terraform-provider-ctr/internal/kube"
@@ -28,48 +25,6 @@ import (
 
 // kwok runs no cloud controller: these tests play the cloud's load balancer controller and
 // give the Service its address (status.loadBalancer.ingress) themselves.
-
-// loadBalance gives the Service ns/name, once it exists as a LoadBalancer, the ingress: what
-// a cloud controller does while the apply waits. It stops at the end of the test.
-func (k *kubeClients) loadBalance(t *testing.T, ns, name string, ingress corev1.LoadBalancerIngress) {
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	go func() {
-		_ = wait.PollUntilContextCancel(ctx, 200*time.Millisecond, true, func(ctx context.Context) (bool, error) {
-			return k.setIngress(ctx, ns, name, ingress) == nil, nil
-		})
-	}()
-}
-
-// setIngress sets the Service's load balancer ingress, if it is a LoadBalancer.
-func (k *kubeClients) setIngress(ctx context.Context, ns, name string, ingress corev1.LoadBalancerIngress) error {
-	svc, err := k.cs.CoreV1().Services(ns).Get(ctx, name, metav1.GetOptions{})
-	if err != nil {
-		return err
-	}
-	if svc.Spec.Type != corev1.ServiceTypeLoadBalancer {
-		return fmt.Errorf("service %s/%s is a %s", ns, name, svc.Spec.Type)
-	}
-	svc.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{ingress}
-	_, err = k.cs.CoreV1().Services(ns).UpdateStatus(ctx, svc, metav1.UpdateOptions{})
-	return err
-}
-
-// serviceAnnotated checks that the live Service carries the annotations.
-func (k *kubeClients) serviceAnnotated(ns, name string, want map[string]string) resource.TestCheckFunc {
-	return func(*terraform.State) error {
-		svc, err := k.cs.CoreV1().Services(ns).Get(context.Background(), name, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		for key, v := range want {
-			if svc.Annotations[key] != v {
-				return fmt.Errorf("service %s/%s: annotation %s = %q, want %q", ns, name, key, svc.Annotations[key], v)
-			}
-		}
-		return nil
-	}
-}
 
 // shortLoadBalancerWait makes apply give up on the address after a second, for this test.
 func shortLoadBalancerWait(t *testing.T) {

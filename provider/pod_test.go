@@ -1,7 +1,6 @@
 package provider
 
 import (
-	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -9,13 +8,7 @@ import (
 
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	"github.com/hashicorp/terraform-plugin-testing/plancheck"
-	"github.com/hashicorp/terraform-plugin-testing/terraform"
 	corev1 "k8s.io/api/core/v1"
-	schedulingv1 "k8s.io/api/scheduling/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	apiresource "k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/elasticctr/terraform-provider-ctr/internal/stack"
 )
@@ -70,50 +63,6 @@ func podBlock(attr, sa string) string {
     security_context = { run_as_user = 1234, run_as_group = 1234, fs_group = 2345, run_as_non_root = true, read_only_root_filesystem = true }
   }
 `, attr, identity, podPriorityClass, podPlainValue)
-}
-
-// podPrerequisites creates what the pod block refers to: a PriorityClass, a Secret, a
-// ConfigMap, a claim, and a ServiceAccount of the user's.
-func (k *kubeClients) podPrerequisites(t *testing.T, ns string) {
-	t.Helper()
-	ctx := context.Background()
-	_, err := k.cs.SchedulingV1().PriorityClasses().Create(ctx, &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: podPriorityClass}, Value: 1000}, metav1.CreateOptions{})
-	if err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatal(err)
-	}
-	core := k.cs.CoreV1()
-	must := func(_ any, err error) {
-		t.Helper()
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	must(core.Secrets(ns).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "creds"}, StringData: map[string]string{"secret": podSecretValue}}, metav1.CreateOptions{}))
-	must(core.ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "settings"}, Data: map[string]string{"A": "1"}}, metav1.CreateOptions{}))
-	must(core.ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "mine"}}, metav1.CreateOptions{}))
-	must(core.PersistentVolumeClaims(ns).Create(ctx, &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "dataset"},
-		Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-			Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: apiresource.MustParse("1Gi")}}}}, metav1.CreateOptions{}))
-}
-
-// checkPodKnobs checks every knob on every live pod template of an owner; sa is the
-// ServiceAccount the pods must run as.
-func (k *kubeClients) checkPodKnobs(ns, owner string, count int, sa func(key string) string) resource.TestCheckFunc {
-	return func(*terraform.State) error {
-		tpls, err := k.podTemplates(context.Background(), ns, owner)
-		if err != nil {
-			return err
-		}
-		if len(tpls) != count {
-			return fmt.Errorf("%d pod templates owned by %s, want %d: %v", len(tpls), owner, count, keysOf(tpls))
-		}
-		for key, tpl := range tpls {
-			if err := podKnobs(tpl, sa(key)); err != nil {
-				return fmt.Errorf("%s: %w", key, err)
-			}
-		}
-		return nil
-	}
 }
 
 func podKnobs(tpl corev1.PodTemplateSpec, sa string) error {
@@ -181,48 +130,6 @@ func podKnobs(tpl corev1.PodTemplateSpec, sa string) error {
 		}
 	}
 	return nil
-}
-
-// checkServiceAccount checks the annotations of a ServiceAccount ctr created.
-func (k *kubeClients) checkServiceAccount(ns, name string) resource.TestCheckFunc {
-	return func(*terraform.State) error {
-		sa, err := k.cs.CoreV1().ServiceAccounts(ns).Get(context.Background(), name, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		if got := sa.Annotations["eks.amazonaws.com/role-arn"]; got != "arn:aws:iam::123456789012:role/ctr" {
-			return fmt.Errorf("ServiceAccount %s annotation %q", name, got)
-		}
-		return nil
-	}
-}
-
-// checkNoValues checks that neither the state (manifests) nor any live annotation of the
-// owner's objects holds the Secret's value, and that the settings annotation holds no env value.
-func (k *kubeClients) checkNoValues(ns, owner string, kinds []schema.GroupVersionKind) resource.TestCheckFunc {
-	return func(s *terraform.State) error {
-		for addr, r := range s.RootModule().Resources {
-			for attr, v := range r.Primary.Attributes {
-				if strings.Contains(v, podSecretValue) {
-					return fmt.Errorf("%s.%s holds the Secret's value", addr, attr)
-				}
-			}
-		}
-		for _, gvk := range kinds {
-			list, err := k.dyn.Resource(gvrOf(gvk)).Namespace(ns).List(context.Background(), metav1.ListOptions{LabelSelector: stack.OwnerLabel + "=" + owner})
-			if err != nil {
-				return err
-			}
-			for _, u := range list.Items {
-				for key, v := range u.GetAnnotations() {
-					if strings.Contains(v, podSecretValue) || (key == stack.SettingsAnnotation && strings.Contains(v, podPlainValue)) {
-						return fmt.Errorf("annotation %s of %s/%s holds a value", key, gvk.Kind, u.GetName())
-					}
-				}
-			}
-		}
-		return nil
-	}
 }
 
 // TestAccPod_TrainingJob: every knob on the training pods (with ctr's ServiceAccount,

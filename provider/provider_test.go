@@ -17,18 +17,9 @@ import (
 
 	"github.com/hashicorp/terraform-plugin-framework/providerserver"
 	"github.com/hashicorp/terraform-plugin-go/tfprotov6"
-	"github.com/hashicorp/terraform-plugin-testing/helper/acctest"
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	"github.com/hashicorp/terraform-plugin-testing/plancheck"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
-
-	"github.com/elasticctr/terraform-provider-ctr/internal/stack"
 )
 
 // TestMain gives the tests a connection the way a user opts in, since the provider never
@@ -58,68 +49,6 @@ const testVersion = "test"
 // providerFactories serves the provider in-process to the real terraform CLI.
 var providerFactories = map[string]func() (tfprotov6.ProviderServer, error){
 	"ctr": providerserver.NewProtocol6WithError(New(testVersion)()),
-}
-
-// requireCluster skips acceptance tests unless TF_ACC is set (the framework's own rule) and
-// fails them when TF_ACC is set without a cluster: `make test` always provides one, so a
-// skip there would hide a broken setup.
-func requireCluster(t *testing.T) *kubeClients {
-	t.Helper()
-	return requireClusterTB(t)
-}
-
-// requireClusterB is requireCluster for benchmarks.
-func requireClusterB(b *testing.B) *kubeClients { return requireClusterTB(b) }
-
-func requireClusterTB(t testing.TB) *kubeClients {
-	t.Helper()
-	if os.Getenv("TF_ACC") == "" {
-		t.Skip("acceptance test: set TF_ACC=1 and KUBECONFIG (make testacc does both)")
-	}
-	kc := os.Getenv("KUBECONFIG")
-	if kc == "" {
-		t.Fatal("TF_ACC is set but KUBECONFIG is not: start the local control plane with make testenv-up")
-	}
-	cfg, err := clientcmd.BuildConfigFromFlags("", kc)
-	if err != nil {
-		t.Fatalf("load KUBECONFIG: %v", err)
-	}
-	return &kubeClients{cfg: cfg, cs: kubernetes.NewForConfigOrDie(cfg), dyn: dynamic.NewForConfigOrDie(cfg)}
-}
-
-type kubeClients struct {
-	cfg *rest.Config
-	cs  kubernetes.Interface
-	dyn dynamic.Interface
-}
-
-// namespace creates a fresh namespace for one test and deletes it afterwards.
-func (k *kubeClients) namespace(t *testing.T) string { return k.namespaceTB(t) }
-
-func (k *kubeClients) namespaceB(b *testing.B) string { return k.namespaceTB(b) }
-
-func (k *kubeClients) namespaceTB(t testing.TB) string {
-	t.Helper()
-	name := "acc-" + acctest.RandString(8)
-	_, err := k.cs.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatalf("create namespace %s: %v", name, err)
-	}
-	t.Cleanup(func() {
-		_ = k.cs.CoreV1().Namespaces().Delete(context.Background(), name, metav1.DeleteOptions{})
-	})
-	return name
-}
-
-// run runs one scenario of a resource's lifecycle against the local control plane; at its end
-// destroy must leave nothing that the resource (type, name) owned, nor pods made of it.
-func (k *kubeClients) run(t *testing.T, ns, typ, name string, kinds []schema.GroupVersionKind, steps ...resource.TestStep) {
-	t.Helper()
-	resource.Test(t, resource.TestCase{
-		ProtoV6ProviderFactories: providerFactories,
-		CheckDestroy:             k.checkNothingOwnedOf(ns, stack.Owner(typ, name), kinds),
-		Steps:                    steps,
-	})
 }
 
 // importRoundTrip are the steps that prove an import reads back every attribute of config:
@@ -219,47 +148,6 @@ func (c onlyChangesCheck) CheckPlan(_ context.Context, req plancheck.CheckPlanRe
 		return
 	}
 	resp.Error = fmt.Errorf("%s is not in the plan", c.addr)
-}
-
-// defaultStorageClass is the name of the cluster's default StorageClass.
-func (k *kubeClients) defaultStorageClass(t *testing.T) string {
-	t.Helper()
-	list, err := k.cs.StorageV1().StorageClasses().List(context.Background(), metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, sc := range list.Items {
-		if sc.Annotations["storageclass.kubernetes.io/is-default-class"] == "true" {
-			return sc.Name
-		}
-	}
-	t.Fatal("the cluster has no default StorageClass")
-	return ""
-}
-
-// owned counts every object (rendered kinds, pods, pod groups) that carries the owner label.
-func (k *kubeClients) owned(ctx context.Context, namespace, owner string) (int, []string, error) {
-	return k.ownedOf(ctx, namespace, owner, append(append([]schema.GroupVersionKind{}, stack.TrainingJobKinds...), stack.ControllerKinds...))
-}
-
-func (k *kubeClients) ownedOf(ctx context.Context, namespace, owner string, kinds []schema.GroupVersionKind) (int, []string, error) {
-	n := 0
-	var names []string
-	for _, gvk := range kinds {
-		gvr := gvrOf(gvk)
-		list, err := k.dyn.Resource(gvr).Namespace(namespace).List(ctx, metav1.ListOptions{LabelSelector: stack.OwnerLabel + "=" + owner})
-		if err != nil {
-			return 0, nil, err
-		}
-		for _, it := range list.Items {
-			if it.GetAnnotations()[stack.RetainAnnotation] == "true" {
-				continue // left on purpose (model_output.retain; TestAccTrainingJob_ModelOutputOutlivesTheJob)
-			}
-			names = append(names, gvk.Kind+"/"+it.GetName())
-			n++
-		}
-	}
-	return n, names, nil
 }
 
 func gvrOf(gvk schema.GroupVersionKind) schema.GroupVersionResource {

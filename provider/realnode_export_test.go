@@ -1,9 +1,7 @@
 package provider
 
 import (
-	"context"
 	"fmt"
-	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -11,11 +9,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	"github.com/hashicorp/terraform-plugin-testing/plancheck"
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 
-	"github.com/elasticctr/terraform-provider-ctr/cube/donefile"
 	"github.com/elasticctr/terraform-provider-ctr/internal/stack"
 )
 
@@ -75,77 +69,4 @@ func TestAccRealNode_PaddleSaveToLookup(t *testing.T) {
 			},
 		},
 	})
-}
-
-// fileServerGet fetches a path from the training job's file server (the host of the state's
-// donefile_url) through the API server's service proxy.
-func (k *kubeClients) fileServerGet(s *terraform.State, ns, path string) ([]byte, error) {
-	u, err := url.Parse(s.RootModule().Resources["ctr_training_job.train"].Primary.Attributes["donefile_url"])
-	if err != nil {
-		return nil, err
-	}
-	svc, port, _ := strings.Cut(u.Host, ":")
-	svc, _, _ = strings.Cut(svc, ".")
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	b, err := k.cs.CoreV1().Services(ns).ProxyGet("http", svc, port, path, nil).DoRaw(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("GET %s through service %s/%s: %w", path, ns, svc, err)
-	}
-	return b, nil
-}
-
-// waitDonefile waits until the donefile the training job exports has n lines, and returns
-// their ids.
-func (k *kubeClients) waitDonefile(ns string, n int, timeout time.Duration, ids *[]string) resource.TestCheckFunc {
-	return func(s *terraform.State) error {
-		u, err := url.Parse(s.RootModule().Resources["ctr_training_job.train"].Primary.Attributes["donefile_url"])
-		if err != nil {
-			return err
-		}
-		var last string
-		err = wait.PollUntilContextTimeout(context.Background(), time.Second, timeout, true, func(context.Context) (bool, error) {
-			body, err := k.fileServerGet(s, ns, u.Path)
-			if err != nil {
-				last = err.Error()
-				return false, nil
-			}
-			last = string(body)
-			es, _ := donefile.Parse(body)
-			if len(es) < n {
-				return false, nil
-			}
-			*ids = (*ids)[:0]
-			for _, e := range es {
-				*ids = append(*ids, e.ID)
-			}
-			return true, nil
-		})
-		if err != nil {
-			return fmt.Errorf("the model export did not publish %d versions within %s: %w; donefile: %s; export log: %s", n, timeout, err, last,
-				k.deploymentLogs(ns, "e2e-model-export"))
-		}
-		return nil
-	}
-}
-
-// deploymentLogs is the log of the first pod whose name starts with a Deployment's (for
-// failure messages).
-func (k *kubeClients) deploymentLogs(ns, name string) string {
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	pods, err := k.cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return "(no pods: " + err.Error() + ")"
-	}
-	for _, p := range pods.Items {
-		if strings.HasPrefix(p.Name, name+"-") {
-			data, err := k.cs.CoreV1().Pods(ns).GetLogs(p.Name, &corev1.PodLogOptions{}).DoRaw(ctx)
-			if err != nil {
-				return "(no log of " + p.Name + ": " + err.Error() + ")"
-			}
-			return string(data)
-		}
-	}
-	return "(no pod " + name + "-*)"
 }

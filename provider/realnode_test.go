@@ -1,13 +1,8 @@
 package provider
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"net/url"
-	"os"
-	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -19,49 +14,13 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/statecheck"
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
-	batchv1 "k8s.io/api/batch/v1"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/utils/ptr"
 
-	"github.com/elasticctr/terraform-provider-ctr/cube/api"
-	"github.com/elasticctr/terraform-provider-ctr/cube/donefile"
-	"github.com/elasticctr/terraform-provider-ctr/cube/pipeline"
-	"github.com/elasticctr/terraform-provider-ctr/cube/seqfile"
 	"github.com/elasticctr/terraform-provider-ctr/internal/stack"
-	"github.com/elasticctr/terraform-provider-ctr/internal/testenv"
 )
 
 // End-to-end tests on the local cluster's real node: the provider's objects, unchanged, run
 // in pods of the project's image (the namespace's annotations place every pod there), and
 // nothing in between is simulated.
-
-// realNode returns the clients, a fresh namespace whose pods all run on the real node, and
-// the name of the project's image imported there. It skips where the environment has no real
-// node (make test starts one).
-func requireRealNode(t *testing.T) (*kubeClients, string, string) {
-	t.Helper()
-	k := requireCluster(t)
-	env, err := testenv.Load(filepath.Dir(os.Getenv("KUBECONFIG")))
-	if err != nil || !env.Node {
-		t.Skip("the environment has no real node: make test starts one (testenv up -node)")
-	}
-	image := env.NodeImage(stack.CubeImageRepository)
-	if image == "" {
-		t.Fatalf("no %s image imported into the real node (images: %v): testenv up -node -image dist/image/cube-image.tar", stack.CubeImageRepository, env.NodeImages)
-	}
-	ns := k.namespace(t)
-	nsObj, err := k.cs.CoreV1().Namespaces().Get(context.Background(), ns, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	nsObj.Annotations = testenv.RealNodeNamespace()
-	if _, err := k.cs.CoreV1().Namespaces().Update(context.Background(), nsObj, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	return k, ns, image
-}
 
 // e2eModelKeys is how many keys the trainer stand-in writes; lookups check them all.
 const e2eModelKeys = 20000
@@ -138,66 +97,6 @@ func TestAccRealNode_TrainingServesModel(t *testing.T) {
 	})
 }
 
-// servesModel fetches, through the API server's service proxy, the donefile at the state's
-// donefile_url, then its line id's input directory listing and every file listed, and checks
-// the files hold e2eModelKeys records of generation gen.
-func (k *kubeClients) servesModel(ns, id string, gen byte) resource.TestCheckFunc {
-	return func(s *terraform.State) error {
-		donefileURL, err := url.Parse(s.RootModule().Resources["ctr_training_job.train"].Primary.Attributes["donefile_url"])
-		if err != nil {
-			return err
-		}
-		get := func(u *url.URL) ([]byte, error) { return k.fileServerGet(s, ns, u.Path) }
-		b, err := get(donefileURL)
-		if err != nil {
-			return err
-		}
-		entries, warns := donefile.Parse(b)
-		if len(entries) != 1 || entries[0].ID != id || len(warns) > 0 {
-			return fmt.Errorf("donefile %s: %q, want one line of id %s (warnings: %v)", donefileURL, b, id, warns)
-		}
-		input := donefileURL.ResolveReference(&url.URL{Path: strings.TrimSuffix(entries[0].Input, "/") + "/"})
-		listing, err := get(input)
-		if err != nil {
-			return err
-		}
-		dir := filepath.Join(os.TempDir(), "ctr-e2e-model-"+ns)
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return err
-		}
-		defer os.RemoveAll(dir)
-		var files []string
-		for _, m := range regexp.MustCompile(`href="([^"?/]+)"`).FindAllStringSubmatch(string(listing), -1) {
-			if strings.HasPrefix(m[1], ".") || strings.HasPrefix(m[1], "_") {
-				continue
-			}
-			b, err := get(input.ResolveReference(&url.URL{Path: m[1]}))
-			if err != nil {
-				return err
-			}
-			if err := os.WriteFile(filepath.Join(dir, m[1]), b, 0o644); err != nil {
-				return err
-			}
-			files = append(files, m[1])
-		}
-		records, wrong := 0, 0
-		err = seqfile.ReadAll(dir, seqfile.Options{}, func(key uint64, value []byte) error {
-			records++
-			if !bytes.Equal(value, pipeline.Value(key, gen, pipeline.DefaultValueSize)) {
-				wrong++
-			}
-			return nil
-		})
-		if err != nil {
-			return fmt.Errorf("model %s (files %v): %w", input, files, err)
-		}
-		if records != e2eModelKeys || wrong > 0 {
-			return fmt.Errorf("model %s (files %v): %d records, %d with a wrong value; want %d of generation %d", input, files, records, wrong, e2eModelKeys, gen)
-		}
-		return nil
-	}
-}
-
 // TestAccRealNode_TrainingToLookup: the trainer stand-in writes a model into the training
 // job's volume; its file server serves it over its Service; the cube's transfer picks the
 // donefile line up, builds, distributes and switches 2 shards × 2 replicas; served_version
@@ -231,32 +130,6 @@ func TestAccRealNode_TrainingToLookup(t *testing.T) {
 			},
 		},
 	})
-}
-
-// logPodTimes logs, for the pods the selector selects, how long each took from creation to
-// its containers' start and to Ready (a cube server is Ready once it serves a model).
-func (k *kubeClients) logPodTimes(t *testing.T, ns, selector string) resource.TestCheckFunc {
-	return func(*terraform.State) error {
-		pods, err := k.cs.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{LabelSelector: selector})
-		if err != nil {
-			return err
-		}
-		for _, p := range pods.Items {
-			var started, ready time.Duration
-			for _, c := range p.Status.Conditions {
-				if c.Type == corev1.ContainersReady && c.Status == corev1.ConditionTrue {
-					ready = c.LastTransitionTime.Sub(p.CreationTimestamp.Time)
-				}
-			}
-			for _, cs := range p.Status.ContainerStatuses {
-				if cs.State.Running != nil {
-					started = cs.State.Running.StartedAt.Sub(p.CreationTimestamp.Time)
-				}
-			}
-			t.Logf("pod %s: created -> container running %s, -> Ready %s", p.Name, started, ready)
-		}
-		return nil
-	}
 }
 
 // TestAccRealNode_RolloutUnderLookups: a second model version rolls out while a Job on the
@@ -337,22 +210,6 @@ func TestAccRealNode_Reshard(t *testing.T) {
 	})
 }
 
-func (k *kubeClients) statefulSetGone(ns, name string) resource.TestCheckFunc {
-	return func(*terraform.State) error {
-		_, err := k.cs.AppsV1().StatefulSets(ns).Get(context.Background(), name, metav1.GetOptions{})
-		if err == nil {
-			return fmt.Errorf("StatefulSet %s/%s still exists after the apply", ns, name)
-		}
-		return nil
-	}
-}
-
-// servesNow checks, without waiting, that the cube serves a build of donefile id for shards
-// shards other than not (the apply waited for it).
-func (k *kubeClients) servesNow(ns, cube, id string, shards int, version *string, not string) resource.TestCheckFunc {
-	return k.waitServedShards(ns, cube, id, shards, time.Second, version, not)
-}
-
 // TestAccRealNode_ReplicaComesBack: a cube pod deleted (its disk is an emptyDir, so it comes
 // back empty) serves the current version again without a new model: the transfer heals it.
 func TestAccRealNode_ReplicaComesBack(t *testing.T) {
@@ -395,118 +252,6 @@ func TestAccRealNode_DestroyLeavesNothing(t *testing.T) {
 	})
 }
 
-func (k *kubeClients) countClaims(ns string, want int) resource.TestCheckFunc {
-	return func(*terraform.State) error {
-		list, err := k.cs.CoreV1().PersistentVolumeClaims(ns).List(context.Background(), metav1.ListOptions{})
-		if err != nil {
-			return err
-		}
-		if len(list.Items) != want {
-			var names []string
-			for _, c := range list.Items {
-				names = append(names, c.Name)
-			}
-			return fmt.Errorf("%d claims in %s (%s), want %d", len(list.Items), ns, strings.Join(names, ", "), want)
-		}
-		return nil
-	}
-}
-
-func (k *kubeClients) checkNoClaims(ns string) resource.TestCheckFunc { return k.countClaims(ns, 0) }
-
-// deletePodAndWaitServing deletes one cube pod and waits until its shard's replicas all serve
-// version again (the StatefulSet brings the pod back empty; the transfer's heal pass fills it).
-func (k *kubeClients) deletePodAndWaitServing(t *testing.T, ns, cube, pod string, version *string, timeout time.Duration) resource.TestCheckFunc {
-	return func(*terraform.State) error {
-		ctx := context.Background()
-		old, err := k.cs.CoreV1().Pods(ns).Get(ctx, pod, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		start := time.Now()
-		if err := k.cs.CoreV1().Pods(ns).Delete(ctx, pod, metav1.DeleteOptions{}); err != nil {
-			return err
-		}
-		var last string
-		err = wait.PollUntilContextTimeout(ctx, time.Second, timeout, true, func(ctx context.Context) (bool, error) {
-			p, err := k.cs.CoreV1().Pods(ns).Get(ctx, pod, metav1.GetOptions{})
-			if err != nil || p.UID == old.UID {
-				return false, nil // not yet re-created
-			}
-			st, body, err := k.transferStatus(ctx, ns, cube)
-			if err != nil {
-				return false, nil
-			}
-			last = body
-			if st.ServedVersion != *version {
-				return false, nil
-			}
-			for _, sh := range st.Shards {
-				if sh.Serving != len(sh.Replicas) {
-					return false, nil
-				}
-			}
-			return true, nil
-		})
-		if err != nil {
-			return fmt.Errorf("pod %s/%s deleted: its shard did not serve %s on every replica again within %s: %w; last status: %s", ns, pod, *version, timeout, err, last)
-		}
-		t.Logf("pod %s deleted: every replica serves %s again after %s", pod, *version, time.Since(start).Round(100*time.Millisecond))
-		return nil
-	}
-}
-
-// waitServed waits (bounded) until the replicas of every shard of the cube serve the version
-// the transfer built from donefile id, and records that version's name in *version.
-func (k *kubeClients) waitServed(ns, cube, id string, timeout time.Duration, version *string) resource.TestCheckFunc {
-	return k.waitServedShards(ns, cube, id, 0, timeout, version, "")
-}
-
-// waitServedShards is waitServed for a build with shards shards (0: any) other than the
-// version not (a re-shard rebuilds the same donefile id under a new version name).
-func (k *kubeClients) waitServedShards(ns, cube, id string, shards int, timeout time.Duration, version *string, not string) resource.TestCheckFunc {
-	return func(*terraform.State) error {
-		var last string
-		err := wait.PollUntilContextTimeout(context.Background(), time.Second, timeout, true, func(ctx context.Context) (bool, error) {
-			st, body, err := k.transferStatus(ctx, ns, cube)
-			if err != nil {
-				last = err.Error()
-				return false, nil
-			}
-			last = body
-			if shards > 0 && len(st.Shards) != shards {
-				return false, nil
-			}
-			for _, r := range st.History {
-				if r.ID == id && r.Result == "served" && st.ServedVersion == r.Version && r.Version != not {
-					*version = r.Version
-					return true, nil
-				}
-			}
-			return false, nil
-		})
-		if err != nil {
-			return fmt.Errorf("cube %s/%s did not serve donefile id %s within %s: %w; last status: %s", ns, cube, id, timeout, err, last)
-		}
-		return nil
-	}
-}
-
-// transferStatus reads the cube's transfer status through the API server's service proxy:
-// the decoded status and its raw body (for failure messages).
-func (k *kubeClients) transferStatus(ctx context.Context, ns, cube string) (api.Status, string, error) {
-	c := stack.Cube{Name: cube, Namespace: ns}.Defaulted()
-	body, err := k.cs.CoreV1().Services(ns).ProxyGet("http", c.TransferService(), strconv.Itoa(int(c.TransferPort)), stack.TransferStatusPath, nil).DoRaw(ctx)
-	if err != nil {
-		return api.Status{}, "", err
-	}
-	st, err := stack.DecodeTransferStatus(body)
-	if err != nil {
-		return api.Status{}, string(body), fmt.Errorf("transfer status of cube %s/%s: %w", ns, cube, err)
-	}
-	return st, string(body), nil
-}
-
 // stateServes checks the state's served_version is version (what the replicas report).
 func stateServes(version *string) resource.TestCheckFunc {
 	return func(s *terraform.State) error {
@@ -516,110 +261,6 @@ func stateServes(version *string) resource.TestCheckFunc {
 		}
 		return nil
 	}
-}
-
-// lookupJob runs `cube seek --conf` in a Job on the real node with the state's cube_conf
-// mounted from a ConfigMap and checks every key's value is generation gen's.
-func (k *kubeClients) lookupJob(t *testing.T, ns, image, name string, gen int) resource.TestCheckFunc {
-	return func(s *terraform.State) error {
-		// A shard Service that just got its first ready pods may not be in the cluster DNS yet
-		// (CoreDNS answers SERVFAIL until its endpoint watch catches up): seek waits up to
-		// --ready-within for every name to resolve and every shard to answer, and the Job
-		// retries twice. A wrong value fails every attempt.
-		if err := k.startSeekJob(t, s, ns, image, name, 2, "--first", strconv.Itoa(e2eModelKeys), "--check", strconv.Itoa(gen), "--ready-within", "1m"); err != nil {
-			return err
-		}
-		logs, err := k.waitJob(ns, name, 3*time.Minute)
-		if err != nil {
-			return fmt.Errorf("%w: not every value is generation %d", err, gen)
-		}
-		t.Logf("lookup job: %s", lastLine(logs))
-		return nil
-	}
-}
-
-// startSeekJob starts `cube seek --conf /conf/cube.conf ARGS...` in a Job, with the state's
-// cube_conf mounted from a ConfigMap, exactly what Paddle Serving would read.
-func (k *kubeClients) startSeekJob(t *testing.T, s *terraform.State, ns, image, name string, retries int32, args ...string) error {
-	ctx := context.Background()
-	conf := s.RootModule().Resources["ctr_cube.cube"].Primary.Attributes["cube_conf"]
-	if conf == "" {
-		return fmt.Errorf("ctr_cube.cube exports no cube_conf")
-	}
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name + "-conf", Namespace: ns}, Data: map[string]string{"cube.conf": conf}}
-	if _, err := k.cs.CoreV1().ConfigMaps(ns).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
-		return err
-	}
-	job := &batchv1.Job{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-		Spec: batchv1.JobSpec{
-			BackoffLimit: ptr.To(retries),
-			Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
-				RestartPolicy: corev1.RestartPolicyNever,
-				Containers: []corev1.Container{{
-					Name: "seek", Image: image, ImagePullPolicy: corev1.PullIfNotPresent,
-					Args:         append([]string{"seek", "--conf", "/conf/cube.conf", "--timeout", "30s"}, args...),
-					VolumeMounts: []corev1.VolumeMount{{Name: "conf", MountPath: "/conf"}},
-				}},
-				Volumes: []corev1.Volume{{Name: "conf", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
-					LocalObjectReference: corev1.LocalObjectReference{Name: cm.Name}}}}},
-			}},
-		},
-	}
-	if _, err := k.cs.BatchV1().Jobs(ns).Create(ctx, job, metav1.CreateOptions{}); err != nil {
-		return err
-	}
-	t.Cleanup(func() {
-		bg := metav1.DeletePropagationBackground
-		_ = k.cs.BatchV1().Jobs(ns).Delete(context.Background(), name, metav1.DeleteOptions{PropagationPolicy: &bg})
-	})
-	return nil
-}
-
-// jobFinished says whether the Job has ended.
-func (k *kubeClients) jobFinished(ns, name string) bool {
-	j, err := k.cs.BatchV1().Jobs(ns).Get(context.Background(), name, metav1.GetOptions{})
-	return err == nil && (j.Status.Succeeded > 0 || j.Status.Failed > 0)
-}
-
-// waitJob waits for the Job to end and returns its pod's log; an error if it failed.
-func (k *kubeClients) waitJob(ns, name string, timeout time.Duration) (string, error) {
-	ctx := context.Background()
-	var done *batchv1.Job
-	err := wait.PollUntilContextTimeout(ctx, time.Second, timeout, true, func(ctx context.Context) (bool, error) {
-		j, err := k.cs.BatchV1().Jobs(ns).Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return false, nil
-		}
-		done = j
-		return j.Status.Succeeded > 0 || j.Status.Failed > 0, nil
-	})
-	logs := k.jobLogs(ctx, ns, name)
-	if err != nil {
-		return logs, fmt.Errorf("job %s/%s did not finish: %w\n%s", ns, name, err, logs)
-	}
-	if done.Status.Succeeded == 0 {
-		return logs, fmt.Errorf("job %s/%s failed\n%s", ns, name, logs)
-	}
-	return logs, nil
-}
-
-func (k *kubeClients) jobLogs(ctx context.Context, ns, job string) string {
-	pods, err := k.cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "job-name=" + job})
-	if err != nil || len(pods.Items) == 0 {
-		return "(no pod)"
-	}
-	pod := pods.Items[0].Name // the one that succeeded, if any (a Job may retry)
-	for _, p := range pods.Items {
-		if p.Status.Phase == corev1.PodSucceeded {
-			pod = p.Name
-		}
-	}
-	data, err := k.cs.CoreV1().Pods(ns).GetLogs(pod, &corev1.PodLogOptions{}).DoRaw(ctx)
-	if err != nil {
-		return "(no log: " + err.Error() + ")"
-	}
-	return string(data)
 }
 
 func lastLine(s string) string {

@@ -178,52 +178,6 @@ func runVolcanoJob(t *testing.T, k *kubeClients, ns, name string) {
 	}
 }
 
-func (k *kubeClients) volcanoJobRunning(ns, name string) resource.TestCheckFunc {
-	return func(*terraform.State) error {
-		u, err := k.dyn.Resource(vcjobGVR).Namespace(ns).Get(context.Background(), name, metav1.GetOptions{})
-		if err != nil {
-			return fmt.Errorf("Volcano job %s/%s: %w", ns, name, err)
-		}
-		if p := kube.VolcanoJobPhase(u); p != "Running" {
-			return fmt.Errorf("Volcano job %s/%s is %q, want Running", ns, name, p)
-		}
-		return nil
-	}
-}
-
-// intact checks that the objects of a Volcano install are there, not being deleted, and
-// carry no label or annotation of ctr's.
-func (k *kubeClients) intact(keys []string) resource.TestCheckFunc {
-	return func(*terraform.State) error {
-		for _, key := range keys {
-			ref := kube.RefFromManifestKey(key)
-			gvr := map[string]schema.GroupVersionResource{"Namespace": nsGVR, "CustomResourceDefinition": crdGVR, "Deployment": depGVR}[ref.GetKind()]
-			var ri dynamic.ResourceInterface = k.dyn.Resource(gvr)
-			if ref.GetNamespace() != "" {
-				ri = k.dyn.Resource(gvr).Namespace(ref.GetNamespace())
-			}
-			u, err := ri.Get(context.Background(), ref.GetName(), metav1.GetOptions{})
-			if err != nil {
-				return fmt.Errorf("pre-existing %s: %w", key, err)
-			}
-			if u.GetDeletionTimestamp() != nil {
-				return fmt.Errorf("pre-existing %s is being deleted", key)
-			}
-			for l := range u.GetLabels() {
-				if strings.HasPrefix(l, "ctr.elasticctr.io/") || u.GetLabels()[l] == "terraform-provider-ctr" {
-					return fmt.Errorf("pre-existing %s carries ctr's label %s", key, l)
-				}
-			}
-			for a := range u.GetAnnotations() {
-				if strings.HasPrefix(a, "ctr.elasticctr.io/") {
-					return fmt.Errorf("pre-existing %s carries ctr's annotation %s", key, a)
-				}
-			}
-		}
-		return nil
-	}
-}
-
 // TestAccCluster_AdoptLeavesExistingVolcano: a cluster whose administrator installed Volcano
 // (and runs a Volcano job on it) is adopted with the defaults: ctr finds that Volcano, changes
 // none of it, and destroy removes none of it; the job runs on.
@@ -654,16 +608,4 @@ func TestCluster_BadInput(t *testing.T) {
 			`Attribute volcano.version: has no effect with volcano.mode = "none"`},
 		{"bad timeout", with(adopt, "timeouts", map[string]any{"create": "1 hour"}), "timeouts.create", `"1 hour" is not a positive duration`},
 	})
-}
-
-// noOwnedVolcanoCRDs says whether a destroy left any Volcano CRD that ctr_cluster owns.
-func (k *kubeClients) noOwnedVolcanoCRDs() error {
-	list, err := k.dyn.Resource(crdGVR).List(context.Background(), metav1.ListOptions{LabelSelector: stack.OwnerLabel + "=" + volcano.Owner})
-	if err != nil {
-		return err
-	}
-	if len(list.Items) > 0 {
-		return fmt.Errorf("destroy left %d Volcano CRDs", len(list.Items))
-	}
-	return nil
 }

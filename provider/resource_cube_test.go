@@ -15,7 +15,6 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/ptr"
 
 	"github.com/elasticctr/terraform-provider-ctr/internal/stack"
@@ -35,35 +34,9 @@ resource "ctr_cube" "test" {
 `, ns, name, extra)
 }
 
-func (k *kubeClients) checkNothingOwnedOf(ns, owner string, kinds []schema.GroupVersionKind) resource.TestCheckFunc {
-	return func(*terraform.State) error {
-		n, names, err := k.ownedOf(context.Background(), ns, owner, append(append([]schema.GroupVersionKind{}, kinds...), stack.ControllerKinds...))
-		if err != nil {
-			return err
-		}
-		if n > 0 {
-			return fmt.Errorf("destroy left %d objects owned by %s: %s", n, owner, strings.Join(names, ", "))
-		}
-		return nil
-	}
-}
-
 // withoutTimeouts drops the timeouts line of a test configuration.
 func withoutTimeouts(config string) string {
 	return regexp.MustCompile(`(?m)^\s*timeouts\s*=.*$`).ReplaceAllString(config, "")
-}
-
-func (k *kubeClients) statefulSetReplicas(ns, name string, want int32) resource.TestCheckFunc {
-	return func(*terraform.State) error {
-		sts, err := k.cs.AppsV1().StatefulSets(ns).Get(context.Background(), name, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		if *sts.Spec.Replicas != want || sts.Status.ReadyReplicas != want {
-			return fmt.Errorf("StatefulSet %s: %d/%d ready, want %d", name, sts.Status.ReadyReplicas, *sts.Spec.Replicas, want)
-		}
-		return nil
-	}
 }
 
 // The cube's lifecycle, one behaviour per test: create, update in place, replace, re-shard,

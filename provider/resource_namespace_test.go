@@ -12,7 +12,6 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/statecheck"
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/elasticctr/terraform-provider-ctr/internal/stack"
@@ -36,31 +35,6 @@ resource "ctr_serving" "test" {
   timeouts = { create = "3m", update = "3m", delete = "3m" }
 }
 `, ns, name, labels)
-}
-
-// namespaceGone: destroy deleted the namespace ctr created and waited until it was gone.
-func (k *kubeClients) namespaceGone(ns string) resource.TestCheckFunc {
-	return func(*terraform.State) error {
-		_, err := k.cs.CoreV1().Namespaces().Get(context.Background(), ns, metav1.GetOptions{})
-		if !apierrors.IsNotFound(err) {
-			return fmt.Errorf("namespace %s still exists after destroy (err %v)", ns, err)
-		}
-		return nil
-	}
-}
-
-// namespaceActive: the namespace exists and is not being deleted.
-func (k *kubeClients) namespaceActive(ns string) resource.TestCheckFunc {
-	return func(*terraform.State) error {
-		n, err := k.cs.CoreV1().Namespaces().Get(context.Background(), ns, metav1.GetOptions{})
-		if err != nil {
-			return fmt.Errorf("namespace %s: %w", ns, err)
-		}
-		if n.DeletionTimestamp != nil {
-			return fmt.Errorf("namespace %s is being deleted", ns)
-		}
-		return nil
-	}
 }
 
 // TestAccNamespace_CreatedAndDestroyed: the stack lands in a namespace ctr creates (before

@@ -39,14 +39,6 @@ func servingTest(t *testing.T) (*kubeClients, string, string) {
 	return k, k.namespace(t), "srv-" + jobName()[3:]
 }
 
-func (k *kubeClients) cubeConfChecksum(ns, name string) (string, error) {
-	d, err := k.cs.AppsV1().Deployments(ns).Get(context.Background(), name, metav1.GetOptions{})
-	if err != nil {
-		return "", err
-	}
-	return d.Spec.Template.Annotations[stack.CubeConfChecksumAnnotation], nil
-}
-
 // TestAccServing_Create: rolled out, with its URL and its three objects.
 func TestAccServing_Create(t *testing.T) {
 	k, ns, name := servingTest(t)
@@ -59,28 +51,6 @@ func TestAccServing_Create(t *testing.T) {
 		},
 		Check: resource.ComposeTestCheckFunc(k.deploymentAvailable(ns, name, 1), k.runsLauncher(ns, name)),
 	}}...)
-}
-
-// runsLauncher checks that the serving pods start with the launcher, mounted from the ConfigMap.
-func (k *kubeClients) runsLauncher(ns, name string) resource.TestCheckFunc {
-	return func(*terraform.State) error {
-		d, err := k.cs.AppsV1().Deployments(ns).Get(context.Background(), name, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		c := d.Spec.Template.Spec.Containers[0]
-		if fmt.Sprint(c.Command) != fmt.Sprint(stack.DefaultServingCommand) || fmt.Sprint(c.Args) != "[--port=8010 --enable_cube=true]" {
-			return fmt.Errorf("serving container runs %v %v, want the launcher", c.Command, c.Args)
-		}
-		cm, err := k.cs.CoreV1().ConfigMaps(ns).Get(context.Background(), name+"-cube-conf", metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		if cm.Data["serve_ctr.py"] != stack.ServingLauncher {
-			return fmt.Errorf("configmap %s-cube-conf does not hold the launcher", name)
-		}
-		return nil
-	}
 }
 
 // TestAccServing_UpdateInPlace: scaling keeps the pods' cube.conf checksum; a new cube.conf
@@ -192,19 +162,6 @@ func TestAccServing_Import(t *testing.T) {
 func TestAccServing_Destroy(t *testing.T) {
 	k, ns, name := servingTest(t)
 	k.run(t, ns, stack.ServingType, name, stack.ServingKinds, resource.TestStep{Config: servingConfig(ns, name, "1", "  replicas = 2"), Check: k.deploymentAvailable(ns, name, 2)})
-}
-
-func (k *kubeClients) deploymentAvailable(ns, name string, want int32) resource.TestCheckFunc {
-	return func(*terraform.State) error {
-		d, err := k.cs.AppsV1().Deployments(ns).Get(context.Background(), name, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		if d.Status.AvailableReplicas != want {
-			return fmt.Errorf("deployment %s: %d replicas available, want %d", name, d.Status.AvailableReplicas, want)
-		}
-		return nil
-	}
 }
 
 // TestServing_BadInput: refused at plan time, once, at the attribute; no cluster needed.

@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/hashicorp/terraform-plugin-testing/helper/acctest"
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
@@ -18,7 +17,6 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
@@ -427,70 +425,6 @@ resource "ctr_training_job" "test" {
 			}},
 		}},
 	})
-}
-
-func (k *kubeClients) checkNothingOwned(ns, owner string) resource.TestCheckFunc {
-	return func(*terraform.State) error {
-		n, names, err := k.owned(context.Background(), ns, owner)
-		if err != nil {
-			return err
-		}
-		if n > 0 {
-			return fmt.Errorf("destroy left %d objects owned by %s: %s", n, owner, strings.Join(names, ", "))
-		}
-		return nil
-	}
-}
-
-func (k *kubeClients) checkPodsRunning(ns, job string, want int) resource.TestCheckFunc {
-	return func(*terraform.State) error {
-		pods, err := k.cs.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{LabelSelector: "volcano.sh/job-name=" + job})
-		if err != nil {
-			return err
-		}
-		running := 0
-		for _, p := range pods.Items {
-			if p.Status.Phase == corev1.PodRunning && p.Spec.SchedulerName == "volcano" {
-				running++
-			}
-		}
-		if running != want {
-			return fmt.Errorf("%d of %d job pods Running under the volcano scheduler, want %d", running, len(pods.Items), want)
-		}
-		return nil
-	}
-}
-
-func (k *kubeClients) deleteOwned(ns, owner string) error {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	bg := metav1.DeletePropagationForeground
-	for _, gvk := range stack.TrainingJobKinds {
-		ri := k.dyn.Resource(gvrOf(gvk)).Namespace(ns)
-		list, err := ri.List(ctx, metav1.ListOptions{LabelSelector: stack.OwnerLabel + "=" + owner})
-		if err != nil {
-			return err
-		}
-		for _, it := range list.Items {
-			if err := ri.Delete(ctx, it.GetName(), metav1.DeleteOptions{PropagationPolicy: &bg}); err != nil && !apierrors.IsNotFound(err) {
-				return err
-			}
-		}
-	}
-	for {
-		n, names, err := k.owned(ctx, ns, owner)
-		if err != nil {
-			return err
-		}
-		if n == 0 {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("objects not gone: %s", strings.Join(names, ", "))
-		case <-time.After(250 * time.Millisecond):
-		}
-	}
 }
 
 // TestTrainingJob_RecipeFleetCTRPlans: the documented fleet-ctr block plans, with no cluster,
