@@ -381,6 +381,8 @@ func TestTrainingJob_BadInput(t *testing.T) {
 		{"empty image", with(base, "image", ""), "image", `Attribute image string length must be at least 1`},
 		{"empty command word", with(base, "command", []any{"paddle_k8s", ""}), "command[1]", `string length must be at least 1`},
 		{"insecure uploads without uploads", with(base, "file_server", map[string]any{"upload_insecure": true}), "file_server.upload_insecure", `has no effect without upload = true`},
+		{"insecure uploads from outside the cluster", with(base, "file_server", map[string]any{"upload": true, "upload_insecure": true, "service_type": "LoadBalancer"}),
+			"file_server.upload_insecure", `with service_type = "LoadBalancer" the file server is reachable from outside the cluster`},
 		{"root and non-root", with(base, "security_context", map[string]any{"run_as_user": 0, "run_as_non_root": true}), "security_context.run_as_non_root", `contradicts run_as_user = 0`},
 		{"negative group", with(base, "file_server", map[string]any{"security_context": map[string]any{"fs_group": -1}}), "file_server.security_context.fs_group", `value must be between 0 and`},
 		{"name with capitals", with(base, "name", "Bad_Name"), "name", `Attribute name must be at most 40 lowercase letters`},

@@ -277,7 +277,7 @@ func trainingJobSchema(ctx context.Context) schema.Schema {
 							"(the trainers' environment changes)."},
 					"upload_insecure": schema.BoolAttribute{Optional: true, Computed: true, Default: booldefault.StaticBool(false),
 						MarkdownDescription: "With `upload = true`, accept uploads from anyone, without a token (`--upload-insecure`): whoever reaches " +
-							"the file server may then overwrite the model the cube serves. For trusted networks only. Defaults to `false`."},
+							"the file server may then overwrite the model the cube serves. For trusted networks only: refused unless `service_type` is `ClusterIP`. Defaults to `false`."},
 					"port":                portAttribute("HTTP port of the pod and the Service.", stack.DefaultFileServerPort),
 					"service_type":        serviceTypeAttribute(),
 					"service_annotations": serviceAnnotationsAttribute("the file server's Service"),

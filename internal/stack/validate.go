@@ -200,6 +200,11 @@ func (j TrainingJob) Validate() FieldErrors {
 		if fs.UploadInsecure && !fs.Upload {
 			c.bad("file_server.upload_insecure", "has no effect without upload = true")
 		}
+		if st := fs.ServiceType; fs.UploadInsecure && st != "" && st != string(corev1.ServiceTypeClusterIP) {
+			c.bad("file_server.upload_insecure", "with service_type = %q the file server is reachable from outside the cluster, and insecure uploads "+
+				"would let anyone there write the donefile and so roll out any model: keep the upload token (leave upload_insecure unset) or use service_type = %q",
+				st, corev1.ServiceTypeClusterIP)
+		}
 		c.annotations("file_server.service_annotations", fs.ServiceAnnotations)
 		c.securityContext("file_server.security_context", fs.SecurityContext)
 		c.legacy("file_server.security_context", fs.SecurityContext != nil, "file_server.pod.security_context", fs.Pod != nil && fs.Pod.SecurityContext != nil)
