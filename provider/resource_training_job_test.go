@@ -495,3 +495,27 @@ func quoteAll(ss []string) []string {
 	}
 	return out
 }
+
+// TestAccTrainingJob_CreateRefusesAnObjectItDoesNotOwn: a Service of the name the job's file
+// server would take, made by hand, is not taken over: create fails naming it, removes what it
+// had created, and the Service is as it was.
+func TestAccTrainingJob_CreateRefusesAnObjectItDoesNotOwn(t *testing.T) {
+	k, ns, name := trainingJobTest(t)
+	ctx := context.Background()
+	theirs := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: name + "-fileserver", Labels: map[string]string{"team": "theirs"}},
+		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 80}}}}
+	if _, err := k.cs.CoreV1().Services(ns).Create(ctx, theirs, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	k.run(t, ns, stack.TrainingJobType, name, stack.TrainingJobKinds, resource.TestStep{
+		Config:      trainingJobConfig(ns, name, ""),
+		ExpectError: regexp.MustCompile(`Service\s+` + ns + `/` + name + `-fileserver\s+exists\s+and\s+is\s+not\s+ctr_training_job\.` + name + `'s`),
+	})
+	svc, err := k.cs.CoreV1().Services(ns).Get(ctx, name+"-fileserver", metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("their Service is gone: %v", err)
+	}
+	if svc.Labels["team"] != "theirs" || svc.Labels[stack.OwnerLabel] != "" || svc.Spec.Ports[0].Port != 80 {
+		t.Errorf("their Service was changed: labels %v, ports %v", svc.Labels, svc.Spec.Ports)
+	}
+}

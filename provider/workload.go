@@ -305,7 +305,7 @@ func (w workload[S, M, P]) converge(ctx context.Context, data *providerData, pla
 		return nil, s, nil, false
 	}
 	what := plan.attrs().describe(w.kind)
-	if ops, err := kc.Apply(ctx, set); err != nil {
+	if ops, err := kc.ApplyOwned(ctx, set, stack.Owner(w.typ, plan.attrs().Name.ValueString())); err != nil {
 		todo := ""
 		if creating {
 			todo = w.cleanUp(ctx, kc, plan, kube.CreatedBy(set, ops), state, diags)
@@ -429,7 +429,7 @@ func (w workload[S, M, P]) delete(ctx context.Context, data *providerData, req r
 		return
 	}
 	ns, name := a.Namespace.ValueString(), a.Name.ValueString()
-	kept, err := kc.DeleteAll(ctx, ns, stack.Owner(w.typ, name), w.kinds, stack.ControllerKinds, stateObjects(a))
+	kept, foreign, err := kc.DeleteAll(ctx, ns, stack.Owner(w.typ, name), w.kinds, stack.ControllerKinds, stateObjects(a))
 	if err != nil {
 		resp.Diagnostics.Append(diagnostics.Failed(w.summary("Delete"), "Could not delete everything "+a.describe(w.kind)+" owns", "", err))
 		return
@@ -440,6 +440,12 @@ func (w workload[S, M, P]) delete(ctx context.Context, data *providerData, req r
 		}
 	}
 	// What destroy left on purpose, named, with how to remove it.
+	for _, u := range foreign {
+		resp.Diagnostics.Append(diagnostics.Warning("Left "+kube.Describe(u),
+			kube.Describe(u)+" is named in the state of "+a.describe(w.kind)+" but does not carry its owner label ("+stack.OwnerLabel+"="+stack.Owner(w.typ, name)+
+				"): someone took it off, or the object is not ctr's. ctr deletes only what it owns.",
+			"Delete it with kubectl if it should go."))
+	}
 	for _, u := range kept {
 		resp.Diagnostics.Append(diagnostics.Warning("Kept "+kube.Describe(u),
 			kube.Describe(u)+" was kept ("+stack.RetainAnnotation+"): the model versions it holds outlive "+a.describe(w.kind)+", and a resource of the same name takes it back.",

@@ -52,6 +52,33 @@ func CreatedBy(set stack.Set, ops map[string]Operation) stack.Set {
 // per shard) take a few round trips instead of one per object in a row. Which objects exist already is learnt
 // first, for every wave at once (listExisting).
 func (c *Client) Apply(ctx context.Context, set stack.Set) (map[string]Operation, error) {
+	return c.apply(ctx, set, "")
+}
+
+// ApplyOwned is Apply for the objects of one owner (stack.OwnerLabel): an object of the set
+// that exists without that owner label (someone else's, or made by hand) is not taken over;
+// the apply stops there with a NotOwnedError naming it.
+func (c *Client) ApplyOwned(ctx context.Context, set stack.Set, owner string) (map[string]Operation, error) {
+	return c.apply(ctx, set, owner)
+}
+
+// NotOwnedError is an object that exists and does not carry the owner label of the resource
+// that was to apply it.
+type NotOwnedError struct {
+	Object      string // as Describe names it
+	Owner, Have string // the owner label wanted, and the one the object has ("" for none)
+}
+
+func (e *NotOwnedError) Error() string {
+	have := "no owner label"
+	if e.Have != "" {
+		have = "owner label " + stack.OwnerLabel + "=" + e.Have
+	}
+	return fmt.Sprintf("%s exists and is not %s's (%s): ctr does not take over an object it did not create. "+
+		"Delete or rename it, or manage it with the resource that owns it", e.Object, e.Owner, have)
+}
+
+func (c *Client) apply(ctx context.Context, set stack.Set, owner string) (map[string]Operation, error) {
 	listed, err := c.listExisting(ctx, set)
 	if err != nil {
 		return nil, err
@@ -63,7 +90,7 @@ func (c *Client) Apply(ctx context.Context, set stack.Set) (map[string]Operation
 		g.SetLimit(applyParallel)
 		for _, o := range wave {
 			g.Go(func() error {
-				op, err := c.applyOne(gctx, o.Object, listed)
+				op, err := c.applyOne(gctx, o.Object, listed, owner)
 				if op != "" {
 					mu.Lock()
 					ops[o.Key] = op
@@ -125,12 +152,12 @@ type kindIn struct {
 // the resource version of every object of that kind there (metadata only), every kind at
 // once. Objects of other kinds are not in the result, nor are kinds the cluster does not serve
 // yet (their CRD is in the set): applyOne reads those one by one, once their wave comes.
-func (c *Client) listExisting(ctx context.Context, set stack.Set) (map[kindIn]map[string]string, error) {
+func (c *Client) listExisting(ctx context.Context, set stack.Set) (map[kindIn]map[string]existing, error) {
 	count := map[kindIn]int{}
 	for _, o := range set {
 		count[kindIn{o.Object.GroupVersionKind(), o.Object.GetNamespace()}]++
 	}
-	out := map[kindIn]map[string]string{}
+	out := map[kindIn]map[string]existing{}
 	var mu sync.Mutex
 	g, gctx := errgroup.WithContext(ctx)
 	for k, n := range count {
@@ -155,12 +182,15 @@ func (c *Client) listExisting(ctx context.Context, set stack.Set) (map[kindIn]ma
 }
 
 // versions lists the resource version of every object of a kind in a namespace, by name.
-func (c *Client) versions(ctx context.Context, k kindIn) (map[string]string, error) {
+// existing is what a list tells of an object: its version and its owner label.
+type existing struct{ version, owner string }
+
+func (c *Client) versions(ctx context.Context, k kindIn) (map[string]existing, error) {
 	lister, err := c.metadataOf(k.gvk, k.namespace)
 	if err != nil {
 		return nil, fmt.Errorf("apply %s: %w", k.gvk.Kind, err)
 	}
-	versions := map[string]string{}
+	versions := map[string]existing{}
 	opts := metav1.ListOptions{Limit: 500}
 	for {
 		list, err := lister.List(ctx, opts)
@@ -168,7 +198,7 @@ func (c *Client) versions(ctx context.Context, k kindIn) (map[string]string, err
 			return nil, fmt.Errorf("list %s in %q: %w", k.gvk.Kind, k.namespace, err)
 		}
 		for _, item := range list.Items {
-			versions[item.Name] = item.ResourceVersion
+			versions[item.Name] = existing{item.ResourceVersion, item.Labels[stack.OwnerLabel]}
 		}
 		if opts.Continue = list.Continue; opts.Continue == "" {
 			return versions, nil
@@ -179,7 +209,7 @@ func (c *Client) versions(ctx context.Context, k kindIn) (map[string]string, err
 // applyOne server-side applies u and says whether that created, changed or left it. When
 // the write fails on an object that did not exist, it says MaybeCreated with the error.
 // listed holds what listExisting found of u's kind, if it listed it; otherwise u is read.
-func (c *Client) applyOne(ctx context.Context, u *unstructured.Unstructured, listed map[kindIn]map[string]string) (Operation, error) {
+func (c *Client) applyOne(ctx context.Context, u *unstructured.Unstructured, listed map[kindIn]map[string]existing, owner string) (Operation, error) {
 	// Only the metadata of the object before and after the write matters here: asking for
 	// nothing more spares the API server the encoding of whole objects, and us their decoding.
 	ri, err := c.metadataOf(u.GroupVersionKind(), u.GetNamespace())
@@ -188,14 +218,17 @@ func (c *Client) applyOne(ctx context.Context, u *unstructured.Unstructured, lis
 	}
 	var before *metav1.PartialObjectMetadata
 	if versions, ok := listed[kindIn{u.GroupVersionKind(), u.GetNamespace()}]; ok {
-		if rv, exists := versions[u.GetName()]; exists {
-			before = &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{ResourceVersion: rv}}
+		if e, exists := versions[u.GetName()]; exists {
+			before = &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{ResourceVersion: e.version, Labels: map[string]string{stack.OwnerLabel: e.owner}}}
 		}
 	} else if before, err = ri.Get(ctx, u.GetName(), metav1.GetOptions{}); err != nil {
 		if !apierrors.IsNotFound(err) {
 			return "", apiError("read", u, err)
 		}
 		before = nil
+	}
+	if owner != "" && before != nil && before.Labels[stack.OwnerLabel] != owner {
+		return "", &NotOwnedError{Object: Describe(u), Owner: owner, Have: before.Labels[stack.OwnerLabel]}
 	}
 	body, err := u.MarshalJSON()
 	if err != nil {

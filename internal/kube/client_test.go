@@ -85,7 +85,7 @@ func TestClient_PruneAndDeleteAll(t *testing.T) {
 	pruned, err := c.Prune(ctx, ns, "o", cmKind, stack.Set{configMap(ns, "keep", "o", "1")})
 	require.NoError(t, err)
 	assert.Equal(t, []string{"v1/ConfigMap/stale"}, pruned)
-	_, err = c.DeleteAll(ctx, ns, "o", cmKind, nil, nil)
+	_, _, err = c.DeleteAll(ctx, ns, "o", cmKind, nil, nil)
 	require.NoError(t, err)
 	left, err := cs.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{LabelSelector: stack.OwnerLabel})
 	require.NoError(t, err)
@@ -105,7 +105,7 @@ func TestClient_RetainedObjectsOutliveDeleteAndPrune(t *testing.T) {
 	pruned, err := c.Prune(ctx, ns, "o", cmKind, nil)
 	require.NoError(t, err)
 	assert.Equal(t, []string{"v1/ConfigMap/gone"}, pruned)
-	left0, err := c.DeleteAll(ctx, ns, "o", cmKind, nil, stack.Set{kept})
+	left0, _, err := c.DeleteAll(ctx, ns, "o", cmKind, nil, stack.Set{kept})
 	require.NoError(t, err)
 	require.Len(t, left0, 1, "DeleteAll returns what it kept")
 	assert.Equal(t, "model", left0[0].GetName())
@@ -117,7 +117,7 @@ func TestClient_RetainedObjectsOutliveDeleteAndPrune(t *testing.T) {
 	// Without the annotation it goes like the rest.
 	_, err = c.Apply(ctx, stack.Set{configMap(ns, "model", "o", "1")})
 	require.NoError(t, err)
-	_, err = c.DeleteAll(ctx, ns, "o", cmKind, nil, nil)
+	_, _, err = c.DeleteAll(ctx, ns, "o", cmKind, nil, nil)
 	require.NoError(t, err)
 	left, err = cs.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{LabelSelector: stack.OwnerLabel + "=o"})
 	require.NoError(t, err)
@@ -187,7 +187,7 @@ func TestClient_WaitForDeploymentWithProgress(t *testing.T) {
 	require.NoError(t, err)
 	assert.GreaterOrEqual(t, d, 500*time.Millisecond)
 	owner := stack.Owner(stack.TrainingJobType, "w")
-	_, err = c.DeleteAll(context.Background(), ns, owner, stack.TrainingJobKinds, stack.ControllerKinds, nil)
+	_, _, err = c.DeleteAll(context.Background(), ns, owner, stack.TrainingJobKinds, stack.ControllerKinds, nil)
 	require.NoError(t, err)
 }
 
@@ -225,8 +225,8 @@ func TestClient_FailedApplySaysWhatItCreated(t *testing.T) {
 	assert.Equal(t, stack.Set{set[1], set[2]}, CreatedBy(set, ops), "what existed before is not the failed create's")
 }
 
-// TestClient_DeleteAllNamedWithoutLabel: an object someone took the owner label off is
-// deleted when named, and waited for.
+// TestClient_DeleteAllNamedWithoutLabel: an object someone took the owner label off is not
+// deleted, even when the state names it: it is left and reported.
 func TestClient_DeleteAllNamedWithoutLabel(t *testing.T) {
 	c, cs, ns, _ := liveClient(t)
 	ctx := context.Background()
@@ -236,13 +236,48 @@ func TestClient_DeleteAllNamedWithoutLabel(t *testing.T) {
 	_, err = cs.CoreV1().ConfigMaps(ns).Patch(ctx, "unlabelled", types.MergePatchType,
 		[]byte(`{"metadata":{"labels":{"`+stack.OwnerLabel+`":null}}}`), metav1.PatchOptions{})
 	require.NoError(t, err)
-	_, err = c.DeleteAll(ctx, ns, "o", cmKind, nil, set)
+	_, foreign, err := c.DeleteAll(ctx, ns, "o", cmKind, nil, set)
 	require.NoError(t, err)
+	require.Len(t, foreign, 1)
+	assert.Equal(t, "unlabelled", foreign[0].GetName())
 	left, err := cs.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{})
 	require.NoError(t, err)
+	var names []string
 	for _, cm := range left.Items {
-		assert.NotContains(t, []string{"labelled", "unlabelled"}, cm.Name)
+		names = append(names, cm.Name)
 	}
+	assert.Contains(t, names, "unlabelled")
+	assert.NotContains(t, names, "labelled")
+}
+
+// TestClient_ApplyOwnedRefusesForeign: an owner's apply does not take over an object of the
+// same name that is someone else's or carries no owner label; it names it, and leaves it as
+// it was. Read one by one and learnt from a list (listAtOnce objects of a kind) alike.
+func TestClient_ApplyOwnedRefusesForeign(t *testing.T) {
+	c, cs, ns, _ := liveClient(t)
+	ctx := context.Background()
+	_, err := c.Apply(ctx, stack.Set{configMap(ns, "theirs", "someone-else", "1")})
+	require.NoError(t, err)
+	_, err = cs.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "by-hand"}, Data: map[string]string{"k": "mine"}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	for _, name := range []string{"theirs", "by-hand"} {
+		for _, n := range []int{1, listAtOnce} {
+			set := stack.Set{configMap(ns, name, "o", "2")}
+			for i := 1; i < n; i++ {
+				set = append(set, configMap(ns, fmt.Sprintf("own-%d", i), "o", "2"))
+			}
+			_, err := c.ApplyOwned(ctx, set, "o")
+			var notOwned *NotOwnedError
+			require.ErrorAs(t, err, &notOwned, "%s (%d objects)", name, n)
+			assert.Contains(t, err.Error(), "ConfigMap "+ns+"/"+name+" exists and is not o's")
+			cm, err := cs.CoreV1().ConfigMaps(ns).Get(ctx, name, metav1.GetOptions{})
+			require.NoError(t, err)
+			assert.NotEqual(t, "o", cm.Labels[stack.OwnerLabel], "%s was taken over", name)
+		}
+	}
+	// Its own objects it applies as before.
+	_, err = c.ApplyOwned(ctx, stack.Set{configMap(ns, "own-1", "o", "3")}, "o")
+	require.NoError(t, err)
 }
 
 // TestClient_ApplyListsManyOfAKind: with listAtOnce or more objects of a kind, Apply learns

@@ -104,40 +104,42 @@ func (c *Client) deleteOne(ctx context.Context, u *unstructured.Unstructured) er
 	return nil
 }
 
-// DeleteAll deletes every owned object of the given kinds and every object of named (what
-// the resource's state says it owns, found by name even if someone removed its owner label),
-// dependents in the foreground, and waits until none of them, and no object of the extra
-// kinds with the owner label (pods, pod groups), is left, logging progress. Owned objects
-// marked retained (stack.RetainAnnotation) are left in place and returned.
-func (c *Client) DeleteAll(ctx context.Context, namespace, owner string, kinds, extra []schema.GroupVersionKind, named stack.Set) (kept []*unstructured.Unstructured, err error) {
+// DeleteAll deletes every owned object of the given kinds, dependents in the foreground, and
+// waits until none of them, and no object of the extra kinds with the owner label (pods, pod
+// groups), is left, logging progress. Owned objects marked retained (stack.RetainAnnotation)
+// are left in place and returned as kept; objects of named (what the resource's state says
+// it owns) that exist without the owner label are not touched and returned as foreign.
+func (c *Client) DeleteAll(ctx context.Context, namespace, owner string, kinds, extra []schema.GroupVersionKind, named stack.Set) (kept, foreign []*unstructured.Unstructured, err error) {
 	owned, err := c.Owned(ctx, namespace, owner, kinds)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	seen := map[string]bool{}
 	for _, u := range owned {
 		seen[ManifestKey(u)] = true
 	}
 	owned, kept = c.withoutRetained(owned)
-	var unlabelled stack.Set
+	// An object the state names that no longer carries the owner label (taken off by hand, or
+	// never ctr's) is not deleted: ctr deletes only what it owns. It is reported.
 	for _, o := range named {
-		if !seen[ManifestKey(o.Object)] {
-			unlabelled = append(unlabelled, o)
+		if seen[ManifestKey(o.Object)] {
+			continue
+		}
+		live, err := c.Get(ctx, o.Object)
+		if err != nil && !errors.Is(err, errNotServed) {
+			return kept, foreign, err
+		}
+		if live != nil {
+			foreign = append(foreign, live)
+			c.logf("%s left: named in state, but it does not carry the owner label %s=%s", Describe(live), stack.OwnerLabel, owner)
 		}
 	}
 	// Delete in reverse apply order: workloads before the volumes and accounts they use.
 	for i := len(owned) - 1; i >= 0; i-- {
 		if err := c.deleteOne(ctx, owned[i]); err != nil {
-			return kept, err
+			return kept, foreign, err
 		}
 		c.logf("%s deletion requested", Describe(owned[i]))
-	}
-	for i := len(unlabelled) - 1; i >= 0; i-- {
-		u := unlabelled[i].Object
-		if err := c.deleteOne(ctx, u); err != nil {
-			return kept, err
-		}
-		c.logf("%s deletion requested (named in state; it no longer carries the owner label)", Describe(u))
 	}
 	all := append(append([]schema.GroupVersionKind{}, kinds...), extra...)
 	var left []string
@@ -151,25 +153,16 @@ func (c *Client) DeleteAll(ctx context.Context, namespace, owner string, kinds, 
 		for _, u := range owned {
 			left = append(left, Describe(u))
 		}
-		for _, o := range unlabelled {
-			live, err := c.Get(ctx, o.Object)
-			if err != nil && !errors.Is(err, errNotServed) {
-				return false, "", err
-			}
-			if live != nil {
-				left = append(left, Describe(o.Object))
-			}
-		}
 		return len(left) == 0, fmt.Sprintf("waiting for %d objects to go: %s", len(left), strings.Join(left, ", ")), nil
 	})
 	if wait.Interrupted(err) {
-		return kept, fmt.Errorf("timed out waiting for deletion of %s: %w", strings.Join(left, ", "), err)
+		return kept, foreign, fmt.Errorf("timed out waiting for deletion of %s: %w", strings.Join(left, ", "), err)
 	}
 	if err != nil {
-		return kept, err
+		return kept, foreign, err
 	}
 	c.logf("everything owned by %s in %s is gone", owner, namespace)
-	return kept, nil
+	return kept, foreign, nil
 }
 
 // Left names the objects of set that exist and are not being deleted: what a delete that
