@@ -40,6 +40,10 @@ func readServing(ctx context.Context, kc *kube.Client, c stack.Cube, m *cubeMode
 	if warn != "" {
 		diags.Append(diagnostics.Warning("Cube Replicas Not Serving", fmt.Sprintf("Cube %s/%s: %s", c.Namespace, c.Name, warn), ""))
 	}
+	if st.Skipped != "" {
+		diags.Append(diagnostics.Warning("Cube Skips A Donefile Line", fmt.Sprintf("Cube %s/%s: the transfer reports: %s", c.Namespace, c.Name, st.Skipped),
+			"Until a line with a larger id appears, no new model rolls out."))
+	}
 }
 
 // transferStatus GETs the transfer's status document (of a defaulted cube) through the API

@@ -94,7 +94,10 @@ type Status struct {
 	Phase          string `json:"phase,omitempty"`
 	// Error says why the last version failed for good (phase "failed"; then
 	// InFlight is empty and Rollout says which version it was).
-	Error   string        `json:"error,omitempty"`
+	Error string `json:"error,omitempty"`
+	// Skipped says why the donefile's last line is not rolled out, when it is not the
+	// served one (its id is not above the served one's); "" otherwise.
+	Skipped string        `json:"skipped,omitempty"`
 	Rollout *Rollout      `json:"rollout,omitempty"`
 	Shards  []ShardStatus `json:"shards"`
 	History []Record      `json:"history"`

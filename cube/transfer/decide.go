@@ -2,6 +2,7 @@ package transfer
 
 import (
 	"errors"
+	"fmt"
 	"strconv"
 	"time"
 
@@ -47,6 +48,23 @@ func nextBase(bases []donefile.Entry, st State, builtFor, shards int) (w wanted,
 		return wanted{Entry: last, Mode: "base"}, true, warn
 	}
 	return wanted{}, false, warn
+}
+
+// staleBase is the donefile's last base line when it will not roll out although it is not the
+// served base: its id is not above the served base's (ids must grow). One id written in
+// milliseconds among ids in seconds stops every later line this way, so it must be said.
+func staleBase(bases []donefile.Entry, st State) (donefile.Entry, bool) {
+	last, found := donefile.Last(bases)
+	if !found || st.BaseID == "" || last.ID == st.BaseID || newer(last.ID, st.BaseID) {
+		return donefile.Entry{}, false
+	}
+	return last, true
+}
+
+// staleReason says why a stale base line does not roll out.
+func staleReason(e donefile.Entry, st State) string {
+	return fmt.Sprintf("donefile line id %q is not above the served base's id %q, so it is not rolled out: ids must grow "+
+		"(an id written once in milliseconds among ids in seconds stops every later line; remove that line and write ids that grow)", e.ID, st.BaseID)
 }
 
 // nextPatch decides from patch.txt (base_delta mode, a version served): the

@@ -3,6 +3,7 @@ package transfer
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -146,6 +147,34 @@ func TestHealDecisions(t *testing.T) {
 	} {
 		if got := canHeal(c.st, c.builtFor, c.shards); got != c.want {
 			t.Errorf("%s: canHeal = %v, want %v", c.name, got, c.want)
+		}
+	}
+}
+
+// TestStaleBase: the last base line is reported when it will not roll out although it is not
+// the served base: an id not above the served one (written in milliseconds once, then in
+// seconds; or not a number at all).
+func TestStaleBase(t *testing.T) {
+	served := State{Served: "v", BaseID: "1700000000000"}
+	for _, c := range []struct {
+		name  string
+		bases []donefile.Entry
+		st    State
+		stale bool
+	}{
+		{"seconds after milliseconds", entries("1700000000000", "1700003600"), served, true},
+		{"not a number", entries("1700000000000", "next"), served, true},
+		{"the served line itself", entries("1700000000000"), served, false},
+		{"a newer line rolls out", entries("1700000000000", "1700000003600"), served, false},
+		{"nothing served yet", entries("1000"), State{}, false},
+		{"empty donefile", nil, served, false},
+	} {
+		e, stale := staleBase(c.bases, c.st)
+		if stale != c.stale {
+			t.Errorf("%s: stale=%v, want %v", c.name, stale, c.stale)
+		}
+		if stale && !strings.Contains(staleReason(e, c.st), e.ID) {
+			t.Errorf("%s: the reason does not name the line: %s", c.name, staleReason(e, c.st))
 		}
 	}
 }

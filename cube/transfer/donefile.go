@@ -26,6 +26,7 @@ func (t *Transfer) nextFromDonefile(ctx context.Context, st State) (*api.Rollout
 	if warn != "" {
 		t.log.Warn(warn, "served", st.Served, "base_id", st.BaseID)
 	}
+	t.noteStale(bases, st)
 	loc := t.opts.Donefile
 	if !ok {
 		if t.opts.Mode != "base_delta" || st.Served == "" {
@@ -112,4 +113,23 @@ func (t *Transfer) newVersion(depend string, st State) string {
 			return v
 		}
 	}
+}
+
+// noteStale reports, once per line, a last base line that will not roll out (staleBase): in
+// the log, in the donefile warnings metric and in /status until a line rolls out again.
+func (t *Transfer) noteStale(bases []donefile.Entry, st State) {
+	e, stale := staleBase(bases, st)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if !stale {
+		t.skipped = ""
+		return
+	}
+	reason := staleReason(e, st)
+	if reason == t.skipped {
+		return
+	}
+	t.skipped = reason
+	t.log.Warn("donefile line skipped", "id", e.ID, "served_base_id", st.BaseID, "reason", reason)
+	t.m.donefileWarnings.Inc()
 }

@@ -33,7 +33,7 @@ func newMetrics() *metrics {
 		rollouts: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "cube_transfer_rollouts_total",
 			Help: "Rollout attempts by result (served, failed)."}, []string{"result"}),
 		donefileWarnings: prometheus.NewCounter(prometheus.CounterOpts{Name: "cube_transfer_donefile_warnings_total",
-			Help: "Donefile lines skipped (garbage, partial)."}),
+			Help: "Donefile lines skipped (garbage, partial, an id not above the served one)."}),
 		info: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "cube_transfer_served_version_info",
 			Help: "1 for the version the transfer last rolled out to every replica (the one it heals replicas to)."}, []string{"version"}),
 		phase: prometheus.NewGauge(prometheus.GaugeOpts{Name: "cube_transfer_phase",
@@ -104,6 +104,9 @@ func (t *Transfer) Handlers(together bool) (status, files http.Handler, err erro
 func (t *Transfer) Status(ctx context.Context) api.Status {
 	st := t.snapshot()
 	out := api.Status{Dict: t.opts.Dict, DecidedVersion: st.Served, Rollout: st.InFlight, History: st.History}
+	t.mu.Lock()
+	out.Skipped = t.skipped
+	t.mu.Unlock()
 	if n := len(out.History); n > 20 {
 		out.History = out.History[n-20:]
 	}

@@ -197,6 +197,9 @@ type Transfer struct {
 
 	mu    sync.Mutex
 	state State
+	// skipped says why the donefile's last line does not roll out (noteStale); "" when
+	// nothing is skipped.
+	skipped string
 
 	// switching is held by a rollout from its prepare phase to its end and
 	// by heal: they never interleave (see heal).

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+
 	"github.com/elasticctr/terraform-provider-ctr/cube/api"
 	"github.com/elasticctr/terraform-provider-ctr/cube/build"
 	"github.com/elasticctr/terraform-provider-ctr/cube/layout"
@@ -157,4 +158,52 @@ func TestEmptyInputRefusedUnlessAllowed(t *testing.T) {
 			t.Fatalf("allowed empty input was not published: %v", err)
 		}
 	}
+}
+
+// TestStaleDonefileLineIsReported: a donefile line whose id is not above the served base's
+// (one id in milliseconds, then one in seconds) is not rolled out, and says so in /status and
+// the warnings metric, once; a line that rolls out again clears it.
+func TestStaleDonefileLineIsReported(t *testing.T) {
+	dir := t.TempDir()
+	done := filepath.Join(dir, "base.txt")
+	appendLine(t, done, `{"id":"1700000003600","key":"1700000003600","input":"in"}`)
+	tr := testTransfer(t, filepath.Join(dir, "work"), done)
+	tr.state.Served, tr.state.BaseID, tr.state.ServedID = "v", "1700000003600", "1700000003600"
+	appendLine(t, done, `{"id":"1700007200","key":"1700007200","input":"in"}`)
+	ctx := retry.WithLog(context.Background(), tr.log)
+	for range 3 {
+		if r, err := tr.nextFromDonefile(ctx, tr.snapshot()); err != nil || r != nil {
+			t.Fatalf("a stale line was taken for a rollout: %+v %v", r, err)
+		}
+	}
+	st := tr.Status(ctx)
+	if !strings.Contains(st.Skipped, `"1700007200" is not above the served base's id "1700000003600"`) {
+		t.Errorf("status skipped: %q", st.Skipped)
+	}
+	if n := counterValue(t, tr, "cube_transfer_donefile_warnings_total"); n != 1 {
+		t.Errorf("donefile warnings %v, want 1 (once per line)", n)
+	}
+	appendLine(t, done, `{"id":"1700000007200","key":"1700000007200","input":"in"}`)
+	if r, err := tr.nextFromDonefile(ctx, tr.snapshot()); err != nil || r == nil || r.ID != "1700000007200" {
+		t.Fatalf("the next growing id did not roll out: %+v %v", r, err)
+	}
+	if st := tr.Status(ctx); st.Skipped != "" {
+		t.Errorf("still skipped: %q", st.Skipped)
+	}
+}
+
+// counterValue is a counter of the transfer's metrics, as /metrics would show it.
+func counterValue(t *testing.T, tr *Transfer, name string) float64 {
+	t.Helper()
+	families, err := tr.m.reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() == name {
+			return f.GetMetric()[0].GetCounter().GetValue()
+		}
+	}
+	t.Fatalf("no metric %s", name)
+	return 0
 }
