@@ -199,25 +199,29 @@ func TestAccTrainingJob_FailedCleanupNamesWhatIsLeft(t *testing.T) {
 		})
 }
 
-// TestAccTrainingJob_DestroyUnlabelled: someone removed the owner label from the Volcano job
-// and the file server's Service; destroy still removes them, since the state names them.
-func TestAccTrainingJob_DestroyUnlabelled(t *testing.T) {
+// TestAccTrainingJob_DestroyLeavesWhatLostItsLabel: objects the state names that someone took
+// the owner label off (the file server's Service, the Volcano job) are not deleted: ctr deletes
+// only what it owns. Destroy leaves them, and everything still labelled goes.
+func TestAccTrainingJob_DestroyLeavesWhatLostItsLabel(t *testing.T) {
 	k, ns, name := trainingJobTest(t)
 	ctx := context.Background()
 	config := trainingJobConfig(ns, name, "")
-	gone := func(*terraform.State) error {
-		if _, err := k.cs.CoreV1().Services(ns).Get(ctx, name+"-fileserver", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
-			return fmt.Errorf("destroy left the unlabelled Service: %v", err)
+	job := gvrOf(stack.TrainingJobKinds[len(stack.TrainingJobKinds)-1])
+	left := func(*terraform.State) error {
+		if _, err := k.cs.CoreV1().Services(ns).Get(ctx, name+"-fileserver", metav1.GetOptions{}); err != nil {
+			return fmt.Errorf("destroy deleted the Service that lost its owner label: %v", err)
 		}
-		if _, err := k.dyn.Resource(gvrOf(stack.TrainingJobKinds[len(stack.TrainingJobKinds)-1])).Namespace(ns).Get(ctx, name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
-			return fmt.Errorf("destroy left the unlabelled Volcano job: %v", err)
+		if _, err := k.dyn.Resource(job).Namespace(ns).Get(ctx, name, metav1.GetOptions{}); err != nil {
+			return fmt.Errorf("destroy deleted the Volcano job that lost its owner label: %v", err)
 		}
+		_ = k.cs.CoreV1().Services(ns).Delete(ctx, name+"-fileserver", metav1.DeleteOptions{})
+		_ = k.dyn.Resource(job).Namespace(ns).Delete(ctx, name, metav1.DeleteOptions{})
 		return k.checkNothingOwned(ns, stack.Owner(stack.TrainingJobType, name))(nil)
 	}
 	unlabel := []byte(fmt.Sprintf(`{"metadata":{"labels":{%q:null}}}`, stack.OwnerLabel))
 	resource.Test(t, resource.TestCase{
 		ProtoV6ProviderFactories: providerFactories,
-		CheckDestroy:             gone,
+		CheckDestroy:             left,
 		Steps: []resource.TestStep{
 			{Config: config},
 			{
@@ -225,7 +229,6 @@ func TestAccTrainingJob_DestroyUnlabelled(t *testing.T) {
 					if _, err := k.cs.CoreV1().Services(ns).Patch(ctx, name+"-fileserver", types.MergePatchType, unlabel, metav1.PatchOptions{}); err != nil {
 						t.Fatal(err)
 					}
-					job := gvrOf(stack.TrainingJobKinds[len(stack.TrainingJobKinds)-1])
 					if _, err := k.dyn.Resource(job).Namespace(ns).Patch(ctx, name, types.MergePatchType, unlabel, metav1.PatchOptions{}); err != nil {
 						t.Fatal(err)
 					}

@@ -83,12 +83,16 @@ func (r *trainingJobResource) ModifyPlan(ctx context.Context, req resource.Modif
 		resp.Diagnostics.Append(resp.Plan.Set(ctx, plan)...)
 		return
 	}
+	if config.MinAvailable.IsNull() {
+		// The whole gang, planned before rendering: the settings annotation records it, so the
+		// objects must be rendered from the value the state will hold.
+		j, d := plan.settings(ctx, r.images())
+		resp.Diagnostics.Append(d...)
+		plan.MinAvailable = types.Int64Value(int64(j.Defaulted().MinAvailable))
+	}
 	j, _, ok := trainingJobWorkload.rendered(ctx, plan, r.images(), &resp.Diagnostics)
 	if !ok {
 		return
-	}
-	if config.MinAvailable.IsNull() {
-		plan.MinAvailable = types.Int64Value(int64(j.MinAvailable)) // the whole gang, as rendered
 	}
 	if j.FileServer.Image == "" {
 		resp.Diagnostics.Append(diagnostics.InvalidSetting("Training Job", path.Root("file_server").AtName("image"), stack.NoCubeImage))

@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 
@@ -121,6 +122,7 @@ func (c *Client) DeleteAll(ctx context.Context, namespace, owner string, kinds, 
 	owned, kept = c.withoutRetained(owned)
 	// An object the state names that no longer carries the owner label (taken off by hand, or
 	// never ctr's) is not deleted: ctr deletes only what it owns. It is reported.
+	foreignUIDs := map[types.UID]bool{}
 	for _, o := range named {
 		if seen[ManifestKey(o.Object)] {
 			continue
@@ -131,6 +133,7 @@ func (c *Client) DeleteAll(ctx context.Context, namespace, owner string, kinds, 
 		}
 		if live != nil {
 			foreign = append(foreign, live)
+			foreignUIDs[live.GetUID()] = true
 			c.logf("%s left: named in state, but it does not carry the owner label %s=%s", Describe(live), stack.OwnerLabel, owner)
 		}
 	}
@@ -149,6 +152,10 @@ func (c *Client) DeleteAll(ctx context.Context, namespace, owner string, kinds, 
 			return false, "", err
 		}
 		owned = slices.DeleteFunc(owned, Retained)
+		// What a left object controls (a Volcano job's pods and pod group) stays with it.
+		owned = slices.DeleteFunc(owned, func(u *unstructured.Unstructured) bool {
+			return slices.ContainsFunc(u.GetOwnerReferences(), func(r metav1.OwnerReference) bool { return foreignUIDs[r.UID] })
+		})
 		left = left[:0]
 		for _, u := range owned {
 			left = append(left, Describe(u))
