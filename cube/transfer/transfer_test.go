@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-
 	"github.com/elasticctr/terraform-provider-ctr/cube/api"
 	"github.com/elasticctr/terraform-provider-ctr/cube/build"
 	"github.com/elasticctr/terraform-provider-ctr/cube/layout"
