@@ -429,71 +429,55 @@ resource "ctr_training_job" "test" {
 	})
 }
 
+// planRecipeExample plans a documented recipe example (examples/recipes/<recipe>/main.tf)
+// with no cluster behind the provider (providerExtra adds to its configuration), runs checks
+// on the plan, and expects the apply to fail on the unreachable cluster, naming the job.
+func planRecipeExample(t *testing.T, recipe, job, providerExtra string, checks ...plancheck.PlanCheck) {
+	t.Helper()
+	example, err := os.ReadFile("../examples/recipes/" + recipe + "/main.tf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resource.UnitTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: providerFactories,
+		Steps: []resource.TestStep{{
+			Config:           "provider \"ctr\" {\n  kubernetes = { host = \"https://127.0.0.1:1\", token = \"x\" }\n" + providerExtra + "}\n" + string(example),
+			ExpectError:      regexp.MustCompile(`(?s)Could not apply the objects of training job default/` + job + `.*connection refused`),
+			ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: checks},
+		}},
+	})
+}
+
+// manifestHas checks that the planned manifest key of addr holds each of want, in order.
+func manifestHas(addr, key string, want ...string) plancheck.PlanCheck {
+	quoted := make([]string, len(want))
+	for i, w := range want {
+		quoted[i] = regexp.QuoteMeta(w)
+	}
+	return plancheck.ExpectKnownValue(addr, tfjsonpath.New("manifests").AtMapKey(key), knownvalue.StringRegexp(regexp.MustCompile("(?s)"+strings.Join(quoted, ".*"))))
+}
+
 // TestTrainingJob_RecipeFleetCTRPlans: the documented fleet-ctr block plans, with no cluster,
 // the recipe's image (moved to the provider's image_registry), its entry and the variables
 // its scripts read, and slot.conf served at the file server's root; apply then fails on the
 // unreachable cluster.
 func TestTrainingJob_RecipeFleetCTRPlans(t *testing.T) {
-	example, err := os.ReadFile("../examples/recipes/fleet-ctr/main.tf")
-	if err != nil {
-		t.Fatal(err)
-	}
 	addr := "ctr_training_job.fleet_ctr"
-	manifest := func(key string, want ...string) plancheck.PlanCheck {
-		return plancheck.ExpectKnownValue(addr, tfjsonpath.New("manifests").AtMapKey(key), knownvalue.StringRegexp(regexp.MustCompile("(?s)"+strings.Join(quoteAll(want), ".*"))))
-	}
-	resource.UnitTest(t, resource.TestCase{
-		ProtoV6ProviderFactories: providerFactories,
-		Steps: []resource.TestStep{{
-			Config: `
-provider "ctr" {
-  kubernetes     = { host = "https://127.0.0.1:1", token = "x" }
-  image_registry = "mirror.example"
-}
-` + string(example),
-			ExpectError: regexp.MustCompile(`(?s)Could not apply the objects of training job default/fleet-ctr.*connection refused`),
-			ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
-				plancheck.ExpectKnownValue(addr, tfjsonpath.New("image"), knownvalue.StringExact(stack.MirrorImage("mirror.example", stack.FleetCTRImage))),
-				manifest("batch.volcano.sh/v1alpha1/Job/fleet-ctr", "FILE_SERVER_SERVICE_HOST", "fleet-ctr-fileserver.default.svc", "train_with_mlflow.py"),
-				manifest("apps/v1/Deployment/fleet-ctr-fileserver", "mountPath: /web/slot.conf", "subPath: slot.conf"),
-			}},
-		}},
-	})
+	planRecipeExample(t, "fleet-ctr", "fleet-ctr", "  image_registry = \"mirror.example\"\n",
+		plancheck.ExpectKnownValue(addr, tfjsonpath.New("image"), knownvalue.StringExact(stack.MirrorImage("mirror.example", stack.FleetCTRImage))),
+		manifestHas(addr, "batch.volcano.sh/v1alpha1/Job/fleet-ctr", "FILE_SERVER_SERVICE_HOST", "fleet-ctr-fileserver.default.svc", "train_with_mlflow.py"),
+		manifestHas(addr, "apps/v1/Deployment/fleet-ctr-fileserver", "mountPath: /web/slot.conf", "subPath: slot.conf"))
 }
 
 // TestTrainingJob_RecipePaddleRecPlans: the documented paddlerec block plans, with no
 // cluster, the entry the recipe's stand-in test runs, Volcano's svc plugin, the parameter
 // servers' list by name, and the model volume on the parameter servers too.
 func TestTrainingJob_RecipePaddleRecPlans(t *testing.T) {
-	example, err := os.ReadFile("../examples/recipes/paddlerec/main.tf")
-	if err != nil {
-		t.Fatal(err)
-	}
 	addr := "ctr_training_job.paddlerec"
-	resource.UnitTest(t, resource.TestCase{
-		ProtoV6ProviderFactories: providerFactories,
-		Steps: []resource.TestStep{{
-			Config: `
-provider "ctr" {
-  kubernetes = { host = "https://127.0.0.1:1", token = "x" }
-}
-` + string(example),
-			ExpectError: regexp.MustCompile(`(?s)Could not apply the objects of training job default/paddlerec.*connection refused`),
-			ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
-				plancheck.ExpectKnownValue(addr, tfjsonpath.New("entry"), knownvalue.StringExact(stack.PaddleRecEntry)),
-				plancheck.ExpectKnownValue(addr, tfjsonpath.New("manifests").AtMapKey("batch.volcano.sh/v1alpha1/Job/paddlerec"),
-					knownvalue.StringRegexp(regexp.MustCompile(`(?s)svc: \[\].*PADDLE_PSERVERS_IP_PORT_LIST\s+value: paddlerec-pserver-0.paddlerec:30236,paddlerec-pserver-1.paddlerec:30236.*name: pserver`))),
-			}},
-		}},
-	})
-}
-
-func quoteAll(ss []string) []string {
-	out := make([]string, len(ss))
-	for i, s := range ss {
-		out[i] = regexp.QuoteMeta(s)
-	}
-	return out
+	planRecipeExample(t, "paddlerec", "paddlerec", "",
+		plancheck.ExpectKnownValue(addr, tfjsonpath.New("entry"), knownvalue.StringExact(stack.PaddleRecEntry)),
+		plancheck.ExpectKnownValue(addr, tfjsonpath.New("manifests").AtMapKey("batch.volcano.sh/v1alpha1/Job/paddlerec"),
+			knownvalue.StringRegexp(regexp.MustCompile(`(?s)svc: \[\].*PADDLE_PSERVERS_IP_PORT_LIST\s+value: paddlerec-pserver-0.paddlerec:30236,paddlerec-pserver-1.paddlerec:30236.*name: pserver`))))
 }
 
 // TestAccTrainingJob_CreateRefusesAnObjectItDoesNotOwn: a Service of the name the job's file
