@@ -227,32 +227,17 @@ func decodeDictValue(b []byte) (Value, error) {
 func decodeDictValueSlow(b []byte) (Value, error) {
 	var v Value
 	var hasStatus, hasValue bool
-	for len(b) > 0 {
-		num, typ, n := protowire.ConsumeTag(b)
-		if n < 0 {
-			return v, ErrMalformed
-		}
-		b = b[n:]
+	err := eachField(b, func(f field) error {
 		switch {
-		case num == 1 && typ == protowire.VarintType:
-			x, n := protowire.ConsumeVarint(b)
-			if n < 0 {
-				return v, ErrMalformed
-			}
-			v.Status, hasStatus, b = uint32(x), true, b[n:]
-		case num == 2 && typ == protowire.BytesType:
-			x, n := protowire.ConsumeBytes(b)
-			if n < 0 {
-				return v, ErrMalformed
-			}
-			v.Value, hasValue, b = x, true, b[n:]
-		default:
-			n := protowire.ConsumeFieldValue(num, typ, b)
-			if n < 0 {
-				return v, ErrMalformed
-			}
-			b = b[n:]
+		case f.is(1, protowire.VarintType):
+			v.Status, hasStatus = uint32(f.u), true
+		case f.is(2, protowire.BytesType):
+			v.Value, hasValue = f.b, true
 		}
+		return nil
+	})
+	if err != nil {
+		return v, err
 	}
 	if !hasStatus || !hasValue {
 		return v, ErrMissingField

@@ -44,128 +44,88 @@ func (m *RpcMeta) Reset() { *m = RpcMeta{} }
 // Unmarshal decodes b into m (slices alias b).
 func (m *RpcMeta) Unmarshal(b []byte) error {
 	m.Reset()
-	for len(b) > 0 {
-		num, typ, n := protowire.ConsumeTag(b)
-		if n < 0 {
-			return ErrMalformed
-		}
-		b = b[n:]
+	return eachField(b, func(f field) error {
 		switch {
-		case num == 1 && typ == protowire.BytesType:
-			v, n := protowire.ConsumeBytes(b)
-			if n < 0 {
-				return ErrMalformed
-			}
+		case f.is(1, protowire.BytesType):
 			m.HasRequest = true
-			if err := m.unmarshalRequest(v); err != nil {
-				return err
-			}
-			b = b[n:]
-		case num == 2 && typ == protowire.BytesType:
-			v, n := protowire.ConsumeBytes(b)
-			if n < 0 {
-				return ErrMalformed
-			}
+			return m.unmarshalRequest(f.b)
+		case f.is(2, protowire.BytesType):
 			m.HasResponse = true
-			if err := m.unmarshalResponse(v); err != nil {
-				return err
-			}
-			b = b[n:]
-		case num == 3 && typ == protowire.VarintType:
-			v, n := protowire.ConsumeVarint(b)
-			if n < 0 {
-				return ErrMalformed
-			}
-			m.CompressType = int32(v)
-			b = b[n:]
-		case num == 4 && typ == protowire.VarintType:
-			v, n := protowire.ConsumeVarint(b)
-			if n < 0 {
-				return ErrMalformed
-			}
-			m.CorrelationID = int64(v)
-			b = b[n:]
-		case num == 5 && typ == protowire.VarintType:
-			v, n := protowire.ConsumeVarint(b)
-			if n < 0 {
-				return ErrMalformed
-			}
-			m.AttachmentSize = int32(v)
-			b = b[n:]
-		default:
-			n := protowire.ConsumeFieldValue(num, typ, b)
-			if n < 0 {
-				return ErrMalformed
-			}
-			b = b[n:]
+			return m.unmarshalResponse(f.b)
+		case f.is(3, protowire.VarintType):
+			m.CompressType = int32(f.u)
+		case f.is(4, protowire.VarintType):
+			m.CorrelationID = int64(f.u)
+		case f.is(5, protowire.VarintType):
+			m.AttachmentSize = int32(f.u)
 		}
-	}
-	return nil
+		return nil
+	})
 }
 
 func (m *RpcMeta) unmarshalRequest(b []byte) error {
-	for len(b) > 0 {
-		num, typ, n := protowire.ConsumeTag(b)
-		if n < 0 {
-			return ErrMalformed
-		}
-		b = b[n:]
+	return eachField(b, func(f field) error {
 		switch {
-		case num == 1 && typ == protowire.BytesType:
-			v, n := protowire.ConsumeBytes(b)
-			if n < 0 {
-				return ErrMalformed
-			}
-			m.Service, b = v, b[n:]
-		case num == 2 && typ == protowire.BytesType:
-			v, n := protowire.ConsumeBytes(b)
-			if n < 0 {
-				return ErrMalformed
-			}
-			m.Method, b = v, b[n:]
-		case num == 3 && typ == protowire.VarintType:
-			v, n := protowire.ConsumeVarint(b)
-			if n < 0 {
-				return ErrMalformed
-			}
-			m.LogID, b = int64(v), b[n:]
-		default:
-			n := protowire.ConsumeFieldValue(num, typ, b)
-			if n < 0 {
-				return ErrMalformed
-			}
-			b = b[n:]
+		case f.is(1, protowire.BytesType):
+			m.Service = f.b
+		case f.is(2, protowire.BytesType):
+			m.Method = f.b
+		case f.is(3, protowire.VarintType):
+			m.LogID = int64(f.u)
 		}
-	}
-	return nil
+		return nil
+	})
 }
 
 func (m *RpcMeta) unmarshalResponse(b []byte) error {
-	for len(b) > 0 {
-		num, typ, n := protowire.ConsumeTag(b)
+	return eachField(b, func(f field) error {
+		switch {
+		case f.is(1, protowire.VarintType):
+			m.ErrorCode = int32(f.u)
+		case f.is(2, protowire.BytesType):
+			m.ErrorText = f.b
+		}
+		return nil
+	})
+}
+
+// field is one field of a message as eachField decodes it: its number and wire type, the
+// value of a varint in u, the bytes of a length-delimited field in b (aliasing the message).
+type field struct {
+	num protowire.Number
+	typ protowire.Type
+	u   uint64
+	b   []byte
+}
+
+func (f field) is(num protowire.Number, typ protowire.Type) bool { return f.num == num && f.typ == typ }
+
+// eachField calls fn with each field of msg in order and stops at fn's first error. The
+// values of other wire types (fixed32, fixed64, groups) are checked and skipped; a field
+// that is truncated or malformed is ErrMalformed. The hot decoders (a request's keys, a
+// response's values) keep loops of their own with fast paths.
+func eachField(msg []byte, fn func(f field) error) error {
+	for len(msg) > 0 {
+		num, typ, n := protowire.ConsumeTag(msg)
 		if n < 0 {
 			return ErrMalformed
 		}
-		b = b[n:]
-		switch {
-		case num == 1 && typ == protowire.VarintType:
-			v, n := protowire.ConsumeVarint(b)
-			if n < 0 {
-				return ErrMalformed
-			}
-			m.ErrorCode, b = int32(v), b[n:]
-		case num == 2 && typ == protowire.BytesType:
-			v, n := protowire.ConsumeBytes(b)
-			if n < 0 {
-				return ErrMalformed
-			}
-			m.ErrorText, b = v, b[n:]
+		msg = msg[n:]
+		f := field{num: num, typ: typ}
+		switch typ {
+		case protowire.VarintType:
+			f.u, n = protowire.ConsumeVarint(msg)
+		case protowire.BytesType:
+			f.b, n = protowire.ConsumeBytes(msg)
 		default:
-			n := protowire.ConsumeFieldValue(num, typ, b)
-			if n < 0 {
-				return ErrMalformed
-			}
-			b = b[n:]
+			n = protowire.ConsumeFieldValue(num, typ, msg)
+		}
+		if n < 0 {
+			return ErrMalformed
+		}
+		msg = msg[n:]
+		if err := fn(f); err != nil {
+			return err
 		}
 	}
 	return nil
