@@ -10,6 +10,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/listvalidator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
+	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/int64default"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
@@ -121,6 +122,15 @@ func timeoutsAttribute(ctx context.Context, opts timeouts.Opts) schema.Attribute
 		}
 	}
 	return nested
+}
+
+// withTimeout bounds ctx by one of a resource's timeouts: get is the timeouts value's
+// Create, Read, Update or Delete, def the default when it is not set. A bad value is
+// reported in diags (and the default applies).
+func withTimeout(ctx context.Context, get func(context.Context, time.Duration) (time.Duration, diag.Diagnostics), def time.Duration, diags *diag.Diagnostics) (context.Context, context.CancelFunc) {
+	timeout, d := get(ctx, def)
+	diags.Append(d...)
+	return context.WithTimeout(ctx, timeout)
 }
 
 // stringCheck is a schema validator for one value that a function judges: the rule lives in

@@ -94,9 +94,7 @@ func (r *clusterResource) Create(ctx context.Context, req resource.CreateRequest
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	timeout, d := plan.Timeouts.Create(ctx, clusterTimeout)
-	resp.Diagnostics.Append(d...)
-	ctx, cancel := context.WithTimeout(ctx, timeout)
+	ctx, cancel := withTimeout(ctx, plan.Timeouts.Create, clusterTimeout, &resp.Diagnostics)
 	defer cancel()
 
 	if plan.CCE == nil {
@@ -217,9 +215,7 @@ func (r *clusterResource) Update(ctx context.Context, req resource.UpdateRequest
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	timeout, d := plan.Timeouts.Update(ctx, clusterTimeout)
-	resp.Diagnostics.Append(d...)
-	ctx, cancel := context.WithTimeout(ctx, timeout)
+	ctx, cancel := withTimeout(ctx, plan.Timeouts.Update, clusterTimeout, &resp.Diagnostics)
 	defer cancel()
 
 	// Values that only the last apply or read know.
@@ -292,9 +288,7 @@ func (r *clusterResource) Delete(ctx context.Context, req resource.DeleteRequest
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	timeout, d := st.Timeouts.Delete(ctx, clusterTimeout)
-	resp.Diagnostics.Append(d...)
-	ctx, cancel := context.WithTimeout(ctx, timeout)
+	ctx, cancel := withTimeout(ctx, st.Timeouts.Delete, clusterTimeout, &resp.Diagnostics)
 	defer cancel()
 
 	if st.ClusterID.ValueString() == "" {

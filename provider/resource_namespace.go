@@ -98,9 +98,7 @@ func (r *namespaceResource) Create(ctx context.Context, req resource.CreateReque
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	timeout, d := plan.Timeouts.Create(ctx, defaultNamespaceTimeout)
-	resp.Diagnostics.Append(d...)
-	ctx, cancel := context.WithTimeout(ctx, timeout)
+	ctx, cancel := withTimeout(ctx, plan.Timeouts.Create, defaultNamespaceTimeout, &resp.Diagnostics)
 	defer cancel()
 	set, ok := r.render(ctx, &plan, &resp.Diagnostics)
 	if !ok {
@@ -241,9 +239,7 @@ func (r *namespaceResource) Delete(ctx context.Context, req resource.DeleteReque
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	timeout, d := st.Timeouts.Delete(ctx, defaultNamespaceTimeout)
-	resp.Diagnostics.Append(d...)
-	ctx, cancel := context.WithTimeout(ctx, timeout)
+	ctx, cancel := withTimeout(ctx, st.Timeouts.Delete, defaultNamespaceTimeout, &resp.Diagnostics)
 	defer cancel()
 	kc, d := kubeClient(ctx, st.Kubernetes, r.data)
 	resp.Diagnostics.Append(d...)

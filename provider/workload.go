@@ -247,9 +247,7 @@ func (w workload[S, M, P]) create(ctx context.Context, req resource.CreateReques
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	timeout, d := P(&plan).attrs().Timeouts.Create(ctx, w.applyTimeout)
-	resp.Diagnostics.Append(d...)
-	ctx, cancel := context.WithTimeout(ctx, timeout)
+	ctx, cancel := withTimeout(ctx, P(&plan).attrs().Timeouts.Create, w.applyTimeout, &resp.Diagnostics)
 	defer cancel()
 	apply(ctx, &plan, nil, &resp.State, &resp.Diagnostics)
 }
@@ -269,9 +267,7 @@ func (w workload[S, M, P]) update(ctx context.Context, req resource.UpdateReques
 		resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
 		return
 	}
-	timeout, d := P(&plan).attrs().Timeouts.Update(ctx, w.applyTimeout)
-	resp.Diagnostics.Append(d...)
-	ctx, cancel := context.WithTimeout(ctx, timeout)
+	ctx, cancel := withTimeout(ctx, P(&plan).attrs().Timeouts.Update, w.applyTimeout, &resp.Diagnostics)
 	defer cancel()
 	apply(ctx, &plan, &prior, &resp.State, &resp.Diagnostics)
 }
@@ -419,9 +415,7 @@ func (w workload[S, M, P]) delete(ctx context.Context, data *providerData, req r
 		return
 	}
 	a := P(&st).attrs()
-	timeout, d := a.Timeouts.Delete(ctx, w.deleteTimeout)
-	resp.Diagnostics.Append(d...)
-	ctx, cancel := context.WithTimeout(ctx, timeout)
+	ctx, cancel := withTimeout(ctx, a.Timeouts.Delete, w.deleteTimeout, &resp.Diagnostics)
 	defer cancel()
 	kc, d := kubeClient(ctx, a.Kubernetes, data)
 	resp.Diagnostics.Append(d...)
