@@ -258,16 +258,7 @@ func (c Cube) Render() (Cube, Set, error) {
 // headless Service and a StatefulSet, then the transfer's claim, Service and Deployment (its
 // primary object, carrying the settings annotation).
 func RenderCube(given Cube) (Set, error) {
-	if errs := given.Validate(); len(errs) > 0 {
-		return nil, errs
-	}
-	settings, err := json.Marshal(given.forAnnotation())
-	if err != nil {
-		return nil, err
-	}
-	set := given.Defaulted().objects()
-	set[len(set)-1].Object.SetAnnotations(map[string]string{SettingsAnnotation: string(settings)})
-	return set, nil
+	return render(given, func(set Set) *unstructured.Unstructured { return set[len(set)-1].Object })
 }
 
 // forAnnotation is the cube as the settings annotation stores it: without env values.

@@ -148,16 +148,7 @@ func (s Serving) Render() (Serving, Set, error) {
 
 // RenderServing renders a serving's ConfigMap (cube.conf), Deployment and Service.
 func RenderServing(given Serving) (Set, error) {
-	if errs := given.Validate(); len(errs) > 0 {
-		return nil, errs
-	}
-	settings, err := json.Marshal(given.forAnnotation())
-	if err != nil {
-		return nil, err
-	}
-	set := given.Defaulted().objects()
-	set.Find(ServingDeploymentKey(given.Name)).SetAnnotations(map[string]string{SettingsAnnotation: string(settings)})
-	return set, nil
+	return render(given, func(set Set) *unstructured.Unstructured { return set.Find(ServingDeploymentKey(given.Name)) })
 }
 
 // objects renders a defaulted serving's objects.

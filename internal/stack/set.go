@@ -1,6 +1,7 @@
 package stack
 
 import (
+	"encoding/json"
 	"fmt"
 	goruntime "runtime"
 	"sort"
@@ -18,6 +19,36 @@ import (
 type Object struct {
 	Key    string // "<apiVersion>/<Kind>/<name>", e.g. "apps/v1/Deployment/ctr-demo-fileserver"
 	Object *unstructured.Unstructured
+}
+
+// workload is what the render step common to every workload needs of its settings.
+type workload[W any] interface {
+	Validate() FieldErrors
+	Defaulted() W
+	forAnnotation() W // the settings as the settings annotation stores them
+	objects() Set     // the objects of settings already defaulted, in apply order
+}
+
+// render validates given, renders the objects of its defaulted settings, and records given
+// (as forAnnotation has it) in the settings annotation of the primary object, the one
+// primary picks, beside the annotations it has.
+func render[W workload[W]](given W, primary func(Set) *unstructured.Unstructured) (Set, error) {
+	if errs := given.Validate(); len(errs) > 0 {
+		return nil, errs
+	}
+	settings, err := json.Marshal(given.forAnnotation())
+	if err != nil {
+		return nil, err
+	}
+	set := given.Defaulted().objects()
+	obj := primary(set)
+	ann := obj.GetAnnotations()
+	if ann == nil {
+		ann = map[string]string{}
+	}
+	ann[SettingsAnnotation] = string(settings)
+	obj.SetAnnotations(ann)
+	return set, nil
 }
 
 // Set is a rendered object set in apply order (dependencies first).

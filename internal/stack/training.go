@@ -1,7 +1,6 @@
 package stack
 
 import (
-	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -380,22 +379,7 @@ func (j TrainingJob) Render() (TrainingJob, Set, error) {
 // RenderTrainingJob renders the objects of a training job in apply order: RBAC, Secret,
 // ConfigMap, PVC, file server, then the Volcano Job. It validates first.
 func RenderTrainingJob(given TrainingJob) (Set, error) {
-	if errs := given.Validate(); len(errs) > 0 {
-		return nil, errs
-	}
-	settings, err := json.Marshal(given.forAnnotation())
-	if err != nil {
-		return nil, err
-	}
-	set := given.Defaulted().objects()
-	job := set[len(set)-1].Object
-	ann := job.GetAnnotations()
-	if ann == nil {
-		ann = map[string]string{}
-	}
-	ann[SettingsAnnotation] = string(settings)
-	job.SetAnnotations(ann)
-	return set, nil
+	return render(given, func(set Set) *unstructured.Unstructured { return set[len(set)-1].Object })
 }
 
 // forAnnotation is the job as the settings annotation stores it: as given, but without what
