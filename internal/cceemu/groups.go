@@ -79,6 +79,20 @@ func (s *Server) groupCluster(c *call, changing bool) (*cluster, *apiError) {
 	return cl, nil
 }
 
+// pathGroup is the cluster and the instance group the path names ({id}, {gid}), as
+// groupCluster finds the cluster. The caller holds s.mu.
+func (s *Server) pathGroup(c *call, changing bool) (*cluster, *group, *apiError) {
+	cl, e := s.groupCluster(c, changing)
+	if e != nil {
+		return nil, nil, e
+	}
+	g, ok := cl.groups[c.r.PathValue("gid")]
+	if !ok {
+		return nil, nil, groupNotFound(c.r.PathValue("gid"))
+	}
+	return cl, g, nil
+}
+
 // createGroup serves POST /cluster/{id}/instancegroup.
 func (s *Server) createGroup(c *call) (map[string]any, *apiError) {
 	var spec map[string]any
@@ -105,13 +119,9 @@ func (s *Server) createGroup(c *call) (map[string]any, *apiError) {
 func (s *Server) getGroup(c *call) (map[string]any, *apiError) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	cl, e := s.groupCluster(c, false)
+	cl, g, e := s.pathGroup(c, false)
 	if e != nil {
 		return nil, e
-	}
-	g, ok := cl.groups[c.r.PathValue("gid")]
-	if !ok {
-		return nil, groupNotFound(c.r.PathValue("gid"))
 	}
 	return map[string]any{"instanceGroup": g.view(cl.id)}, nil
 }
@@ -155,13 +165,9 @@ func (s *Server) updateReplicas(c *call) (map[string]any, *apiError) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	cl, e := s.groupCluster(c, true)
+	_, g, e := s.pathGroup(c, true)
 	if e != nil {
 		return nil, e
-	}
-	g, ok := cl.groups[c.r.PathValue("gid")]
-	if !ok {
-		return nil, groupNotFound(c.r.PathValue("gid"))
 	}
 	g.setReplicas(*b.Replicas, s.now())
 	return map[string]any{}, nil
@@ -201,13 +207,9 @@ func (s *Server) configureGroup(c *call) (map[string]any, *apiError) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	cl, e := s.groupCluster(c, true)
+	cl, g, e := s.pathGroup(c, true)
 	if e != nil {
 		return nil, e
-	}
-	g, ok := cl.groups[c.r.PathValue("gid")]
-	if !ok {
-		return nil, groupNotFound(c.r.PathValue("gid"))
 	}
 	if cid := str(spec, "clusterID"); cid != "" && cid != cl.id {
 		return nil, invalidParam("clusterID %q in the body does not match the path's %q", cid, cl.id)
@@ -231,14 +233,10 @@ func (s *Server) deleteGroup(c *call) (map[string]any, *apiError) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	cl, e := s.groupCluster(c, false)
+	cl, g, e := s.pathGroup(c, false)
 	if e != nil {
 		return nil, e
 	}
-	gid := c.r.PathValue("gid")
-	if _, ok := cl.groups[gid]; !ok {
-		return nil, groupNotFound(gid)
-	}
-	delete(cl.groups, gid)
+	delete(cl.groups, g.id)
 	return map[string]any{}, nil
 }
