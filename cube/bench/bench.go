@@ -173,14 +173,18 @@ func (o *Options) workload(keys int, d time.Duration) error {
 	if o.Log == nil {
 		o.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	if o.CubeBinary == "" {
-		exe, err := os.Executable()
-		if err != nil {
-			return err
-		}
-		o.CubeBinary = exe
+	return selfBinary(&o.CubeBinary)
+}
+
+// selfBinary fills an unset path to the cube binary with this executable: the cube binary
+// runs its own benchmarks.
+func selfBinary(path *string) error {
+	if *path != "" {
+		return nil
 	}
-	return nil
+	exe, err := os.Executable()
+	*path = exe
+	return err
 }
 
 // workDir returns dir, or else a new temporary directory that done removes.

@@ -124,14 +124,7 @@ func (o *ScaleOptions) defaults() error {
 			return fmt.Errorf("table %q: the tables are size and rollout", t)
 		}
 	}
-	if o.CubeBinary == "" {
-		exe, err := os.Executable()
-		if err != nil {
-			return err
-		}
-		o.CubeBinary = exe
-	}
-	return nil
+	return selfBinary(&o.CubeBinary)
 }
 
 // RunScale prints how the costs grow: build time and memory against the

@@ -119,20 +119,26 @@ type ShardAnswer struct {
 	Err     error
 }
 
+// byShard splits keys by the shard that holds each (api.ShardOf): perShard[s] are shard s's
+// keys in request order, pos[s] their indexes in keys.
+func (c *Client) byShard(keys []uint64) (perShard [][]uint64, pos [][]int) {
+	n := len(c.shards)
+	perShard, pos = make([][]uint64, n), make([][]int, n)
+	for i, k := range keys {
+		s := api.ShardOf(k, n)
+		perShard[s] = append(perShard[s], k)
+		pos[s] = append(pos[s], i)
+	}
+	return perShard, pos
+}
+
 // SeekShards is Seek that also reports, per shard asked, which replica
 // answered and from which version: what a caller needs to see versions mix
 // across shards or a shard's replicas disagree. It fans out exactly as
 // Paddle's cube-api does: one request per shard, replicas in turn, no
 // version checks.
 func (c *Client) SeekShards(ctx context.Context, keys []uint64) ([]Result, []ShardAnswer, error) {
-	n := uint64(len(c.shards))
-	perShard := make([][]uint64, n)
-	pos := make([][]int, n)
-	for i, k := range keys {
-		s := api.ShardOf(k, int(n))
-		perShard[s] = append(perShard[s], k)
-		pos[s] = append(pos[s], i)
-	}
+	perShard, pos := c.byShard(keys)
 	results := make([]Result, len(keys))
 	var answers []ShardAnswer
 	var (

@@ -7,7 +7,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/elasticctr/terraform-provider-ctr/cube/api"
 	"github.com/elasticctr/terraform-provider-ctr/cube/layout"
 	"github.com/elasticctr/terraform-provider-ctr/cube/proto"
 )
@@ -25,14 +24,8 @@ var ErrMixedVersions = errors.New("cube: shards answered from different versions
 // passed; then the keys are marked Failed and ErrMixedVersions returned.
 // firstMixed tells whether the first answers disagreed.
 func (c *Client) SeekConsistent(ctx context.Context, keys []uint64, wait time.Duration) (res []Result, version string, firstMixed bool, err error) {
-	n := uint64(len(c.shards))
-	perShard := make([][]uint64, n)
-	pos := make([][]int, n)
-	for i, k := range keys {
-		s := api.ShardOf(k, int(n))
-		perShard[s] = append(perShard[s], k)
-		pos[s] = append(pos[s], i)
-	}
+	n := len(c.shards)
+	perShard, pos := c.byShard(keys)
 	vals := make([][]proto.Value, n)
 	vers := make([]string, n)
 	// answered[s] is the replica whose answer is in vals[s]. A shard that answered from an

@@ -16,20 +16,18 @@ import (
 	"github.com/elasticctr/terraform-provider-ctr/cube/transfer"
 )
 
-func selfBinary() (string, error) {
-	p, err := os.Executable()
-	if err != nil {
-		return "", fmt.Errorf("find the cube binary: %w", err)
+// workspace is what the demo and the rollout benchmark run on: this binary (the pipeline
+// starts its servers from it) and a work directory, keep or else a temporary one that
+// cleanup removes.
+func workspace(keep string) (bin, dir string, cleanup func(), err error) {
+	if bin, err = os.Executable(); err != nil {
+		return "", "", nil, fmt.Errorf("find the cube binary: %w", err)
 	}
-	return p, nil
-}
-
-func workDir(keep string) (string, func(), error) {
 	if keep != "" {
-		return keep, func() {}, os.MkdirAll(keep, 0o755)
+		return bin, keep, func() {}, os.MkdirAll(keep, 0o755)
 	}
-	d, err := os.MkdirTemp("", "cube-demo-")
-	return d, func() { os.RemoveAll(d) }, err
+	dir, err = os.MkdirTemp("", "cube-demo-")
+	return bin, dir, func() { os.RemoveAll(dir) }, err
 }
 
 func runDemo(args []string, stdout, stderr io.Writer) error {
@@ -42,11 +40,7 @@ func runDemo(args []string, stdout, stderr io.Writer) error {
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	bin, err := selfBinary()
-	if err != nil {
-		return err
-	}
-	dir, cleanup, err := workDir(*keep)
+	bin, dir, cleanup, err := workspace(*keep)
 	if err != nil {
 		return err
 	}
@@ -176,11 +170,7 @@ func runBenchRollout(args []string, stdout, stderr io.Writer) error {
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	bin, err := selfBinary()
-	if err != nil {
-		return err
-	}
-	dir, cleanup, err := workDir(*keep)
+	bin, dir, cleanup, err := workspace(*keep)
 	if err != nil {
 		return err
 	}
