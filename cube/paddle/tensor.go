@@ -184,6 +184,17 @@ func (c *cursor) u32(what string) (uint32, error) {
 	return binary.LittleEndian.Uint32(b), nil
 }
 
+// version0 reads the u32 version that starts a record of kind, which Paddle always writes as
+// 0; hint ends the error about any other.
+func (c *cursor) version0(kind, hint string) error {
+	at := c.off
+	v, err := c.u32(kind + " version")
+	if err == nil && v != 0 {
+		err = c.f.errorf(at, "%s version %d: Paddle writes 0%s", kind, v, hint)
+	}
+	return err
+}
+
 func (c *cursor) u64(what string) (uint64, error) {
 	b, err := c.read(8, what)
 	if err != nil {
@@ -197,12 +208,8 @@ func (c *cursor) u64(what string) (uint64, error) {
 // the tensor (see TensorAt).
 func (f *File) LoDTensorAt(off int64) (Tensor, error) {
 	c := &cursor{f: f, off: off}
-	v, err := c.u32("LoDTensor version")
-	if err != nil {
+	if err := c.version0("LoDTensor", " (is this a LoDTensor file?)"); err != nil {
 		return Tensor{}, err
-	}
-	if v != 0 {
-		return Tensor{}, f.errorf(off, "LoDTensor version %d: Paddle writes 0 (is this a LoDTensor file?)", v)
 	}
 	levels, err := c.u64("LoD level count")
 	if err != nil {
@@ -248,13 +255,8 @@ func (f *File) TensorAt(off int64) (Tensor, error) {
 }
 
 func (f *File) tensorAt(c *cursor) (Tensor, error) {
-	at := c.off
-	v, err := c.u32("tensor version")
-	if err != nil {
+	if err := c.version0("tensor", ""); err != nil {
 		return Tensor{}, err
-	}
-	if v != 0 {
-		return Tensor{}, f.errorf(at, "tensor version %d: Paddle writes 0", v)
 	}
 	n, err := c.u32("TensorDesc size")
 	if err != nil {
@@ -441,12 +443,8 @@ type SelectedRows struct {
 // SelectedRows reads a file holding one SelectedRows, consumed exactly.
 func (f *File) SelectedRows() (SelectedRows, error) {
 	c := &cursor{f: f}
-	v, err := c.u32("SelectedRows version")
-	if err != nil {
+	if err := c.version0("SelectedRows", ""); err != nil {
 		return SelectedRows{}, err
-	}
-	if v != 0 {
-		return SelectedRows{}, f.errorf(0, "SelectedRows version %d: Paddle writes 0", v)
 	}
 	n, err := c.u64("row count")
 	if err != nil {

@@ -238,22 +238,28 @@ func (c *Client) checkPods(ctx context.Context, seen *atomic.Pointer[unstructure
 	}
 }
 
-// DeploymentAvailable is met when the Deployment's current generation has all replicas
-// updated and available.
-func DeploymentAvailable(u *unstructured.Unstructured) (bool, string, error) {
-	gen := u.GetGeneration()
+// rollout reads what a Deployment's or a StatefulSet's rollout is judged by: whether its
+// controller has seen the current generation, and the replicas it wants (1 when unset).
+func rollout(u *unstructured.Unstructured) (current bool, want int64) {
 	observed, _, _ := unstructured.NestedInt64(u.Object, "status", "observedGeneration")
 	want, found, _ := unstructured.NestedInt64(u.Object, "spec", "replicas")
 	if !found {
 		want = 1
 	}
+	return observed >= u.GetGeneration(), want
+}
+
+// DeploymentAvailable is met when the Deployment's current generation has all replicas
+// updated and available.
+func DeploymentAvailable(u *unstructured.Unstructured) (bool, string, error) {
+	current, want := rollout(u)
 	updated, _, _ := unstructured.NestedInt64(u.Object, "status", "updatedReplicas")
 	avail, _, _ := unstructured.NestedInt64(u.Object, "status", "availableReplicas")
 	state := fmt.Sprintf("%d/%d replicas available", avail, want)
 	if msg := conditionMessage(u, "ReplicaFailure"); msg != "" {
 		state += "; ReplicaFailure: " + msg // pods that cannot even be created (quota, admission)
 	}
-	return observed >= gen && updated == want && avail == want, state, nil
+	return current && updated == want && avail == want, state, nil
 }
 
 // conditionMessage is the message of a true status condition of the given type, or "".
@@ -333,17 +339,12 @@ func volcanoJobFailed(u *unstructured.Unstructured, phase string) error {
 // at the current revision. It does not wait for readiness: cube pods turn Ready only when
 // they serve a model, which may come long after the apply.
 func StatefulSetRolledOut(u *unstructured.Unstructured) (bool, string, error) {
-	gen := u.GetGeneration()
-	observed, _, _ := unstructured.NestedInt64(u.Object, "status", "observedGeneration")
-	want, found, _ := unstructured.NestedInt64(u.Object, "spec", "replicas")
-	if !found {
-		want = 1
-	}
+	current, want := rollout(u)
 	have, _, _ := unstructured.NestedInt64(u.Object, "status", "replicas")
 	updated, _, _ := unstructured.NestedInt64(u.Object, "status", "updatedReplicas")
 	ready, _, _ := unstructured.NestedInt64(u.Object, "status", "readyReplicas")
 	state := fmt.Sprintf("%d/%d pods at the current revision, %d serving", updated, want, ready)
-	return observed >= gen && have == want && updated == want, state, nil
+	return current && have == want && updated == want, state, nil
 }
 
 // LoadBalancerHost is the address a Service of type LoadBalancer got from its load balancer
