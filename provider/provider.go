@@ -165,6 +165,24 @@ func (p *ctrProvider) Configure(ctx context.Context, req provider.ConfigureReque
 	resp.DataSourceData = data
 }
 
+// ctrResource is what every resource of the provider implements: besides CRUD, its
+// configuration checked as a whole, a plan it completes (warnings, replacements, values
+// known only after apply), and import.
+type ctrResource interface {
+	resource.ResourceWithConfigure
+	resource.ResourceWithValidateConfig
+	resource.ResourceWithModifyPlan
+	resource.ResourceWithImportState
+}
+
+var (
+	_ ctrResource = (*clusterResource)(nil)
+	_ ctrResource = (*cubeResource)(nil)
+	_ ctrResource = (*namespaceResource)(nil)
+	_ ctrResource = (*servingResource)(nil)
+	_ ctrResource = (*trainingJobResource)(nil)
+)
+
 func (p *ctrProvider) Resources(context.Context) []func() resource.Resource {
 	return []func() resource.Resource{
 		NewClusterResource,

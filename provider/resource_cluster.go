@@ -20,14 +20,6 @@ import (
 	"github.com/elasticctr/terraform-provider-ctr/provider/internal/diagnostics"
 )
 
-var (
-	_ resource.ResourceWithConfigure   = (*clusterResource)(nil)
-	_ resource.ResourceWithImportState = (*clusterResource)(nil)
-	_ resource.ResourceWithModifyPlan  = (*clusterResource)(nil)
-
-	_ resource.ResourceWithValidateConfig = (*clusterResource)(nil)
-)
-
 // NewClusterResource is the ctr_cluster resource.
 // clusterTimeout bounds create, update and delete of a cluster unless timeouts says otherwise.
 const clusterTimeout = 60 * time.Minute

@@ -588,6 +588,7 @@ func clientsFor(t *testing.T, kubeconfig string) *kubeClients {
 
 // TestCluster_BadInput: refused at plan time, once, at the attribute; no cluster or cloud needed.
 func TestCluster_BadInput(t *testing.T) {
+	t.Parallel()
 	pool := map[string]any{"replicas": 1, "machine_spec": "bcc.g5.c8m32", "subnet_id": "sbn-1"}
 	cce := func(pool map[string]any) map[string]any {
 		return map[string]any{"cce": map[string]any{"name": "ctr", "k8s_version": "1.34.2", "vpc_id": "vpc-1", "worker_pool": pool}}

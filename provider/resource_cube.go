@@ -17,13 +17,6 @@ import (
 	"github.com/elasticctr/terraform-provider-ctr/provider/internal/diagnostics"
 )
 
-var (
-	_ resource.ResourceWithConfigure      = (*cubeResource)(nil)
-	_ resource.ResourceWithImportState    = (*cubeResource)(nil)
-	_ resource.ResourceWithModifyPlan     = (*cubeResource)(nil)
-	_ resource.ResourceWithValidateConfig = (*cubeResource)(nil)
-)
-
 // NewCubeResource is the ctr_cube resource.
 func NewCubeResource() resource.Resource { return &cubeResource{} }
 

@@ -50,6 +50,7 @@ func cubeTest(t *testing.T) (*kubeClients, string, string) {
 
 // TestAccCube_Create: the objects, the exported values, and the pods of a default cube.
 func TestAccCube_Create(t *testing.T) {
+	t.Parallel()
 	k, ns, name := cubeTest(t)
 	k.run(t, ns, stack.CubeType, name, stack.CubeKinds, []resource.TestStep{{
 		Config: cubeConfig(ns, name, ""),
@@ -94,6 +95,7 @@ func TestAccCube_Create(t *testing.T) {
 
 // TestAccCube_UpdateInPlace: more replicas per shard is an update of the StatefulSets.
 func TestAccCube_UpdateInPlace(t *testing.T) {
+	t.Parallel()
 	k, ns, name := cubeTest(t)
 	k.run(t, ns, stack.CubeType, name, stack.CubeKinds, []resource.TestStep{
 		{Config: cubeConfig(ns, name, "  replicas = 1")},
@@ -113,6 +115,7 @@ func TestAccCube_UpdateInPlace(t *testing.T) {
 // TestAccCube_Replace: a new dictionary storage cannot change on a StatefulSet: the plan says
 // replace, and the new cube has per-replica claims.
 func TestAccCube_Replace(t *testing.T) {
+	t.Parallel()
 	k, ns, name := cubeTest(t)
 	k.run(t, ns, stack.CubeType, name, stack.CubeKinds, []resource.TestStep{
 		{Config: cubeConfig(ns, name, "  replicas = 1")},
@@ -138,6 +141,7 @@ func TestAccCube_Replace(t *testing.T) {
 // TestAccCube_Reshard: 2 -> 3 shards creates the new shard's objects (visible in the plan);
 // 3 -> 2 prunes them.
 func TestAccCube_Reshard(t *testing.T) {
+	t.Parallel()
 	k, ns, name := cubeTest(t)
 	k.run(t, ns, stack.CubeType, name, stack.CubeKinds, []resource.TestStep{
 		{Config: cubeConfig(ns, name, "  replicas = 1")},
@@ -164,6 +168,7 @@ func TestAccCube_Reshard(t *testing.T) {
 // TestAccCube_Drift: kubectl scale and kubectl delete svc behind Terraform's back show in the
 // plan, and the apply restores them.
 func TestAccCube_Drift(t *testing.T) {
+	t.Parallel()
 	k, ns, name := cubeTest(t)
 	ctx := context.Background()
 	k.run(t, ns, stack.CubeType, name, stack.CubeKinds, []resource.TestStep{
@@ -222,6 +227,7 @@ const cubeEveryAttribute = `  stack               = "shop"
 // TestAccCube_Import: every attribute round-trips through the cluster: import reads the same
 // configuration back (and the next plan is empty).
 func TestAccCube_Import(t *testing.T) {
+	t.Parallel()
 	k, ns, name := cubeTest(t)
 	config := cubeConfig(ns, name, cubeEveryAttribute)
 	k.run(t, ns, stack.CubeType, name, stack.CubeKinds, append([]resource.TestStep{{
@@ -234,6 +240,7 @@ func TestAccCube_Import(t *testing.T) {
 
 // TestAccCube_Destroy: destroy removes every object the cube owns and every pod made of them.
 func TestAccCube_Destroy(t *testing.T) {
+	t.Parallel()
 	k, ns, name := cubeTest(t)
 	k.run(t, ns, stack.CubeType, name, stack.CubeKinds, resource.TestStep{Config: cubeConfig(ns, name, "")})
 }
@@ -241,6 +248,7 @@ func TestAccCube_Destroy(t *testing.T) {
 // TestCube_BadInput: every class of bad value is refused at plan time, once, at its
 // attribute, saying what is allowed. No cluster needed.
 func TestCube_BadInput(t *testing.T) {
+	t.Parallel()
 	base := map[string]any{"name": "c", "donefile_url": "http://f/base.txt"}
 	testBadInputs(t, "ctr_cube", []badInput{
 		// One bad value, one error: the schema alone checks a bound (stack.Cube.Validate no longer repeats it).
@@ -291,6 +299,7 @@ func TestCube_BadInput(t *testing.T) {
 
 // TestCube_RetryZero: `retry = 0` is a setting of its own (no retries), not "the default".
 func TestCube_RetryZero(t *testing.T) {
+	t.Parallel()
 	resource.UnitTest(t, resource.TestCase{ProtoV6ProviderFactories: providerFactories, Steps: []resource.TestStep{{
 		Config:             "resource \"ctr_cube\" \"test\" {\n  name = \"c\"\n  donefile_url = \"http://f/base.txt\"\n  retry = 0\n}\n",
 		PlanOnly:           true,

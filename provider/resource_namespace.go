@@ -17,15 +17,9 @@ import (
 	"github.com/hashicorp/terraform-plugin-log/tflog"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/elasticctr/terraform-provider-ctr/internal/kube"
 	"github.com/elasticctr/terraform-provider-ctr/internal/stack"
 	"github.com/elasticctr/terraform-provider-ctr/provider/internal/diagnostics"
-)
-
-var (
-	_ resource.ResourceWithConfigure      = (*namespaceResource)(nil)
-	_ resource.ResourceWithImportState    = (*namespaceResource)(nil)
-	_ resource.ResourceWithModifyPlan     = (*namespaceResource)(nil)
-	_ resource.ResourceWithValidateConfig = (*namespaceResource)(nil)
 )
 
 // NewNamespaceResource is the ctr_namespace resource.
@@ -100,21 +94,11 @@ func (r *namespaceResource) Create(ctx context.Context, req resource.CreateReque
 	}
 	ctx, cancel := withTimeout(ctx, plan.Timeouts.Create, defaultNamespaceTimeout, &resp.Diagnostics)
 	defer cancel()
-	set, ok := r.render(ctx, &plan, &resp.Diagnostics)
+	kc, set, live, ok := r.live(ctx, &plan, "Create Namespace Error", &resp.Diagnostics)
 	if !ok {
 		return
 	}
-	kc, d := kubeClient(ctx, plan.Kubernetes, r.data)
-	resp.Diagnostics.Append(d...)
-	if resp.Diagnostics.HasError() {
-		return
-	}
 	name := plan.Name.ValueString()
-	live, err := kc.Get(ctx, set[0].Object)
-	if err != nil {
-		resp.Diagnostics.Append(diagnostics.Failed("Create Namespace Error", "Could not read namespace "+name, "", err))
-		return
-	}
 	if live != nil {
 		resp.Diagnostics.Append(existingNamespace(name, live))
 		return
@@ -147,21 +131,11 @@ func (r *namespaceResource) Read(ctx context.Context, req resource.ReadRequest, 
 	}
 	imported, d := req.Private.GetKey(ctx, importedKey)
 	resp.Diagnostics.Append(d...)
-	kc, d := kubeClient(ctx, st.Kubernetes, r.data)
-	resp.Diagnostics.Append(d...)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	set, ok := r.render(ctx, &namespaceModel{Name: st.Name}, &resp.Diagnostics)
+	_, _, live, ok := r.live(ctx, &namespaceModel{Name: st.Name, Kubernetes: st.Kubernetes}, "Read Namespace Error", &resp.Diagnostics)
 	if !ok {
 		return
 	}
 	name := st.Name.ValueString()
-	live, err := kc.Get(ctx, set[0].Object)
-	if err != nil {
-		resp.Diagnostics.Append(diagnostics.Failed("Read Namespace Error", "Could not read namespace "+name, "", err))
-		return
-	}
 	if live == nil {
 		tflog.Warn(ctx, "namespace "+name+" no longer exists; removing it from state")
 		resp.State.RemoveResource(ctx)
@@ -241,18 +215,11 @@ func (r *namespaceResource) Delete(ctx context.Context, req resource.DeleteReque
 	}
 	ctx, cancel := withTimeout(ctx, st.Timeouts.Delete, defaultNamespaceTimeout, &resp.Diagnostics)
 	defer cancel()
-	kc, d := kubeClient(ctx, st.Kubernetes, r.data)
-	resp.Diagnostics.Append(d...)
-	set, ok := r.render(ctx, &namespaceModel{Name: st.Name}, &resp.Diagnostics)
-	if resp.Diagnostics.HasError() || !ok {
+	kc, set, live, ok := r.live(ctx, &namespaceModel{Name: st.Name, Kubernetes: st.Kubernetes}, "Delete Namespace Error", &resp.Diagnostics)
+	if !ok {
 		return
 	}
 	name := st.Name.ValueString()
-	live, err := kc.Get(ctx, set[0].Object)
-	if err != nil {
-		resp.Diagnostics.Append(diagnostics.Failed("Delete Namespace Error", "Could not read namespace "+name, "", err))
-		return
-	}
 	if live == nil {
 		return
 	}
@@ -278,6 +245,27 @@ func (r *namespaceResource) ImportState(ctx context.Context, req resource.Import
 }
 
 // render is the namespace's object set.
+// live renders m's namespace and reads it through m's connection: the client, the rendered
+// set, and the namespace as it is in the cluster (nil when there is none). It reports a
+// failure under summary ("Read Namespace Error") and then returns ok false.
+func (r *namespaceResource) live(ctx context.Context, m *namespaceModel, summary string, diags *diag.Diagnostics) (*kube.Client, stack.Set, *unstructured.Unstructured, bool) {
+	set, ok := r.render(ctx, m, diags)
+	if !ok {
+		return nil, nil, nil, false
+	}
+	kc, d := kubeClient(ctx, m.Kubernetes, r.data)
+	diags.Append(d...)
+	if diags.HasError() {
+		return nil, nil, nil, false
+	}
+	live, err := kc.Get(ctx, set[0].Object)
+	if err != nil {
+		diags.Append(diagnostics.Failed(summary, "Could not read namespace "+m.Name.ValueString(), "", err))
+		return nil, nil, nil, false
+	}
+	return kc, set, live, true
+}
+
 func (r *namespaceResource) render(ctx context.Context, m *namespaceModel, diags *diag.Diagnostics) (stack.Set, bool) {
 	set, err := stack.RenderNamespace(m.settings(ctx, diags))
 	if err != nil {

@@ -41,6 +41,7 @@ resource "ctr_serving" "test" {
 // the workload, which references it), whose labels change in place and show drift; import
 // reads it back; destroy deletes it after the workload and waits until it is gone.
 func TestAccNamespace_CreatedAndDestroyed(t *testing.T) {
+	t.Parallel()
 	k := requireCluster(t)
 	ns, name := "acc-ns-"+acctest.RandString(8), "srv-"+jobName()[3:]
 	resource.Test(t, resource.TestCase{
@@ -92,6 +93,7 @@ func TestAccNamespace_CreatedAndDestroyed(t *testing.T) {
 // (ctr_namespace refuses it at apply), and workloads placed in it by name are destroyed
 // without touching it.
 func TestAccNamespace_ExistingLeftAlone(t *testing.T) {
+	t.Parallel()
 	k := requireCluster(t)
 	ns, name := k.namespace(t), "srv-"+jobName()[3:]
 	resource.Test(t, resource.TestCase{

@@ -13,13 +13,6 @@ import (
 	"github.com/elasticctr/terraform-provider-ctr/internal/stack"
 )
 
-var (
-	_ resource.ResourceWithConfigure      = (*servingResource)(nil)
-	_ resource.ResourceWithImportState    = (*servingResource)(nil)
-	_ resource.ResourceWithModifyPlan     = (*servingResource)(nil)
-	_ resource.ResourceWithValidateConfig = (*servingResource)(nil)
-)
-
 // NewServingResource is the ctr_serving resource.
 func NewServingResource() resource.Resource { return &servingResource{} }
 

@@ -41,6 +41,7 @@ func servingTest(t *testing.T) (*kubeClients, string, string) {
 
 // TestAccServing_Create: rolled out, with its URL and its three objects.
 func TestAccServing_Create(t *testing.T) {
+	t.Parallel()
 	k, ns, name := servingTest(t)
 	k.run(t, ns, stack.ServingType, name, stack.ServingKinds, []resource.TestStep{{
 		Config: servingConfig(ns, name, "1", ""),
@@ -56,6 +57,7 @@ func TestAccServing_Create(t *testing.T) {
 // TestAccServing_UpdateInPlace: scaling keeps the pods' cube.conf checksum; a new cube.conf
 // changes it, which rolls the pods (Serving reads cube.conf only at start).
 func TestAccServing_UpdateInPlace(t *testing.T) {
+	t.Parallel()
 	k, ns, name := servingTest(t)
 	var first string
 	k.run(t, ns, stack.ServingType, name, stack.ServingKinds, []resource.TestStep{
@@ -89,6 +91,7 @@ func TestAccServing_UpdateInPlace(t *testing.T) {
 
 // TestAccServing_Replace: a new name is a new Deployment and Service: the plan says replace.
 func TestAccServing_Replace(t *testing.T) {
+	t.Parallel()
 	k, ns, name := servingTest(t)
 	resource.Test(t, resource.TestCase{
 		ProtoV6ProviderFactories: providerFactories,
@@ -111,6 +114,7 @@ func TestAccServing_Replace(t *testing.T) {
 // TestAccServing_Drift: a ConfigMap deleted behind Terraform's back shows in the plan and is
 // recreated.
 func TestAccServing_Drift(t *testing.T) {
+	t.Parallel()
 	k, ns, name := servingTest(t)
 	k.run(t, ns, stack.ServingType, name, stack.ServingKinds, []resource.TestStep{
 		{Config: servingConfig(ns, name, "1", "")},
@@ -151,6 +155,7 @@ const servingEveryAttribute = `  stack            = "shop"
 // TestAccServing_Import: every attribute round-trips through the cluster: import reads the
 // same configuration back, and with the configuration the next plan is empty.
 func TestAccServing_Import(t *testing.T) {
+	t.Parallel()
 	k, ns, name := servingTest(t)
 	config := servingConfig(ns, name, "1", servingEveryAttribute)
 	k.run(t, ns, stack.ServingType, name, stack.ServingKinds, append([]resource.TestStep{{
@@ -160,12 +165,14 @@ func TestAccServing_Import(t *testing.T) {
 
 // TestAccServing_Destroy: destroy removes every object the serving owns and its pods.
 func TestAccServing_Destroy(t *testing.T) {
+	t.Parallel()
 	k, ns, name := servingTest(t)
 	k.run(t, ns, stack.ServingType, name, stack.ServingKinds, resource.TestStep{Config: servingConfig(ns, name, "1", "  replicas = 2"), Check: k.deploymentAvailable(ns, name, 2)})
 }
 
 // TestServing_BadInput: refused at plan time, once, at the attribute; no cluster needed.
 func TestServing_BadInput(t *testing.T) {
+	t.Parallel()
 	base := map[string]any{"name": "s", "cube_conf": `[{"dict_name":"d","shard":1}]`}
 	testBadInputs(t, "ctr_serving", []badInput{
 		{"cube.conf not JSON", with(base, "cube_conf", "{not json"), "cube_conf", `cube_conf: is not the JSON array Paddle Serving reads`},

@@ -19,13 +19,6 @@ import (
 	"github.com/elasticctr/terraform-provider-ctr/provider/internal/diagnostics"
 )
 
-var (
-	_ resource.ResourceWithConfigure      = (*trainingJobResource)(nil)
-	_ resource.ResourceWithImportState    = (*trainingJobResource)(nil)
-	_ resource.ResourceWithModifyPlan     = (*trainingJobResource)(nil)
-	_ resource.ResourceWithValidateConfig = (*trainingJobResource)(nil)
-)
-
 // NewTrainingJobResource is the ctr_training_job resource.
 func NewTrainingJobResource() resource.Resource { return &trainingJobResource{} }
 

@@ -51,6 +51,7 @@ func trainingJobTest(t *testing.T) (*kubeClients, string, string) {
 
 // TestAccTrainingJob_Create: the job runs, its objects and exported values.
 func TestAccTrainingJob_Create(t *testing.T) {
+	t.Parallel()
 	k, ns, name := trainingJobTest(t)
 	k.run(t, ns, stack.TrainingJobType, name, stack.TrainingJobKinds, []resource.TestStep{{
 		Config: trainingJobConfig(ns, name, ""),
@@ -82,6 +83,7 @@ func TestAccTrainingJob_Create(t *testing.T) {
 // TestAccTrainingJob_UpdateInPlace: file server settings, the gang size and naming the
 // recipe the job runs change in place; the job keeps running.
 func TestAccTrainingJob_UpdateInPlace(t *testing.T) {
+	t.Parallel()
 	k, ns, name := trainingJobTest(t)
 	k.run(t, ns, stack.TrainingJobType, name, stack.TrainingJobKinds, []resource.TestStep{
 		{Config: trainingJobConfig(ns, name, "")},
@@ -130,6 +132,7 @@ func TestAccTrainingJob_UpdateInPlace(t *testing.T) {
 // TestAccTrainingJob_Replace: a new image cannot be set on a submitted Volcano job: the plan
 // says replace, and the new job runs.
 func TestAccTrainingJob_Replace(t *testing.T) {
+	t.Parallel()
 	k, ns, name := trainingJobTest(t)
 	k.run(t, ns, stack.TrainingJobType, name, stack.TrainingJobKinds, []resource.TestStep{
 		{Config: trainingJobConfig(ns, name, "")},
@@ -150,6 +153,7 @@ func TestAccTrainingJob_Replace(t *testing.T) {
 // TestAccTrainingJob_ModelOutputOutlivesTheJob: a replaced job (a retraining) keeps its model
 // claim, the same claim, with everything on it; retain = false gives it back to destroy.
 func TestAccTrainingJob_ModelOutputOutlivesTheJob(t *testing.T) {
+	t.Parallel()
 	k, ns, name := trainingJobTest(t)
 	claim := name + "-model"
 	var uid string
@@ -251,6 +255,7 @@ func trainingJobEveryAttribute(storageClass string) string {
 // their Secrets): import reads the same configuration back, and with the configuration the
 // next plan is empty.
 func TestAccTrainingJob_Import(t *testing.T) {
+	t.Parallel()
 	k, ns, name := trainingJobTest(t)
 	config := trainingJobConfig(ns, name, trainingJobEveryAttribute(k.defaultStorageClass(t)))
 	config = strings.Replace(config, "  pserver   = { replicas = 1 }\n  trainer   = { replicas = 1 }\n", "", 1)
@@ -266,6 +271,7 @@ func TestAccTrainingJob_Import(t *testing.T) {
 // TestAccTrainingJob_Destroy: destroy removes every object the job owns, its pods and its
 // pod group.
 func TestAccTrainingJob_Destroy(t *testing.T) {
+	t.Parallel()
 	k, ns, name := trainingJobTest(t)
 	k.run(t, ns, stack.TrainingJobType, name, stack.TrainingJobKinds, resource.TestStep{Config: trainingJobConfig(ns, name, ""), Check: k.checkPodsRunning(ns, name, 2)})
 }
@@ -273,6 +279,7 @@ func TestAccTrainingJob_Destroy(t *testing.T) {
 // TestAccTrainingJob_Drift: kubectl-style edits and deletions show in the plan and the next
 // apply restores them.
 func TestAccTrainingJob_Drift(t *testing.T) {
+	t.Parallel()
 	k := requireCluster(t)
 	ns, name := k.namespace(t), jobName()
 	ctx := context.Background()
@@ -321,6 +328,7 @@ func TestAccTrainingJob_Drift(t *testing.T) {
 // TestAccTrainingJob_RemovedBehindOurBack: when every object is gone, the resource is gone
 // and the next apply creates it again.
 func TestAccTrainingJob_RemovedBehindOurBack(t *testing.T) {
+	t.Parallel()
 	k := requireCluster(t)
 	ns, name := k.namespace(t), jobName()
 	owner := stack.Owner(stack.TrainingJobType, name)
@@ -351,6 +359,7 @@ func TestAccTrainingJob_RemovedBehindOurBack(t *testing.T) {
 // TestTrainingJob_BadInput: every bad value is refused at plan time, once, at its attribute,
 // saying what is allowed. It needs the terraform CLI but no cluster.
 func TestTrainingJob_BadInput(t *testing.T) {
+	t.Parallel()
 	base := map[string]any{"name": "bad"}
 	dataset := func(kv ...any) map[string]any { return with(base, "dataset", with(map[string]any{}, kv...)) }
 	testBadInputs(t, "ctr_training_job", []badInput{
@@ -407,6 +416,7 @@ func TestTrainingJob_BadInput(t *testing.T) {
 // TestTrainingJob_PlanWithoutCluster: plan renders the manifests without any cluster, even
 // with a connection that cannot be reached; apply then fails naming the object and the cause.
 func TestTrainingJob_PlanWithoutCluster(t *testing.T) {
+	t.Parallel()
 	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: providerFactories,
 		Steps: []resource.TestStep{{
@@ -462,6 +472,7 @@ func manifestHas(addr, key string, want ...string) plancheck.PlanCheck {
 // its scripts read, and slot.conf served at the file server's root; apply then fails on the
 // unreachable cluster.
 func TestTrainingJob_RecipeFleetCTRPlans(t *testing.T) {
+	t.Parallel()
 	addr := "ctr_training_job.fleet_ctr"
 	planRecipeExample(t, "fleet-ctr", "fleet-ctr", "  image_registry = \"mirror.example\"\n",
 		plancheck.ExpectKnownValue(addr, tfjsonpath.New("image"), knownvalue.StringExact(stack.MirrorImage("mirror.example", stack.FleetCTRImage))),
@@ -473,6 +484,7 @@ func TestTrainingJob_RecipeFleetCTRPlans(t *testing.T) {
 // cluster, the entry the recipe's stand-in test runs, Volcano's svc plugin, the parameter
 // servers' list by name, and the model volume on the parameter servers too.
 func TestTrainingJob_RecipePaddleRecPlans(t *testing.T) {
+	t.Parallel()
 	addr := "ctr_training_job.paddlerec"
 	planRecipeExample(t, "paddlerec", "paddlerec", "",
 		plancheck.ExpectKnownValue(addr, tfjsonpath.New("entry"), knownvalue.StringExact(stack.PaddleRecEntry)),
@@ -484,6 +496,7 @@ func TestTrainingJob_RecipePaddleRecPlans(t *testing.T) {
 // server would take, made by hand, is not taken over: create fails naming it, removes what it
 // had created, and the Service is as it was.
 func TestAccTrainingJob_CreateRefusesAnObjectItDoesNotOwn(t *testing.T) {
+	t.Parallel()
 	k, ns, name := trainingJobTest(t)
 	ctx := context.Background()
 	theirs := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: name + "-fileserver", Labels: map[string]string{"team": "theirs"}},

@@ -1,14 +1,10 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
 	"strconv"
 	"strings"
-	"syscall"
 
 	"github.com/elasticctr/terraform-provider-ctr/cube/bench"
 	"github.com/elasticctr/terraform-provider-ctr/cube/transfer"
@@ -56,7 +52,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	if *serverProfile != "" {
 		o.ServerArgs = append(o.ServerArgs, "--cpuprofile", *serverProfile)
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := untilSignal()
 	defer stop()
 	return bench.Run(ctx, o, stdout)
 }
@@ -75,7 +71,7 @@ func runBenchHostile(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	o.ServerArgs = fs.Args() // after "--": extra "cube server" flags
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := untilSignal()
 	defer stop()
 	return bench.RunHostile(ctx, o, stdout)
 }
@@ -112,7 +108,7 @@ func runBenchScale(args []string, stdout, stderr io.Writer) error {
 	}
 	o.Tables = strings.Split(*tables, ",")
 	o.Memory = strings.Split(*memory, ",")
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := untilSignal()
 	defer stop()
 	return bench.RunScale(ctx, o, stdout)
 }

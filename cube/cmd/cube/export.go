@@ -1,16 +1,13 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/elasticctr/terraform-provider-ctr/cube/api"
@@ -81,7 +78,7 @@ func runExport(args []string, stdout, stderr io.Writer) error {
 		if *interval < 100*time.Millisecond {
 			return fmt.Errorf("--interval %s: at least 100ms", *interval)
 		}
-		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		ctx, stop := untilSignal()
 		defer stop()
 		return watchExports(ctx, logger(stderr, *logLevel), sp, *in, *out, *partBytes, *interval)
 	}

@@ -1,15 +1,9 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"io"
 	"net"
-	"net/http"
-	"os"
-	"os/signal"
-	"syscall"
-	"time"
 
 	"github.com/elasticctr/terraform-provider-ctr/cube/fileserver"
 )
@@ -51,39 +45,5 @@ func runFileserver(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	o.Log.Info("listening", "addr", ln.Addr().String(), "root", o.Root, "upload", o.Upload, "upload_insecure", o.UploadInsecure)
-	return serveUntilSignal(listener{ln, h})
-}
-
-// listener is one address and what it serves.
-type listener struct {
-	ln net.Listener
-	h  http.Handler
-}
-
-// serveUntilSignal serves HTTP on every listener until SIGINT/SIGTERM (or
-// until one fails), then drains for at most 10 s. A client gets 10 s to send
-// its request header and an idle keep-alive connection is closed after 2
-// minutes, so that connections opened and left cannot pile up.
-func serveUntilSignal(ls ...listener) error {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	errc := make(chan error, len(ls))
-	srvs := make([]*http.Server, len(ls))
-	for i, l := range ls {
-		srvs[i] = &http.Server{Handler: l.h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
-		go func() { errc <- srvs[i].Serve(l.ln) }()
-	}
-	var err error
-	select {
-	case err = <-errc:
-	case <-ctx.Done():
-	}
-	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	for _, srv := range srvs {
-		if serr := srv.Shutdown(sctx); err == nil {
-			err = serr
-		}
-	}
-	return err
+	return serveUntilSignal(o.Log, listener{ln, httpService(h)})
 }

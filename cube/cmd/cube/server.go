@@ -1,16 +1,12 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"os"
-	"os/signal"
 	"strings"
-	"syscall"
-	"time"
 
 	"github.com/elasticctr/terraform-provider-ctr/cube/server"
 )
@@ -64,22 +60,7 @@ func runServer(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	o.Log.Info("listening", "addr", ln.Addr().String(), "shard", o.Shard, "version", version)
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
-	select {
-	case err := <-errc:
-		srv.Close()
-		return err
-	case <-ctx.Done():
-	}
-	o.Log.Info("shutting down: finishing requests in flight (at most 10s)")
-	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	err = srv.Shutdown(sctx)
-	<-errc
-	return err
+	return serveUntilSignal(o.Log, listener{ln, srv})
 }
 
 // readToken reads the control token from file, else from

@@ -1,16 +1,12 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
 	"net"
-	"os"
-	"os/signal"
 	"strconv"
 	"strings"
-	"syscall"
 
 	"github.com/elasticctr/terraform-provider-ctr/cube/transfer"
 )
@@ -97,9 +93,9 @@ func runTransfer(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	ls := []listener{{h: api}}
+	ls := []listener{{srv: httpService(api)}}
 	if files != nil {
-		ls = append(ls, listener{h: files})
+		ls = append(ls, listener{srv: httpService(files)})
 	}
 	for i, addr := range []string{*listen, *filesListen}[:len(ls)] {
 		if ls[i].ln, err = net.Listen("tcp", addr); err != nil {
@@ -114,8 +110,8 @@ func runTransfer(args []string, stdout, stderr io.Writer) error {
 		filesAddr = ls[1].ln.Addr().String()
 	}
 	o.Log.Info("listening", "addr", ls[0].ln.Addr().String(), "filesAddr", filesAddr, "donefile", o.Donefile, "shards", len(o.Replicas), "version", version)
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := untilSignal()
 	defer stop()
 	go t.Run(ctx)
-	return serveUntilSignal(ls...)
+	return serveUntilSignal(o.Log, ls...)
 }
