@@ -16,15 +16,7 @@ const testDonefile = "http://ctr-fileserver.default.svc:8080/output/ctr_cube/don
 
 func renderCubeYAML(t *testing.T, c Cube) string {
 	t.Helper()
-	set, err := RenderCube(c)
-	require.NoError(t, err)
-	m, err := set.Manifests()
-	require.NoError(t, err)
-	out := ""
-	for _, o := range set {
-		out += "# " + o.Key + "\n" + m[o.Key] + "---\n"
-	}
-	return out
+	return setYAML(t)(RenderCube(c))
 }
 
 func TestRenderCube_Golden(t *testing.T) {

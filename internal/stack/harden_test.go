@@ -25,6 +25,21 @@ func typed[T any](t *testing.T, u *unstructured.Unstructured) *T {
 	return &v
 }
 
+// eachPodTemplate renders each of sets and calls fn with every pod template of each (see
+// podTemplates); it returns how many it saw.
+func eachPodTemplate(t *testing.T, sets map[string]func() (Set, error), fn func(name, key string, set Set, tpl corev1.PodTemplateSpec)) (seen int) {
+	t.Helper()
+	for name, render := range sets {
+		set, err := render()
+		require.NoError(t, err, name)
+		for key, tpl := range podTemplates(t, set) {
+			seen++
+			fn(name, key, set, tpl)
+		}
+	}
+	return seen
+}
+
 // podTemplates returns every pod template of a rendered set by object key (Deployments,
 // StatefulSets and each task of a Volcano Job).
 func podTemplates(t *testing.T, set Set) map[string]corev1.PodTemplateSpec {
@@ -208,41 +223,35 @@ func TestHardenedPods_EveryPodTemplate(t *testing.T) {
 			return RenderTrainingJob(TrainingJob{Name: "t", Namespace: "ads", Mode: ModeCollective, ProviderVersion: "v1.2.3"})
 		},
 	}
-	seen := 0
-	for name, render := range sets {
-		set, err := render()
-		require.NoError(t, err, name)
-		for key, tpl := range podTemplates(t, set) {
-			seen++
-			ps := tpl.Spec.SecurityContext
-			require.NotNil(t, ps, key)
-			require.NotNil(t, ps.SeccompProfile, key)
-			assert.Equal(t, corev1.SeccompProfileTypeRuntimeDefault, ps.SeccompProfile.Type, key)
-			for _, c := range tpl.Spec.Containers {
-				require.NotNil(t, c.SecurityContext, key)
-				assert.Equal(t, ptr.To(false), c.SecurityContext.AllowPrivilegeEscalation, key)
-				assert.Equal(t, []corev1.Capability{"ALL"}, c.SecurityContext.Capabilities.Drop, key)
-				ours := strings.HasPrefix(c.Image, CubeImageRepository+":")
-				assert.Equal(t, ours, ptr.Deref(c.SecurityContext.ReadOnlyRootFilesystem, false), "%s: read-only root only for this repository's image", key)
-				assert.Equal(t, ours, ptr.Deref(ps.RunAsNonRoot, false), "%s: non-root only for this repository's image (Paddle's run as root)", key)
-			}
-			writesVolume := false
-			for _, c := range tpl.Spec.Containers {
-				for _, m := range c.VolumeMounts {
-					if !m.ReadOnly && m.Name != "slot-conf" {
-						writesVolume = true
-					}
+	seen := eachPodTemplate(t, sets, func(_, key string, set Set, tpl corev1.PodTemplateSpec) {
+		ps := tpl.Spec.SecurityContext
+		require.NotNil(t, ps, key)
+		require.NotNil(t, ps.SeccompProfile, key)
+		assert.Equal(t, corev1.SeccompProfileTypeRuntimeDefault, ps.SeccompProfile.Type, key)
+		for _, c := range tpl.Spec.Containers {
+			require.NotNil(t, c.SecurityContext, key)
+			assert.Equal(t, ptr.To(false), c.SecurityContext.AllowPrivilegeEscalation, key)
+			assert.Equal(t, []corev1.Capability{"ALL"}, c.SecurityContext.Capabilities.Drop, key)
+			ours := strings.HasPrefix(c.Image, CubeImageRepository+":")
+			assert.Equal(t, ours, ptr.Deref(c.SecurityContext.ReadOnlyRootFilesystem, false), "%s: read-only root only for this repository's image", key)
+			assert.Equal(t, ours, ptr.Deref(ps.RunAsNonRoot, false), "%s: non-root only for this repository's image (Paddle's run as root)", key)
+		}
+		writesVolume := false
+		for _, c := range tpl.Spec.Containers {
+			for _, m := range c.VolumeMounts {
+				if !m.ReadOnly && m.Name != "slot-conf" {
+					writesVolume = true
 				}
 			}
-			claims := false
-			if o := set.Find(key); o != nil {
-				_, claims = o.Object["spec"].(map[string]any)["volumeClaimTemplates"]
-			}
-			if writesVolume || claims {
-				assert.Equal(t, ptr.To[int64](cubeUID), ps.FSGroup, "%s writes a volume: its group is the one every writer shares", key)
-			}
 		}
-	}
+		claims := false
+		if o := set.Find(key); o != nil {
+			_, claims = o.Object["spec"].(map[string]any)["volumeClaimTemplates"]
+		}
+		if writesVolume || claims {
+			assert.Equal(t, ptr.To[int64](cubeUID), ps.FSGroup, "%s writes a volume: its group is the one every writer shares", key)
+		}
+	})
 	// cube: 2 shards + transfer; serving; ps: pserver, trainer, file server; collective: worker, file server.
 	assert.Equal(t, 3+1+3+2, seen, "every pod template was checked")
 }

@@ -5,6 +5,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
@@ -69,25 +70,19 @@ func TestImages_EveryPodTemplate(t *testing.T) {
 			return RenderTrainingJob(TrainingJob{Name: "t", Namespace: "ads", ImagePullSecrets: secrets, ProviderVersion: "1.2.3", ImageRegistry: "mirror.example"})
 		},
 	}
-	seen := 0
-	for name, render := range sets {
-		set, err := render()
-		require.NoError(t, err, name)
-		for key, tpl := range podTemplates(t, set) {
-			seen++
-			var got []string
-			for _, s := range tpl.Spec.ImagePullSecrets {
-				got = append(got, s.Name)
-			}
-			assert.Equal(t, secrets, got, "%s %s", name, key)
-			if name == "training" {
-				want := "mirror.example/" + DefaultImage
-				if tpl.Spec.Containers[0].Name == "fileserver" {
-					want = "mirror.example/elasticctr/cube:1.2.3"
-				}
-				assert.Equal(t, want, tpl.Spec.Containers[0].Image, key)
-			}
+	seen := eachPodTemplate(t, sets, func(name, key string, _ Set, tpl corev1.PodTemplateSpec) {
+		var got []string
+		for _, s := range tpl.Spec.ImagePullSecrets {
+			got = append(got, s.Name)
 		}
-	}
+		assert.Equal(t, secrets, got, "%s %s", name, key)
+		if name == "training" {
+			want := "mirror.example/" + DefaultImage
+			if tpl.Spec.Containers[0].Name == "fileserver" {
+				want = "mirror.example/elasticctr/cube:1.2.3"
+			}
+			assert.Equal(t, want, tpl.Spec.Containers[0].Image, key)
+		}
+	})
 	assert.GreaterOrEqual(t, seen, 6, "pod templates: pserver, trainer, model-out?, file server, shard servers, transfer, serving")
 }

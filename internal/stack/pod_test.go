@@ -60,15 +60,7 @@ func TestRenderPod_Golden(t *testing.T) {
 		FileServer: &FileServer{Pod: fullPod()}, ProviderVersion: "v1.2.3"}))
 	golden(t, "cube_pod.yaml", renderCubeYAML(t, Cube{Name: "cube", Namespace: "ads", DonefileURL: testDonefile, Token: "t0k3n", Image: "cube:1", Pod: fullPod()}))
 	conf := Cube{Name: "cube", Namespace: "ads", DonefileURL: testDonefile}.Defaulted().CubeConf()
-	set, err := RenderServing(Serving{Name: "serving", Namespace: "ads", CubeConf: conf, Pod: fullPod()})
-	require.NoError(t, err)
-	m, err := set.Manifests()
-	require.NoError(t, err)
-	out := ""
-	for _, o := range set {
-		out += "# " + o.Key + "\n" + m[o.Key] + "---\n"
-	}
-	golden(t, "serving_pod.yaml", out)
+	golden(t, "serving_pod.yaml", setYAML(t)(RenderServing(Serving{Name: "serving", Namespace: "ads", CubeConf: conf, Pod: fullPod()})))
 }
 
 // Every knob reaches every pod template of every resource, by the one applyPod.

@@ -19,15 +19,7 @@ func TestRenderServing_Golden(t *testing.T) {
 				"service.beta.kubernetes.io/cce-load-balancer-id": "lb-123"}},
 	} {
 		t.Run(name, func(t *testing.T) {
-			set, err := RenderServing(s)
-			require.NoError(t, err)
-			m, err := set.Manifests()
-			require.NoError(t, err)
-			out := ""
-			for _, o := range set {
-				out += "# " + o.Key + "\n" + m[o.Key] + "---\n"
-			}
-			golden(t, name, out)
+			golden(t, name, setYAML(t)(RenderServing(s)))
 		})
 	}
 }

@@ -35,15 +35,23 @@ func golden(t *testing.T, name, got string) {
 
 func renderAll(t *testing.T, j TrainingJob) string {
 	t.Helper()
-	set, err := RenderTrainingJob(j)
-	require.NoError(t, err)
-	m, err := set.Manifests()
-	require.NoError(t, err)
-	var b strings.Builder
-	for _, o := range set { // apply order
-		b.WriteString("# " + o.Key + "\n" + m[o.Key] + "---\n")
+	return setYAML(t)(RenderTrainingJob(j))
+}
+
+// setYAML returns what the golden files hold of a rendered set: every object's manifest in
+// apply order, each after a comment with its key. It fails t on a render error.
+func setYAML(t *testing.T) func(Set, error) string {
+	return func(set Set, err error) string {
+		t.Helper()
+		require.NoError(t, err)
+		m, err := set.Manifests()
+		require.NoError(t, err)
+		var b strings.Builder
+		for _, o := range set {
+			b.WriteString("# " + o.Key + "\n" + m[o.Key] + "---\n")
+		}
+		return b.String()
 	}
-	return b.String()
 }
 
 func TestRenderTrainingJob_Golden(t *testing.T) {
