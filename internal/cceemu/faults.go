@@ -84,6 +84,20 @@ func (s *Server) DeleteClusterOutOfBand(id string) error {
 	return nil
 }
 
+// group is an instance group by its cluster's and its own ID, for the faults a test injects.
+// The caller holds s.mu.
+func (s *Server) group(clusterID, groupID string) (*group, error) {
+	c, ok := s.clusters[clusterID]
+	if !ok {
+		return nil, fmt.Errorf("cceemu: cluster %q not found", clusterID)
+	}
+	g, ok := c.groups[groupID]
+	if !ok {
+		return nil, fmt.Errorf("cceemu: instance group %q not found in cluster %q", groupID, clusterID)
+	}
+	return g, nil
+}
+
 // SetReplicasOutOfBand changes an instance group's desired replicas as if someone had scaled it in the
 // console; readyReplicas then follows as it would after PUT .../replicas.
 func (s *Server) SetReplicasOutOfBand(clusterID, groupID string, n int) error {
@@ -94,13 +108,9 @@ func (s *Server) SetReplicasOutOfBand(clusterID, groupID string, n int) error {
 	defer s.mu.Unlock()
 	now := s.now()
 	s.advanceAll(now)
-	c, ok := s.clusters[clusterID]
-	if !ok {
-		return fmt.Errorf("cceemu: cluster %q not found", clusterID)
-	}
-	g, ok := c.groups[groupID]
-	if !ok {
-		return fmt.Errorf("cceemu: instance group %q not found in cluster %q", groupID, clusterID)
+	g, err := s.group(clusterID, groupID)
+	if err != nil {
+		return err
 	}
 	g.setReplicas(n, now)
 	return nil
@@ -124,13 +134,9 @@ func (s *Server) SetTemplateOutOfBand(clusterID, groupID string, labels map[stri
 func (s *Server) EditTemplateOutOfBand(clusterID, groupID string, edit func(template map[string]any)) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	c, ok := s.clusters[clusterID]
-	if !ok {
-		return fmt.Errorf("cceemu: cluster %q not found", clusterID)
-	}
-	g, ok := c.groups[groupID]
-	if !ok {
-		return fmt.Errorf("cceemu: instance group %q not found in cluster %q", groupID, clusterID)
+	g, err := s.group(clusterID, groupID)
+	if err != nil {
+		return err
 	}
 	t, _ := g.spec["instanceTemplate"].(map[string]any)
 	if t == nil {
