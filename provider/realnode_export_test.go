@@ -9,8 +9,6 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	"github.com/hashicorp/terraform-plugin-testing/plancheck"
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
-
-	"github.com/elasticctr/terraform-provider-ctr/internal/stack"
 )
 
 // e2eExportStack is a training job whose trainer stand-in saves its embedding as Paddle's
@@ -34,9 +32,7 @@ func TestAccRealNode_PaddleSaveToLookup(t *testing.T) {
 	var ids []string
 	resource.Test(t, resource.TestCase{
 		ProtoV6ProviderFactories: providerFactories,
-		CheckDestroy: resource.ComposeTestCheckFunc(
-			k.checkNothingOwnedOf(ns, stack.Owner(stack.TrainingJobType, "e2e"), stack.TrainingJobKinds),
-			k.checkNothingOwnedOf(ns, stack.Owner(stack.CubeType, "e2e-cube"), stack.CubeKinds)),
+		CheckDestroy:             k.e2eGone(ns),
 		Steps: []resource.TestStep{
 			{
 				Config: e2eExportStack(ns, image, 1),

@@ -25,6 +25,14 @@ import (
 // e2eModelKeys is how many keys the trainer stand-in writes; lookups check them all.
 const e2eModelKeys = 20000
 
+// e2eGone checks that destroy left nothing that the e2e stacks' training job ("e2e") and
+// cube ("e2e-cube") owned.
+func (k *kubeClients) e2eGone(ns string) resource.TestCheckFunc {
+	return resource.ComposeTestCheckFunc(
+		k.checkNothingOwnedOf(ns, stack.Owner(stack.TrainingJobType, "e2e"), stack.TrainingJobKinds),
+		k.checkNothingOwnedOf(ns, stack.Owner(stack.CubeType, "e2e-cube"), stack.CubeKinds))
+}
+
 // e2eStack is a training job whose trainer is the stand-in (`cube model`, generation gen,
 // donefile id id) writing into the model volume, and a cube of 2 shards × 2 replicas that
 // follows its donefile.
@@ -108,9 +116,7 @@ func TestAccRealNode_TrainingToLookup(t *testing.T) {
 	var version string
 	resource.Test(t, resource.TestCase{
 		ProtoV6ProviderFactories: providerFactories,
-		CheckDestroy: resource.ComposeTestCheckFunc(
-			k.checkNothingOwnedOf(ns, stack.Owner(stack.TrainingJobType, "e2e"), stack.TrainingJobKinds),
-			k.checkNothingOwnedOf(ns, stack.Owner(stack.CubeType, "e2e-cube"), stack.CubeKinds)),
+		CheckDestroy:             k.e2eGone(ns),
 		Steps: []resource.TestStep{
 			{
 				Config: e2eStack(ns, image, id, gen),
@@ -236,10 +242,7 @@ func TestAccRealNode_DestroyLeavesNothing(t *testing.T) {
 	var version string
 	resource.Test(t, resource.TestCase{
 		ProtoV6ProviderFactories: providerFactories,
-		CheckDestroy: resource.ComposeTestCheckFunc(
-			k.checkNothingOwnedOf(ns, stack.Owner(stack.TrainingJobType, "e2e"), stack.TrainingJobKinds),
-			k.checkNothingOwnedOf(ns, stack.Owner(stack.CubeType, "e2e-cube"), stack.CubeKinds),
-			k.checkNoClaims(ns)),
+		CheckDestroy:             resource.ComposeTestCheckFunc(k.e2eGone(ns), k.checkNoClaims(ns)),
 		Steps: []resource.TestStep{{
 			// The model output goes too only when not retained (it is by default; see
 			// TestAccTrainingJob_ModelOutputOutlivesTheJob).

@@ -275,19 +275,11 @@ func (c *Cube) RestoreEnv(transfer *unstructured.Unstructured) {
 	}
 }
 
-// serviceAccount is the ServiceAccount ctr makes for the cube's pods, or "".
-func (c Cube) serviceAccount() string {
-	if c.Pod.ownsServiceAccount() {
-		return c.Name
-	}
-	return ""
-}
-
 // objects renders a defaulted cube's objects, the transfer's Deployment last.
 func (c Cube) objects() Set {
 	var set Set
 	add := func(o Object) { set = append(set, o) }
-	if sa := c.serviceAccount(); sa != "" {
+	if sa := c.Pod.ownServiceAccount(c.Name); sa != "" {
 		add(c.Pod.serviceAccount(sa, c.Namespace, c.labels(componentCubeControl)))
 	}
 	add(toObject(&corev1.Secret{

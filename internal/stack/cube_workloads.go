@@ -121,7 +121,7 @@ func (c Cube) shardStatefulSet(i int32) *appsv1.StatefulSet {
 		sts.Spec.Template.Spec.Volumes = append(sts.Spec.Template.Spec.Volumes,
 			corev1.Volume{Name: "data", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
 	}
-	applyPod(&sts.Spec.Template, cubeImageUser, c.Pod, c.serviceAccount())
+	applyPod(&sts.Spec.Template, cubeImageUser, c.Pod, c.Pod.ownServiceAccount(c.Name))
 	return sts
 }
 
@@ -165,7 +165,7 @@ func (c Cube) transferDeployment() *appsv1.Deployment {
 			},
 		},
 	}
-	applyPod(&dep.Spec.Template, cubeImageUser, c.Pod, c.serviceAccount())
+	applyPod(&dep.Spec.Template, cubeImageUser, c.Pod, c.Pod.ownServiceAccount(c.Name))
 	return dep
 }
 

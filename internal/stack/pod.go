@@ -174,10 +174,13 @@ func mergeLegacy(p *PodSettings, env map[string]string, sc *SecurityContext, nod
 	return &out
 }
 
-// ownsServiceAccount reports whether ctr renders a ServiceAccount for these pods: when it
-// must carry annotations and the pods name none of their own.
-func (p *PodSettings) ownsServiceAccount() bool {
-	return p != nil && p.ServiceAccountName == "" && len(p.ServiceAccountAnnotations) > 0
+// ownServiceAccount is name when ctr renders a ServiceAccount, of that name, for these pods:
+// when it must carry annotations and the pods name none of their own. Else "".
+func (p *PodSettings) ownServiceAccount(name string) string {
+	if p != nil && p.ServiceAccountName == "" && len(p.ServiceAccountAnnotations) > 0 {
+		return name
+	}
+	return ""
 }
 
 // serviceAccount renders the ServiceAccount ctr creates for pods that ask for annotations.

@@ -126,14 +126,6 @@ func (s *Serving) RestoreEnv(dep *unstructured.Unstructured) {
 	}
 }
 
-// serviceAccount is the ServiceAccount ctr makes for the serving pods, or "".
-func (s Serving) serviceAccount() string {
-	if s.Pod.ownsServiceAccount() {
-		return s.Name
-	}
-	return ""
-}
-
 // URL is the in-cluster URL of the serving Service.
 func (s Serving) URL() string {
 	return fmt.Sprintf("http://%s.%s.svc:%d", s.Name, s.Namespace, s.Port)
@@ -161,7 +153,7 @@ func (s Serving) objects() Set {
 		env = append(env, corev1.EnvVar{Name: "MODEL_URL", Value: s.ModelURL})
 	}
 	var set Set
-	if sa := s.serviceAccount(); sa != "" {
+	if sa := s.Pod.ownServiceAccount(s.Name); sa != "" {
 		set = append(set, s.Pod.serviceAccount(sa, s.Namespace, labels))
 	}
 	set = append(set, toObject(&corev1.ConfigMap{
@@ -195,7 +187,7 @@ func (s Serving) objects() Set {
 			},
 		},
 	}
-	applyPod(&dep.Spec.Template, servingImageUser, s.Pod, s.serviceAccount())
+	applyPod(&dep.Spec.Template, servingImageUser, s.Pod, s.Pod.ownServiceAccount(s.Name))
 	set = append(set, toObject(dep))
 	set = append(set, toObject(&corev1.Service{
 		TypeMeta:   kindService,

@@ -441,8 +441,8 @@ func (j TrainingJob) objects() Set {
 		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: j.Name},
 		Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Name: j.trainingServiceAccount(), Namespace: j.Namespace}},
 	}))
-	if j.FileServer.Pod.ownsServiceAccount() {
-		add(j.FileServer.Pod.serviceAccount(fileServerName(j.Name), j.Namespace, j.labels(componentFileServer)))
+	if sa := j.FileServer.Pod.ownServiceAccount(fileServerName(j.Name)); sa != "" {
+		add(j.FileServer.Pod.serviceAccount(sa, j.Namespace, j.labels(componentFileServer)))
 	}
 	if j.Dataset != nil && j.Dataset.HDFSUGI != "" {
 		add(toObject(&corev1.Secret{

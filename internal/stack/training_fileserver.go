@@ -79,11 +79,7 @@ func (j TrainingJob) renderFileServer() *appsv1.Deployment {
 			},
 		},
 	}
-	ownSA := ""
-	if j.FileServer.Pod.ownsServiceAccount() {
-		ownSA = fileServerName(j.Name)
-	}
-	applyPod(&dep.Spec.Template, cubeImageUser, j.FileServer.Pod, ownSA)
+	applyPod(&dep.Spec.Template, cubeImageUser, j.FileServer.Pod, j.FileServer.Pod.ownServiceAccount(fileServerName(j.Name)))
 	return dep
 }
 
@@ -137,11 +133,7 @@ func (j TrainingJob) renderModelExport() *appsv1.Deployment {
 			}},
 		}}
 	}
-	ownSA := ""
-	if j.FileServer.Pod.ownsServiceAccount() {
-		ownSA = fileServerName(j.Name)
-	}
-	applyPod(&dep.Spec.Template, cubeImageUser, j.FileServer.Pod, ownSA)
+	applyPod(&dep.Spec.Template, cubeImageUser, j.FileServer.Pod, j.FileServer.Pod.ownServiceAccount(fileServerName(j.Name)))
 	return dep
 }
 

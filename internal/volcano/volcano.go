@@ -243,17 +243,7 @@ func Install(ctx context.Context, c *kube.Client, set stack.Set, objs, prev Obje
 		return merge(objs, prev), fmt.Errorf("apply the Volcano manifest: %w", err)
 	}
 	keep := objs.all()
-	var stale Objects
-	for _, k := range prev.Created {
-		if !keep[k] {
-			stale.Created = append(stale.Created, k)
-		}
-	}
-	for _, k := range prev.Adopted {
-		if !keep[k] {
-			stale.Adopted = append(stale.Adopted, k)
-		}
-	}
+	stale := Objects{Created: notIn(prev.Created, keep), Adopted: notIn(prev.Adopted, keep)}
 	if err := Uninstall(ctx, c, stale); err != nil {
 		return merge(objs, stale), fmt.Errorf("remove objects the release no longer has: %w", err)
 	}
@@ -263,18 +253,21 @@ func Install(ctx context.Context, c *kube.Client, set stack.Set, objs, prev Obje
 	return objs, nil
 }
 
+// notIn are the keys of ks that set does not hold, in order.
+func notIn(ks []string, set map[string]bool) []string {
+	var out []string
+	for _, k := range ks {
+		if !set[k] {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
 func merge(a, b Objects) Objects {
 	seen := a.all()
-	for _, k := range b.Created {
-		if !seen[k] {
-			a.Created = append(a.Created, k)
-		}
-	}
-	for _, k := range b.Adopted {
-		if !seen[k] {
-			a.Adopted = append(a.Adopted, k)
-		}
-	}
+	a.Created = append(a.Created, notIn(b.Created, seen)...)
+	a.Adopted = append(a.Adopted, notIn(b.Adopted, seen)...)
 	return a
 }
 
