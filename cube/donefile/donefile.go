@@ -8,7 +8,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"os"
@@ -16,6 +15,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/elasticctr/terraform-provider-ctr/cube/bounded"
 )
 
 // Entry is one donefile line: {"id":"1562000400","key":"1562000400","input":"/path"}.
@@ -129,12 +130,9 @@ func Read(ctx context.Context, client *http.Client, loc string) ([]byte, error) 
 	if resp.ContentLength > MaxSize {
 		return nil, fmt.Errorf("get %s: %d bytes, over the %d-byte limit", loc, resp.ContentLength, MaxSize)
 	}
-	b, err := io.ReadAll(io.LimitReader(resp.Body, MaxSize+1))
+	b, err := bounded.ReadAll(resp.Body, MaxSize)
 	if err != nil {
 		return nil, fmt.Errorf("get %s: %w", loc, err)
-	}
-	if len(b) > MaxSize {
-		return nil, fmt.Errorf("get %s: over the %d-byte limit", loc, MaxSize)
 	}
 	return b, nil
 }

@@ -1,11 +1,15 @@
 package transfer
 
 import (
+	"context"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/elasticctr/terraform-provider-ctr/cube/bounded"
 )
 
 // TestFilesApart: with the files apart, the status API does not serve the
@@ -52,5 +56,25 @@ func TestFilesApart(t *testing.T) {
 	}
 	if got := get(together, "/files/1000/shard-0.cube"); got != 200 {
 		t.Errorf("together: GET /files/ = %d", got)
+	}
+}
+
+// TestListingOverTheLimitIsRefused: a directory listing of the input server larger than
+// maxListing fails the read instead of being cut, which would drop the files listed after
+// the cut from the version's input.
+func TestListingOverTheLimitIsRefused(t *testing.T) {
+	dir := t.TempDir()
+	tr := testTransfer(t, dir, filepath.Join(dir, "base.txt"))
+	size := maxListing
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = w.Write(make([]byte, size))
+	}))
+	defer srv.Close()
+	if _, err := tr.getSmall(context.Background(), srv.URL); err != nil {
+		t.Fatalf("a listing of exactly the limit: %v", err)
+	}
+	size = maxListing + 1
+	if b, err := tr.getSmall(context.Background(), srv.URL); !errors.Is(err, bounded.ErrTooLarge) || b != nil {
+		t.Fatalf("a listing one byte over the limit: got %d bytes, %v; want ErrTooLarge and nothing", len(b), err)
 	}
 }

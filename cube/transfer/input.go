@@ -13,6 +13,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/elasticctr/terraform-provider-ctr/cube/bounded"
 	"github.com/elasticctr/terraform-provider-ctr/cube/retry"
 )
 
@@ -99,6 +100,10 @@ func (t *Transfer) fetchInput(ctx context.Context, loc, dir string) (string, int
 	return dir, total, nil
 }
 
+// maxListing bounds a directory listing of the input server (getSmall); a larger one is
+// refused rather than cut, which would drop files from the input.
+const maxListing = 16 << 20
+
 func (t *Transfer) getSmall(ctx context.Context, u string) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, t.opts.StepTimeout)
 	defer cancel()
@@ -114,7 +119,11 @@ func (t *Transfer) getSmall(ctx context.Context, u string) ([]byte, error) {
 	if resp.StatusCode != http.StatusOK {
 		return nil, fmt.Errorf("get %s: %s", u, resp.Status)
 	}
-	return io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+	b, err := bounded.ReadAll(resp.Body, maxListing)
+	if err != nil {
+		return nil, fmt.Errorf("get %s: %w", u, err)
+	}
+	return b, nil
 }
 
 // inputLimit is MaxInputBytes, or by default half of what the work disk

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/elasticctr/terraform-provider-ctr/cube/api"
+	"github.com/elasticctr/terraform-provider-ctr/cube/bounded"
 	"github.com/elasticctr/terraform-provider-ctr/cube/layout"
 	"github.com/elasticctr/terraform-provider-ctr/cube/retry"
 )
@@ -57,7 +58,10 @@ func (t *Transfer) call(ctx context.Context, r replica, path string, body any) (
 		return st, fmt.Errorf("replica %s shard %d: %w", r.addr, r.shard, err)
 	}
 	defer resp.Body.Close()
-	raw, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	raw, err := bounded.ReadAll(resp.Body, 1<<20)
+	if err != nil {
+		return st, fmt.Errorf("replica %s shard %d: %s: read the reply: %w", r.addr, r.shard, path, err)
+	}
 	if resp.StatusCode >= 300 {
 		err := fmt.Errorf("replica %s shard %d: %s %s: %s", r.addr, r.shard, path, resp.Status, bytes.TrimSpace(raw))
 		return st, retry.PermanentIf(resp.StatusCode >= 400 && resp.StatusCode < 500, err)

@@ -8,12 +8,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/elasticctr/terraform-provider-ctr/cube/bounded"
 )
 
 // APIPrefix is the path prefix of every CCE v2 endpoint (bce-sdk-go services/cce/v2 URI_PREFIX).
@@ -132,7 +133,7 @@ type callKey struct{}
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := s.now()
 	c := &call{requestID: newUUID()}
-	body, err := io.ReadAll(io.LimitReader(r.Body, maxBody))
+	body, err := bounded.ReadAll(r.Body, maxBody)
 	c.body = body
 	switch {
 	case err != nil:

@@ -3,12 +3,13 @@ package volcano
 import (
 	"context"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"os"
 	"strings"
 	"sync"
+
+	"github.com/elasticctr/terraform-provider-ctr/cube/bounded"
 )
 
 // MaxManifestSize bounds a downloaded release manifest (Volcano's is ~1.5 MB).
@@ -62,12 +63,9 @@ func FetchManifest(ctx context.Context, rawURL string) ([]byte, error) {
 	if resp.StatusCode != http.StatusOK {
 		return nil, fmt.Errorf("download manifest %s: HTTP %d", rawURL, resp.StatusCode)
 	}
-	data, err := io.ReadAll(io.LimitReader(resp.Body, MaxManifestSize+1))
+	data, err := bounded.ReadAll(resp.Body, MaxManifestSize)
 	if err != nil {
 		return nil, fmt.Errorf("download manifest %s: %w", rawURL, err)
-	}
-	if len(data) > MaxManifestSize {
-		return nil, fmt.Errorf("manifest %s is larger than %d bytes", rawURL, MaxManifestSize)
 	}
 	return data, nil
 }

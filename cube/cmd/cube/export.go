@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/elasticctr/terraform-provider-ctr/cube/api"
+	"github.com/elasticctr/terraform-provider-ctr/cube/bounded"
 	"github.com/elasticctr/terraform-provider-ctr/cube/donefile"
 	"github.com/elasticctr/terraform-provider-ctr/cube/modelout"
 	"github.com/elasticctr/terraform-provider-ctr/cube/paddle"
@@ -330,12 +331,9 @@ func readBounded(path string, max int64) ([]byte, error) {
 		return nil, err
 	}
 	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, max+1))
+	b, err := bounded.ReadAll(f, max)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	if int64(len(b)) > max {
-		return nil, fmt.Errorf("%s: over %d bytes", path, max)
 	}
 	return b, nil
 }
