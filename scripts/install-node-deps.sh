@@ -6,10 +6,6 @@
 # containerd as its own process and stops it by PID; where systemd runs the packaged service
 # it is stopped and disabled. Called by "make deps" and scripts/test.sh; safe to run again.
 set -eu
-SUDO=""
-if [ "$(id -u)" -ne 0 ]; then
-	SUDO="sudo"
-fi
 missing=""
 command -v containerd >/dev/null 2>&1 || missing="$missing containerd"
 command -v runc >/dev/null 2>&1 || missing="$missing runc"
@@ -18,16 +14,8 @@ command -v iptables >/dev/null 2>&1 || missing="$missing iptables"
 command -v nft >/dev/null 2>&1 || missing="$missing nftables"
 command -v conntrack >/dev/null 2>&1 || missing="$missing conntrack"
 command -v ip >/dev/null 2>&1 || missing="$missing iproute2"
-if [ -n "$missing" ]; then
-	echo ">>> apt-get update"
-	$SUDO apt-get update
-	echo ">>> apt-get install -y$missing"
-	# shellcheck disable=SC2086 # one word per package
-	DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y --no-install-recommends $missing
-	if command -v systemctl >/dev/null 2>&1 && [ -d /run/systemd/system ]; then
-		$SUDO systemctl disable --now containerd >/dev/null 2>&1 || true
-	fi
-fi
+# shellcheck disable=SC2086 # one word per package
+"$(dirname "$0")/../cube/scripts/apt-install.sh" containerd $missing
 echo "containerd:   $(containerd --version)"
 echo "runc:         $(runc --version | head -1)"
 echo "CNI plugins:  $(/usr/lib/cni/bridge 2>&1 </dev/null | head -1)"

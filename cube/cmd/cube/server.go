@@ -37,14 +37,14 @@ func runServer(args []string, stdout, stderr io.Writer) error {
 	if err := parse(fs, args); err != nil {
 		return err
 	}
+	if o.DataDir == "" {
+		return errors.New("--data is required") // before the profile file is created
+	}
 	stop, err := startCPUProfile(*cpuProfile)
 	if err != nil {
 		return err
 	}
 	defer stop()
-	if o.DataDir == "" {
-		return errors.New("--data is required")
-	}
 	tok, err := readToken(*tokenFile)
 	if err != nil {
 		return err
