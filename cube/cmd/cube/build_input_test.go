@@ -19,6 +19,7 @@ import (
 	"github.com/colinmarc/sequencefile"
 
 	"github.com/elasticctr/terraform-provider-ctr/cube/layout"
+	"github.com/elasticctr/terraform-provider-ctr/cube/pipeline"
 	"github.com/elasticctr/terraform-provider-ctr/cube/seqfile"
 )
 
@@ -78,7 +79,7 @@ func hadoopFile(t *testing.T, path string, comp sequencefile.Compression, codec 
 		t.Fatal(err)
 	}
 	for k := range uint64(n) {
-		if err := w.Append(int64(k), val(k, 1, 40)); err != nil {
+		if err := w.Append(int64(k), pipeline.Value(k, 1, 40)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -342,7 +343,7 @@ func TestBuildRemovesKilledBuilds(t *testing.T) {
 	if got := tmpDirs(t, out); len(got) != 1 || got[0] != stale[0] {
 		t.Fatalf("after the kill: %v, want %v", got, stale)
 	}
-	writePaddle(t, filepath.Join(dir, "in"), 1, []uint64{1, 2, 3}, func(k uint64) []byte { return val(k, 1, 8) })
+	writePaddle(t, filepath.Join(dir, "in"), 1, []uint64{1, 2, 3}, func(k uint64) []byte { return pipeline.Value(k, 1, 8) })
 	version := strings.TrimSpace(cube(t, "build", "--input", filepath.Join(dir, "in"), "--output", out, "--shards", "2", "--dict", "d"))
 	if got := tmpDirs(t, out); len(got) != 0 {
 		t.Fatalf("the next build left %v", got)
@@ -356,7 +357,7 @@ func TestBuildKeepsConcurrentBuilds(t *testing.T) {
 	dir := t.TempDir()
 	out := filepath.Join(dir, "out")
 	slow, fifo := startBlockedBuild(t, out, "1700000000")
-	writePaddle(t, filepath.Join(dir, "in"), 1, []uint64{1, 2, 3}, func(k uint64) []byte { return val(k, 1, 8) })
+	writePaddle(t, filepath.Join(dir, "in"), 1, []uint64{1, 2, 3}, func(k uint64) []byte { return pipeline.Value(k, 1, 8) })
 	cube(t, "build", "--input", filepath.Join(dir, "in"), "--output", out, "--shards", "2", "--dict", "d", "--version", "1700000001")
 	if got := tmpDirs(t, out); len(got) != 1 {
 		t.Fatalf("the running build's directory is gone: %v", got)

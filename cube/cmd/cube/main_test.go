@@ -24,6 +24,7 @@ import (
 
 	"github.com/elasticctr/terraform-provider-ctr/cube/client"
 	"github.com/elasticctr/terraform-provider-ctr/cube/layout"
+	"github.com/elasticctr/terraform-provider-ctr/cube/pipeline"
 	"github.com/elasticctr/terraform-provider-ctr/cube/proto"
 	"github.com/elasticctr/terraform-provider-ctr/cube/seqfile"
 	"github.com/elasticctr/terraform-provider-ctr/cube/server"
@@ -50,15 +51,6 @@ func cube(t *testing.T, args ...string) string {
 func startServer(t *testing.T, data string, shard int, extra ...string) string {
 	t.Helper()
 	return cubetest.StartServer(t, data, shard, extra...).Addr
-}
-
-func val(k uint64, gen byte, size int) []byte {
-	v := make([]byte, size)
-	binary.LittleEndian.PutUint64(v, k)
-	for i := 8; i < size; i++ {
-		v[i] = gen
-	}
-	return v
 }
 
 func writePaddle(t *testing.T, dir string, parts int, keys []uint64, value func(uint64) []byte) {
@@ -147,8 +139,8 @@ func TestEndToEnd(t *testing.T) {
 	}
 	// Hadoop patch: three new keys (one above 2^63, beyond float64 precision in JSON), two overwrites.
 	hkeys := []uint64{1 << 40, 1<<40 + 1, 18446744073709551557, 5, 7919}
-	paddleVal := func(k uint64) []byte { return val(k, 1, 8+int(k%50)) }
-	hadoopVal := func(k uint64) []byte { return val(k, 2, 40) }
+	paddleVal := func(k uint64) []byte { return pipeline.Value(k, 1, 8+int(k%50)) }
+	hadoopVal := func(k uint64) []byte { return pipeline.Value(k, 2, 40) }
 	writePaddle(t, filepath.Join(dir, "paddle"), 3, keys, paddleVal)
 	writeHadoop(t, filepath.Join(dir, "hadoop"), hkeys, hadoopVal)
 	data := filepath.Join(dir, "data")
@@ -256,7 +248,7 @@ func TestSwapUnderLoad(t *testing.T) {
 	data := filepath.Join(dir, "data")
 	build := func(gen byte, version string) {
 		in := filepath.Join(dir, "in", version)
-		writePaddle(t, in, 1, keys, func(k uint64) []byte { return val(k, gen, 40) })
+		writePaddle(t, in, 1, keys, func(k uint64) []byte { return pipeline.Value(k, gen, 40) })
 		cube(t, "build", "--input", in, "--output", data, "--shards", "1", "--dict", "d", "--version", version)
 	}
 	build(1, "100")
@@ -403,7 +395,7 @@ func TestSwapUnderLoad(t *testing.T) {
 func TestMalformedFrameClosesOnlyItsConnection(t *testing.T) {
 	dir := t.TempDir()
 	data := filepath.Join(dir, "data")
-	writePaddle(t, filepath.Join(dir, "in"), 1, []uint64{1, 2, 3}, func(k uint64) []byte { return val(k, 1, 16) })
+	writePaddle(t, filepath.Join(dir, "in"), 1, []uint64{1, 2, 3}, func(k uint64) []byte { return pipeline.Value(k, 1, 16) })
 	cube(t, "build", "--input", filepath.Join(dir, "in"), "--output", data, "--shards", "1", "--dict", "d")
 	addr := startServer(t, data, 0, "--max-keys", "10", "--max-frame-size", "4096")
 	good, err := client.Dial(addr, time.Second)
@@ -528,7 +520,7 @@ func TestBenchScaleSmoke(t *testing.T) {
 func TestMaxConns(t *testing.T) {
 	dir := t.TempDir()
 	data := filepath.Join(dir, "data")
-	writePaddle(t, filepath.Join(dir, "in"), 1, []uint64{1}, func(k uint64) []byte { return val(k, 1, 16) })
+	writePaddle(t, filepath.Join(dir, "in"), 1, []uint64{1}, func(k uint64) []byte { return pipeline.Value(k, 1, 16) })
 	cube(t, "build", "--input", filepath.Join(dir, "in"), "--output", data, "--shards", "1", "--dict", "d")
 	addr := startServer(t, data, 0, "--max-conns", "2")
 	var conns []*client.Conn
@@ -559,7 +551,7 @@ func TestMaxConns(t *testing.T) {
 func TestControlToken(t *testing.T) {
 	dir := t.TempDir()
 	data := filepath.Join(dir, "data")
-	writePaddle(t, filepath.Join(dir, "in"), 1, []uint64{1}, func(k uint64) []byte { return val(k, 1, 16) })
+	writePaddle(t, filepath.Join(dir, "in"), 1, []uint64{1}, func(k uint64) []byte { return pipeline.Value(k, 1, 16) })
 	cube(t, "build", "--input", filepath.Join(dir, "in"), "--output", data, "--shards", "1", "--dict", "d")
 	tok := filepath.Join(dir, "token")
 	os.WriteFile(tok, []byte("s3cret\n"), 0o600)

@@ -224,58 +224,50 @@ func (n *Node) removePods(ctx context.Context) {
 // Waiting is a status whose containers wait for reason (ImagePullBackOff, CrashLoopBackOff, ...) with
 // message, after restarts restarts, the last ending as last (nil: none); the pod is in phase.
 func Waiting(phase corev1.PodPhase, reason, message string, restarts int32, last *corev1.ContainerStateTerminated) PodStatus {
-	return func(p *corev1.Pod, st *corev1.PodStatus) {
-		st.Phase = phase
-		st.Conditions = conditions(phase == corev1.PodRunning, false)
-		st.ContainerStatuses = nil
-		for _, c := range p.Spec.Containers {
-			cs := corev1.ContainerStatus{Name: c.Name, Image: c.Image, RestartCount: restarts,
-				State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: reason, Message: message}}}
-			if last != nil {
-				cs.LastTerminationState = corev1.ContainerState{Terminated: last}
-			}
-			st.ContainerStatuses = append(st.ContainerStatuses, cs)
+	return every(phase, phase == corev1.PodRunning, false, func() corev1.ContainerStatus {
+		cs := corev1.ContainerStatus{RestartCount: restarts,
+			State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: reason, Message: message}}}
+		if last != nil {
+			cs.LastTerminationState = corev1.ContainerState{Terminated: last}
 		}
-	}
+		return cs
+	})
 }
 
 // Running is a status whose containers all run and are ready.
 func Running() PodStatus {
-	return func(p *corev1.Pod, st *corev1.PodStatus) {
-		st.Phase = corev1.PodRunning
-		st.Conditions = conditions(true, true)
-		st.ContainerStatuses = nil
-		for _, c := range p.Spec.Containers {
-			st.ContainerStatuses = append(st.ContainerStatuses, corev1.ContainerStatus{Name: c.Name, Image: c.Image, Ready: true, Started: ptr.To(true),
-				State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}})
-		}
-	}
+	return every(corev1.PodRunning, true, true, func() corev1.ContainerStatus {
+		return corev1.ContainerStatus{Ready: true, Started: ptr.To(true), State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}
+	})
 }
 
 // Succeeded is a status whose containers all exited 0.
 func Succeeded() PodStatus {
+	return every(corev1.PodSucceeded, true, false, func() corev1.ContainerStatus {
+		return corev1.ContainerStatus{State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Reason: "Completed"}}}
+	})
+}
+
+// every is the status of a pod in phase with the conditions of started and ready containers,
+// each container's status made by container (named and imaged after the container).
+func every(phase corev1.PodPhase, started, ready bool, container func() corev1.ContainerStatus) PodStatus {
 	return func(p *corev1.Pod, st *corev1.PodStatus) {
-		st.Phase = corev1.PodSucceeded
-		st.Conditions = conditions(true, false)
+		st.Phase = phase
+		st.Conditions = conditions(started, ready)
 		st.ContainerStatuses = nil
 		for _, c := range p.Spec.Containers {
-			st.ContainerStatuses = append(st.ContainerStatuses, corev1.ContainerStatus{Name: c.Name, Image: c.Image,
-				State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Reason: "Completed"}}})
+			cs := container()
+			cs.Name, cs.Image = c.Name, c.Image
+			st.ContainerStatuses = append(st.ContainerStatuses, cs)
 		}
 	}
 }
 
 // Failed is a status whose containers all exited with code, and whose pod failed.
 func Failed(code int32, message string) PodStatus {
-	return func(p *corev1.Pod, st *corev1.PodStatus) {
-		st.Phase = corev1.PodFailed
-		st.Conditions = conditions(true, false)
-		st.ContainerStatuses = nil
-		for _, c := range p.Spec.Containers {
-			st.ContainerStatuses = append(st.ContainerStatuses, corev1.ContainerStatus{Name: c.Name, Image: c.Image,
-				State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Reason: "Error", ExitCode: code, Message: message}}})
-		}
-	}
+	return every(corev1.PodFailed, true, false, func() corev1.ContainerStatus {
+		return corev1.ContainerStatus{State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Reason: "Error", ExitCode: code, Message: message}}}
+	})
 }
 
 // ByName picks a status by the pod's name: the first entry whose key the name contains.
