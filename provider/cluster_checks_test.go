@@ -111,6 +111,18 @@ func (k *kubeClients) run(t *testing.T, ns, typ, name string, kinds []schema.Gro
 	})
 }
 
+// runFailsEarly is one apply of config that must fail with an error matching want long
+// before the resource's create timeout: apply and destroy (of what the failed apply left,
+// tainted) take at most 2 minutes, so the wait ended at the failure, not at the timeout.
+func (k *kubeClients) runFailsEarly(t *testing.T, ns, typ, name string, kinds []schema.GroupVersionKind, config, want string) {
+	t.Helper()
+	start := time.Now()
+	k.run(t, ns, typ, name, kinds, resource.TestStep{Config: config, ExpectError: detailRE(want)})
+	if took := time.Since(start); took > 2*time.Minute {
+		t.Errorf("the apply and destroy took %s: the failure did not end the wait early", took)
+	}
+}
+
 // defaultStorageClass is the name of the cluster's default StorageClass.
 func (k *kubeClients) defaultStorageClass(t *testing.T) string {
 	t.Helper()
@@ -127,15 +139,18 @@ func (k *kubeClients) defaultStorageClass(t *testing.T) string {
 	return ""
 }
 
-// owned counts every object (rendered kinds, pods, pod groups) that carries the owner label.
+// owned counts every object of a training job's kinds, and what controllers make (pods, pod
+// groups), that carries the owner label.
 func (k *kubeClients) owned(ctx context.Context, namespace, owner string) (int, []string, error) {
-	return k.ownedOf(ctx, namespace, owner, append(append([]schema.GroupVersionKind{}, stack.TrainingJobKinds...), stack.ControllerKinds...))
+	return k.ownedOf(ctx, namespace, owner, stack.TrainingJobKinds)
 }
 
+// ownedOf counts every object of kinds, and what controllers make (pods, pod groups), that
+// carries the owner label.
 func (k *kubeClients) ownedOf(ctx context.Context, namespace, owner string, kinds []schema.GroupVersionKind) (int, []string, error) {
 	n := 0
 	var names []string
-	for _, gvk := range kinds {
+	for _, gvk := range slices.Concat(kinds, stack.ControllerKinds) {
 		gvr := gvrOf(gvk)
 		list, err := k.dyn.Resource(gvr).Namespace(namespace).List(ctx, metav1.ListOptions{LabelSelector: stack.OwnerLabel + "=" + owner})
 		if err != nil {
@@ -525,9 +540,18 @@ func (k *kubeClients) podPrerequisites(t *testing.T, ns string) {
 	must(core.Secrets(ns).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "creds"}, StringData: map[string]string{"secret": podSecretValue}}, metav1.CreateOptions{}))
 	must(core.ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "settings"}, Data: map[string]string{"A": "1"}}, metav1.CreateOptions{}))
 	must(core.ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "mine"}}, metav1.CreateOptions{}))
-	must(core.PersistentVolumeClaims(ns).Create(ctx, &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "dataset"},
+	k.claim(t, ns, "dataset")
+}
+
+// claim creates a 1 GiB ReadWriteOnce claim of the default StorageClass in ns.
+func (k *kubeClients) claim(t *testing.T, ns, name string) {
+	t.Helper()
+	_, err := k.cs.CoreV1().PersistentVolumeClaims(ns).Create(context.Background(), &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-			Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: apiresource.MustParse("1Gi")}}}}, metav1.CreateOptions{}))
+			Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: apiresource.MustParse("1Gi")}}}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("create claim %s/%s: %v", ns, name, err)
+	}
 }
 
 // checkPodKnobs checks every knob on every live pod template of an owner; sa is the
@@ -1043,7 +1067,7 @@ func (k *kubeClients) noOwnedVolcanoCRDs() error {
 
 func (k *kubeClients) checkNothingOwnedOf(ns, owner string, kinds []schema.GroupVersionKind) resource.TestCheckFunc {
 	return func(*terraform.State) error {
-		n, names, err := k.ownedOf(context.Background(), ns, owner, append(append([]schema.GroupVersionKind{}, kinds...), stack.ControllerKinds...))
+		n, names, err := k.ownedOf(context.Background(), ns, owner, kinds)
 		if err != nil {
 			return err
 		}
@@ -1136,16 +1160,7 @@ func (k *kubeClients) deploymentAvailable(ns, name string, want int32) resource.
 }
 
 func (k *kubeClients) checkNothingOwned(ns, owner string) resource.TestCheckFunc {
-	return func(*terraform.State) error {
-		n, names, err := k.owned(context.Background(), ns, owner)
-		if err != nil {
-			return err
-		}
-		if n > 0 {
-			return fmt.Errorf("destroy left %d objects owned by %s: %s", n, owner, strings.Join(names, ", "))
-		}
-		return nil
-	}
+	return k.checkNothingOwnedOf(ns, owner, stack.TrainingJobKinds)
 }
 
 func (k *kubeClients) checkPodsRunning(ns, job string, want int) resource.TestCheckFunc {

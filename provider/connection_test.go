@@ -53,10 +53,10 @@ func current(t *testing.T, kc *clientcmdapi.Config) (*clientcmdapi.Cluster, *cli
 	return kc.Clusters[ctx.Cluster], kc.AuthInfos[ctx.AuthInfo]
 }
 
-// TestAccConnection_HomeKubeconfig: `config_path = "~/.kube/config"` on the provider is the
-// home directory's kubeconfig.
-func TestAccConnection_HomeKubeconfig(t *testing.T) {
-	k, ns, name, _ := connectionTest(t)
+// homeWithKubeconfig points HOME at a fresh folder whose ~/.kube/config is the control
+// plane's kubeconfig (KUBECONFIG).
+func homeWithKubeconfig(t *testing.T) {
+	t.Helper()
 	home := t.TempDir()
 	t.Setenv("HOME", home)
 	data, err := os.ReadFile(os.Getenv("KUBECONFIG"))
@@ -69,6 +69,13 @@ func TestAccConnection_HomeKubeconfig(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(home, ".kube", "config"), data, 0o600); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestAccConnection_HomeKubeconfig: `config_path = "~/.kube/config"` on the provider is the
+// home directory's kubeconfig.
+func TestAccConnection_HomeKubeconfig(t *testing.T) {
+	k, ns, name, _ := connectionTest(t)
+	homeWithKubeconfig(t)
 	k.run(t, ns, stack.ServingType, name, stack.ServingKinds, resource.TestStep{
 		Config: servingWith(`provider "ctr" {
   kubernetes = { config_path = "~/.kube/config" }
@@ -104,18 +111,7 @@ func TestAccConnection_ConfigPaths(t *testing.T) {
 // set, although KUBECONFIG and ~/.kube/config would both reach a cluster.
 func TestAccConnection_NoneIsAnError(t *testing.T) {
 	_, ns, name, _ := connectionTest(t)
-	home := t.TempDir()
-	t.Setenv("HOME", home)
-	data, err := os.ReadFile(os.Getenv("KUBECONFIG"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.MkdirAll(filepath.Join(home, ".kube"), 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(home, ".kube", "config"), data, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	homeWithKubeconfig(t)
 	resource.Test(t, resource.TestCase{
 		ProtoV6ProviderFactories: providerFactories,
 		Steps: []resource.TestStep{{

@@ -25,6 +25,7 @@ func status(decided string, shards ...[]string) api.Status {
 }
 
 func TestServingValues(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name    string
 		st      api.Status

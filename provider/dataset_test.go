@@ -19,8 +19,12 @@ import (
 // (Terraform never sees them). Moving the dataset to a volume replaces the job; the live trainers then mount the claim
 // read-only and the parameter servers do not. Both import back.
 func TestAccTrainingJob_Datasets(t *testing.T) {
+	t.Parallel()
 	k, ns, name := trainingJobTest(t)
 	ctx := context.Background()
+	// The claim the volume dataset names exists, so that the trainers start and the apply's
+	// wait ends when they run, not at its timeout.
+	k.claim(t, ns, "samples")
 	s3 := trainingJobConfig(ns, name, `  dataset = {
     path       = "/train_data"
     start_hour = "20200401/00"

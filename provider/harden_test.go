@@ -107,8 +107,8 @@ func policyPorts(rule networkingv1.NetworkPolicyIngressRule) []int32 {
 // a security_context override and network_policy.enabled = false are applied (the policies
 // pruned); extra peers; import.
 func TestAccCube_NetworkPoliciesAndHardenedPods(t *testing.T) {
-	k := requireCluster(t)
-	ns, name := k.namespace(t), "cube-"+jobName()[3:]
+	t.Parallel()
+	k, ns, name := cubeTest(t)
 	owner := stack.Owner(stack.CubeType, name)
 	servingOwner := stack.Owner(stack.ServingType, "srv")
 	configWith := func(extra, servingExtra string) string {
@@ -211,6 +211,7 @@ resource "ctr_serving" "test" {
 // hardened pods, a security_context override that replaces the job, import of the token,
 // and the explicit opt-out of open uploads (the Secret pruned).
 func TestAccTrainingJob_UploadTokenAndHardenedPods(t *testing.T) {
+	t.Parallel()
 	k := requireCluster(t)
 	ns, name := k.namespace(t), jobName()
 	owner := stack.Owner(stack.TrainingJobType, name)
@@ -341,6 +342,7 @@ func TestAccTrainingJob_UploadTokenAndHardenedPods(t *testing.T) {
 // without the hardened securityContext, as an earlier version rendered it) is replaced; a
 // change outside the tasks (the gang size) is not a reason.
 func TestVolcanoTasksDiffer(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	manifests := func(j stack.TrainingJob, strip bool) types.Map {
 		set, err := stack.RenderTrainingJob(j)

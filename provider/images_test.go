@@ -75,6 +75,7 @@ resource "ctr_serving" "test" {
 // Paddle Serving — on the live pods, each with its resource's pull secrets; an image set
 // explicitly is used as it is.
 func TestAccImages_MirrorAndPullSecrets(t *testing.T) {
+	t.Parallel()
 	k := requireCluster(t)
 	ns, name := k.namespace(t), jobName()
 	cube := stack.MirrorImage(testMirror, stack.CubeImage(testVersion))
@@ -137,6 +138,7 @@ func TestAccImages_MirrorAndPullSecrets(t *testing.T) {
 // same run is known only at apply. The plan says so (the cube's image and manifests are
 // unknown, not the defaults without the mirror), and the apply runs the mirror's images.
 func TestAccImages_RegistryKnownOnlyAtApply(t *testing.T) {
+	t.Parallel()
 	k := requireCluster(t)
 	ns, name := k.namespace(t), jobName()
 	cube := stack.MirrorImage(testMirror, stack.CubeImage(testVersion))
@@ -180,6 +182,7 @@ resource "ctr_cube" "test" {
 // TestImages_RegistryRefused: an image_registry that is not a registry host is refused at plan
 // time, at the attribute.
 func TestImages_RegistryRefused(t *testing.T) {
+	t.Parallel()
 	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: providerFactories,
 		Steps: []resource.TestStep{{
@@ -239,6 +242,7 @@ resource "ctr_cluster" "this" {
 // refused at plan time with what to set, instead of defaulting to a moving :latest; with the
 // images set, the same configuration plans.
 func TestAccImages_NoVersionNoDefault(t *testing.T) {
+	t.Parallel()
 	requireCluster(t)
 	dev := map[string]func() (tfprotov6.ProviderServer, error){"ctr": providerserver.NewProtocol6WithError(New(version.Dev)())}
 	const job = `

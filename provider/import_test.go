@@ -13,6 +13,7 @@ import (
 // TestImport_MalformedID: every resource answers a malformed import ID with the same clear
 // error, before anything is read (two resources used to crash on "a/b/c").
 func TestImport_MalformedID(t *testing.T) {
+	t.Parallel()
 	workload := []string{"a/b/c", "", "/b", "a/", "a//b", "default", "Default/x", "default/1x", "default/x/"}
 	cases := map[string][]string{
 		"ctr_training_job": workload,
@@ -49,6 +50,7 @@ func TestImport_MalformedID(t *testing.T) {
 
 // TestImport_MalformedIDTerraform: the same through `terraform import`, for every resource.
 func TestImport_MalformedIDTerraform(t *testing.T) {
+	t.Parallel()
 	configs := map[string]string{
 		"ctr_training_job": hclResource("ctr_training_job", "x", map[string]any{"name": "x"}),
 		"ctr_cube":         hclResource("ctr_cube", "x", map[string]any{"name": "x", "donefile_url": "http://f/base.txt"}),

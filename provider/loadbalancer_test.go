@@ -27,7 +27,10 @@ import (
 // give the Service its address (status.loadBalancer.ingress) themselves.
 
 // shortLoadBalancerWait makes apply give up on the address after a second, for this test.
+// It changes a package variable, so its tests run alone, before the parallel ones: the
+// t.Setenv (of a variable nothing reads) makes a test that also calls t.Parallel panic.
 func shortLoadBalancerWait(t *testing.T) {
+	t.Setenv("CTR_TEST_SHORT_LOAD_BALANCER_WAIT", "1")
 	loadBalancerWaitFor = time.Second
 	t.Cleanup(func() { loadBalancerWaitFor = loadBalancerWait })
 }
@@ -40,6 +43,7 @@ const servingLoadBalancer = `  service_type        = "LoadBalancer"
 // apply waits for the load balancer's IP and exports it as HOST:PORT. Import reads it back,
 // and turning the Service back into a ClusterIP one nulls the address.
 func TestAccServing_LoadBalancerAddress(t *testing.T) {
+	t.Parallel()
 	k, ns, name := servingTest(t)
 	config := servingConfig(ns, name, "1", servingLoadBalancer)
 	k.run(t, ns, stack.ServingType, name, stack.ServingKinds, append([]resource.TestStep{{
@@ -87,6 +91,7 @@ func TestAccServing_LoadBalancerAddressLate(t *testing.T) {
 // TestAccTrainingJob_FileServerLoadBalancer: the file server's Service carries the
 // annotations, and its external URL is http://HOST:PORT of the load balancer's hostname.
 func TestAccTrainingJob_FileServerLoadBalancer(t *testing.T) {
+	t.Parallel()
 	k, ns, name := trainingJobTest(t)
 	config := trainingJobConfig(ns, name, `  file_server = { service_type = "LoadBalancer", port = 8081,
     service_annotations = { "service.beta.kubernetes.io/cce-load-balancer-internal-vpc" = "true" } }
@@ -167,6 +172,7 @@ func TestAwaitAddress(t *testing.T) {
 // TestPlannedAddress: the address is unknown in the plan only where the apply will wait for
 // it; kept where the Service stays a LoadBalancer with an address or nothing changes.
 func TestPlannedAddress(t *testing.T) {
+	t.Parallel()
 	lb, cip := types.StringValue("LoadBalancer"), types.StringValue("ClusterIP")
 	addr := types.StringValue("203.0.113.10:8010")
 	for name, c := range map[string]struct {

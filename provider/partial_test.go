@@ -32,6 +32,7 @@ import (
 // created: the apply fails naming the object and the quota, and removes what it created, so
 // nothing is left that no state names. Without the quota the next apply creates the job.
 func TestAccTrainingJob_FailedCreateLeavesNothing(t *testing.T) {
+	t.Parallel()
 	k, ns, name := trainingJobTest(t)
 	ctx := context.Background()
 	allowDeployments := denyDeployments(t, k, ns)
@@ -177,6 +178,7 @@ func denyDeletes(t *testing.T, k *kubeClients, ns string) func() {
 // Services): the error names every object left behind, and the resource stays in state,
 // tainted, so that the next apply (the policy lifted) replaces it and destroy leaves nothing.
 func TestAccTrainingJob_FailedCleanupNamesWhatIsLeft(t *testing.T) {
+	t.Parallel()
 	k, ns, name := trainingJobTest(t)
 	allowDeployments := denyDeployments(t, k, ns)
 	lift := denyDeletes(t, k, ns)
@@ -203,6 +205,7 @@ func TestAccTrainingJob_FailedCleanupNamesWhatIsLeft(t *testing.T) {
 // the owner label off (the file server's Service, the Volcano job) are not deleted: ctr deletes
 // only what it owns. Destroy leaves them, and everything still labelled goes.
 func TestAccTrainingJob_DestroyLeavesWhatLostItsLabel(t *testing.T) {
+	t.Parallel()
 	k, ns, name := trainingJobTest(t)
 	ctx := context.Background()
 	config := trainingJobConfig(ns, name, "")

@@ -136,6 +136,7 @@ func podKnobs(tpl corev1.PodTemplateSpec, sa string) error {
 // annotated) and on the file server (with the user's ServiceAccount), on the live Volcano
 // Job and Deployment; no value in annotations or state; import.
 func TestAccPod_TrainingJob(t *testing.T) {
+	t.Parallel()
 	k, ns, name := trainingJobTest(t)
 	k.podPrerequisites(t, ns)
 	owner := stack.Owner(stack.TrainingJobType, name)
@@ -158,8 +159,8 @@ func TestAccPod_TrainingJob(t *testing.T) {
 // TestAccPod_Cube: every knob on the cube servers and the transfer, with the ServiceAccount
 // ctr creates for them; import.
 func TestAccPod_Cube(t *testing.T) {
-	k := requireCluster(t)
-	ns, name := k.namespace(t), "cube-"+jobName()[3:]
+	t.Parallel()
+	k, ns, name := cubeTest(t)
 	k.podPrerequisites(t, ns)
 	owner := stack.Owner(stack.CubeType, name)
 	config := cubeConfig(ns, name, "  replicas = 1\n"+podBlock("pod", ""))
@@ -176,8 +177,8 @@ func TestAccPod_Cube(t *testing.T) {
 // TestAccPod_Serving: every knob on the serving pods, with the user's ServiceAccount, then
 // with ctr's annotated one (the ServiceAccount created in place); import.
 func TestAccPod_Serving(t *testing.T) {
-	k := requireCluster(t)
-	ns, name := k.namespace(t), "srv-"+jobName()[3:]
+	t.Parallel()
+	k, ns, name := servingTest(t)
 	k.podPrerequisites(t, ns)
 	owner := stack.Owner(stack.ServingType, name)
 	config := func(sa string) string {
@@ -216,6 +217,7 @@ resource "ctr_serving" "test" {
 // TestPod_BadInput: pod settings that collide with ctr's own, or contradict themselves, are
 // refused at plan time, once, at the attribute; no cluster needed.
 func TestPod_BadInput(t *testing.T) {
+	t.Parallel()
 	vol := func(name string) map[string]any { return map[string]any{"name": name, "empty_dir": map[string]any{}} }
 	serving := map[string]any{"name": "s", "cube_conf": `[{"dict_name":"d","shard":1}]`}
 	testBadInputs(t, "ctr_serving", []badInput{

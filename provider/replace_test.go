@@ -52,6 +52,7 @@ func replaces(a schema.Attribute) bool {
 // its schema: every attribute that may force replacement has a change here, and the warning
 // names it. A new replacing attribute fails this test until both know it.
 func TestReplaceReasons_NameEveryAttributeThatReplaces(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	base := stack.TrainingJob{Name: "j", Namespace: "n", Image: "i:1", Entry: "e", Port: 1, Queue: "q", SchedulerName: "s", MaxRetry: 3,
 		Command: []string{"c"}, ImagePullSecrets: []string{"p"}, Env: map[string]string{"A": "1"}, ImagePullPolicy: "Always", Mode: stack.ModePS,

@@ -94,8 +94,7 @@ func TestAccNamespace_CreatedAndDestroyed(t *testing.T) {
 // without touching it.
 func TestAccNamespace_ExistingLeftAlone(t *testing.T) {
 	t.Parallel()
-	k := requireCluster(t)
-	ns, name := k.namespace(t), "srv-"+jobName()[3:]
+	k, ns, name := servingTest(t)
 	resource.Test(t, resource.TestCase{
 		ProtoV6ProviderFactories: providerFactories,
 		CheckDestroy:             resource.ComposeTestCheckFunc(k.namespaceActive(ns), k.checkNothingOwnedOf(ns, stack.Owner(stack.ServingType, name), stack.ServingKinds)),

@@ -11,6 +11,7 @@ import (
 // (deep in a nested block too) makes the model unknown; the connection, timeouts, wait and the
 // upload token do not.
 func TestModelKnown_WalksEveryAttributeRenderingReads(t *testing.T) {
+	t.Parallel()
 	m := trainingJobModel{ModelExport: &modelExportModel{Var: types.StringUnknown()}}
 	if modelKnown(&m, trainingJobSkips()) {
 		t.Error("an unknown model_export.var was not noticed")
@@ -37,6 +38,7 @@ func TestModelKnown_WalksEveryAttributeRenderingReads(t *testing.T) {
 
 // TestNestedObjects_FromTheModels: every block a model reads into a pointer or a slice.
 func TestNestedObjects_FromTheModels(t *testing.T) {
+	t.Parallel()
 	for _, want := range []string{"pserver", "trainer", "worker", "policies", "dataset", "model_output", "model_export", "file_server", "security_context", "pod"} {
 		if !slices.Contains(trainingJobObjects, want) {
 			t.Errorf("training job: %s missing from %v", want, trainingJobObjects)

@@ -6,7 +6,6 @@ import (
 	"regexp"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework/providerserver"
 	"github.com/hashicorp/terraform-plugin-go/tfprotov6"
@@ -104,25 +103,20 @@ resource "ctr_training_job" "test" {
 `, ns, name, node.Requests(), extra)
 }
 
-// failsEarly is one apply that must fail, with the error matching want, long before the
-// 5-minute create timeout; destroy then removes the tainted job.
+// failsEarly is runFailsEarly of a training job whose pods get status (5-minute create
+// timeout).
 func failsEarly(t *testing.T, status kubetest.PodStatus, want string) {
 	k, ns, name := trainingJobTest(t)
 	node := kubetest.StartNode(t, k.cs)
 	node.SetPodStatus(status)
-	start := time.Now()
-	k.run(t, ns, stack.TrainingJobType, name, stack.TrainingJobKinds, resource.TestStep{
-		Config:      onTestNode(ns, name, node, ""),
-		ExpectError: detailRE(want),
-	})
-	if took := time.Since(start); took > 2*time.Minute {
-		t.Errorf("the apply and destroy took %s: the failure did not end the wait early (timeout 5m)", took)
-	}
+	k.runFailsEarly(t, ns, stack.TrainingJobType, name, stack.TrainingJobKinds, onTestNode(ns, name, node, ""),
+		want)
 }
 
 // TestAccTrainingJob_ImageNotFoundFailsEarly: an image that does not exist fails the apply
 // at once, with the kubelet's words and what to check.
 func TestAccTrainingJob_ImageNotFoundFailsEarly(t *testing.T) {
+	t.Parallel()
 	failsEarly(t, kubetest.Waiting(corev1.PodPending, health.ReasonImagePullBackOff,
 		`Back-off pulling image "volcanosh/edlctr:v1": ErrImagePull: manifest unknown`, 0, nil),
 		`Apply Training Job Error.*ImagePullBackOff: Back-off pulling image "volcanosh/edlctr:v1": ErrImagePull: manifest unknown.*Check the image name and tag`)
@@ -131,6 +125,7 @@ func TestAccTrainingJob_ImageNotFoundFailsEarly(t *testing.T) {
 // TestAccTrainingJob_CrashLoopFailsEarly: a trainer that keeps crashing fails the apply
 // once it restarted CrashLoopLimit times, with its exit code and the command to read its log.
 func TestAccTrainingJob_CrashLoopFailsEarly(t *testing.T) {
+	t.Parallel()
 	failsEarly(t, kubetest.Waiting(corev1.PodRunning, health.ReasonCrashLoopBackOff, "back-off 40s restarting failed container",
 		health.CrashLoopLimit, &corev1.ContainerStateTerminated{Reason: "Error", ExitCode: 2, Message: "train.py: no such file"}),
 		`CrashLoopBackOff: restarted 3 times, last exit code 2 \(Error\): train.py: no such file.*kubectl logs -n acc-\w+ `)
@@ -139,6 +134,7 @@ func TestAccTrainingJob_CrashLoopFailsEarly(t *testing.T) {
 // TestAccTrainingJob_OOMKilledFailsEarly: a container killed for running out of memory fails
 // the apply, naming its limit.
 func TestAccTrainingJob_OOMKilledFailsEarly(t *testing.T) {
+	t.Parallel()
 	failsEarly(t, kubetest.ByName(map[string]kubetest.PodStatus{
 		"pserver": kubetest.Running(),
 		"trainer": kubetest.Waiting(corev1.PodRunning, health.ReasonCrashLoopBackOff, "", 1,
@@ -149,34 +145,24 @@ func TestAccTrainingJob_OOMKilledFailsEarly(t *testing.T) {
 // TestAccTrainingJob_JobFailedFailsEarly: trainers that fail make Volcano restart the job
 // until max_retry, then fail it: the apply fails then, with Volcano's reason.
 func TestAccTrainingJob_JobFailedFailsEarly(t *testing.T) {
+	t.Parallel()
 	k, ns, name := trainingJobTest(t)
 	node := kubetest.StartNode(t, k.cs)
 	node.SetPodStatus(kubetest.ByName(map[string]kubetest.PodStatus{"pserver": kubetest.Running(), "trainer": kubetest.Failed(1, "train.py crashed")}))
-	start := time.Now()
-	k.run(t, ns, stack.TrainingJobType, name, stack.TrainingJobKinds, resource.TestStep{
-		Config:      onTestNode(ns, name, node, "  max_retry = 1"),
-		ExpectError: detailRE(`Apply Training Job Error.*Job ` + ns + `/` + name + `: the job is Failed \(last state: .*pod ` + name + `-trainer-0: Failed: container \w+ exited with code 1 \(Error\): train.py crashed.*kubectl -n ` + ns + ` get pods -l volcano.sh/job-name=` + name),
-	})
-	if took := time.Since(start); took > 2*time.Minute {
-		t.Errorf("took %s: the failure did not end the wait early (timeout 5m)", took)
-	}
+	k.runFailsEarly(t, ns, stack.TrainingJobType, name, stack.TrainingJobKinds, onTestNode(ns, name, node, "  max_retry = 1"),
+		`Apply Training Job Error.*Job `+ns+`/`+name+`: the job is Failed \(last state: .*pod `+name+`-trainer-0: Failed: container \w+ exited with code 1 \(Error\): train.py crashed.*kubectl -n `+ns+` get pods -l volcano.sh/job-name=`+name)
 }
 
 // TestAccTrainingJob_JobAbortedFailsEarly: a job whose policy aborts it when a pod fails
 // (PodFailed -> AbortJob) ends Aborted: the apply fails then, naming the phase and the pod that
 // failed, instead of waiting out the timeout.
 func TestAccTrainingJob_JobAbortedFailsEarly(t *testing.T) {
+	t.Parallel()
 	k, ns, name := trainingJobTest(t)
 	node := kubetest.StartNode(t, k.cs)
 	node.SetPodStatus(kubetest.ByName(map[string]kubetest.PodStatus{"pserver": kubetest.Running(), "trainer": kubetest.Failed(3, "bad slot config")}))
-	start := time.Now()
-	k.run(t, ns, stack.TrainingJobType, name, stack.TrainingJobKinds, resource.TestStep{
-		Config:      onTestNode(ns, name, node, `  policies = [{ event = "PodFailed", action = "AbortJob" }]`),
-		ExpectError: detailRE(`Apply Training Job Error.*Job ` + ns + `/` + name + `: the job is Aborted.*pod ` + name + `-trainer-0: Failed: container \w+ exited with code 3 \(Error\): bad slot config`),
-	})
-	if took := time.Since(start); took > 2*time.Minute {
-		t.Errorf("took %s: the abort did not end the wait early (timeout 5m)", took)
-	}
+	k.runFailsEarly(t, ns, stack.TrainingJobType, name, stack.TrainingJobKinds, onTestNode(ns, name, node, `  policies = [{ event = "PodFailed", action = "AbortJob" }]`),
+		`Apply Training Job Error.*Job `+ns+`/`+name+`: the job is Aborted.*pod `+name+`-trainer-0: Failed: container \w+ exited with code 3 \(Error\): bad slot config`)
 }
 
 // TestAccTrainingJob_UnschedulableTimesOutWithWarning: a gang the cluster cannot place keeps
@@ -184,6 +170,7 @@ func TestAccTrainingJob_JobAbortedFailsEarly(t *testing.T) {
 // instead of failing, the job stays in state untainted (the next plan replaces nothing), and
 // the exported values say why.
 func TestAccTrainingJob_UnschedulableTimesOutWithWarning(t *testing.T) {
+	t.Parallel()
 	k, ns, name := trainingJobTest(t)
 	rec := newDiagRecorder(t)
 	config := fmt.Sprintf(`
@@ -228,6 +215,20 @@ resource "ctr_training_job" "test" {
 // TestAccTrainingJob_WaitSubmitted: wait = "submitted" returns as soon as Volcano has taken
 // the job, even one whose gang cannot be placed, without a warning.
 func TestAccTrainingJob_WaitSubmitted(t *testing.T) {
+	t.Parallel()
+	testWaitReturnsAtOnce(t, "submitted")
+}
+
+// TestAccTrainingJob_WaitNone: wait = "none" returns once the objects are applied, without a
+// warning, even for a job whose gang cannot be placed.
+func TestAccTrainingJob_WaitNone(t *testing.T) {
+	t.Parallel()
+	testWaitReturnsAtOnce(t, "none")
+}
+
+// testWaitReturnsAtOnce applies a job whose gang cannot be placed (a pserver asks for more
+// CPU than a node has) with wait: the apply returns with the job Pending and no warning.
+func testWaitReturnsAtOnce(t *testing.T, wait string) {
 	k, ns, name := trainingJobTest(t)
 	rec := newDiagRecorder(t)
 	resource.Test(t, resource.TestCase{
@@ -240,13 +241,13 @@ resource "ctr_training_job" "test" {
   namespace = %[1]q
   pserver   = { replicas = 1, requests = { cpu = "40" } }
   trainer   = { replicas = 1 }
-  wait      = "submitted"
+  wait      = %[3]q
   timeouts  = { create = "3m", delete = "3m" }
 }
-`, ns, name),
+`, ns, name, wait),
 			ConfigStateChecks: []statecheck.StateCheck{
 				statecheck.ExpectKnownValue(jobAddr, tfjsonpath.New("phase"), knownvalue.StringExact("Pending")),
-				statecheck.ExpectKnownValue(jobAddr, tfjsonpath.New("wait"), knownvalue.StringExact("submitted")),
+				statecheck.ExpectKnownValue(jobAddr, tfjsonpath.New("wait"), knownvalue.StringExact(wait)),
 			},
 			Check: rec.expect(),
 		}},
@@ -256,6 +257,7 @@ resource "ctr_training_job" "test" {
 // TestAccTrainingJob_WaitCompleted: wait = "completed" returns when the trainers have
 // finished and Volcano completed the job; the task counts show the finished trainer.
 func TestAccTrainingJob_WaitCompleted(t *testing.T) {
+	t.Parallel()
 	k, ns, name := trainingJobTest(t)
 	node := kubetest.StartNode(t, k.cs)
 	node.SetPodStatus(kubetest.ByName(map[string]kubetest.PodStatus{"pserver": kubetest.Running(), "trainer": kubetest.Succeeded()}))
@@ -274,23 +276,19 @@ func TestAccTrainingJob_WaitCompleted(t *testing.T) {
 // TestAccServing_ImageNotFoundFailsEarly: the same for Paddle Serving's pods (a Deployment):
 // the rollout wait ends at once with the kubelet's reason.
 func TestAccServing_ImageNotFoundFailsEarly(t *testing.T) {
+	t.Parallel()
 	k, ns, name := servingTest(t)
 	node := kubetest.StartNode(t, k.cs)
 	node.SetPodStatus(kubetest.Waiting(corev1.PodPending, health.ReasonErrImagePull,
 		`failed to pull and unpack image "docker.io/paddlepaddle/serving:nope": not found`, 0, nil))
-	start := time.Now()
-	k.run(t, ns, stack.ServingType, name, stack.ServingKinds, resource.TestStep{
-		Config:      servingConfig(ns, name, "1", fmt.Sprintf("  resources = { requests = %[1]s, limits = %[1]s }", node.Requests())),
-		ExpectError: detailRE(`Paddle Serving did not roll out.*ErrImagePull: failed to pull and unpack image.*not found.*Check the image name`),
-	})
-	if took := time.Since(start); took > 2*time.Minute {
-		t.Errorf("took %s: the failure did not end the wait early (timeout 3m)", took)
-	}
+	k.runFailsEarly(t, ns, stack.ServingType, name, stack.ServingKinds, servingConfig(ns, name, "1", fmt.Sprintf("  resources = { requests = %[1]s, limits = %[1]s }", node.Requests())),
+		`Paddle Serving did not roll out.*ErrImagePull: failed to pull and unpack image.*not found.*Check the image name`)
 }
 
 // TestAccCube_TransferCrashLoopFailsEarly: the same for the cube's transfer: a transfer that
 // keeps crashing fails the apply once it restarted CrashLoopLimit times.
 func TestAccCube_TransferCrashLoopFailsEarly(t *testing.T) {
+	t.Parallel()
 	k, ns, name := cubeTest(t)
 	node := kubetest.StartNode(t, k.cs)
 	node.SetPodStatus(kubetest.ByName(map[string]kubetest.PodStatus{
@@ -298,39 +296,6 @@ func TestAccCube_TransferCrashLoopFailsEarly(t *testing.T) {
 		"-transfer-": kubetest.Waiting(corev1.PodRunning, health.ReasonCrashLoopBackOff, "back-off 40s", health.CrashLoopLimit,
 			&corev1.ContainerStateTerminated{Reason: "Error", ExitCode: 1, Message: "donefile: connection refused"}),
 	}))
-	start := time.Now()
-	k.run(t, ns, stack.CubeType, name, stack.CubeKinds, resource.TestStep{
-		Config:      cubeConfig(ns, name, fmt.Sprintf("  node_selector = { %q = %q }", "kubernetes.io/hostname", node.Name)),
-		ExpectError: detailRE(`The transfer did not become available.*CrashLoopBackOff: restarted 3 times, last exit code 1 \(Error\): donefile: connection refused.*kubectl logs`),
-	})
-	if took := time.Since(start); took > 2*time.Minute {
-		t.Errorf("took %s: the failure did not end the wait early (timeout 3m)", took)
-	}
-}
-
-// TestAccTrainingJob_WaitNone: wait = "none" returns once the objects are applied, without a
-// warning, even for a job whose gang cannot be placed.
-func TestAccTrainingJob_WaitNone(t *testing.T) {
-	k, ns, name := trainingJobTest(t)
-	rec := newDiagRecorder(t)
-	resource.Test(t, resource.TestCase{
-		ProtoV6ProviderFactories: rec.factories(),
-		CheckDestroy:             k.checkNothingOwned(ns, stack.Owner(stack.TrainingJobType, name)),
-		Steps: []resource.TestStep{{
-			Config: fmt.Sprintf(`
-resource "ctr_training_job" "test" {
-  name      = %[2]q
-  namespace = %[1]q
-  pserver   = { replicas = 1, requests = { cpu = "40" } }
-  trainer   = { replicas = 1 }
-  wait      = "none"
-  timeouts  = { create = "3m", delete = "3m" }
-}
-`, ns, name),
-			ConfigStateChecks: []statecheck.StateCheck{
-				statecheck.ExpectKnownValue(jobAddr, tfjsonpath.New("phase"), knownvalue.StringExact("Pending")),
-			},
-			Check: rec.expect(),
-		}},
-	})
+	k.runFailsEarly(t, ns, stack.CubeType, name, stack.CubeKinds, cubeConfig(ns, name, fmt.Sprintf("  node_selector = { %q = %q }", "kubernetes.io/hostname", node.Name)),
+		`The transfer did not become available.*CrashLoopBackOff: restarted 3 times, last exit code 1 \(Error\): donefile: connection refused.*kubectl logs`)
 }

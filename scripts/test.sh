@@ -63,8 +63,11 @@ KUBECONFIG=$(bin/testenv up -dir "$state" -repo "$root" -node -image "$image")
 : > "$state/terraformrc"
 export TF_CLI_CONFIG_FILE="$state/terraformrc" TF_ACC=1 TF_IN_AUTOMATION=1
 
+# The provider's acceptance tests that stay in a namespace of their own call t.Parallel and
+# run four at a time, after the ones that change the cluster (Volcano, the real node's
+# capacity, the environment) have run alone: they spend their time waiting on controllers.
 say "running tests: go test ${pkgs[*]}"
-go test -count=1 -timeout 45m "${pkgs[@]}"
+go test -count=1 -timeout 45m -parallel 4 "${pkgs[@]}"
 
 if [ "${pkgs[*]}" = "./..." ]; then
   # Benchmarks are not run by go test; once each here, so that make bench cannot break unseen
