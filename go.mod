@@ -4,6 +4,7 @@ go 1.26.0
 
 require (
 	github.com/baidubce/bce-sdk-go v0.9.277
+	github.com/bufbuild/protocompile v0.14.1
 	github.com/colinmarc/sequencefile v1.0.0
 	github.com/dsnet/compress v0.0.1
 	github.com/golang/snappy v0.0.4

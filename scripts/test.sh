@@ -36,6 +36,9 @@ if [ -n "$(git status --porcelain -- docs)" ]; then
   echo "docs/ is stale: run make generate and commit the result"; exit 1
 fi
 
+say "checking the generated Go of every .proto is current"
+go run ./internal/genproto -check cube/paddle/servingpb
+
 say "building the local control plane (cached after the first run)"
 mkdir -p bin
 go build -o bin/testenv ./internal/testenv/cmd/testenv

@@ -7,12 +7,14 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/elasticctr/terraform-provider-ctr/internal/cubetest"
 )
 
 // seed adds a real fixture to a fuzz corpus where ../shared is present.
 func seed(f *testing.F, rel string) {
 	f.Helper()
-	if p, err := findPaddleData(rel); err == nil {
+	if p, err := cubetest.FindPaddleData(rel); err == nil {
 		if b, err := os.ReadFile(p); err == nil {
 			f.Add(b)
 		}

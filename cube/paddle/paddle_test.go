@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
-	"fmt"
 	"io"
 	"math"
 	"os"
@@ -13,42 +12,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/elasticctr/terraform-provider-ctr/internal/cubetest"
 	"google.golang.org/protobuf/encoding/protowire"
 )
-
-// findPaddleData locates a file of ../shared/reference/paddle-data (real files from Paddle's
-// repositories, read in place) beside the checkout that holds this package.
-func findPaddleData(rel string) (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("no go.mod above the test: cannot find ../shared")
-		}
-		dir = parent
-	}
-	p := filepath.Join(dir, "..", "shared", "reference", "paddle-data", rel)
-	if _, err := os.Stat(p); err != nil {
-		return "", fmt.Errorf("%s is absent (the real Paddle fixtures live in ../shared beside the checkout): %w", p, err)
-	}
-	return p, nil
-}
-
-// paddleData is findPaddleData, or a skip where the fixtures are absent.
-func paddleData(t testing.TB, rel string) string {
-	t.Helper()
-	p, err := findPaddleData(rel)
-	if err != nil {
-		t.Skip(err)
-	}
-	return p
-}
 
 func open(t testing.TB, path string) *File {
 	t.Helper()
@@ -98,7 +64,7 @@ func TestLoDTensorRealFiles(t *testing.T) {
 		{"edl-mnist-model/mnist_model/conv2d_1.w_0", []int64{50, 20, 5, 5}, nil},
 	} {
 		t.Run(c.file, func(t *testing.T) {
-			f := open(t, paddleData(t, c.file))
+			f := open(t, cubetest.PaddleData(t, c.file))
 			tn, err := f.LoDTensor()
 			if err != nil {
 				t.Fatal(err)
@@ -107,7 +73,7 @@ func TestLoDTensorRealFiles(t *testing.T) {
 				t.Fatalf("got %s lod %v, want FP32 %v and no LoD", tn, tn.LoD, c.dims)
 			}
 			// What a stand-in trainer writes is Paddle's header byte for byte.
-			real, _ := os.ReadFile(paddleData(t, c.file))
+			real, _ := os.ReadFile(cubetest.PaddleData(t, c.file))
 			if h := AppendLoDTensorHeader(nil, FP32, c.dims, nil); !bytes.Equal(h, real[:tn.Data]) {
 				t.Errorf("AppendLoDTensorHeader = %x, Paddle wrote %x", h, real[:tn.Data])
 			}
@@ -143,7 +109,7 @@ func TestLoDTensorRealFiles(t *testing.T) {
 
 // A combined .pdiparams holds its program's persistables sorted by name.
 func TestCombinedParamsNamedByTheirProgram(t *testing.T) {
-	prog, err := os.ReadFile(paddleData(t, "paddle-lite-simple-model/model.pdmodel"))
+	prog, err := os.ReadFile(cubetest.PaddleData(t, "paddle-lite-simple-model/model.pdmodel"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,7 +122,7 @@ func TestCombinedParamsNamedByTheirProgram(t *testing.T) {
 	if !slices.Equal(names, want) {
 		t.Fatalf("persistables %v, want %v", names, want)
 	}
-	f := open(t, paddleData(t, "paddle-lite-simple-model/model.pdiparams"))
+	f := open(t, cubetest.PaddleData(t, "paddle-lite-simple-model/model.pdiparams"))
 	ts, err := f.LoDTensors()
 	if err != nil {
 		t.Fatal(err)
@@ -183,7 +149,7 @@ func TestCombinedParamsNamedByTheirProgram(t *testing.T) {
 // Fluid's CTR __model__ lists its 8 fc parameters as persistables, not its
 // feed and fetch variables.
 func TestProgramVarsOfTheServingCTRModel(t *testing.T) {
-	b, err := os.ReadFile(paddleData(t, "serving-ctr-model/ctr_prediction/__model__"))
+	b, err := os.ReadFile(cubetest.PaddleData(t, "serving-ctr-model/ctr_prediction/__model__"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -202,7 +168,7 @@ func TestProgramVarsOfTheServingCTRModel(t *testing.T) {
 
 // PaddleRec's saved embedding is a SelectedRows: feasign ids, then [3949, 9].
 func TestSelectedRowsRealFile(t *testing.T) {
-	f := open(t, paddleData(t, "paddlerec-cube/embedding.selectedrows"))
+	f := open(t, cubetest.PaddleData(t, "paddlerec-cube/embedding.selectedrows"))
 	s, err := f.SelectedRows()
 	if err != nil {
 		t.Fatal(err)
@@ -292,7 +258,7 @@ func TestLoDTensorRefusesBadHeaders(t *testing.T) {
 			t.Errorf("%s: got %v, want a FormatError containing %q", c.name, err, c.want)
 		}
 	}
-	real, err := os.ReadFile(paddleData(t, "serving-ctr-model/ctr_prediction/fc_3.w_0"))
+	real, err := os.ReadFile(cubetest.PaddleData(t, "serving-ctr-model/ctr_prediction/fc_3.w_0"))
 	if err != nil {
 		t.Fatal(err)
 	}

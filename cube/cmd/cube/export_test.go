@@ -18,20 +18,8 @@ import (
 	"github.com/elasticctr/terraform-provider-ctr/cube/client"
 	"github.com/elasticctr/terraform-provider-ctr/cube/paddle"
 	"github.com/elasticctr/terraform-provider-ctr/cube/pipeline"
+	"github.com/elasticctr/terraform-provider-ctr/internal/cubetest"
 )
-
-// sharedPaddleData is a real Paddle file under ../shared, or a skip.
-func sharedPaddleData(t *testing.T, rel string) string {
-	t.Helper()
-	p, err := filepath.Abs(filepath.Join("..", "..", "..", "..", "shared", "reference", "paddle-data", rel))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(p); err != nil {
-		t.Skipf("%s is absent (the real Paddle fixtures live in ../shared beside the checkout)", p)
-	}
-	return p
-}
 
 // seekAll looks every key up through a fresh two-shard cube built from the
 // version in root/data/<id>, and returns the values by key.
@@ -117,7 +105,7 @@ func TestExportLoDTensorServesEveryRowBitForBit(t *testing.T) {
 // PaddleRec's real saved embedding (a SelectedRows of 3949 feasigns × 9)
 // is served under its feasign ids, bit for bit.
 func TestExportRealSelectedRows(t *testing.T) {
-	path := sharedPaddleData(t, "paddlerec-cube/embedding.selectedrows")
+	path := cubetest.PaddleData(t, "paddlerec-cube/embedding.selectedrows")
 	root := filepath.Join(t.TempDir(), "model-out")
 	out := cube(t, "export", "--format", "selectedrows", "--in", path, "--out", root, "--id", "7")
 	if !strings.Contains(out, "3949 rows of 36 bytes") {
