@@ -20,13 +20,13 @@ func e2eExportStack(ns, image string, gen int) string {
 	return e2eTrainingRunning(ns, image, command, "  model_export      = { interval_seconds = 1 }") + e2eCube(ns, image, 2)
 }
 
-// TestAccRealNode_PaddleSaveToLookup: what Paddle saves reaches the cube with no Paddle and
+// TestAccRealNode/PaddleSaveToLookup: what Paddle saves reaches the cube with no Paddle and
 // no dumper. The trainer stand-in saves a LoDTensor exactly as Paddle lays it out; the model
 // export publishes it; the cube serves it, and a Job on the node looks every row up through
 // the exported cube_conf, bit for bit. Then a retraining (the job replaced, generation 2):
 // the cube moves to the new version, and the first version stays on the model volume, which
 // the replaced job kept, where serving can still read it.
-func TestAccRealNode_PaddleSaveToLookup(t *testing.T) {
+func realNodePaddleSaveToLookup(t *testing.T) {
 	k, ns, image := requireRealNode(t)
 	var v1, v2 string
 	var ids []string

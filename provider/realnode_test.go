@@ -25,6 +25,28 @@ import (
 // e2eModelKeys is how many keys the trainer stand-in writes; lookups check them all.
 const e2eModelKeys = 20000
 
+// TestAccRealNode runs the end-to-end tests on the real node one after another, as subtests:
+// the node is one machine's worth of capacity and RolloutUnderLookups measures under load.
+// The group as a whole runs in parallel with the tests on kwok's simulated nodes, which
+// never schedule a pod on the real node.
+func TestAccRealNode(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name string
+		test func(*testing.T)
+	}{
+		{"TrainingServesModel", realNodeTrainingServesModel},
+		{"TrainingToLookup", realNodeTrainingToLookup},
+		{"PaddleSaveToLookup", realNodePaddleSaveToLookup},
+		{"RolloutUnderLookups", realNodeRolloutUnderLookups},
+		{"Reshard", realNodeReshard},
+		{"ReplicaComesBack", realNodeReplicaComesBack},
+		{"DestroyLeavesNothing", realNodeDestroyLeavesNothing},
+	} {
+		t.Run(c.name, c.test)
+	}
+}
+
 // e2eGone checks that destroy left nothing that the e2e stacks' training job ("e2e") and
 // cube ("e2e-cube") owned.
 func (k *kubeClients) e2eGone(ns string) resource.TestCheckFunc {
@@ -84,12 +106,12 @@ resource "ctr_training_job" "train" {
 `, ns, image, command, extra)
 }
 
-// TestAccRealNode_TrainingServesModel: the training job alone. Its task (the trainer
+// TestAccRealNode/TrainingServesModel: the training job alone. Its task (the trainer
 // stand-in) runs to completion, which the job's phase reports; and the model it wrote is
 // served over the file server's Service at the exported donefile_url: the donefile's line, a
 // directory listing of its input (as the transfer crawls it), and every record of every
 // SequenceFile listed there with the value the trainer wrote.
-func TestAccRealNode_TrainingServesModel(t *testing.T) {
+func realNodeTrainingServesModel(t *testing.T) {
 	k, ns, image := requireRealNode(t)
 	const id, gen = 500, 3
 	resource.Test(t, resource.TestCase{
@@ -105,12 +127,12 @@ func TestAccRealNode_TrainingServesModel(t *testing.T) {
 	})
 }
 
-// TestAccRealNode_TrainingToLookup: the trainer stand-in writes a model into the training
+// TestAccRealNode/TrainingToLookup: the trainer stand-in writes a model into the training
 // job's volume; its file server serves it over its Service; the cube's transfer picks the
 // donefile line up, builds, distributes and switches 2 shards × 2 replicas; served_version
 // becomes that version; and a Job on the node looks every key up through the exported
 // cube_conf mounted from a ConfigMap, as Paddle Serving would read it.
-func TestAccRealNode_TrainingToLookup(t *testing.T) {
+func realNodeTrainingToLookup(t *testing.T) {
 	k, ns, image := requireRealNode(t)
 	const id, gen = 1000, 1
 	var version string
@@ -138,11 +160,11 @@ func TestAccRealNode_TrainingToLookup(t *testing.T) {
 	})
 }
 
-// TestAccRealNode_RolloutUnderLookups: a second model version rolls out while a Job on the
+// TestAccRealNode/RolloutUnderLookups: a second model version rolls out while a Job on the
 // node looks keys up through the exported cube_conf the whole time: zero failed lookups and
 // no response mixing versions. The new version comes as a trainer does it: the training job
 // (command changed) runs again and writes version 2000 of generation 2.
-func TestAccRealNode_RolloutUnderLookups(t *testing.T) {
+func realNodeRolloutUnderLookups(t *testing.T) {
 	k, ns, image := requireRealNode(t)
 	var v1, v2 string
 	const load = "150s"
@@ -179,11 +201,11 @@ func TestAccRealNode_RolloutUnderLookups(t *testing.T) {
 	})
 }
 
-// TestAccRealNode_Reshard: shards 2 -> 3 -> 2. Growing, the transfer rebuilds the last model
+// TestAccRealNode/Reshard: shards 2 -> 3 -> 2. Growing, the transfer rebuilds the last model
 // for 3 shards and every key answers through the new cube_conf; shrinking, the 2-shard layout
 // serves before the removed shard's StatefulSet goes, and lookups through the 2-shard
 // cube_conf find every key again.
-func TestAccRealNode_Reshard(t *testing.T) {
+func realNodeReshard(t *testing.T) {
 	k, ns, image := requireRealNode(t)
 	const id, gen = 1000, 1
 	var v2, v3, v2again string
@@ -216,9 +238,9 @@ func TestAccRealNode_Reshard(t *testing.T) {
 	})
 }
 
-// TestAccRealNode_ReplicaComesBack: a cube pod deleted (its disk is an emptyDir, so it comes
+// TestAccRealNode/ReplicaComesBack: a cube pod deleted (its disk is an emptyDir, so it comes
 // back empty) serves the current version again without a new model: the transfer heals it.
-func TestAccRealNode_ReplicaComesBack(t *testing.T) {
+func realNodeReplicaComesBack(t *testing.T) {
 	k, ns, image := requireRealNode(t)
 	const id, gen = 1000, 1
 	var version string
@@ -234,9 +256,9 @@ func TestAccRealNode_ReplicaComesBack(t *testing.T) {
 	})
 }
 
-// TestAccRealNode_DestroyLeavesNothing: with storage set, every shard replica has a claim;
+// TestAccRealNode/DestroyLeavesNothing: with storage set, every shard replica has a claim;
 // destroy removes everything the resources own, and those claims too.
-func TestAccRealNode_DestroyLeavesNothing(t *testing.T) {
+func realNodeDestroyLeavesNothing(t *testing.T) {
 	k, ns, image := requireRealNode(t)
 	const id, gen = 1000, 1
 	var version string
