@@ -30,9 +30,7 @@ func realNodePaddleSaveToLookup(t *testing.T) {
 	k, ns, image := requireRealNode(t)
 	var v1, v2 string
 	var ids []string
-	resource.Test(t, resource.TestCase{
-		ProtoV6ProviderFactories: providerFactories,
-		CheckDestroy:             k.e2eGone(ns),
+	k.testE2E(t, ns, resource.TestCase{
 		Steps: []resource.TestStep{
 			{
 				Config: e2eExportStack(ns, image, 1),

@@ -47,6 +47,20 @@ func TestAccRealNode(t *testing.T) {
 	}
 }
 
+// testE2E runs c with the provider under test on the e2e stacks of ns: at its end, destroy
+// must leave nothing that their training job and cube owned, besides what c.CheckDestroy
+// checks.
+func (k *kubeClients) testE2E(t *testing.T, ns string, c resource.TestCase) {
+	t.Helper()
+	c.ProtoV6ProviderFactories = providerFactories
+	gone := k.e2eGone(ns)
+	if c.CheckDestroy != nil {
+		gone = resource.ComposeTestCheckFunc(gone, c.CheckDestroy)
+	}
+	c.CheckDestroy = gone
+	resource.Test(t, c)
+}
+
 // e2eGone checks that destroy left nothing that the e2e stacks' training job ("e2e") and
 // cube ("e2e-cube") owned.
 func (k *kubeClients) e2eGone(ns string) resource.TestCheckFunc {
@@ -114,9 +128,7 @@ resource "ctr_training_job" "train" {
 func realNodeTrainingServesModel(t *testing.T) {
 	k, ns, image := requireRealNode(t)
 	const id, gen = 500, 3
-	resource.Test(t, resource.TestCase{
-		ProtoV6ProviderFactories: providerFactories,
-		CheckDestroy:             k.checkNothingOwnedOf(ns, stack.Owner(stack.TrainingJobType, "e2e"), stack.TrainingJobKinds),
+	k.testE2E(t, ns, resource.TestCase{
 		Steps: []resource.TestStep{{
 			Config: e2eTraining(ns, image, id, gen, `  wait              = "completed"`),
 			ConfigStateChecks: []statecheck.StateCheck{
@@ -136,9 +148,7 @@ func realNodeTrainingToLookup(t *testing.T) {
 	k, ns, image := requireRealNode(t)
 	const id, gen = 1000, 1
 	var version string
-	resource.Test(t, resource.TestCase{
-		ProtoV6ProviderFactories: providerFactories,
-		CheckDestroy:             k.e2eGone(ns),
+	k.testE2E(t, ns, resource.TestCase{
 		Steps: []resource.TestStep{
 			{
 				Config: e2eStack(ns, image, id, gen),
@@ -168,8 +178,7 @@ func realNodeRolloutUnderLookups(t *testing.T) {
 	k, ns, image := requireRealNode(t)
 	var v1, v2 string
 	const load = "150s"
-	resource.Test(t, resource.TestCase{
-		ProtoV6ProviderFactories: providerFactories,
+	k.testE2E(t, ns, resource.TestCase{
 		Steps: []resource.TestStep{
 			{
 				Config: e2eStack(ns, image, 1000, 1),
@@ -211,8 +220,7 @@ func realNodeReshard(t *testing.T) {
 	var v2, v3, v2again string
 	update := resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectResourceAction("ctr_cube.cube", plancheck.ResourceActionUpdate),
 		plancheck.ExpectResourceAction("ctr_training_job.train", plancheck.ResourceActionNoop)}}
-	resource.Test(t, resource.TestCase{
-		ProtoV6ProviderFactories: providerFactories,
+	k.testE2E(t, ns, resource.TestCase{
 		Steps: []resource.TestStep{
 			{
 				Config: e2eStackShards(ns, image, id, gen, 2),
@@ -244,8 +252,7 @@ func realNodeReplicaComesBack(t *testing.T) {
 	k, ns, image := requireRealNode(t)
 	const id, gen = 1000, 1
 	var version string
-	resource.Test(t, resource.TestCase{
-		ProtoV6ProviderFactories: providerFactories,
+	k.testE2E(t, ns, resource.TestCase{
 		Steps: []resource.TestStep{{
 			Config: e2eStack(ns, image, id, gen),
 			Check: resource.ComposeTestCheckFunc(
@@ -262,9 +269,8 @@ func realNodeDestroyLeavesNothing(t *testing.T) {
 	k, ns, image := requireRealNode(t)
 	const id, gen = 1000, 1
 	var version string
-	resource.Test(t, resource.TestCase{
-		ProtoV6ProviderFactories: providerFactories,
-		CheckDestroy:             resource.ComposeTestCheckFunc(k.e2eGone(ns), k.checkNoClaims(ns)),
+	k.testE2E(t, ns, resource.TestCase{
+		CheckDestroy: k.checkNoClaims(ns),
 		Steps: []resource.TestStep{{
 			// The model output goes too only when not retained (it is by default; see
 			// TestAccTrainingJob_ModelOutputOutlivesTheJob).

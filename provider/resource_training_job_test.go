@@ -174,6 +174,16 @@ func TestAccTrainingJob_ModelOutputOutlivesTheJob(t *testing.T) {
 			return nil
 		}
 	}
+	// step applies extra with the planned action; the claim then carries retain.
+	step := func(extra string, action plancheck.ResourceActionType, retain string) resource.TestStep {
+		return resource.TestStep{
+			Config:           trainingJobConfig(ns, name, extra),
+			ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectResourceAction(jobAddr, action)}},
+			Check:            claimUID(retain),
+		}
+	}
+	const retrained = `  image = "volcanosh/edlctr:v2"
+  entry = "python train.py"`
 	resource.Test(t, resource.TestCase{
 		ProtoV6ProviderFactories: providerFactories,
 		// With retain = false, destroy leaves nothing, the claim included.
@@ -189,33 +199,11 @@ func TestAccTrainingJob_ModelOutputOutlivesTheJob(t *testing.T) {
 		},
 		Steps: []resource.TestStep{
 			{Config: trainingJobConfig(ns, name, ""), Check: claimUID("true")},
-			{
-				// Adding the block with defaults changes nothing that matters: no replacement.
-				Config: trainingJobConfig(ns, name, `  model_output = { retain = true }`),
-				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
-					plancheck.ExpectResourceAction(jobAddr, plancheck.ResourceActionUpdate),
-				}},
-				Check: claimUID("true"),
-			},
-			{
-				// A retraining: the job is replaced, its model output is not.
-				Config: trainingJobConfig(ns, name, `  image = "volcanosh/edlctr:v2"
-  entry = "python train.py"
-  model_output = { retain = true }`),
-				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
-					plancheck.ExpectResourceAction(jobAddr, plancheck.ResourceActionDestroyBeforeCreate),
-				}},
-				Check: claimUID("true"),
-			},
-			{
-				Config: trainingJobConfig(ns, name, `  image = "volcanosh/edlctr:v2"
-  entry = "python train.py"
-  model_output = { retain = false }`),
-				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
-					plancheck.ExpectResourceAction(jobAddr, plancheck.ResourceActionUpdate),
-				}},
-				Check: claimUID(""),
-			},
+			// Adding the block with defaults changes nothing that matters: no replacement.
+			step(`  model_output = { retain = true }`, plancheck.ResourceActionUpdate, "true"),
+			// A retraining: the job is replaced, its model output is not.
+			step(retrained+"\n  model_output = { retain = true }", plancheck.ResourceActionDestroyBeforeCreate, "true"),
+			step(retrained+"\n  model_output = { retain = false }", plancheck.ResourceActionUpdate, ""),
 		},
 	})
 }

@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"text/tabwriter"
 	"time"
+
+	"github.com/elasticctr/terraform-provider-ctr/cube/procstat"
 )
 
 // HostileOptions configure RunHostile. Zero values take the documented
@@ -143,7 +145,7 @@ func RunHostile(ctx context.Context, o HostileOptions, w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	rssBefore, err := processStatusKiB(srv.pid(), "VmRSS")
+	rssBefore, err := procstat.KiB(srv.pid(), "VmRSS")
 	if err != nil {
 		return err
 	}
@@ -165,7 +167,7 @@ func RunHostile(ctx context.Context, o HostileOptions, w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	hwm, err := processStatusKiB(srv.pid(), "VmHWM")
+	hwm, err := procstat.KiB(srv.pid(), "VmHWM")
 	if err != nil {
 		return err
 	}

@@ -19,6 +19,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/elasticctr/terraform-provider-ctr/cube/procstat"
 	"github.com/elasticctr/terraform-provider-ctr/internal/loopback"
 )
 
@@ -61,21 +62,6 @@ func processCPU(pid int) (float64, error) {
 	return (ut + st) / clockTicks, nil
 }
 
-// processStatusKiB reads a field of /proc/<pid>/status given in kB, such as
-// VmRSS or VmHWM (the peak resident set).
-func processStatusKiB(pid int, field string) (int64, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0, err
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if rest, ok := strings.CutPrefix(line, field+":"); ok {
-			return strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
-		}
-	}
-	return 0, fmt.Errorf("no %s in /proc/%d/status", field, pid)
-}
-
 // peakRSSEvery is how often runPeakRSS samples a child's peak resident set.
 const peakRSSEvery = 10 * time.Millisecond
 
@@ -90,7 +76,7 @@ func runPeakRSS(cmd *exec.Cmd) (int64, error) {
 	}
 	var peak atomic.Int64
 	sample := func() {
-		if kib, err := processStatusKiB(cmd.Process.Pid, "VmHWM"); err == nil {
+		if kib, err := procstat.KiB(cmd.Process.Pid, "VmHWM"); err == nil {
 			peak.Store(max(peak.Load(), kib))
 		}
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/elasticctr/terraform-provider-ctr/cube/layout"
 	"github.com/elasticctr/terraform-provider-ctr/cube/pipeline"
+	"github.com/elasticctr/terraform-provider-ctr/cube/procstat"
 	"github.com/elasticctr/terraform-provider-ctr/cube/transfer"
 )
 
@@ -310,7 +311,7 @@ func serveSize(ctx context.Context, o ScaleOptions, data, shard string, n int, i
 	if v.lookups, err = drive(ctx, bo, "cube", srv.pid(), cubeWorker(srv.addr, bo)); err != nil {
 		return v, err
 	}
-	v.serverRSSKiB, err = processStatusKiB(srv.pid(), "VmRSS")
+	v.serverRSSKiB, err = procstat.KiB(srv.pid(), "VmRSS")
 	return v, err
 }
 

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"strconv"
@@ -52,9 +53,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	if *serverProfile != "" {
 		o.ServerArgs = append(o.ServerArgs, "--cpuprofile", *serverProfile)
 	}
-	ctx, stop := untilSignal()
-	defer stop()
-	return bench.Run(ctx, o, stdout)
+	return interruptible(func(ctx context.Context) error { return bench.Run(ctx, o, stdout) })
 }
 
 func runBenchHostile(args []string, stdout, stderr io.Writer) error {
@@ -71,9 +70,7 @@ func runBenchHostile(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	o.ServerArgs = fs.Args() // after "--": extra "cube server" flags
-	ctx, stop := untilSignal()
-	defer stop()
-	return bench.RunHostile(ctx, o, stdout)
+	return interruptible(func(ctx context.Context) error { return bench.RunHostile(ctx, o, stdout) })
 }
 
 func runBenchScale(args []string, stdout, stderr io.Writer) error {
@@ -108,9 +105,7 @@ func runBenchScale(args []string, stdout, stderr io.Writer) error {
 	}
 	o.Tables = strings.Split(*tables, ",")
 	o.Memory = strings.Split(*memory, ",")
-	ctx, stop := untilSignal()
-	defer stop()
-	return bench.RunScale(ctx, o, stdout)
+	return interruptible(func(ctx context.Context) error { return bench.RunScale(ctx, o, stdout) })
 }
 
 // intList parses a comma-separated list of positive integers.

@@ -17,6 +17,13 @@ func untilSignal() (context.Context, context.CancelFunc) {
 	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 }
 
+// interruptible runs f with a context that ends at SIGINT or SIGTERM.
+func interruptible(f func(context.Context) error) error {
+	ctx, stop := untilSignal()
+	defer stop()
+	return f(ctx)
+}
+
 // service is what serveUntilSignal runs on a listener: an http.Server or a cube server.
 type service interface {
 	Serve(net.Listener) error

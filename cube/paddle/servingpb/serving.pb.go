@@ -2,7 +2,7 @@
 // versions:
 // 	protoc-gen-go v1.36.11-devel
 // 	protoc        (unknown)
-// source: server_configure.proto
+// source: serving.proto
 
 package servingpb
 
@@ -54,11 +54,11 @@ func (x EngineDesc_SparseParamServiceType) String() string {
 }
 
 func (EngineDesc_SparseParamServiceType) Descriptor() protoreflect.EnumDescriptor {
-	return file_server_configure_proto_enumTypes[0].Descriptor()
+	return file_serving_proto_enumTypes[0].Descriptor()
 }
 
 func (EngineDesc_SparseParamServiceType) Type() protoreflect.EnumType {
-	return &file_server_configure_proto_enumTypes[0]
+	return &file_serving_proto_enumTypes[0]
 }
 
 func (x EngineDesc_SparseParamServiceType) Number() protoreflect.EnumNumber {
@@ -77,7 +77,7 @@ func (x *EngineDesc_SparseParamServiceType) UnmarshalJSON(b []byte) error {
 
 // Deprecated: Use EngineDesc_SparseParamServiceType.Descriptor instead.
 func (EngineDesc_SparseParamServiceType) EnumDescriptor() ([]byte, []int) {
-	return file_server_configure_proto_rawDescGZIP(), []int{0, 0}
+	return file_serving_proto_rawDescGZIP(), []int{0, 0}
 }
 
 type EngineDesc struct {
@@ -90,7 +90,7 @@ type EngineDesc struct {
 	GpuIds                      []int32                            `protobuf:"varint,6,rep,name=gpu_ids,json=gpuIds" json:"gpu_ids,omitempty"`
 	VersionFile                 *string                            `protobuf:"bytes,7,opt,name=version_file,json=versionFile" json:"version_file,omitempty"`
 	VersionType                 *string                            `protobuf:"bytes,8,opt,name=version_type,json=versionType" json:"version_type,omitempty"`
-	SparseParamServiceType      *EngineDesc_SparseParamServiceType `protobuf:"varint,10,opt,name=sparse_param_service_type,json=sparseParamServiceType,enum=baidu.paddle_serving.configure.EngineDesc_SparseParamServiceType" json:"sparse_param_service_type,omitempty"`
+	SparseParamServiceType      *EngineDesc_SparseParamServiceType `protobuf:"varint,10,opt,name=sparse_param_service_type,json=sparseParamServiceType,enum=baidu.paddle_serving.EngineDesc_SparseParamServiceType" json:"sparse_param_service_type,omitempty"`
 	SparseParamServiceTableName *string                            `protobuf:"bytes,11,opt,name=sparse_param_service_table_name,json=sparseParamServiceTableName" json:"sparse_param_service_table_name,omitempty"`
 	EnableMemoryOptimization    *bool                              `protobuf:"varint,12,opt,name=enable_memory_optimization,json=enableMemoryOptimization" json:"enable_memory_optimization,omitempty"`
 	EnableIrOptimization        *bool                              `protobuf:"varint,13,opt,name=enable_ir_optimization,json=enableIrOptimization" json:"enable_ir_optimization,omitempty"`
@@ -124,7 +124,7 @@ const (
 
 func (x *EngineDesc) Reset() {
 	*x = EngineDesc{}
-	mi := &file_server_configure_proto_msgTypes[0]
+	mi := &file_serving_proto_msgTypes[0]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -136,7 +136,7 @@ func (x *EngineDesc) String() string {
 func (*EngineDesc) ProtoMessage() {}
 
 func (x *EngineDesc) ProtoReflect() protoreflect.Message {
-	mi := &file_server_configure_proto_msgTypes[0]
+	mi := &file_serving_proto_msgTypes[0]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -149,7 +149,7 @@ func (x *EngineDesc) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EngineDesc.ProtoReflect.Descriptor instead.
 func (*EngineDesc) Descriptor() ([]byte, []int) {
-	return file_server_configure_proto_rawDescGZIP(), []int{0}
+	return file_serving_proto_rawDescGZIP(), []int{0}
 }
 
 func (x *EngineDesc) GetName() string {
@@ -343,7 +343,7 @@ type ModelToolkitConf struct {
 
 func (x *ModelToolkitConf) Reset() {
 	*x = ModelToolkitConf{}
-	mi := &file_server_configure_proto_msgTypes[1]
+	mi := &file_serving_proto_msgTypes[1]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -355,7 +355,7 @@ func (x *ModelToolkitConf) String() string {
 func (*ModelToolkitConf) ProtoMessage() {}
 
 func (x *ModelToolkitConf) ProtoReflect() protoreflect.Message {
-	mi := &file_server_configure_proto_msgTypes[1]
+	mi := &file_serving_proto_msgTypes[1]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -368,7 +368,7 @@ func (x *ModelToolkitConf) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ModelToolkitConf.ProtoReflect.Descriptor instead.
 func (*ModelToolkitConf) Descriptor() ([]byte, []int) {
-	return file_server_configure_proto_rawDescGZIP(), []int{1}
+	return file_serving_proto_rawDescGZIP(), []int{1}
 }
 
 func (x *ModelToolkitConf) GetEngines() []*EngineDesc {
@@ -396,7 +396,7 @@ type ResourceConf struct {
 
 func (x *ResourceConf) Reset() {
 	*x = ResourceConf{}
-	mi := &file_server_configure_proto_msgTypes[2]
+	mi := &file_serving_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -408,7 +408,7 @@ func (x *ResourceConf) String() string {
 func (*ResourceConf) ProtoMessage() {}
 
 func (x *ResourceConf) ProtoReflect() protoreflect.Message {
-	mi := &file_server_configure_proto_msgTypes[2]
+	mi := &file_serving_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -421,7 +421,7 @@ func (x *ResourceConf) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResourceConf.ProtoReflect.Descriptor instead.
 func (*ResourceConf) Descriptor() ([]byte, []int) {
-	return file_server_configure_proto_rawDescGZIP(), []int{2}
+	return file_serving_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *ResourceConf) GetModelToolkitPath() []string {
@@ -504,7 +504,7 @@ type DAGNodeDependency struct {
 
 func (x *DAGNodeDependency) Reset() {
 	*x = DAGNodeDependency{}
-	mi := &file_server_configure_proto_msgTypes[3]
+	mi := &file_serving_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -516,7 +516,7 @@ func (x *DAGNodeDependency) String() string {
 func (*DAGNodeDependency) ProtoMessage() {}
 
 func (x *DAGNodeDependency) ProtoReflect() protoreflect.Message {
-	mi := &file_server_configure_proto_msgTypes[3]
+	mi := &file_serving_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -529,7 +529,7 @@ func (x *DAGNodeDependency) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DAGNodeDependency.ProtoReflect.Descriptor instead.
 func (*DAGNodeDependency) Descriptor() ([]byte, []int) {
-	return file_server_configure_proto_rawDescGZIP(), []int{3}
+	return file_serving_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *DAGNodeDependency) GetName() string {
@@ -558,7 +558,7 @@ type DAGNode struct {
 
 func (x *DAGNode) Reset() {
 	*x = DAGNode{}
-	mi := &file_server_configure_proto_msgTypes[4]
+	mi := &file_serving_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -570,7 +570,7 @@ func (x *DAGNode) String() string {
 func (*DAGNode) ProtoMessage() {}
 
 func (x *DAGNode) ProtoReflect() protoreflect.Message {
-	mi := &file_server_configure_proto_msgTypes[4]
+	mi := &file_serving_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -583,7 +583,7 @@ func (x *DAGNode) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DAGNode.ProtoReflect.Descriptor instead.
 func (*DAGNode) Descriptor() ([]byte, []int) {
-	return file_server_configure_proto_rawDescGZIP(), []int{4}
+	return file_serving_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *DAGNode) GetName() string {
@@ -625,7 +625,7 @@ type Workflow struct {
 
 func (x *Workflow) Reset() {
 	*x = Workflow{}
-	mi := &file_server_configure_proto_msgTypes[5]
+	mi := &file_serving_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -637,7 +637,7 @@ func (x *Workflow) String() string {
 func (*Workflow) ProtoMessage() {}
 
 func (x *Workflow) ProtoReflect() protoreflect.Message {
-	mi := &file_server_configure_proto_msgTypes[5]
+	mi := &file_serving_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -650,7 +650,7 @@ func (x *Workflow) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Workflow.ProtoReflect.Descriptor instead.
 func (*Workflow) Descriptor() ([]byte, []int) {
-	return file_server_configure_proto_rawDescGZIP(), []int{5}
+	return file_serving_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *Workflow) GetName() string {
@@ -683,7 +683,7 @@ type WorkflowConf struct {
 
 func (x *WorkflowConf) Reset() {
 	*x = WorkflowConf{}
-	mi := &file_server_configure_proto_msgTypes[6]
+	mi := &file_serving_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -695,7 +695,7 @@ func (x *WorkflowConf) String() string {
 func (*WorkflowConf) ProtoMessage() {}
 
 func (x *WorkflowConf) ProtoReflect() protoreflect.Message {
-	mi := &file_server_configure_proto_msgTypes[6]
+	mi := &file_serving_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -708,7 +708,7 @@ func (x *WorkflowConf) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkflowConf.ProtoReflect.Descriptor instead.
 func (*WorkflowConf) Descriptor() ([]byte, []int) {
-	return file_server_configure_proto_rawDescGZIP(), []int{6}
+	return file_serving_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *WorkflowConf) GetWorkflows() []*Workflow {
@@ -729,7 +729,7 @@ type InferService struct {
 
 func (x *InferService) Reset() {
 	*x = InferService{}
-	mi := &file_server_configure_proto_msgTypes[7]
+	mi := &file_serving_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -741,7 +741,7 @@ func (x *InferService) String() string {
 func (*InferService) ProtoMessage() {}
 
 func (x *InferService) ProtoReflect() protoreflect.Message {
-	mi := &file_server_configure_proto_msgTypes[7]
+	mi := &file_serving_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -754,7 +754,7 @@ func (x *InferService) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InferService.ProtoReflect.Descriptor instead.
 func (*InferService) Descriptor() ([]byte, []int) {
-	return file_server_configure_proto_rawDescGZIP(), []int{7}
+	return file_serving_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *InferService) GetName() string {
@@ -788,7 +788,7 @@ type InferServiceConf struct {
 
 func (x *InferServiceConf) Reset() {
 	*x = InferServiceConf{}
-	mi := &file_server_configure_proto_msgTypes[8]
+	mi := &file_serving_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -800,7 +800,7 @@ func (x *InferServiceConf) String() string {
 func (*InferServiceConf) ProtoMessage() {}
 
 func (x *InferServiceConf) ProtoReflect() protoreflect.Message {
-	mi := &file_server_configure_proto_msgTypes[8]
+	mi := &file_serving_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -813,7 +813,7 @@ func (x *InferServiceConf) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InferServiceConf.ProtoReflect.Descriptor instead.
 func (*InferServiceConf) Descriptor() ([]byte, []int) {
-	return file_server_configure_proto_rawDescGZIP(), []int{8}
+	return file_serving_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *InferServiceConf) GetPort() uint32 {
@@ -830,11 +830,587 @@ func (x *InferServiceConf) GetServices() []*InferService {
 	return nil
 }
 
-var File_server_configure_proto protoreflect.FileDescriptor
+type FeedVar struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          *string                `protobuf:"bytes,1,opt,name=name" json:"name,omitempty"`
+	AliasName     *string                `protobuf:"bytes,2,opt,name=alias_name,json=aliasName" json:"alias_name,omitempty"`
+	IsLodTensor   *bool                  `protobuf:"varint,3,opt,name=is_lod_tensor,json=isLodTensor,def=0" json:"is_lod_tensor,omitempty"`
+	FeedType      *int32                 `protobuf:"varint,4,opt,name=feed_type,json=feedType,def=0" json:"feed_type,omitempty"`
+	Shape         []int32                `protobuf:"varint,5,rep,name=shape" json:"shape,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
 
-const file_server_configure_proto_rawDesc = "" +
+// Default values for FeedVar fields.
+const (
+	Default_FeedVar_IsLodTensor = bool(false)
+	Default_FeedVar_FeedType    = int32(0)
+)
+
+func (x *FeedVar) Reset() {
+	*x = FeedVar{}
+	mi := &file_serving_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FeedVar) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FeedVar) ProtoMessage() {}
+
+func (x *FeedVar) ProtoReflect() protoreflect.Message {
+	mi := &file_serving_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FeedVar.ProtoReflect.Descriptor instead.
+func (*FeedVar) Descriptor() ([]byte, []int) {
+	return file_serving_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *FeedVar) GetName() string {
+	if x != nil && x.Name != nil {
+		return *x.Name
+	}
+	return ""
+}
+
+func (x *FeedVar) GetAliasName() string {
+	if x != nil && x.AliasName != nil {
+		return *x.AliasName
+	}
+	return ""
+}
+
+func (x *FeedVar) GetIsLodTensor() bool {
+	if x != nil && x.IsLodTensor != nil {
+		return *x.IsLodTensor
+	}
+	return Default_FeedVar_IsLodTensor
+}
+
+func (x *FeedVar) GetFeedType() int32 {
+	if x != nil && x.FeedType != nil {
+		return *x.FeedType
+	}
+	return Default_FeedVar_FeedType
+}
+
+func (x *FeedVar) GetShape() []int32 {
+	if x != nil {
+		return x.Shape
+	}
+	return nil
+}
+
+type FetchVar struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          *string                `protobuf:"bytes,1,opt,name=name" json:"name,omitempty"`
+	AliasName     *string                `protobuf:"bytes,2,opt,name=alias_name,json=aliasName" json:"alias_name,omitempty"`
+	IsLodTensor   *bool                  `protobuf:"varint,3,opt,name=is_lod_tensor,json=isLodTensor,def=0" json:"is_lod_tensor,omitempty"`
+	FetchType     *int32                 `protobuf:"varint,4,opt,name=fetch_type,json=fetchType,def=0" json:"fetch_type,omitempty"`
+	Shape         []int32                `protobuf:"varint,5,rep,name=shape" json:"shape,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+// Default values for FetchVar fields.
+const (
+	Default_FetchVar_IsLodTensor = bool(false)
+	Default_FetchVar_FetchType   = int32(0)
+)
+
+func (x *FetchVar) Reset() {
+	*x = FetchVar{}
+	mi := &file_serving_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FetchVar) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FetchVar) ProtoMessage() {}
+
+func (x *FetchVar) ProtoReflect() protoreflect.Message {
+	mi := &file_serving_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FetchVar.ProtoReflect.Descriptor instead.
+func (*FetchVar) Descriptor() ([]byte, []int) {
+	return file_serving_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *FetchVar) GetName() string {
+	if x != nil && x.Name != nil {
+		return *x.Name
+	}
+	return ""
+}
+
+func (x *FetchVar) GetAliasName() string {
+	if x != nil && x.AliasName != nil {
+		return *x.AliasName
+	}
+	return ""
+}
+
+func (x *FetchVar) GetIsLodTensor() bool {
+	if x != nil && x.IsLodTensor != nil {
+		return *x.IsLodTensor
+	}
+	return Default_FetchVar_IsLodTensor
+}
+
+func (x *FetchVar) GetFetchType() int32 {
+	if x != nil && x.FetchType != nil {
+		return *x.FetchType
+	}
+	return Default_FetchVar_FetchType
+}
+
+func (x *FetchVar) GetShape() []int32 {
+	if x != nil {
+		return x.Shape
+	}
+	return nil
+}
+
+type GeneralModelConfig struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	FeedVar       []*FeedVar             `protobuf:"bytes,1,rep,name=feed_var,json=feedVar" json:"feed_var,omitempty"`
+	FetchVar      []*FetchVar            `protobuf:"bytes,2,rep,name=fetch_var,json=fetchVar" json:"fetch_var,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GeneralModelConfig) Reset() {
+	*x = GeneralModelConfig{}
+	mi := &file_serving_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GeneralModelConfig) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GeneralModelConfig) ProtoMessage() {}
+
+func (x *GeneralModelConfig) ProtoReflect() protoreflect.Message {
+	mi := &file_serving_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GeneralModelConfig.ProtoReflect.Descriptor instead.
+func (*GeneralModelConfig) Descriptor() ([]byte, []int) {
+	return file_serving_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *GeneralModelConfig) GetFeedVar() []*FeedVar {
+	if x != nil {
+		return x.FeedVar
+	}
+	return nil
+}
+
+func (x *GeneralModelConfig) GetFetchVar() []*FetchVar {
+	if x != nil {
+		return x.FetchVar
+	}
+	return nil
+}
+
+type Tensor struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	Int64Data      []int64                `protobuf:"varint,1,rep,packed,name=int64_data,json=int64Data" json:"int64_data,omitempty"`
+	FloatData      []float32              `protobuf:"fixed32,2,rep,packed,name=float_data,json=floatData" json:"float_data,omitempty"`
+	IntData        []int32                `protobuf:"varint,3,rep,packed,name=int_data,json=intData" json:"int_data,omitempty"`
+	Float64Data    []float64              `protobuf:"fixed64,4,rep,packed,name=float64_data,json=float64Data" json:"float64_data,omitempty"`
+	Uint32Data     []uint32               `protobuf:"varint,5,rep,packed,name=uint32_data,json=uint32Data" json:"uint32_data,omitempty"`
+	BoolData       []bool                 `protobuf:"varint,6,rep,packed,name=bool_data,json=boolData" json:"bool_data,omitempty"`
+	Complex64Data  []float32              `protobuf:"fixed32,7,rep,packed,name=complex64_data,json=complex64Data" json:"complex64_data,omitempty"`
+	Complex128Data []float64              `protobuf:"fixed64,8,rep,packed,name=complex128_data,json=complex128Data" json:"complex128_data,omitempty"`
+	Data           []string               `protobuf:"bytes,9,rep,name=data" json:"data,omitempty"`
+	ElemType       *int32                 `protobuf:"varint,10,opt,name=elem_type,json=elemType" json:"elem_type,omitempty"`
+	Shape          []int32                `protobuf:"varint,11,rep,packed,name=shape" json:"shape,omitempty"`
+	Lod            []int32                `protobuf:"varint,12,rep,packed,name=lod" json:"lod,omitempty"`
+	Name           *string                `protobuf:"bytes,13,opt,name=name" json:"name,omitempty"`
+	AliasName      *string                `protobuf:"bytes,14,opt,name=alias_name,json=aliasName" json:"alias_name,omitempty"`
+	TensorContent  []byte                 `protobuf:"bytes,15,opt,name=tensor_content,json=tensorContent" json:"tensor_content,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *Tensor) Reset() {
+	*x = Tensor{}
+	mi := &file_serving_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Tensor) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Tensor) ProtoMessage() {}
+
+func (x *Tensor) ProtoReflect() protoreflect.Message {
+	mi := &file_serving_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Tensor.ProtoReflect.Descriptor instead.
+func (*Tensor) Descriptor() ([]byte, []int) {
+	return file_serving_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *Tensor) GetInt64Data() []int64 {
+	if x != nil {
+		return x.Int64Data
+	}
+	return nil
+}
+
+func (x *Tensor) GetFloatData() []float32 {
+	if x != nil {
+		return x.FloatData
+	}
+	return nil
+}
+
+func (x *Tensor) GetIntData() []int32 {
+	if x != nil {
+		return x.IntData
+	}
+	return nil
+}
+
+func (x *Tensor) GetFloat64Data() []float64 {
+	if x != nil {
+		return x.Float64Data
+	}
+	return nil
+}
+
+func (x *Tensor) GetUint32Data() []uint32 {
+	if x != nil {
+		return x.Uint32Data
+	}
+	return nil
+}
+
+func (x *Tensor) GetBoolData() []bool {
+	if x != nil {
+		return x.BoolData
+	}
+	return nil
+}
+
+func (x *Tensor) GetComplex64Data() []float32 {
+	if x != nil {
+		return x.Complex64Data
+	}
+	return nil
+}
+
+func (x *Tensor) GetComplex128Data() []float64 {
+	if x != nil {
+		return x.Complex128Data
+	}
+	return nil
+}
+
+func (x *Tensor) GetData() []string {
+	if x != nil {
+		return x.Data
+	}
+	return nil
+}
+
+func (x *Tensor) GetElemType() int32 {
+	if x != nil && x.ElemType != nil {
+		return *x.ElemType
+	}
+	return 0
+}
+
+func (x *Tensor) GetShape() []int32 {
+	if x != nil {
+		return x.Shape
+	}
+	return nil
+}
+
+func (x *Tensor) GetLod() []int32 {
+	if x != nil {
+		return x.Lod
+	}
+	return nil
+}
+
+func (x *Tensor) GetName() string {
+	if x != nil && x.Name != nil {
+		return *x.Name
+	}
+	return ""
+}
+
+func (x *Tensor) GetAliasName() string {
+	if x != nil && x.AliasName != nil {
+		return *x.AliasName
+	}
+	return ""
+}
+
+func (x *Tensor) GetTensorContent() []byte {
+	if x != nil {
+		return x.TensorContent
+	}
+	return nil
+}
+
+type Request struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Tensor        []*Tensor              `protobuf:"bytes,1,rep,name=tensor" json:"tensor,omitempty"`
+	FetchVarNames []string               `protobuf:"bytes,2,rep,name=fetch_var_names,json=fetchVarNames" json:"fetch_var_names,omitempty"`
+	ProfileServer *bool                  `protobuf:"varint,3,opt,name=profile_server,json=profileServer" json:"profile_server,omitempty"`
+	LogId         *uint64                `protobuf:"varint,4,opt,name=log_id,json=logId" json:"log_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Request) Reset() {
+	*x = Request{}
+	mi := &file_serving_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Request) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Request) ProtoMessage() {}
+
+func (x *Request) ProtoReflect() protoreflect.Message {
+	mi := &file_serving_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Request.ProtoReflect.Descriptor instead.
+func (*Request) Descriptor() ([]byte, []int) {
+	return file_serving_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *Request) GetTensor() []*Tensor {
+	if x != nil {
+		return x.Tensor
+	}
+	return nil
+}
+
+func (x *Request) GetFetchVarNames() []string {
+	if x != nil {
+		return x.FetchVarNames
+	}
+	return nil
+}
+
+func (x *Request) GetProfileServer() bool {
+	if x != nil && x.ProfileServer != nil {
+		return *x.ProfileServer
+	}
+	return false
+}
+
+func (x *Request) GetLogId() uint64 {
+	if x != nil && x.LogId != nil {
+		return *x.LogId
+	}
+	return 0
+}
+
+type Response struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Outputs       []*ModelOutput         `protobuf:"bytes,1,rep,name=outputs" json:"outputs,omitempty"`
+	ProfileTime   []int64                `protobuf:"varint,2,rep,packed,name=profile_time,json=profileTime" json:"profile_time,omitempty"`
+	ProfileServer *bool                  `protobuf:"varint,3,opt,name=profile_server,json=profileServer" json:"profile_server,omitempty"`
+	LogId         *uint64                `protobuf:"varint,4,opt,name=log_id,json=logId" json:"log_id,omitempty"`
+	ErrNo         *int32                 `protobuf:"varint,5,opt,name=err_no,json=errNo" json:"err_no,omitempty"`
+	ErrMsg        *string                `protobuf:"bytes,6,opt,name=err_msg,json=errMsg" json:"err_msg,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Response) Reset() {
+	*x = Response{}
+	mi := &file_serving_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Response) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Response) ProtoMessage() {}
+
+func (x *Response) ProtoReflect() protoreflect.Message {
+	mi := &file_serving_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Response.ProtoReflect.Descriptor instead.
+func (*Response) Descriptor() ([]byte, []int) {
+	return file_serving_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *Response) GetOutputs() []*ModelOutput {
+	if x != nil {
+		return x.Outputs
+	}
+	return nil
+}
+
+func (x *Response) GetProfileTime() []int64 {
+	if x != nil {
+		return x.ProfileTime
+	}
+	return nil
+}
+
+func (x *Response) GetProfileServer() bool {
+	if x != nil && x.ProfileServer != nil {
+		return *x.ProfileServer
+	}
+	return false
+}
+
+func (x *Response) GetLogId() uint64 {
+	if x != nil && x.LogId != nil {
+		return *x.LogId
+	}
+	return 0
+}
+
+func (x *Response) GetErrNo() int32 {
+	if x != nil && x.ErrNo != nil {
+		return *x.ErrNo
+	}
+	return 0
+}
+
+func (x *Response) GetErrMsg() string {
+	if x != nil && x.ErrMsg != nil {
+		return *x.ErrMsg
+	}
+	return ""
+}
+
+type ModelOutput struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Tensor        []*Tensor              `protobuf:"bytes,1,rep,name=tensor" json:"tensor,omitempty"`
+	EngineName    *string                `protobuf:"bytes,2,opt,name=engine_name,json=engineName" json:"engine_name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ModelOutput) Reset() {
+	*x = ModelOutput{}
+	mi := &file_serving_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ModelOutput) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ModelOutput) ProtoMessage() {}
+
+func (x *ModelOutput) ProtoReflect() protoreflect.Message {
+	mi := &file_serving_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ModelOutput.ProtoReflect.Descriptor instead.
+func (*ModelOutput) Descriptor() ([]byte, []int) {
+	return file_serving_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *ModelOutput) GetTensor() []*Tensor {
+	if x != nil {
+		return x.Tensor
+	}
+	return nil
+}
+
+func (x *ModelOutput) GetEngineName() string {
+	if x != nil && x.EngineName != nil {
+		return *x.EngineName
+	}
+	return ""
+}
+
+var File_serving_proto protoreflect.FileDescriptor
+
+const file_serving_proto_rawDesc = "" +
 	"\n" +
-	"\x16server_configure.proto\x12\x1ebaidu.paddle_serving.configure\"\x97\t\n" +
+	"\rserving.proto\x12\x14baidu.paddle_serving\"\x8d\t\n" +
 	"\n" +
 	"EngineDesc\x12\x12\n" +
 	"\x04name\x18\x01 \x02(\tR\x04name\x12\x12\n" +
@@ -844,9 +1420,9 @@ const file_server_configure_proto_rawDesc = "" +
 	"\tmodel_dir\x18\x05 \x02(\tR\bmodelDir\x12\x17\n" +
 	"\agpu_ids\x18\x06 \x03(\x05R\x06gpuIds\x12!\n" +
 	"\fversion_file\x18\a \x01(\tR\vversionFile\x12!\n" +
-	"\fversion_type\x18\b \x01(\tR\vversionType\x12|\n" +
+	"\fversion_type\x18\b \x01(\tR\vversionType\x12r\n" +
 	"\x19sparse_param_service_type\x18\n" +
-	" \x01(\x0e2A.baidu.paddle_serving.configure.EngineDesc.SparseParamServiceTypeR\x16sparseParamServiceType\x12D\n" +
+	" \x01(\x0e27.baidu.paddle_serving.EngineDesc.SparseParamServiceTypeR\x16sparseParamServiceType\x12D\n" +
 	"\x1fsparse_param_service_table_name\x18\v \x01(\tR\x1bsparseParamServiceTableName\x12<\n" +
 	"\x1aenable_memory_optimization\x18\f \x01(\bR\x18enableMemoryOptimization\x124\n" +
 	"\x16enable_ir_optimization\x18\r \x01(\bR\x14enableIrOptimization\x12\x17\n" +
@@ -868,9 +1444,9 @@ const file_server_configure_proto_rawDesc = "" +
 	"\x04NONE\x10\x00\x12\t\n" +
 	"\x05LOCAL\x10\x01\x12\n" +
 	"\n" +
-	"\x06REMOTE\x10\x02\"X\n" +
-	"\x10ModelToolkitConf\x12D\n" +
-	"\aengines\x18\x01 \x03(\v2*.baidu.paddle_serving.configure.EngineDescR\aengines\"\xc2\x03\n" +
+	"\x06REMOTE\x10\x02\"N\n" +
+	"\x10ModelToolkitConf\x12:\n" +
+	"\aengines\x18\x01 \x03(\v2 .baidu.paddle_serving.EngineDescR\aengines\"\xc2\x03\n" +
 	"\fResourceConf\x12,\n" +
 	"\x12model_toolkit_path\x18\x01 \x03(\tR\x10modelToolkitPath\x12,\n" +
 	"\x12model_toolkit_file\x18\x02 \x03(\tR\x10modelToolkitFile\x12,\n" +
@@ -885,87 +1461,154 @@ const file_server_configure_proto_rawDesc = "" +
 	"\x11auth_container_id\x18\x15 \x01(\tR\x0fauthContainerId\";\n" +
 	"\x11DAGNodeDependency\x12\x12\n" +
 	"\x04name\x18\x01 \x02(\tR\x04name\x12\x12\n" +
-	"\x04mode\x18\x02 \x02(\tR\x04mode\"\xa2\x01\n" +
+	"\x04mode\x18\x02 \x02(\tR\x04mode\"\x98\x01\n" +
 	"\aDAGNode\x12\x12\n" +
 	"\x04name\x18\x01 \x02(\tR\x04name\x12\x12\n" +
 	"\x04type\x18\x02 \x02(\tR\x04type\x12\x18\n" +
-	"\aaddress\x18\x03 \x03(\tR\aaddress\x12U\n" +
-	"\fdependencies\x18\x04 \x03(\v21.baidu.paddle_serving.configure.DAGNodeDependencyR\fdependencies\"\x82\x01\n" +
+	"\aaddress\x18\x03 \x03(\tR\aaddress\x12K\n" +
+	"\fdependencies\x18\x04 \x03(\v2'.baidu.paddle_serving.DAGNodeDependencyR\fdependencies\"x\n" +
 	"\bWorkflow\x12\x12\n" +
 	"\x04name\x18\x01 \x02(\tR\x04name\x12#\n" +
-	"\rworkflow_type\x18\x02 \x02(\tR\fworkflowType\x12=\n" +
-	"\x05nodes\x18\x03 \x03(\v2'.baidu.paddle_serving.configure.DAGNodeR\x05nodes\"V\n" +
-	"\fWorkflowConf\x12F\n" +
-	"\tworkflows\x18\x01 \x03(\v2(.baidu.paddle_serving.configure.WorkflowR\tworkflows\"X\n" +
+	"\rworkflow_type\x18\x02 \x02(\tR\fworkflowType\x123\n" +
+	"\x05nodes\x18\x03 \x03(\v2\x1d.baidu.paddle_serving.DAGNodeR\x05nodes\"L\n" +
+	"\fWorkflowConf\x12<\n" +
+	"\tworkflows\x18\x01 \x03(\v2\x1e.baidu.paddle_serving.WorkflowR\tworkflows\"X\n" +
 	"\fInferService\x12\x12\n" +
 	"\x04name\x18\x01 \x02(\tR\x04name\x12\x16\n" +
 	"\x06merger\x18\x02 \x01(\tR\x06merger\x12\x1c\n" +
-	"\tworkflows\x18\x06 \x03(\tR\tworkflows\"p\n" +
+	"\tworkflows\x18\x06 \x03(\tR\tworkflows\"f\n" +
 	"\x10InferServiceConf\x12\x12\n" +
-	"\x04port\x18\x01 \x01(\rR\x04port\x12H\n" +
-	"\bservices\x18\x02 \x03(\v2,.baidu.paddle_serving.configure.InferServiceR\bservicesBDZBgithub.com/elasticctr/terraform-provider-ctr/cube/paddle/servingpb"
+	"\x04port\x18\x01 \x01(\rR\x04port\x12>\n" +
+	"\bservices\x18\x02 \x03(\v2\".baidu.paddle_serving.InferServiceR\bservices\"\x9d\x01\n" +
+	"\aFeedVar\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1d\n" +
+	"\n" +
+	"alias_name\x18\x02 \x01(\tR\taliasName\x12)\n" +
+	"\ris_lod_tensor\x18\x03 \x01(\b:\x05falseR\visLodTensor\x12\x1e\n" +
+	"\tfeed_type\x18\x04 \x01(\x05:\x010R\bfeedType\x12\x14\n" +
+	"\x05shape\x18\x05 \x03(\x05R\x05shape\"\xa0\x01\n" +
+	"\bFetchVar\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1d\n" +
+	"\n" +
+	"alias_name\x18\x02 \x01(\tR\taliasName\x12)\n" +
+	"\ris_lod_tensor\x18\x03 \x01(\b:\x05falseR\visLodTensor\x12 \n" +
+	"\n" +
+	"fetch_type\x18\x04 \x01(\x05:\x010R\tfetchType\x12\x14\n" +
+	"\x05shape\x18\x05 \x03(\x05R\x05shape\"\x8b\x01\n" +
+	"\x12GeneralModelConfig\x128\n" +
+	"\bfeed_var\x18\x01 \x03(\v2\x1d.baidu.paddle_serving.FeedVarR\afeedVar\x12;\n" +
+	"\tfetch_var\x18\x02 \x03(\v2\x1e.baidu.paddle_serving.FetchVarR\bfetchVar\"\xed\x03\n" +
+	"\x06Tensor\x12!\n" +
+	"\n" +
+	"int64_data\x18\x01 \x03(\x03B\x02\x10\x01R\tint64Data\x12!\n" +
+	"\n" +
+	"float_data\x18\x02 \x03(\x02B\x02\x10\x01R\tfloatData\x12\x1d\n" +
+	"\bint_data\x18\x03 \x03(\x05B\x02\x10\x01R\aintData\x12%\n" +
+	"\ffloat64_data\x18\x04 \x03(\x01B\x02\x10\x01R\vfloat64Data\x12#\n" +
+	"\vuint32_data\x18\x05 \x03(\rB\x02\x10\x01R\n" +
+	"uint32Data\x12\x1f\n" +
+	"\tbool_data\x18\x06 \x03(\bB\x02\x10\x01R\bboolData\x12)\n" +
+	"\x0ecomplex64_data\x18\a \x03(\x02B\x02\x10\x01R\rcomplex64Data\x12+\n" +
+	"\x0fcomplex128_data\x18\b \x03(\x01B\x02\x10\x01R\x0ecomplex128Data\x12\x12\n" +
+	"\x04data\x18\t \x03(\tR\x04data\x12\x1b\n" +
+	"\telem_type\x18\n" +
+	" \x01(\x05R\belemType\x12\x18\n" +
+	"\x05shape\x18\v \x03(\x05B\x02\x10\x01R\x05shape\x12\x14\n" +
+	"\x03lod\x18\f \x03(\x05B\x02\x10\x01R\x03lod\x12\x12\n" +
+	"\x04name\x18\r \x01(\tR\x04name\x12\x1d\n" +
+	"\n" +
+	"alias_name\x18\x0e \x01(\tR\taliasName\x12%\n" +
+	"\x0etensor_content\x18\x0f \x01(\fR\rtensorContent\"\xa5\x01\n" +
+	"\aRequest\x124\n" +
+	"\x06tensor\x18\x01 \x03(\v2\x1c.baidu.paddle_serving.TensorR\x06tensor\x12&\n" +
+	"\x0ffetch_var_names\x18\x02 \x03(\tR\rfetchVarNames\x12%\n" +
+	"\x0eprofile_server\x18\x03 \x01(\bR\rprofileServer\x12\x15\n" +
+	"\x06log_id\x18\x04 \x01(\x04R\x05logId\"\xdc\x01\n" +
+	"\bResponse\x12;\n" +
+	"\aoutputs\x18\x01 \x03(\v2!.baidu.paddle_serving.ModelOutputR\aoutputs\x12%\n" +
+	"\fprofile_time\x18\x02 \x03(\x03B\x02\x10\x01R\vprofileTime\x12%\n" +
+	"\x0eprofile_server\x18\x03 \x01(\bR\rprofileServer\x12\x15\n" +
+	"\x06log_id\x18\x04 \x01(\x04R\x05logId\x12\x15\n" +
+	"\x06err_no\x18\x05 \x01(\x05R\x05errNo\x12\x17\n" +
+	"\aerr_msg\x18\x06 \x01(\tR\x06errMsg\"d\n" +
+	"\vModelOutput\x124\n" +
+	"\x06tensor\x18\x01 \x03(\v2\x1c.baidu.paddle_serving.TensorR\x06tensor\x12\x1f\n" +
+	"\vengine_name\x18\x02 \x01(\tR\n" +
+	"engineNameBDZBgithub.com/elasticctr/terraform-provider-ctr/cube/paddle/servingpb"
 
 var (
-	file_server_configure_proto_rawDescOnce sync.Once
-	file_server_configure_proto_rawDescData []byte
+	file_serving_proto_rawDescOnce sync.Once
+	file_serving_proto_rawDescData []byte
 )
 
-func file_server_configure_proto_rawDescGZIP() []byte {
-	file_server_configure_proto_rawDescOnce.Do(func() {
-		file_server_configure_proto_rawDescData = protoimpl.X.CompressGZIP(unsafe.Slice(unsafe.StringData(file_server_configure_proto_rawDesc), len(file_server_configure_proto_rawDesc)))
+func file_serving_proto_rawDescGZIP() []byte {
+	file_serving_proto_rawDescOnce.Do(func() {
+		file_serving_proto_rawDescData = protoimpl.X.CompressGZIP(unsafe.Slice(unsafe.StringData(file_serving_proto_rawDesc), len(file_serving_proto_rawDesc)))
 	})
-	return file_server_configure_proto_rawDescData
+	return file_serving_proto_rawDescData
 }
 
-var file_server_configure_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_server_configure_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
-var file_server_configure_proto_goTypes = []any{
-	(EngineDesc_SparseParamServiceType)(0), // 0: baidu.paddle_serving.configure.EngineDesc.SparseParamServiceType
-	(*EngineDesc)(nil),                     // 1: baidu.paddle_serving.configure.EngineDesc
-	(*ModelToolkitConf)(nil),               // 2: baidu.paddle_serving.configure.ModelToolkitConf
-	(*ResourceConf)(nil),                   // 3: baidu.paddle_serving.configure.ResourceConf
-	(*DAGNodeDependency)(nil),              // 4: baidu.paddle_serving.configure.DAGNodeDependency
-	(*DAGNode)(nil),                        // 5: baidu.paddle_serving.configure.DAGNode
-	(*Workflow)(nil),                       // 6: baidu.paddle_serving.configure.Workflow
-	(*WorkflowConf)(nil),                   // 7: baidu.paddle_serving.configure.WorkflowConf
-	(*InferService)(nil),                   // 8: baidu.paddle_serving.configure.InferService
-	(*InferServiceConf)(nil),               // 9: baidu.paddle_serving.configure.InferServiceConf
+var file_serving_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
+var file_serving_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
+var file_serving_proto_goTypes = []any{
+	(EngineDesc_SparseParamServiceType)(0), // 0: baidu.paddle_serving.EngineDesc.SparseParamServiceType
+	(*EngineDesc)(nil),                     // 1: baidu.paddle_serving.EngineDesc
+	(*ModelToolkitConf)(nil),               // 2: baidu.paddle_serving.ModelToolkitConf
+	(*ResourceConf)(nil),                   // 3: baidu.paddle_serving.ResourceConf
+	(*DAGNodeDependency)(nil),              // 4: baidu.paddle_serving.DAGNodeDependency
+	(*DAGNode)(nil),                        // 5: baidu.paddle_serving.DAGNode
+	(*Workflow)(nil),                       // 6: baidu.paddle_serving.Workflow
+	(*WorkflowConf)(nil),                   // 7: baidu.paddle_serving.WorkflowConf
+	(*InferService)(nil),                   // 8: baidu.paddle_serving.InferService
+	(*InferServiceConf)(nil),               // 9: baidu.paddle_serving.InferServiceConf
+	(*FeedVar)(nil),                        // 10: baidu.paddle_serving.FeedVar
+	(*FetchVar)(nil),                       // 11: baidu.paddle_serving.FetchVar
+	(*GeneralModelConfig)(nil),             // 12: baidu.paddle_serving.GeneralModelConfig
+	(*Tensor)(nil),                         // 13: baidu.paddle_serving.Tensor
+	(*Request)(nil),                        // 14: baidu.paddle_serving.Request
+	(*Response)(nil),                       // 15: baidu.paddle_serving.Response
+	(*ModelOutput)(nil),                    // 16: baidu.paddle_serving.ModelOutput
 }
-var file_server_configure_proto_depIdxs = []int32{
-	0, // 0: baidu.paddle_serving.configure.EngineDesc.sparse_param_service_type:type_name -> baidu.paddle_serving.configure.EngineDesc.SparseParamServiceType
-	1, // 1: baidu.paddle_serving.configure.ModelToolkitConf.engines:type_name -> baidu.paddle_serving.configure.EngineDesc
-	4, // 2: baidu.paddle_serving.configure.DAGNode.dependencies:type_name -> baidu.paddle_serving.configure.DAGNodeDependency
-	5, // 3: baidu.paddle_serving.configure.Workflow.nodes:type_name -> baidu.paddle_serving.configure.DAGNode
-	6, // 4: baidu.paddle_serving.configure.WorkflowConf.workflows:type_name -> baidu.paddle_serving.configure.Workflow
-	8, // 5: baidu.paddle_serving.configure.InferServiceConf.services:type_name -> baidu.paddle_serving.configure.InferService
-	6, // [6:6] is the sub-list for method output_type
-	6, // [6:6] is the sub-list for method input_type
-	6, // [6:6] is the sub-list for extension type_name
-	6, // [6:6] is the sub-list for extension extendee
-	0, // [0:6] is the sub-list for field type_name
+var file_serving_proto_depIdxs = []int32{
+	0,  // 0: baidu.paddle_serving.EngineDesc.sparse_param_service_type:type_name -> baidu.paddle_serving.EngineDesc.SparseParamServiceType
+	1,  // 1: baidu.paddle_serving.ModelToolkitConf.engines:type_name -> baidu.paddle_serving.EngineDesc
+	4,  // 2: baidu.paddle_serving.DAGNode.dependencies:type_name -> baidu.paddle_serving.DAGNodeDependency
+	5,  // 3: baidu.paddle_serving.Workflow.nodes:type_name -> baidu.paddle_serving.DAGNode
+	6,  // 4: baidu.paddle_serving.WorkflowConf.workflows:type_name -> baidu.paddle_serving.Workflow
+	8,  // 5: baidu.paddle_serving.InferServiceConf.services:type_name -> baidu.paddle_serving.InferService
+	10, // 6: baidu.paddle_serving.GeneralModelConfig.feed_var:type_name -> baidu.paddle_serving.FeedVar
+	11, // 7: baidu.paddle_serving.GeneralModelConfig.fetch_var:type_name -> baidu.paddle_serving.FetchVar
+	13, // 8: baidu.paddle_serving.Request.tensor:type_name -> baidu.paddle_serving.Tensor
+	16, // 9: baidu.paddle_serving.Response.outputs:type_name -> baidu.paddle_serving.ModelOutput
+	13, // 10: baidu.paddle_serving.ModelOutput.tensor:type_name -> baidu.paddle_serving.Tensor
+	11, // [11:11] is the sub-list for method output_type
+	11, // [11:11] is the sub-list for method input_type
+	11, // [11:11] is the sub-list for extension type_name
+	11, // [11:11] is the sub-list for extension extendee
+	0,  // [0:11] is the sub-list for field type_name
 }
 
-func init() { file_server_configure_proto_init() }
-func file_server_configure_proto_init() {
-	if File_server_configure_proto != nil {
+func init() { file_serving_proto_init() }
+func file_serving_proto_init() {
+	if File_serving_proto != nil {
 		return
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
-			RawDescriptor: unsafe.Slice(unsafe.StringData(file_server_configure_proto_rawDesc), len(file_server_configure_proto_rawDesc)),
+			RawDescriptor: unsafe.Slice(unsafe.StringData(file_serving_proto_rawDesc), len(file_serving_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   9,
+			NumMessages:   16,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
-		GoTypes:           file_server_configure_proto_goTypes,
-		DependencyIndexes: file_server_configure_proto_depIdxs,
-		EnumInfos:         file_server_configure_proto_enumTypes,
-		MessageInfos:      file_server_configure_proto_msgTypes,
+		GoTypes:           file_serving_proto_goTypes,
+		DependencyIndexes: file_serving_proto_depIdxs,
+		EnumInfos:         file_serving_proto_enumTypes,
+		MessageInfos:      file_serving_proto_msgTypes,
 	}.Build()
-	File_server_configure_proto = out.File
-	file_server_configure_proto_goTypes = nil
-	file_server_configure_proto_depIdxs = nil
+	File_serving_proto = out.File
+	file_serving_proto_goTypes = nil
+	file_serving_proto_depIdxs = nil
 }
