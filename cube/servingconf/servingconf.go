@@ -147,16 +147,18 @@ func (o Options) Files() map[string]proto.Message {
 // textFormat is how the files are printed: multi-line, fields in number order.
 var textFormat = prototext.MarshalOptions{Multiline: true, Indent: "  "}
 
-// Write writes the working directory: every file of Files, cube.conf, and an empty
-// fluid_time_file in the engine's folder, each file published atomically.
-func Write(o Options) error {
+// Write writes the working directory below dir, the server's working directory: every file
+// of Files, cube.conf, and an empty fluid_time_file in the engine's folder, each file
+// published atomically.
+func Write(dir string, o Options) error {
 	if err := o.CheckWorkdir(); err != nil {
 		return err
 	}
 	if o.Model == nil {
 		return fmt.Errorf("no model configuration (%s)", ModelConfFile)
 	}
-	engineDir := filepath.Join(o.Workdir, o.nodes()[1])
+	work := filepath.Join(dir, o.Workdir)
+	engineDir := filepath.Join(work, o.nodes()[1])
 	if err := os.MkdirAll(engineDir, 0o755); err != nil {
 		return err
 	}
@@ -165,12 +167,12 @@ func Write(o Options) error {
 		if err != nil {
 			return fmt.Errorf("%s: %w", name, err)
 		}
-		if err := atomicfile.WriteFile(filepath.Join(o.Workdir, name), b, 0o644); err != nil {
+		if err := atomicfile.WriteFile(filepath.Join(work, name), b, 0o644); err != nil {
 			return err
 		}
 	}
 	if o.CubeConf != nil {
-		if err := atomicfile.WriteFile(filepath.Join(o.Workdir, CubeConfFile), o.CubeConf, 0o644); err != nil {
+		if err := atomicfile.WriteFile(filepath.Join(work, CubeConfFile), o.CubeConf, 0o644); err != nil {
 			return err
 		}
 	}

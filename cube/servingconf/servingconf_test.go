@@ -52,19 +52,19 @@ func TestFiles_MatchWhatServingGenerated(t *testing.T) {
 // names cube.conf in the workdir, and cube.conf is there under that name, byte for byte;
 // every file reads back through the strict parser the binary and the stand-in use.
 func TestWrite_CTRWithCube(t *testing.T) {
-	t.Chdir(t.TempDir())
+	dir := t.TempDir()
 	conf := []byte(`[{"dict_name":"test_dict","shard":1,"dup":1,"timeout":200,"retry":3,"backup_request":100,"type":"ipport_list","nodes":[{"ipport_list":"list://127.0.0.1:8027"}]}]`)
 	model := &servingpb.GeneralModelConfig{FeedVar: []*servingpb.FeedVar{{Name: proto.String("dense_input"), AliasName: proto.String("dense_input"), FeedType: proto.Int32(1), Shape: []int32{13}}}}
 	o := Options{Workdir: "workdir", ModelDir: "/serving/model", Port: 9292, Threads: 4, Model: model, CubeConf: conf}
-	if err := Write(o); err != nil {
+	if err := Write(dir, o); err != nil {
 		t.Fatal(err)
 	}
-	got, err := os.ReadFile(filepath.Join(".", "workdir", CubeConfFile))
+	got, err := os.ReadFile(filepath.Join(dir, "workdir", CubeConfFile))
 	if err != nil || string(got) != string(conf) {
 		t.Fatalf("cube.conf at ./workdir/cube.conf: %q, %v", got, err)
 	}
 	var res servingpb.ResourceConf
-	if err := readText(filepath.Join("workdir", ResourceFile), &res); err != nil {
+	if err := readText(filepath.Join(dir, "workdir", ResourceFile), &res); err != nil {
 		t.Fatal(err)
 	}
 	if res.GetCubeConfigPath() != "workdir" || res.GetCubeConfigFile() != CubeConfFile || res.GetModelToolkitFile()[0] != "GeneralDistKVInferOp_0/model_toolkit.prototxt" {
@@ -72,7 +72,7 @@ func TestWrite_CTRWithCube(t *testing.T) {
 	}
 	for name, m := range o.Files() {
 		back := m.ProtoReflect().New().Interface()
-		if err := readText(filepath.Join("workdir", name), back); err != nil {
+		if err := readText(filepath.Join(dir, "workdir", name), back); err != nil {
 			t.Fatal(err)
 		}
 		if !proto.Equal(m, back) {
@@ -80,14 +80,14 @@ func TestWrite_CTRWithCube(t *testing.T) {
 		}
 	}
 	var tk servingpb.ModelToolkitConf
-	if err := readText(filepath.Join("workdir", "GeneralDistKVInferOp_0", ModelToolkitFile), &tk); err != nil {
+	if err := readText(filepath.Join(dir, "workdir", "GeneralDistKVInferOp_0", ModelToolkitFile), &tk); err != nil {
 		t.Fatal(err)
 	}
 	e := tk.GetEngines()[0]
 	if e.GetReloadableMeta() != "/serving/model/fluid_time_file" || e.GetReloadableType() != "timestamp_ne" || !slices.Equal(e.GetGpuIds(), []int32{-1}) || e.GetUseGpu() {
 		t.Errorf("engine on CPU: %v", prototext.Format(e))
 	}
-	if _, err := os.Stat(filepath.Join("workdir", "GeneralDistKVInferOp_0", TimestampFile)); err != nil {
+	if _, err := os.Stat(filepath.Join(dir, "workdir", "GeneralDistKVInferOp_0", TimestampFile)); err != nil {
 		t.Errorf("the engine folder's fluid_time_file: %v", err)
 	}
 }

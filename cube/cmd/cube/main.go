@@ -13,9 +13,12 @@ import (
 	"log/slog"
 	"math"
 	"os"
+	"path/filepath"
 	"runtime/pprof"
 	"strconv"
 	"strings"
+
+	"github.com/elasticctr/terraform-provider-ctr/cube/servingstandin"
 )
 
 // version is set by the release build (-ldflags "-X main.version=...").
@@ -33,6 +36,7 @@ func commands() []command {
 		{"transfer", "watch a donefile, build, and roll versions out to every replica in two phases", runTransfer},
 		{"fileserver", "serve a model-output directory over HTTP (listings, HEAD, Range)", runFileserver},
 		{"export", "the model-output step: turn what Paddle saved (LoDTensor, combined params, SelectedRows, parameter-server table shards) into the cube's input and a donefile line, all or nothing", runExport},
+		{"serving", "run Paddle Serving's server binary for the CTR model and the cube without Python: wait for the model, write the server's configuration, pass SIGTERM on, exit with its status", runServing},
 		{"model", "write a synthetic model as a trainer would (SequenceFiles + a donefile line): a smoke test without Paddle", runModel},
 		{"seek", "look keys up through cube.conf or one server", runSeek},
 		{"bench", "benchmark a cube server against Redis MGET and memcached multi-get, pinned; \"bench scale\" how costs grow, \"bench rollout\" rollouts under load, \"bench hostile\" latency under hostile connections, \"bench export\" the model-output step against table size", runBench},
@@ -42,8 +46,17 @@ func commands() []command {
 }
 
 func main() {
+	// Started as "serving" (a link to this binary where SERVING_BIN points), it is the
+	// tests' stand-in for Paddle Serving's server, taking that binary's flags.
+	if filepath.Base(os.Args[0]) == standinName {
+		os.Exit(servingstandin.Main(os.Args[1:], os.Stdout, os.Stderr))
+	}
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
+
+// standinName is the name under which the binary is the serving stand-in: the name of
+// Paddle Serving's server binary.
+const standinName = "serving"
 
 func run(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" || args[0] == "-help" {
@@ -59,11 +72,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 	for _, c := range commands() {
 		if c.name == args[0] {
 			err := c.run(args[1:], stdout, stderr)
+			var status exitStatus
 			switch {
 			case err == nil || errors.Is(err, flag.ErrHelp):
 				return 0
 			case errors.Is(err, errUsage):
 				return 2
+			case errors.As(err, &status):
+				return int(status)
 			}
 			fmt.Fprintf(stderr, "cube %s: %v\n", c.name, err)
 			return 1
@@ -76,12 +92,19 @@ func run(args []string, stdout, stderr io.Writer) int {
 
 var errUsage = errors.New("usage")
 
+// exitStatus ends a command with that status and no message of its own: the process it
+// stands for (Paddle Serving's server) has said why.
+type exitStatus int
+
+func (e exitStatus) Error() string { return "exit status " + strconv.Itoa(int(e)) }
+
 func usage(w io.Writer) {
 	fmt.Fprintf(w, "Usage: cube <command> [flags]\n\nCommands:\n")
 	for _, c := range commands() {
 		fmt.Fprintf(w, "  %-10s %s\n", c.name, c.summary)
 	}
 	fmt.Fprintf(w, "  %-10s %s\n\nRun \"cube <command> --help\" for a command's flags.\n", "help", "show this help, or a command's with \"cube help <command>\"")
+	fmt.Fprintf(w, "\nStarted under the name %q (a link to it), the binary is a stand-in for Paddle Serving's\nserver that keeps its rules: the tests run it where Paddle's images cannot.\n", standinName)
 }
 
 // flags makes a FlagSet whose errors and help go to stderr/stdout.

@@ -1,0 +1,59 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/elasticctr/terraform-provider-ctr/cube/launch"
+)
+
+// runServing is the serving pod's command: Paddle Serving's C++ server without Python.
+func runServing(args []string, stdout, stderr io.Writer) error {
+	fs := flags("serving", "--model-url URL [--cube-conf FILE] [--port N]", stdout, stderr)
+	var o launch.Options
+	fs.StringVar(&o.ModelURL, "model-url", os.Getenv("MODEL_URL"), "`URL` of a .tar.gz of the serving model folder (default $MODEL_URL); a 404 means no model yet: the launcher waits")
+	fs.StringVar(&o.CubeConf, "cube-conf", os.Getenv("CUBE_CONF"), "cube.conf `file` (default $CUBE_CONF); empty serves without the cube")
+	fs.StringVar(&o.Bin, "serving-bin", os.Getenv("SERVING_BIN"), "the Paddle Serving server `binary` (default $SERVING_BIN, else "+launch.DefaultServingBin+"); it is never downloaded")
+	fs.StringVar(&o.Dir, "dir", "/serving", "the server's working `directory`: its configuration, the unpacked model and its logs go below it")
+	fs.IntVar(&o.Port, "port", 8010, "`port` the server listens on")
+	fs.IntVar(&o.Threads, "thread", 4, "server threads `N`")
+	gpus := fs.String("gpu-ids", "", "comma-separated GPU `ids` for the engine; empty runs on the CPU")
+	fs.DurationVar(&o.Poll, "poll", 10*time.Second, "how often to ask for the first model")
+	fs.Int64Var(&o.MaxModelBytes, "max-model-bytes", launch.DefaultMaxModelBytes, "largest unpacked model in `bytes`")
+	logLevel := fs.String("log-level", "info", "log level: debug, info, warn, error")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if o.ModelURL == "" {
+		return errors.New("--model-url (or $MODEL_URL) is required: the serving model's .tar.gz")
+	}
+	if *gpus != "" {
+		for _, s := range strings.Split(*gpus, ",") {
+			id, err := strconv.ParseInt(strings.TrimSpace(s), 10, 32)
+			if err != nil || id < 0 {
+				return fmt.Errorf("--gpu-ids: %q is not a GPU id", s)
+			}
+			o.GPUIDs = append(o.GPUIDs, int32(id))
+		}
+	}
+	o.Log = logger(stderr, *logLevel)
+	o.Stdout, o.Stderr = stdout, stderr
+	var code int
+	err := interruptible(func(ctx context.Context) (err error) {
+		code, err = launch.Run(ctx, o)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	if code != 0 {
+		return exitStatus(code)
+	}
+	return nil
+}

@@ -1,0 +1,190 @@
+// Package launch runs Paddle Serving 0.9.0's C++ server in a pod without Python or a shell
+// (cube serving): it waits for the model, unpacks it, writes the server's working directory
+// (servingconf) with cube.conf where the binary opens it, and runs the binary as its child:
+// SIGTERM reaches the server, and the launcher exits with the server's status.
+package launch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/elasticctr/terraform-provider-ctr/cube/servingconf"
+)
+
+// DefaultServingBin is where Paddle Serving's runtime images keep the server binary; the
+// images export SERVING_BIN only in /root/.bashrc, which no container command reads.
+const DefaultServingBin = "/usr/local/serving_bin/serving"
+
+// Options are one launch.
+type Options struct {
+	Bin      string // the server binary (SERVING_BIN), DefaultServingBin if empty
+	ModelURL string // a .tar.gz of the serving model folder
+	// Dir is the server's working directory: the workdir ("workdir"), the unpacked models
+	// ("models") and the server's log/ go below it.
+	Dir      string
+	CubeConf string // path of cube.conf; empty serves without the cube
+	Port     int
+	Threads  int
+	GPUIDs   []int32
+	// Poll is how often the launcher asks for a first model.
+	Poll          time.Duration
+	MaxModelBytes int64
+	HTTP          *http.Client
+	Log           *slog.Logger
+	Stdout        io.Writer // the server's output
+	Stderr        io.Writer
+}
+
+// The folders below Dir.
+const (
+	Workdir   = "workdir"
+	modelsDir = "models"
+)
+
+// Run waits for the first model, writes the working directory and runs the server until it
+// exits or ctx ends (then the server gets SIGTERM and Run waits for it). It returns the
+// server's exit status: 128+N when a signal N ended it.
+func Run(ctx context.Context, o Options) (int, error) {
+	if o.Bin == "" {
+		o.Bin = DefaultServingBin
+	}
+	if _, err := os.Stat(o.Bin); err != nil {
+		return 1, fmt.Errorf("the Paddle Serving binary %s: %w (set SERVING_BIN to the image's server binary; nothing is downloaded)", o.Bin, err)
+	}
+	var cubeConf []byte
+	if o.CubeConf != "" {
+		b, err := os.ReadFile(o.CubeConf)
+		if err != nil {
+			return 1, fmt.Errorf("cube.conf: %w", err)
+		}
+		cubeConf = b
+	}
+	model, err := waitForModel(ctx, o)
+	if err != nil {
+		return 1, err
+	}
+	conf, err := servingconf.ReadModelConf(model)
+	if err != nil {
+		return 1, err
+	}
+	rel, err := filepath.Rel(o.Dir, model)
+	if err != nil {
+		return 1, err
+	}
+	so := servingconf.Options{Workdir: Workdir, ModelDir: rel, Port: o.Port, Threads: o.Threads, CubeConf: cubeConf,
+		Model: conf, CombinedModel: combined(model), GPUIDs: o.GPUIDs}
+	if err := servingconf.Write(o.Dir, so); err != nil {
+		return 1, fmt.Errorf("write the server's configuration: %w", err)
+	}
+	if err := touch(filepath.Join(model, servingconf.TimestampFile)); err != nil {
+		return 1, err
+	}
+	code, err := runServer(ctx, o, servingconf.Command(o.Bin, so))
+	if err == nil && code != 0 {
+		o.Log.Error("Paddle Serving exited; its own log above says why", "status", code)
+	}
+	return code, err
+}
+
+// waitForModel fetches the model, asking again every Poll while there is none yet.
+func waitForModel(ctx context.Context, o Options) (string, error) {
+	client := o.HTTP
+	if client == nil {
+		client = &http.Client{Timeout: 10 * time.Minute}
+	}
+	maxBytes := o.MaxModelBytes
+	if maxBytes <= 0 {
+		maxBytes = DefaultMaxModelBytes
+	}
+	poll := o.Poll
+	if poll <= 0 {
+		poll = 10 * time.Second
+	}
+	started := time.Now()
+	for attempt := 1; ; attempt++ {
+		model, err := FetchModel(ctx, client, o.ModelURL, filepath.Join(o.Dir, modelsDir), maxBytes)
+		switch {
+		case err == nil:
+			o.Log.Info("model unpacked", "url", o.ModelURL, "dir", model)
+			return model, nil
+		case errors.Is(err, ErrNoModel):
+			if attempt == 1 || attempt%6 == 0 {
+				o.Log.Info("waiting for the first model: the server starts once the trainer has published one", "url", o.ModelURL, "waited", time.Since(started).Round(time.Second).String())
+			}
+		default:
+			o.Log.Warn("could not fetch the model; trying again", "url", o.ModelURL, "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return "", ctx.Err()
+		case <-time.After(poll):
+		}
+	}
+}
+
+// combined says whether the model's parameters are one file (what the engine's
+// combined_model means): a *.pdiparams, __params__ or params file beside the program.
+func combined(model string) bool {
+	entries, _ := os.ReadDir(model)
+	for _, e := range entries {
+		n := e.Name()
+		if !e.IsDir() && (filepath.Ext(n) == ".pdiparams" || n == "__params__" || n == "params") {
+			return true
+		}
+	}
+	return false
+}
+
+// runServer runs the command in Dir, passes ctx's end on as SIGTERM, and returns its status.
+func runServer(ctx context.Context, o Options, argv []string) (int, error) {
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Dir, cmd.Stdout, cmd.Stderr = o.Dir, o.Stdout, o.Stderr
+	o.Log.Info("starting Paddle Serving", "cmd", argv, "dir", o.Dir)
+	if err := cmd.Start(); err != nil {
+		return 1, fmt.Errorf("start %s: %w", argv[0], err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	var err error
+	select {
+	case err = <-done:
+	case <-ctx.Done():
+		o.Log.Info("stopping Paddle Serving (SIGTERM)")
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		err = <-done
+	}
+	var exit *exec.ExitError
+	switch {
+	case err == nil:
+		return 0, nil
+	case errors.As(err, &exit):
+		if ws, ok := exit.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			return 128 + int(ws.Signal()), nil
+		}
+		return exit.ExitCode(), nil
+	default:
+		return 1, err
+	}
+}
+
+// touch creates path or moves its mtime to now.
+func touch(path string) error {
+	now := time.Now()
+	if err := os.Chtimes(path, now, now); err == nil {
+		return nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	return f.Close()
+}
