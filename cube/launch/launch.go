@@ -14,6 +14,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -42,6 +44,22 @@ type Options struct {
 	Log           *slog.Logger
 	Stdout        io.Writer // the server's output
 	Stderr        io.Writer
+}
+
+// ParseGPUIDs parses a comma-separated list of GPU ids ("0,1"); empty is none (the CPU).
+func ParseGPUIDs(s string) ([]int32, error) {
+	if s == "" {
+		return nil, nil
+	}
+	var ids []int32
+	for _, f := range strings.Split(s, ",") {
+		id, err := strconv.ParseInt(strings.TrimSpace(f), 10, 32)
+		if err != nil || id < 0 {
+			return nil, fmt.Errorf("%q is not a GPU id", f)
+		}
+		ids = append(ids, int32(id))
+	}
+	return ids, nil
 }
 
 // The folders below Dir.

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/elasticctr/terraform-provider-ctr/cube/launch"
@@ -33,19 +31,15 @@ func runServing(args []string, stdout, stderr io.Writer) error {
 	if o.ModelURL == "" {
 		return errors.New("--model-url (or $MODEL_URL) is required: the serving model's .tar.gz")
 	}
-	if *gpus != "" {
-		for _, s := range strings.Split(*gpus, ",") {
-			id, err := strconv.ParseInt(strings.TrimSpace(s), 10, 32)
-			if err != nil || id < 0 {
-				return fmt.Errorf("--gpu-ids: %q is not a GPU id", s)
-			}
-			o.GPUIDs = append(o.GPUIDs, int32(id))
-		}
+	ids, err := launch.ParseGPUIDs(*gpus)
+	if err != nil {
+		return fmt.Errorf("--gpu-ids: %w", err)
 	}
+	o.GPUIDs = ids
 	o.Log = logger(stderr, *logLevel)
 	o.Stdout, o.Stderr = stdout, stderr
 	var code int
-	err := interruptible(func(ctx context.Context) (err error) {
+	err = interruptible(func(ctx context.Context) (err error) {
 		code, err = launch.Run(ctx, o)
 		return err
 	})
