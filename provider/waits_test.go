@@ -170,14 +170,14 @@ func TestAccTrainingJob_JobAbortedFailsEarly(t *testing.T) {
 // instead of failing, the job stays in state untainted (the next plan replaces nothing), and
 // the exported values say why.
 func TestAccTrainingJob_UnschedulableTimesOutWithWarning(t *testing.T) {
-	t.Parallel()
+	// Not parallel: see unplaceableGang.
 	k, ns, name := trainingJobTest(t)
 	rec := newDiagRecorder(t)
 	config := fmt.Sprintf(`
 resource "ctr_training_job" "test" {
   name      = %[2]q
   namespace = %[1]q
-  pserver   = { replicas = 1, requests = { cpu = "40" } }
+  pserver   = { replicas = 1, `+unplaceableGang+` }
   trainer   = { replicas = 1 }
   timeouts  = { create = "15s", delete = "3m" }
 }
@@ -215,16 +215,23 @@ resource "ctr_training_job" "test" {
 // TestAccTrainingJob_WaitSubmitted: wait = "submitted" returns as soon as Volcano has taken
 // the job, even one whose gang cannot be placed, without a warning.
 func TestAccTrainingJob_WaitSubmitted(t *testing.T) {
-	t.Parallel()
+	// Not parallel: see unplaceableGang.
 	testWaitReturnsAtOnce(t, "submitted")
 }
 
 // TestAccTrainingJob_WaitNone: wait = "none" returns once the objects are applied, without a
 // warning, even for a job whose gang cannot be placed.
 func TestAccTrainingJob_WaitNone(t *testing.T) {
-	t.Parallel()
+	// Not parallel: see unplaceableGang.
 	testWaitReturnsAtOnce(t, "none")
 }
+
+// unplaceableGang is the pserver request of the tests whose gang can never be placed (more
+// CPU than any node has). Such a job can still be admitted (Inqueue) by Volcano's overcommit
+// plugin, and then holds its requests against the queue: two or three of them at once leave
+// no room to admit the jobs of tests running beside them, which then stay Pending. Those
+// tests therefore run alone, before the parallel ones (a CI run failed so, once).
+const unplaceableGang = `requests = { cpu = "40" }`
 
 // testWaitReturnsAtOnce applies a job whose gang cannot be placed (a pserver asks for more
 // CPU than a node has) with wait: the apply returns with the job Pending and no warning.
@@ -239,7 +246,7 @@ func testWaitReturnsAtOnce(t *testing.T, wait string) {
 resource "ctr_training_job" "test" {
   name      = %[2]q
   namespace = %[1]q
-  pserver   = { replicas = 1, requests = { cpu = "40" } }
+  pserver   = { replicas = 1, `+unplaceableGang+` }
   trainer   = { replicas = 1 }
   wait      = %[3]q
   timeouts  = { create = "3m", delete = "3m" }
