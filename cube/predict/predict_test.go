@@ -10,6 +10,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -26,7 +28,7 @@ func kvConf(slots int) *servingpb.GeneralModelConfig {
 	c := &servingpb.GeneralModelConfig{FeedVar: []*servingpb.FeedVar{{Name: gproto.String("dense_input"), AliasName: gproto.String("dense_input"),
 		FeedType: gproto.Int32(Float32), Shape: []int32{13}}}}
 	for i := range slots {
-		n := "embedding_" + string(rune('0'+i)) + ".tmp_0"
+		n := "embedding_" + strconv.Itoa(i) + ".tmp_0"
 		c.FeedVar = append(c.FeedVar, &servingpb.FeedVar{Name: gproto.String(n), AliasName: gproto.String(n), IsLodTensor: gproto.Bool(true),
 			FeedType: gproto.Int32(Float32), Shape: []int32{-1}})
 	}
@@ -46,7 +48,7 @@ func TestRequest_FeedsInTheModelsOrder(t *testing.T) {
 		t.Fatalf("dense: %v", ts)
 	}
 	k := ts[1]
-	if k.GetElemType() != Int64 || !equal(k.GetInt64Data(), []int64{7, 9}) || !equal(k.GetShape(), []int32{2}) || !equal(k.GetLod(), []int32{0, 2}) {
+	if k.GetElemType() != Int64 || !slices.Equal(k.GetInt64Data(), []int64{7, 9}) || !slices.Equal(k.GetShape(), []int32{2}) || !slices.Equal(k.GetLod(), []int32{0, 2}) {
 		t.Errorf("slot 0: %v", k)
 	}
 	if _, err := Request(kvConf(2), [][]uint64{{1}}, dense); err == nil || !strings.Contains(err.Error(), "slots") {
@@ -63,18 +65,6 @@ func TestRequest_FeedsInTheModelsOrder(t *testing.T) {
 	if _, err := Request(m, nil, dense); err != nil {
 		t.Errorf("uci_housing: %v", err)
 	}
-}
-
-func equal[T comparable](a, b []T) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 var softmax = &servingpb.Response{Outputs: []*servingpb.ModelOutput{{EngineName: gproto.String("GeneralDistKVInferOp_0"),

@@ -198,14 +198,15 @@ func Command(bin string, o Options) []string {
 // ReadModelConf reads a model directory's serving_server_conf.prototxt.
 func ReadModelConf(modelDir string) (*servingpb.GeneralModelConfig, error) {
 	var m servingpb.GeneralModelConfig
-	return &m, readText(filepath.Join(modelDir, ModelConfFile), &m)
+	return &m, ReadText(filepath.Join(modelDir, ModelConfFile), &m)
 }
 
 // maxConfBytes bounds a configuration file read (the largest real one is a few KiB).
 const maxConfBytes = 1 << 20
 
-// readText parses a text-format file into m, refusing unknown fields, as the binary does.
-func readText(path string, m proto.Message) error {
+// ReadText parses a text-format configuration file into m, refusing unknown fields, as the
+// server binary does.
+func ReadText(path string, m proto.Message) error {
 	f, err := os.Open(path)
 	if err != nil {
 		return err

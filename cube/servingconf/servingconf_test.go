@@ -18,7 +18,7 @@ import (
 func golden(t *testing.T, path string, m proto.Message) proto.Message {
 	t.Helper()
 	out := m.ProtoReflect().New().Interface()
-	if err := readText(path, out); err != nil {
+	if err := ReadText(path, out); err != nil {
 		t.Fatal(err)
 	}
 	return out
@@ -64,7 +64,7 @@ func TestWrite_CTRWithCube(t *testing.T) {
 		t.Fatalf("cube.conf at ./workdir/cube.conf: %q, %v", got, err)
 	}
 	var res servingpb.ResourceConf
-	if err := readText(filepath.Join(dir, "workdir", ResourceFile), &res); err != nil {
+	if err := ReadText(filepath.Join(dir, "workdir", ResourceFile), &res); err != nil {
 		t.Fatal(err)
 	}
 	if res.GetCubeConfigPath() != "workdir" || res.GetCubeConfigFile() != CubeConfFile || res.GetModelToolkitFile()[0] != "GeneralDistKVInferOp_0/model_toolkit.prototxt" {
@@ -72,7 +72,7 @@ func TestWrite_CTRWithCube(t *testing.T) {
 	}
 	for name, m := range o.Files() {
 		back := m.ProtoReflect().New().Interface()
-		if err := readText(filepath.Join(dir, "workdir", name), back); err != nil {
+		if err := ReadText(filepath.Join(dir, "workdir", name), back); err != nil {
 			t.Fatal(err)
 		}
 		if !proto.Equal(m, back) {
@@ -80,7 +80,7 @@ func TestWrite_CTRWithCube(t *testing.T) {
 		}
 	}
 	var tk servingpb.ModelToolkitConf
-	if err := readText(filepath.Join(dir, "workdir", "GeneralDistKVInferOp_0", ModelToolkitFile), &tk); err != nil {
+	if err := ReadText(filepath.Join(dir, "workdir", "GeneralDistKVInferOp_0", ModelToolkitFile), &tk); err != nil {
 		t.Fatal(err)
 	}
 	e := tk.GetEngines()[0]

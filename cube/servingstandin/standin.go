@@ -28,12 +28,11 @@ import (
 	"syscall"
 	"time"
 
-	"google.golang.org/protobuf/encoding/prototext"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/elasticctr/terraform-provider-ctr/cube/api"
-	"github.com/elasticctr/terraform-provider-ctr/cube/bounded"
 	"github.com/elasticctr/terraform-provider-ctr/cube/paddle/servingpb"
+	"github.com/elasticctr/terraform-provider-ctr/cube/servingconf"
 )
 
 // Started is what the server prints on stdout once it serves.
@@ -200,18 +199,5 @@ func initialize(f flags, logf func(string, ...any)) (*server, error) {
 // readText opens path + "/" + file, as the server's configure parser does, and parses it
 // strictly.
 func readText(dir, file string, m proto.Message) error {
-	name := dir + "/" + file
-	fh, err := os.Open(filepath.Clean(name))
-	if err != nil {
-		return fmt.Errorf("open %s: %w", name, err)
-	}
-	defer fh.Close()
-	b, err := bounded.ReadAll(fh, 1<<20)
-	if err != nil {
-		return fmt.Errorf("read %s: %w", name, err)
-	}
-	if err := prototext.Unmarshal(b, m); err != nil {
-		return fmt.Errorf("parse %s: %w", name, err)
-	}
-	return nil
+	return servingconf.ReadText(filepath.Clean(dir+"/"+file), m)
 }

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -325,7 +326,7 @@ func TestTransferDonefileHangs(t *testing.T) {
 		}
 		c.Transfer.SetArgs(func(a []string) []string {
 			for i := 0; i+1 < len(args); i += 2 {
-				if swapped := swapFlag(a, args[i], args[i+1]); !equal(swapped, a) {
+				if swapped := swapFlag(a, args[i], args[i+1]); !slices.Equal(swapped, a) {
 					a = swapped
 				} else {
 					a = append(a, args[i], args[i+1])
@@ -366,18 +367,6 @@ func TestTransferDonefileHangs(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
-}
-
-func equal(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // startFileserver runs "cube fileserver" with args on a free loopback port
