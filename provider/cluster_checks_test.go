@@ -1124,23 +1124,24 @@ func (k *kubeClients) cubeConfChecksum(ns, name string) (string, error) {
 	return d.Spec.Template.Annotations[stack.CubeConfChecksumAnnotation], nil
 }
 
-// runsLauncher checks that the serving pods start with the launcher, mounted from the ConfigMap.
-func (k *kubeClients) runsLauncher(ns, name string) resource.TestCheckFunc {
+// runsLauncher checks that the serving pods start with the launcher (cube serving), which the
+// init container copies from the cube image, and point SERVING_BIN at the image's binary.
+func (k *kubeClients) runsLauncher(ns, name, launcherImage string) resource.TestCheckFunc {
 	return func(*terraform.State) error {
 		d, err := k.cs.AppsV1().Deployments(ns).Get(context.Background(), name, metav1.GetOptions{})
 		if err != nil {
 			return err
 		}
-		c := d.Spec.Template.Spec.Containers[0]
-		if fmt.Sprint(c.Command) != fmt.Sprint(stack.DefaultServingCommand) || fmt.Sprint(c.Args) != "[--port=8010 --enable_cube=true]" {
+		spec := d.Spec.Template.Spec
+		c := spec.Containers[0]
+		if fmt.Sprint(c.Command) != fmt.Sprint(stack.DefaultServingCommand) || fmt.Sprint(c.Args) != "[--port=8010 --dir="+stack.ServingWorkDir+"]" {
 			return fmt.Errorf("serving container runs %v %v, want the launcher", c.Command, c.Args)
 		}
-		cm, err := k.cs.CoreV1().ConfigMaps(ns).Get(context.Background(), name+"-cube-conf", metav1.GetOptions{})
-		if err != nil {
-			return err
+		if !slices.Contains(c.Env, corev1.EnvVar{Name: "SERVING_BIN", Value: stack.DefaultServingBin}) {
+			return fmt.Errorf("serving container env %v: no SERVING_BIN=%s", c.Env, stack.DefaultServingBin)
 		}
-		if cm.Data["serve_ctr.py"] != stack.ServingLauncher {
-			return fmt.Errorf("configmap %s-cube-conf does not hold the launcher", name)
+		if len(spec.InitContainers) != 1 || spec.InitContainers[0].Image != launcherImage || fmt.Sprint(spec.InitContainers[0].Args) != "[install "+stack.ServingLauncherDir+"]" {
+			return fmt.Errorf("init containers %v: want one that installs the launcher from %s", spec.InitContainers, launcherImage)
 		}
 		return nil
 	}

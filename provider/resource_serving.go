@@ -5,12 +5,14 @@ import (
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/tfsdk"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
 	"github.com/elasticctr/terraform-provider-ctr/internal/kube"
 	"github.com/elasticctr/terraform-provider-ctr/internal/stack"
+	"github.com/elasticctr/terraform-provider-ctr/provider/internal/diagnostics"
 )
 
 // NewServingResource is the ctr_serving resource.
@@ -43,7 +45,14 @@ func (r *servingResource) ModifyPlan(ctx context.Context, req resource.ModifyPla
 		return
 	}
 	if plan.known() {
-		servingWorkload.rendered(ctx, plan, r.images(), &resp.Diagnostics)
+		s, _, ok := servingWorkload.rendered(ctx, plan, r.images(), &resp.Diagnostics)
+		if !ok {
+			return
+		}
+		if s.LauncherImage == "" {
+			resp.Diagnostics.Append(diagnostics.InvalidSetting("Serving", path.Root("launcher_image"), stack.NoCubeImage))
+			return
+		}
 	} else {
 		plan.Manifests = unknownManifests()
 	}

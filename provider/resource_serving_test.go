@@ -50,7 +50,7 @@ func TestAccServing_Create(t *testing.T) {
 			statecheck.ExpectKnownValue(servingAddr, tfjsonpath.New("url"), knownvalue.StringExact(fmt.Sprintf("http://%s.%s.svc:8010", name, ns))),
 			statecheck.ExpectKnownValue(servingAddr, tfjsonpath.New("manifests"), knownvalue.MapSizeExact(3)),
 		},
-		Check: resource.ComposeTestCheckFunc(k.deploymentAvailable(ns, name, 1), k.runsLauncher(ns, name)),
+		Check: resource.ComposeTestCheckFunc(k.deploymentAvailable(ns, name, 1), k.runsLauncher(ns, name, stack.CubeImage(testVersion))),
 	}}...)
 }
 

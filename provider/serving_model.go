@@ -24,6 +24,7 @@ type servingModel struct {
 	ServiceType     types.String          `tfsdk:"service_type"`
 	ServiceAnnots   types.Map             `tfsdk:"service_annotations"`
 	ModelURL        types.String          `tfsdk:"model_url"`
+	LauncherImage   types.String          `tfsdk:"launcher_image"`
 	Command         types.List            `tfsdk:"command"`
 	Args            types.List            `tfsdk:"args"`
 	Env             types.Map             `tfsdk:"env"`
@@ -43,11 +44,12 @@ func (m *servingModel) known() bool { return modelKnown(m, servingSkips()) }
 // servingSkips are the attributes of its schema rendering does not read (see rendererSkips).
 var servingSkips = sync.OnceValue(func() map[string]bool { return rendererSkips(servingSchema(context.Background())) })
 
-func (m *servingModel) settings(ctx context.Context, _ stack.Images) (stack.Serving, diag.Diagnostics) {
+func (m *servingModel) settings(ctx context.Context, images stack.Images) (stack.Serving, diag.Diagnostics) {
 	var diags diag.Diagnostics
 	s := stack.Serving{Name: m.Name.ValueString(), Namespace: m.Namespace.ValueString(), Stack: m.Stack.ValueString(), Image: m.Image.ValueString(),
 		Replicas: int32(m.Replicas.ValueInt64()), Port: int32(m.Port.ValueInt64()), ServiceType: m.ServiceType.ValueString(),
 		ModelURL: m.ModelURL.ValueString(), CubeConf: m.CubeConf.ValueString(),
+		LauncherImage: m.LauncherImage.ValueString(), ProviderVersion: images.ProviderVersion, ImageRegistry: images.Registry,
 		ServiceAnnotations: stringMap(ctx, m.ServiceAnnots, &diags),
 		Command:            stringList(ctx, m.Command, &diags),
 		Args:               stringList(ctx, m.Args, &diags), Env: stringMap(ctx, m.Env, &diags), ImagePullSecrets: stringList(ctx, m.PullSecrets, &diags)}
@@ -72,6 +74,7 @@ func (m *servingModel) fromCluster(ctx context.Context, kc *kube.Client, diags *
 	m.Name, m.Namespace, m.Stack, m.Image = types.StringValue(s.Name), types.StringValue(s.Namespace), optionalString(s.Stack), optionalString(s.Image)
 	m.Replicas, m.Port, m.ServiceType = types.Int64Value(int64(s.Replicas)), types.Int64Value(int64(s.Port)), optionalString(s.ServiceType)
 	m.ModelURL, m.CubeConf, m.Env = optionalString(s.ModelURL), types.StringValue(s.CubeConf), optionalStringMap(ctx, s.Env, diags)
+	m.LauncherImage = optionalString(s.LauncherImage)
 	m.Args, m.Command = optionalStringList(ctx, s.Args, diags), optionalStringList(ctx, s.Command, diags)
 	m.ServiceAnnots = optionalStringMap(ctx, s.ServiceAnnotations, diags)
 	m.PullSecrets = optionalStringList(ctx, s.ImagePullSecrets, diags)

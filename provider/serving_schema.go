@@ -3,6 +3,8 @@ package provider
 import (
 	"context"
 	"fmt"
+	"strconv"
+	"strings"
 
 	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
 	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
@@ -20,11 +22,13 @@ const servingImage = "Paddle Serving's images run as root: no user and no read-o
 
 func servingSchema(ctx context.Context) schema.Schema {
 	return schema.Schema{
-		MarkdownDescription: "Paddle Serving with the CTR model, reading sparse parameters from `ctr_cube`: a Deployment whose launcher starts Serving with " +
-			"`--enable_cube=true`, the cube's `cube.conf` mounted from a ConfigMap at `/serving/conf/cube.conf`, and a Service. A changed " +
+		MarkdownDescription: "Paddle Serving with the CTR model, reading sparse parameters from `ctr_cube`: a Deployment whose launcher (`cube serving`, " +
+			"copied into the pod by an init container) waits for the model, writes Serving's configuration and runs the image's server binary " +
+			"with the cube's `cube.conf` (mounted from a ConfigMap at `/serving/conf/cube.conf`), and a Service. A changed " +
 			"`cube.conf` rolls the pods (a checksum annotation), because Serving reads it only at start. Apply waits for the rollout.\n\n" +
-			"**Pods.** " + hardenedDefaults + " Paddle Serving's images run as root and write inside their own filesystem (the unpacked model), " +
-			"so neither a non-root user nor a read-only root filesystem is forced. `security_context` relaxes these defaults. " +
+			"**Pods.** " + hardenedDefaults + " Paddle Serving's images run as root and write inside their own filesystem, " +
+			"so neither a non-root user nor a read-only root filesystem is forced on the serving container (the init container runs the cube " +
+			"image as its non-root user). `security_context` relaxes these defaults. " +
 			"The serving pods carry `app.kubernetes.io/part-of = <stack>` and `app.kubernetes.io/component = serving`: a `ctr_cube` with the " +
 			"same `stack` in the same namespace admits exactly these pods to its shards through its NetworkPolicy.",
 		Attributes: map[string]schema.Attribute{
@@ -44,11 +48,15 @@ func servingSchema(ctx context.Context) schema.Schema {
 			"service_type":        serviceTypeAttribute(),
 			"service_annotations": serviceAnnotationsAttribute("the serving Service"),
 			"model_url":           schema.StringAttribute{Optional: true, MarkdownDescription: "Where the dense model is fetched from (`MODEL_URL`), e.g. the training job's file server."},
+			"launcher_image": schema.StringAttribute{Optional: true, Validators: imageValidators,
+				MarkdownDescription: "Image the init container copies the launcher (`cube`) from into the pod, at `" + stack.ServingLauncherDir + "`. " +
+					"Defaults to the cube image of the provider's version (from the provider's `image_registry` when set), the image `ctr_cube` runs."},
 			"command": schema.ListAttribute{Optional: true, ElementType: types.StringType,
-				MarkdownDescription: "Container command. Defaults to `[\"python3\", \"" + stack.ServingLauncherPath + "\"]`: the launcher ctr mounts " +
-					"from the ConfigMap (see \"The serving contract\" below). Set it for an image that starts its own server."},
+				MarkdownDescription: "Container command. Defaults to `" + listDoc(stack.DefaultServingCommand) + "`: the launcher the init container " +
+					"installs (see \"The serving contract\" below). Set it for an image that starts its own server."},
 			"args": schema.ListAttribute{Optional: true, ElementType: types.StringType,
-				MarkdownDescription: "Container arguments. Defaults to `[\"--port=<port>\", \"--enable_cube=true\"]`, the launcher's."},
+				MarkdownDescription: "Container arguments. Defaults to `[\"--port=<port>\", \"--dir=" + stack.ServingWorkDir + "\"]`, the launcher's, " +
+					"plus `--gpu-ids=0,…,N-1` when `resources.limits` asks for N `" + stack.GPUResource + "`."},
 			"env": schema.MapAttribute{Optional: true, ElementType: types.StringType, DeprecationMessage: deprecatedFor("pod.env"),
 				MarkdownDescription: "Deprecated: use `pod.env`. Extra environment variables."},
 			"resources": schema.SingleNestedAttribute{Optional: true, MarkdownDescription: "Requests and limits of each pod.",
@@ -69,4 +77,13 @@ func servingSchema(ctx context.Context) schema.Schema {
 					"`status.loadBalancer.ingress[0]`, and the Service's `port`. " + loadBalancerWaitDoc},
 		},
 	}
+}
+
+// listDoc writes a list of strings as HCL does, for the docs: ["a", "b"].
+func listDoc(ss []string) string {
+	quoted := make([]string, len(ss))
+	for i, s := range ss {
+		quoted[i] = strconv.Quote(s)
+	}
+	return "[" + strings.Join(quoted, ", ") + "]"
 }

@@ -153,7 +153,7 @@ func freePort(t *testing.T) int {
 // stand-in that keeps the server's rules.
 func standin(t *testing.T) string {
 	t.Helper()
-	p := filepath.Join(t.TempDir(), "serving")
+	p := filepath.Join(t.TempDir(), servingstandin.BinaryName)
 	if err := os.Symlink(cubetest.Binary(t), p); err != nil {
 		t.Fatal(err)
 	}

@@ -1,5 +1,5 @@
 // Package servingstandin is the tests' stand-in for Paddle Serving 0.9.0's C++ server
-// (cube serving-standin): where Paddle's images cannot run, it keeps the rules that server
+// (the cube binary started as BinaryName): where Paddle's images cannot run, it keeps the rules that server
 // keeps, as ../shared/reference/paddle-serving.md lists them, so that a launcher that breaks
 // one fails here as it would on Paddle's image:
 //   - its command line is gflags' (-name value, -name=value; an unknown flag exits 1);
@@ -34,6 +34,10 @@ import (
 	"github.com/elasticctr/terraform-provider-ctr/cube/paddle/servingpb"
 	"github.com/elasticctr/terraform-provider-ctr/cube/servingconf"
 )
+
+// BinaryName is the name under which the cube binary is this stand-in (cube install links it
+// so): SERVING_BIN points at a link of that name where a test runs the launcher against it.
+const BinaryName = "paddle-serving-standin"
 
 // Started is what the server prints on stdout once it serves.
 const Started = "C++ Serving service started successfully!"

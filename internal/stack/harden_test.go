@@ -236,8 +236,15 @@ func TestHardenedPods_EveryPodTemplate(t *testing.T) {
 			assert.Equal(t, ours, ptr.Deref(c.SecurityContext.ReadOnlyRootFilesystem, false), "%s: read-only root only for this repository's image", key)
 			assert.Equal(t, ours, ptr.Deref(ps.RunAsNonRoot, false), "%s: non-root only for this repository's image (Paddle's run as root)", key)
 		}
+		for _, c := range tpl.Spec.InitContainers {
+			require.NotNil(t, c.SecurityContext, key)
+			assert.Equal(t, ptr.To(false), c.SecurityContext.AllowPrivilegeEscalation, key)
+			assert.Equal(t, []corev1.Capability{"ALL"}, c.SecurityContext.Capabilities.Drop, key)
+			assert.Equal(t, ptr.To(true), c.SecurityContext.ReadOnlyRootFilesystem, "%s: init container %s", key, c.Name)
+			assert.Equal(t, ptr.To(true), c.SecurityContext.RunAsNonRoot, "%s: init container %s runs the cube image as its user", key, c.Name)
+		}
 		writesVolume := false
-		for _, c := range tpl.Spec.Containers {
+		for _, c := range append(tpl.Spec.InitContainers, tpl.Spec.Containers...) {
 			for _, m := range c.VolumeMounts {
 				if !m.ReadOnly && m.Name != "slot-conf" {
 					writesVolume = true

@@ -47,8 +47,9 @@ var (
 	// no shell, user 65532, writes only to its data and work volumes.
 	cubeImageUser = imageUser{UID: cubeUID, ReadOnlyRoot: true}
 	// servingImageUser is Paddle Serving's image: it runs as root and writes inside its own
-	// filesystem (the unpacked model, logs), so neither a user nor a read-only root is forced.
-	servingImageUser = imageUser{}
+	// filesystem, so neither a user nor a read-only root is forced. Its volumes take the
+	// cube image's group: the init container (that image) writes the launcher's.
+	servingImageUser = imageUser{VolumeGroup: cubeUID}
 	// trainingImageUser is Paddle's training images, root like Serving's. Their pods share
 	// the model-output volume with the file server (this repository's image), so they give it
 	// the file server's group: both can write it, though no capability is left to root.

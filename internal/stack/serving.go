@@ -2,14 +2,15 @@ package stack
 
 import (
 	"crypto/sha256"
-	_ "embed" // the serving launcher
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -33,26 +34,27 @@ const (
 	servingConfDir         = "/serving/conf"
 	servingConfKey         = "cube.conf"
 	componentServing       = "serving"
-	// ServingLauncherPath is where the launcher (launcher/serve_ctr.py) is mounted from the
-	// serving ConfigMap; the default command runs it.
-	ServingLauncherPath = "/serving/bin/" + servingLauncherKey
-	servingLauncherKey  = "serve_ctr.py"
+	// ServingLauncherDir is the emptyDir the init container copies the cube binary into
+	// (cube install): Paddle's image has no cube, and no Python is needed.
+	ServingLauncherDir = "/ctr/bin"
+	// ServingLauncherPath is the launcher the default command runs: cube serving.
+	ServingLauncherPath = ServingLauncherDir + "/cube"
+	// ServingWorkDir is the launcher's --dir, an emptyDir: the server's configuration, the
+	// unpacked models and the server's logs go below it.
+	ServingWorkDir = "/ctr/serving"
+	// DefaultServingBin is where Paddle Serving's runtime images keep the server binary;
+	// they export SERVING_BIN only in /root/.bashrc, which no container command reads, so
+	// the pods set it (as Paddle's own Kubernetes template does).
+	DefaultServingBin = "/usr/local/serving_bin/serving"
+	// GPUResource is the resource whose limit gives the server GPU devices (--gpu-ids).
+	GPUResource = "nvidia.com/gpu"
 	// CubeConfChecksumAnnotation on the pod template rolls the pods when cube.conf changes:
 	// Paddle Serving reads it only at start.
 	CubeConfChecksumAnnotation = "ctr.elasticctr.io/cube-conf-sha256"
-	// LauncherChecksumAnnotation rolls the pods when the launcher changes (a provider
-	// upgrade): a file mounted with subPath is not updated in running pods.
-	LauncherChecksumAnnotation = "ctr.elasticctr.io/launcher-sha256"
 )
 
-// ServingLauncher starts Paddle Serving with the model from MODEL_URL and the cube.conf at
-// CUBE_CONF (see the script's header for its arguments).
-//
-//go:embed launcher/serve_ctr.py
-var ServingLauncher string
-
-// DefaultServingCommand runs the launcher with the image's python3.
-var DefaultServingCommand = []string{"python3", ServingLauncherPath}
+// DefaultServingCommand runs the launcher the init container installed.
+var DefaultServingCommand = []string{ServingLauncherPath, "serving"}
 
 // Serving is everything a `ctr_serving` says. Zero values mean "default".
 type Serving struct {
@@ -69,6 +71,12 @@ type Serving struct {
 	// ServiceAnnotations go on the Service: cloud load balancers are configured by them.
 	ServiceAnnotations map[string]string `json:"service_annotations,omitempty"`
 	ModelURL           string            `json:"model_url,omitempty"`
+	// LauncherImage is the image the init container copies the launcher (cube) from;
+	// empty: the cube image of the provider's version (Images.Cube).
+	LauncherImage string `json:"launcher_image,omitempty"`
+	// ProviderVersion and ImageRegistry pick the default LauncherImage (see Images).
+	ProviderVersion string `json:"-"`
+	ImageRegistry   string `json:"-"`
 	// Command replaces the image\'s entrypoint; nil: DefaultServingCommand.
 	Command  []string          `json:"command,omitempty"`
 	Args     []string          `json:"args,omitempty"`
@@ -100,10 +108,14 @@ func (s Serving) Defaulted() Serving {
 	if d.Command == nil {
 		d.Command = DefaultServingCommand
 	}
+	d.LauncherImage = orDefault(d.LauncherImage, Images{ProviderVersion: d.ProviderVersion, Registry: d.ImageRegistry}.Cube())
 	if d.Args == nil {
-		// The launcher's arguments: the port, and cube lookups on (it passes CUBE_CONF to
-		// Serving, which writes its place into resource.prototxt).
-		d.Args = []string{"--port=" + strconv.Itoa(int(d.Port)), "--enable_cube=true"}
+		// The launcher's arguments: the port, its working directory, and the GPUs the pod
+		// is given (a GPU limit of N: the devices 0..N-1 the container sees).
+		d.Args = []string{"--port=" + strconv.Itoa(int(d.Port)), "--dir=" + ServingWorkDir}
+		if ids := gpuIDs(d.Limits[GPUResource]); ids != "" {
+			d.Args = append(d.Args, "--gpu-ids="+ids)
+		}
 	}
 	d.Pod = mergeLegacy(d.Pod, d.Env, d.SecurityContext, nil, nil)
 	d.Env, d.SecurityContext = nil, nil
@@ -148,7 +160,7 @@ func (s Serving) objects() Set {
 	labels := commonLabels(s.Stack, s.Name, Owner(ServingType, s.Name), componentServing)
 	selector := map[string]string{LabelInstance: s.Name, LabelComponent: componentServing}
 	sum := sha256.Sum256([]byte(s.CubeConf))
-	env := []corev1.EnvVar{{Name: "CUBE_CONF", Value: servingConfDir + "/" + servingConfKey}}
+	env := []corev1.EnvVar{{Name: "CUBE_CONF", Value: servingConfDir + "/" + servingConfKey}, {Name: "SERVING_BIN", Value: DefaultServingBin}}
 	if s.ModelURL != "" {
 		env = append(env, corev1.EnvVar{Name: "MODEL_URL", Value: s.ModelURL})
 	}
@@ -159,7 +171,7 @@ func (s Serving) objects() Set {
 	set = append(set, toObject(&corev1.ConfigMap{
 		TypeMeta:   kindConfigMap,
 		ObjectMeta: meta(servingConfName(s.Name), s.Namespace, labels),
-		Data:       map[string]string{servingConfKey: s.CubeConf, servingLauncherKey: ServingLauncher},
+		Data:       map[string]string{servingConfKey: s.CubeConf},
 	}))
 	dep := &appsv1.Deployment{
 		TypeMeta:   kindDeployment,
@@ -168,26 +180,43 @@ func (s Serving) objects() Set {
 			Replicas: ptr.To(s.Replicas),
 			Selector: &metav1.LabelSelector{MatchLabels: selector},
 			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels, Annotations: map[string]string{CubeConfChecksumAnnotation: hex.EncodeToString(sum[:]),
-					LauncherChecksumAnnotation: checksum(ServingLauncher)}},
+				ObjectMeta: metav1.ObjectMeta{Labels: labels, Annotations: map[string]string{CubeConfChecksumAnnotation: hex.EncodeToString(sum[:])}},
 				Spec: corev1.PodSpec{
 					ImagePullSecrets: pullSecrets(s.ImagePullSecrets),
+					InitContainers: []corev1.Container{{
+						Name: "install-launcher", Image: s.LauncherImage, ImagePullPolicy: corev1.PullPolicy(s.ImagePullPolicy),
+						Args: []string{"install", ServingLauncherDir}, // the cube image's entrypoint is the binary
+						// A few MB copied once: small requests, so that the init container
+						// never decides the pod's size.
+						Resources: corev1.ResourceRequirements{
+							Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("32Mi")},
+							Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("128Mi")}},
+						VolumeMounts: []corev1.VolumeMount{{Name: "launcher", MountPath: ServingLauncherDir}},
+					}},
 					Containers: []corev1.Container{{
 						Name: "serving", Image: s.Image, ImagePullPolicy: corev1.PullPolicy(s.ImagePullPolicy),
-						WorkingDir: "/serving", Command: s.Command, Args: s.Args, Env: env,
+						Command: s.Command, Args: s.Args, Env: env,
 						Ports:          []corev1.ContainerPort{{Name: "serving", ContainerPort: s.Port, Protocol: corev1.ProtocolTCP}},
 						ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromString("serving")}}},
 						Resources:      resources(&Task{Requests: s.Requests, Limits: s.Limits}, false),
 						VolumeMounts: []corev1.VolumeMount{{Name: "cube-conf", MountPath: servingConfDir + "/" + servingConfKey, SubPath: servingConfKey, ReadOnly: true},
-							{Name: "cube-conf", MountPath: ServingLauncherPath, SubPath: servingLauncherKey, ReadOnly: true}},
+							{Name: "launcher", MountPath: ServingLauncherDir, ReadOnly: true},
+							{Name: "work", MountPath: ServingWorkDir}},
 					}},
 					Volumes: []corev1.Volume{{Name: "cube-conf", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
-						LocalObjectReference: corev1.LocalObjectReference{Name: servingConfName(s.Name)}}}}},
+						LocalObjectReference: corev1.LocalObjectReference{Name: servingConfName(s.Name)}}}},
+						{Name: "launcher", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+						{Name: "work", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}},
 				},
 			},
 		},
 	}
 	applyPod(&dep.Spec.Template, servingImageUser, s.Pod, s.Pod.ownServiceAccount(s.Name))
+	// The init container runs the cube image, whatever the serving image allows: its own
+	// non-root user and a read-only root filesystem.
+	cubePod, cubeCtr := hardenedPod(cubeImageUser, nil)
+	cubeCtr.RunAsNonRoot, cubeCtr.RunAsUser, cubeCtr.RunAsGroup = cubePod.RunAsNonRoot, cubePod.RunAsUser, cubePod.RunAsGroup
+	dep.Spec.Template.Spec.InitContainers[0].SecurityContext = cubeCtr
 	set = append(set, toObject(dep))
 	set = append(set, toObject(&corev1.Service{
 		TypeMeta:   kindService,
@@ -198,9 +227,18 @@ func (s Serving) objects() Set {
 	return set
 }
 
-func checksum(s string) string {
-	sum := sha256.Sum256([]byte(s))
-	return hex.EncodeToString(sum[:])
+// gpuIDs is the --gpu-ids of a GPU limit of n devices: "0,1,…,n-1", the ids the container
+// sees; "" for none (or a limit that is not a whole number, which Validate refuses).
+func gpuIDs(limit string) string {
+	n, err := strconv.Atoi(limit)
+	if err != nil || n < 1 {
+		return ""
+	}
+	ids := make([]string, n)
+	for i := range ids {
+		ids[i] = strconv.Itoa(i)
+	}
+	return strings.Join(ids, ",")
 }
 
 // ServingFromSettings decodes the settings annotation of a serving's Deployment.
@@ -217,6 +255,13 @@ func (s Serving) Validate() FieldErrors {
 		c.bad("cube_conf", "needs at least one dictionary with dict_name and shard >= 1")
 	}
 	c.resources("resources", s.Requests, s.Limits)
+	if gpus, ok := s.Limits[GPUResource]; ok && gpuIDs(gpus) == "" {
+		c.bad(fmt.Sprintf("resources.limits[%q]", GPUResource), "%q: a GPU limit is a whole number of devices", gpus)
+	}
+	if _, ok := s.Limits[GPUResource]; ok && s.Args == nil && (s.Image == "" || strings.HasSuffix(s.Image, ":0.9.0-runtime")) {
+		c.bad("image", "is Paddle Serving's CPU image, but resources.limits asks for %s: use a GPU runtime image (a 0.9.0-cuda*-runtime tag), "+
+			"or set args to run the launcher without --gpu-ids", GPUResource)
+	}
 	c.annotations("service_annotations", s.ServiceAnnotations)
 	c.securityContext("security_context", s.SecurityContext)
 	c.envNames("env", s.Env)
@@ -230,4 +275,9 @@ func (s Serving) Validate() FieldErrors {
 		c.checkPodCollisions(bare.Defaulted().objects(), map[string]podTarget{componentServing: {"pod", p}})
 	}
 	return c.errs
+}
+
+func checksum(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:])
 }

@@ -12,9 +12,12 @@ func TestRenderServing_Golden(t *testing.T) {
 	conf := Cube{Name: "cube", Namespace: "default", DonefileURL: testDonefile}.Defaulted().CubeConf()
 	model := "http://ctr-fileserver.default.svc:8080/output/ctr_model.tar.gz"
 	for name, s := range map[string]Serving{
-		"serving.yaml": {Name: "serving", Namespace: "default", ModelURL: model, CubeConf: conf},
+		"serving.yaml": {Name: "serving", Namespace: "default", ModelURL: model, CubeConf: conf, ProviderVersion: "0.4.0"},
+		// A GPU: the launcher gets the devices the container sees.
+		"serving_gpu.yaml": {Name: "serving", Namespace: "default", ModelURL: model, CubeConf: conf, ProviderVersion: "0.4.0",
+			Image: "registry.baidubce.com/paddlepaddle/serving:0.9.0-cuda11.2-cudnn8-runtime", Limits: map[string]string{GPUResource: "2"}},
 		// A cloud load balancer, configured by the Service's annotations.
-		"serving_loadbalancer.yaml": {Name: "serving", Namespace: "default", ModelURL: model, CubeConf: conf, ServiceType: "LoadBalancer",
+		"serving_loadbalancer.yaml": {Name: "serving", Namespace: "default", ModelURL: model, CubeConf: conf, ServiceType: "LoadBalancer", ProviderVersion: "0.4.0",
 			ServiceAnnotations: map[string]string{"service.beta.kubernetes.io/aws-load-balancer-scheme": "internet-facing",
 				"service.beta.kubernetes.io/cce-load-balancer-id": "lb-123"}},
 	} {
@@ -47,6 +50,10 @@ func TestServing_Validate(t *testing.T) {
 			ServiceAnnotations: map[string]string{"ctr.elasticctr.io/settings": "x"}},
 		"service_annotations": {Name: "s", Namespace: "n", CubeConf: `[{"dict_name":"d","shard":1}]`,
 			ServiceAnnotations: map[string]string{"big": strings.Repeat("x", 256*1024)}},
+		// GPUs: a whole number of devices, and an image that has a GPU build of the server.
+		`resources.limits["nvidia.com/gpu"]`: {Name: "s", Namespace: "n", CubeConf: `[{"dict_name":"d","shard":1}]`,
+			Image: "serving:0.9.0-cuda11.2-cudnn8-runtime", Limits: map[string]string{GPUResource: "500m"}},
+		"image": {Name: "s", Namespace: "n", CubeConf: `[{"dict_name":"d","shard":1}]`, Limits: map[string]string{GPUResource: "1"}},
 	} {
 		errs := s.Validate()
 		require.NotEmpty(t, errs, path)

@@ -36,6 +36,7 @@ func commands() []command {
 		{"transfer", "watch a donefile, build, and roll versions out to every replica in two phases", runTransfer},
 		{"fileserver", "serve a model-output directory over HTTP (listings, HEAD, Range)", runFileserver},
 		{"export", "the model-output step: turn what Paddle saved (LoDTensor, combined params, SelectedRows, parameter-server table shards) into the cube's input and a donefile line, all or nothing", runExport},
+		{"install", "copy this binary into a directory (a serving pod's init container: Paddle's image then runs DIR/cube serving)", runInstall},
 		{"serving", "run Paddle Serving's server binary for the CTR model and the cube without Python: wait for the model, write the server's configuration, pass SIGTERM on, exit with its status", runServing},
 		{"model", "write a synthetic model as a trainer would (SequenceFiles + a donefile line): a smoke test without Paddle", runModel},
 		{"seek", "look keys up through cube.conf or one server", runSeek},
@@ -46,17 +47,13 @@ func commands() []command {
 }
 
 func main() {
-	// Started as "serving" (a link to this binary where SERVING_BIN points), it is the
-	// tests' stand-in for Paddle Serving's server, taking that binary's flags.
-	if filepath.Base(os.Args[0]) == standinName {
+	// Started as servingstandin.BinaryName (a link to this binary where SERVING_BIN points),
+	// it is the tests' stand-in for Paddle Serving's server, taking that binary's flags.
+	if filepath.Base(os.Args[0]) == servingstandin.BinaryName {
 		os.Exit(servingstandin.Main(os.Args[1:], os.Stdout, os.Stderr))
 	}
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
-
-// standinName is the name under which the binary is the serving stand-in: the name of
-// Paddle Serving's server binary.
-const standinName = "serving"
 
 func run(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" || args[0] == "-help" {
@@ -104,7 +101,7 @@ func usage(w io.Writer) {
 		fmt.Fprintf(w, "  %-10s %s\n", c.name, c.summary)
 	}
 	fmt.Fprintf(w, "  %-10s %s\n\nRun \"cube <command> --help\" for a command's flags.\n", "help", "show this help, or a command's with \"cube help <command>\"")
-	fmt.Fprintf(w, "\nStarted under the name %q (a link to it), the binary is a stand-in for Paddle Serving's\nserver that keeps its rules: the tests run it where Paddle's images cannot.\n", standinName)
+	fmt.Fprintf(w, "\nStarted under the name %q (a link to it), the binary is a stand-in for Paddle Serving's\nserver that keeps its rules: the tests run it where Paddle's images cannot.\n", servingstandin.BinaryName)
 }
 
 // flags makes a FlagSet whose errors and help go to stderr/stdout.
