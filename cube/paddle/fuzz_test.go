@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 
@@ -94,6 +95,39 @@ func FuzzProgramVars(f *testing.F) {
 		names := PersistableNames(vars)
 		if len(names) > len(vars) {
 			t.Fatalf("%d names from %d vars", len(names), len(vars))
+		}
+	})
+}
+
+func FuzzParseProgram(f *testing.F) {
+	seed(f, "serving-ctr-model/ctr_prediction/__model__")
+	seed(f, "serving-uci-housing/uci_housing_model/__model__")
+	f.Fuzz(func(t *testing.T, b []byte) {
+		p, err := ParseProgram(b)
+		vars, verr := ProgramVars(b)
+		if (err == nil) != (verr == nil) {
+			t.Fatalf("ParseProgram: %v, but ProgramVars: %v", err, verr)
+		}
+		if err != nil {
+			return
+		}
+		n := 0
+		for _, bl := range p.Blocks {
+			for _, v := range bl.Vars {
+				if v.Name != vars[n].Name || !slices.Equal(v.Dims, vars[n].Dims) {
+					t.Fatalf("var %d: %+v in the program, %+v from ProgramVars", n, v, vars[n])
+				}
+				n++
+				if len(v.Dims) > MaxDims || slices.ContainsFunc(v.Dims, func(d int64) bool { return d < -1 }) || v.LoDLevel < 0 || v.LoDLevel > MaxLoDLevels {
+					t.Fatalf("var %q decoded with dims %v and lod_level %d", v.Name, v.Dims, v.LoDLevel)
+				}
+			}
+			if len(bl.Vars)+len(bl.Ops) > MaxProgramItems {
+				t.Fatalf("%d vars and %d ops", len(bl.Vars), len(bl.Ops))
+			}
+		}
+		if n != len(vars) {
+			t.Fatalf("%d vars in the blocks, %d from ProgramVars", n, len(vars))
 		}
 	})
 }

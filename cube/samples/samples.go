@@ -1,4 +1,4 @@
-// Package samples reads CTR sample lines in ElasticCTR's format, "show click feasign:slot
+// Package samples reads CTR sample lines (and raw Criteo lines: see Criteo) in ElasticCTR's format, "show click feasign:slot
 // ...", the lines its trainers read and its prediction client sends, and turns each into the
 // keys a prediction looks up per slot, as ElasticCTR's reader does
 // (fleet-ctr/criteo_dataset.py@c493c6b): a feasign's key is feasign % sparse_dim (the row of
@@ -51,10 +51,17 @@ func ReadSlots(r io.Reader) (*Slots, error) {
 	return s, nil
 }
 
-// Sample is one line: its show and click, and per slot (in Slots' order) its keys.
+// Sample is one line: its show and click, per slot (in Slots' order) its keys, and the dense
+// features of a format that has them (Criteo).
 type Sample struct {
 	Show, Click int
 	Keys        [][]uint64
+	Dense       []float32
+}
+
+// Format is a sample line format: ElasticCTR's (*Slots) or raw Criteo lines (Criteo).
+type Format interface {
+	Parse(line string, sparseDim uint64) (Sample, error)
 }
 
 // Parse turns one line into a Sample; sparseDim is the embedding table's row count (the
@@ -102,13 +109,18 @@ func (s *Slots) Parse(line string, sparseDim uint64) (Sample, error) {
 // Each calls fn with every sample of r, numbered from 1, and stops at fn's first error; a
 // line it cannot parse is an error that names it. Blank lines are skipped.
 func (s *Slots) Each(r io.Reader, sparseDim uint64, fn func(n int, smp Sample) error) error {
+	return Each(s, r, sparseDim, fn)
+}
+
+// Each is (*Slots).Each for any format.
+func Each(format Format, r io.Reader, sparseDim uint64, fn func(n int, smp Sample) error) error {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), MaxLineBytes)
 	for n := 1; sc.Scan(); n++ {
 		if strings.TrimSpace(sc.Text()) == "" {
 			continue
 		}
-		smp, err := s.Parse(sc.Text(), sparseDim)
+		smp, err := format.Parse(sc.Text(), sparseDim)
 		if err != nil {
 			return fmt.Errorf("line %d: %w", n, err)
 		}

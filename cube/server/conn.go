@@ -5,10 +5,10 @@ import (
 	"errors"
 	"io"
 	"net"
-	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/elasticctr/terraform-provider-ctr/cube/portmux"
 	"github.com/elasticctr/terraform-provider-ctr/cube/proto"
 )
 
@@ -37,7 +37,7 @@ func (s *Server) handleConn(c net.Conn) {
 		s.conns[c] = true
 	}
 	s.mu.Unlock()
-	s.httpLn.push(&sniffedConn{Conn: c, r: br, onClose: func() { s.untrack(c) }})
+	s.httpLn.Push(&portmux.Conn{Conn: c, R: br, OnClose: func() { s.untrack(c) }})
 }
 
 // serveRPC answers frames in order until the peer closes, stays idle longer
@@ -163,56 +163,6 @@ func (s *Server) closedConn(c net.Conn, err error, timeoutReason string) {
 	s.m.closedConns.WithLabelValues(reason).Inc()
 	s.log.Debug("closing connection", "remote", c.RemoteAddr().String(), "reason", reason, "err", err)
 }
-
-// sniffedConn replays the bytes read while sniffing.
-type sniffedConn struct {
-	net.Conn
-	r       *bufio.Reader
-	once    sync.Once
-	onClose func()
-}
-
-func (c *sniffedConn) Read(p []byte) (int, error) { return c.r.Read(p) }
-
-func (c *sniffedConn) Close() error {
-	c.once.Do(c.onClose)
-	return c.Conn.Close()
-}
-
-// chanListener is a net.Listener fed by the sniffing accept loop.
-type chanListener struct {
-	ch     chan net.Conn
-	done   chan struct{}
-	closed sync.Once
-}
-
-func newChanListener() *chanListener {
-	return &chanListener{ch: make(chan net.Conn), done: make(chan struct{})}
-}
-
-func (l *chanListener) push(c net.Conn) {
-	select {
-	case l.ch <- c:
-	case <-l.done:
-		c.Close()
-	}
-}
-
-func (l *chanListener) Accept() (net.Conn, error) {
-	select {
-	case c := <-l.ch:
-		return c, nil
-	case <-l.done:
-		return nil, net.ErrClosed
-	}
-}
-
-func (l *chanListener) Close() error {
-	l.closed.Do(func() { close(l.done) })
-	return nil
-}
-
-func (l *chanListener) Addr() net.Addr { return &net.TCPAddr{} }
 
 // byteBudget is a counter of bytes taken from a fixed allowance; take never
 // blocks, so a full budget refuses at once instead of stalling a reader.

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/elasticctr/terraform-provider-ctr/cube/api"
+	"github.com/elasticctr/terraform-provider-ctr/cube/portmux"
 )
 
 // Defaults of Options, used by New and by the server command's flags.
@@ -156,7 +157,7 @@ type Server struct {
 	agent *agent // nil without Options.Agent
 
 	httpSrv *http.Server
-	httpLn  *chanListener
+	httpLn  *portmux.Listener
 
 	handlers sync.WaitGroup          // connection handlers (HTTP ones return after handing off)
 	inflight byteBudget              // baidu_std body bytes beyond FreeFrameBytes per connection
@@ -213,7 +214,7 @@ func New(opts Options) (*Server, error) {
 	if err != nil {
 		s.log.Error("dictionary load problem", "err", err)
 	}
-	s.httpLn = newChanListener()
+	s.httpLn = portmux.NewListener()
 	s.httpSrv = &http.Server{
 		Handler:           s.httpHandler(),
 		ReadHeaderTimeout: opts.HeaderTimeout,

@@ -20,7 +20,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -31,6 +30,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/elasticctr/terraform-provider-ctr/cube/api"
+	"github.com/elasticctr/terraform-provider-ctr/cube/client"
 	"github.com/elasticctr/terraform-provider-ctr/cube/paddle/servingpb"
 	"github.com/elasticctr/terraform-provider-ctr/cube/servingconf"
 )
@@ -84,8 +84,15 @@ func parseFlags(args []string, stderr io.Writer) (flags, error) {
 	return f, fs.Parse(args)
 }
 
-// Main is the stand-in's main: its exit status.
+// Main is the stand-in's main: its exit status. SIGTERM stops it (status 0).
 func Main(args []string, stdout, stderr io.Writer) int {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	return run(ctx, args, stdout, stderr)
+}
+
+// run is Main until ctx ends.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	f, err := parseFlags(args, stderr)
 	if err != nil {
 		return 1
@@ -107,19 +114,19 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		logf("listen on port %d: %v", srv.port, err)
 		return ExitInitFailed
 	}
+	var cube *client.Client
+	if len(srv.cubeConf) > 0 {
+		// Only the first table of cube.conf is ever looked up (§4.4).
+		if cube, err = client.New(srv.cubeConf[0]); err != nil {
+			logf("cube init error: %v", err)
+			return ExitInitFailed
+		}
+		defer cube.Close()
+	}
+	e := newEngine(srv.engine, srv.model, cube, logf)
+	go e.reloadLoop(ctx, time.Duration(max(1, f.reload))*time.Second)
 	fmt.Fprintln(stdout, Started)
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
-	defer stop()
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /health", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "OK") })
-	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	go func() {
-		<-ctx.Done()
-		sctx, c := context.WithTimeout(context.Background(), 5*time.Second)
-		defer c()
-		_ = hs.Shutdown(sctx)
-	}()
-	if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+	if err := newTransport(e, f.maxBody, logf).serve(ctx, ln); err != nil {
 		logf("serve: %v", err)
 		return 1
 	}

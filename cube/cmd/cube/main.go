@@ -38,6 +38,7 @@ func commands() []command {
 		{"export", "the model-output step: turn what Paddle saved (LoDTensor, combined params, SelectedRows, parameter-server table shards) into the cube's input and a donefile line, all or nothing", runExport},
 		{"install", "copy this binary into a directory (a serving pod's init container: Paddle's image then runs DIR/cube serving)", runInstall},
 		{"serving", "run Paddle Serving's server binary for the CTR model and the cube without Python: wait for the model, write the server's configuration, pass SIGTERM on, exit with its status", runServing},
+		{"predict", "send sample lines (ElasticCTR's or raw Criteo) to Paddle Serving's GeneralModelService over baidu_std or HTTP and print each line's click probability", runPredict},
 		{"model", "write a synthetic model as a trainer would (SequenceFiles + a donefile line): a smoke test without Paddle", runModel},
 		{"seek", "look keys up through cube.conf or one server", runSeek},
 		{"bench", "benchmark a cube server against Redis MGET and memcached multi-get, pinned; \"bench scale\" how costs grow, \"bench rollout\" rollouts under load, \"bench hostile\" latency under hostile connections, \"bench export\" the model-output step against table size", runBench},
