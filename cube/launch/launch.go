@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -28,8 +29,17 @@ const DefaultServingBin = "/usr/local/serving_bin/serving"
 
 // Options are one launch.
 type Options struct {
-	Bin      string // the server binary (SERVING_BIN), DefaultServingBin if empty
-	ModelURL string // a .tar.gz of the serving model folder
+	Bin string // the server binary (SERVING_BIN), DefaultServingBin if empty
+	// ModelURL is a .tar.gz of the serving model folder. With IDPlaceholder in it, the
+	// launcher follows the cube: CubeStatus is then required.
+	ModelURL string
+	// CubeStatus is the cube's transfer's status URL (ctr_cube's transfer_url + /status).
+	CubeStatus string
+	// StatusListen, if set, is where GET /status answers the launcher's State.
+	StatusListen string
+	// ReloadIntervalSeconds is the server's reload check (its -reload_interval_s; 0: its
+	// default, 10 s).
+	ReloadIntervalSeconds int
 	// Dir is the server's working directory: the workdir ("workdir"), the unpacked models
 	// ("models") and the server's log/ go below it.
 	Dir      string
@@ -37,7 +47,7 @@ type Options struct {
 	Port     int
 	Threads  int
 	GPUIDs   []int32
-	// Poll is how often the launcher asks for a first model.
+	// Poll is how often the launcher asks for a first model, and for the cube's version.
 	Poll          time.Duration
 	MaxModelBytes int64
 	HTTP          *http.Client
@@ -69,14 +79,19 @@ const (
 )
 
 // Run waits for the first model, writes the working directory and runs the server until it
-// exits or ctx ends (then the server gets SIGTERM and Run waits for it). It returns the
-// server's exit status: 128+N when a signal N ended it.
+// exits or ctx ends (then the server gets SIGTERM and Run waits for it). Following the cube,
+// it puts each served version's dense model in place while the server runs. It returns the
+// server's exit status: 128+N when a signal N ended it, ExitRestart when a new model needs
+// a new server.
 func Run(ctx context.Context, o Options) (int, error) {
 	if o.Bin == "" {
 		o.Bin = DefaultServingBin
 	}
 	if _, err := os.Stat(o.Bin); err != nil {
 		return 1, fmt.Errorf("the Paddle Serving binary %s: %w (set SERVING_BIN to the image's server binary; nothing is downloaded)", o.Bin, err)
+	}
+	if o.follows() && o.CubeStatus == "" {
+		return 1, fmt.Errorf("the model URL has %s: the cube's status URL is required to know which version to fetch", IDPlaceholder)
 	}
 	var cubeConf []byte
 	if o.CubeConf != "" {
@@ -86,7 +101,29 @@ func Run(ctx context.Context, o Options) (int, error) {
 		}
 		cubeConf = b
 	}
-	model, err := waitForModel(ctx, o)
+	st := &status{}
+	if o.StatusListen != "" {
+		stop, err := serveStatus(o.StatusListen, st)
+		if err != nil {
+			return 1, err
+		}
+		defer stop()
+	}
+	client := o.HTTP
+	if client == nil {
+		client = &http.Client{Timeout: 10 * time.Minute}
+	}
+	url, id := o.ModelURL, ""
+	if o.follows() {
+		st.set(State{Phase: PhaseWaitingForCube})
+		var err error
+		if id, err = waitForServedID(ctx, o, client); err != nil {
+			return 1, err
+		}
+		url = o.modelURL(id)
+	}
+	st.set(State{Phase: PhaseWaitingForModel, ModelID: id})
+	model, err := waitForModel(ctx, o, client, url)
 	if err != nil {
 		return 1, err
 	}
@@ -99,52 +136,91 @@ func Run(ctx context.Context, o Options) (int, error) {
 		return 1, err
 	}
 	so := servingconf.Options{Workdir: Workdir, ModelDir: rel, Port: o.Port, Threads: o.Threads, CubeConf: cubeConf,
-		Model: conf, CombinedModel: combined(model), GPUIDs: o.GPUIDs}
+		Model: conf, CombinedModel: combined(model), GPUIDs: o.GPUIDs, ReloadIntervalSeconds: o.ReloadIntervalSeconds}
 	if err := servingconf.Write(o.Dir, so); err != nil {
 		return 1, fmt.Errorf("write the server's configuration: %w", err)
 	}
 	if err := touch(filepath.Join(model, servingconf.TimestampFile)); err != nil {
 		return 1, err
 	}
-	code, err := runServer(ctx, o, servingconf.Command(o.Bin, so))
+	st.set(State{Phase: PhaseServing, ModelID: id, Since: time.Now()})
+	sctx, stopServer := context.WithCancel(ctx)
+	defer stopServer()
+	followed := make(chan error, 1)
+	if o.follows() {
+		go func() {
+			err := follow(sctx, o, client, model, id, st)
+			followed <- err
+			if err != nil {
+				o.Log.Error("stopping Paddle Serving", "err", err)
+				stopServer()
+			}
+		}()
+	}
+	code, err := runServer(sctx, o, servingconf.Command(o.Bin, so))
+	stopServer()
+	if o.follows() {
+		if ferr := <-followed; ferr != nil && ctx.Err() == nil {
+			if errors.Is(ferr, errRestart) {
+				return ExitRestart, nil
+			}
+			return 1, ferr
+		}
+	}
 	if err == nil && code != 0 {
 		o.Log.Error("Paddle Serving exited; its own log above says why", "status", code)
 	}
 	return code, err
 }
 
-// waitForModel fetches the model, asking again every Poll while there is none yet.
-func waitForModel(ctx context.Context, o Options) (string, error) {
-	client := o.HTTP
-	if client == nil {
-		client = &http.Client{Timeout: 10 * time.Minute}
+// serveStatus answers GET /status with the launcher's State on addr until stop.
+func serveStatus(addr string, st *status) (stop func(), err error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("status listener: %w", err)
 	}
-	maxBytes := o.MaxModelBytes
-	if maxBytes <= 0 {
-		maxBytes = DefaultMaxModelBytes
+	mux := http.NewServeMux()
+	mux.Handle("GET /status", st)
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second, WriteTimeout: 5 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	return func() { srv.Close() }, nil
+}
+
+func (o Options) poll() time.Duration {
+	if o.Poll <= 0 {
+		return 10 * time.Second
 	}
-	poll := o.Poll
-	if poll <= 0 {
-		poll = 10 * time.Second
+	return o.Poll
+}
+
+func (o Options) maxModelBytes() int64 {
+	if o.MaxModelBytes <= 0 {
+		return DefaultMaxModelBytes
 	}
+	return o.MaxModelBytes
+}
+
+// waitForModel fetches the model at url, asking again every Poll while there is none yet.
+func waitForModel(ctx context.Context, o Options, client *http.Client, url string) (string, error) {
 	started := time.Now()
 	for attempt := 1; ; attempt++ {
-		model, err := FetchModel(ctx, client, o.ModelURL, filepath.Join(o.Dir, modelsDir), maxBytes)
+		model, err := FetchModel(ctx, client, url, filepath.Join(o.Dir, modelsDir), o.maxModelBytes())
 		switch {
 		case err == nil:
-			o.Log.Info("model unpacked", "url", o.ModelURL, "dir", model)
+			o.Log.Info("model unpacked", "url", url, "dir", model)
 			return model, nil
 		case errors.Is(err, ErrNoModel):
 			if attempt == 1 || attempt%6 == 0 {
-				o.Log.Info("waiting for the first model: the server starts once the trainer has published one", "url", o.ModelURL, "waited", time.Since(started).Round(time.Second).String())
+				o.Log.Info("waiting for the first model: the server starts once the trainer has published one", "url", url, "waited", time.Since(started).Round(time.Second).String())
 			}
 		default:
-			o.Log.Warn("could not fetch the model; trying again", "url", o.ModelURL, "err", err)
+			o.Log.Warn("could not fetch the model; trying again", "url", url, "err", err)
 		}
 		select {
 		case <-ctx.Done():
 			return "", ctx.Err()
-		case <-time.After(poll):
+		case <-time.After(o.poll()):
 		}
 	}
 }

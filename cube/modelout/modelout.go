@@ -13,13 +13,16 @@
 package modelout
 
 import (
+	"archive/tar"
 	"bytes"
+	"compress/gzip"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"strconv"
 	"syscall"
@@ -50,15 +53,16 @@ type Version struct {
 // Writer writes one version's records. Call Commit to publish it, or Abort.
 type Writer struct {
 	root, tmp string
-	// servingTmp holds the serving model copied by AddServingModel (empty: none).
-	servingTmp string
-	v          Version
-	f          *os.File
-	w          *seqfile.Writer
-	parts      int
-	inPart     int64
-	width      int
-	Stats      Stats
+	// servingTmp holds the serving model copied by AddServingModel (empty: none), and
+	// servingArchiveTmp the same folder as a .tar.gz.
+	servingTmp, servingArchiveTmp string
+	v                             Version
+	f                             *os.File
+	w                             *seqfile.Writer
+	parts                         int
+	inPart                        int64
+	width                         int
+	Stats                         Stats
 }
 
 // Stats count what a Writer wrote.
@@ -162,6 +166,9 @@ func (w *Writer) Abort() {
 	if w.servingTmp != "" {
 		os.RemoveAll(w.servingTmp)
 	}
+	if w.servingArchiveTmp != "" {
+		os.Remove(w.servingArchiveTmp)
+	}
 }
 
 // Bounds of a serving model copied by AddServingModel.
@@ -172,7 +179,8 @@ const (
 
 // AddServingModel copies the serving model directory src (the dense network and its
 // configuration, what Paddle Serving loads) into the version: Commit publishes it as
-// serving/<id>/ beside data/<id>/, before the donefile line, so that the dense model and the
+// serving/<id>/ beside data/<id>/, and as serving/<id>.tar.gz (the folder "model/" in a
+// gzipped tar: what `cube serving` fetches), before the donefile line, so that the dense model and the
 // sparse table of a version carry the same id. Only regular files and folders are copied.
 func (w *Writer) AddServingModel(src string) error {
 	dir := filepath.Join(w.root, "serving")
@@ -188,7 +196,7 @@ func (w *Writer) AddServingModel(src string) error {
 		return err
 	}
 	files, size := 0, int64(0)
-	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+	err = filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return fmt.Errorf("serving model: %w", err)
 		}
@@ -212,6 +220,63 @@ func (w *Writer) AddServingModel(src string) error {
 		}
 		return copyFile(p, to)
 	})
+	if err != nil {
+		return err
+	}
+	archive, err := os.CreateTemp(dir, ".tmp-export-*.tar.gz")
+	if err != nil {
+		return err
+	}
+	w.servingArchiveTmp = archive.Name()
+	err = writeArchive(archive, tmp, "model")
+	if cerr := archive.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Chmod(w.servingArchiveTmp, 0o644)
+	}
+	return err
+}
+
+// writeArchive writes the folder dir as a gzipped tar whose entries sit below prefix/:
+// folders and regular files only, with their sizes, in a stable order.
+func writeArchive(f *os.File, dir, prefix string) error {
+	zw := gzip.NewWriter(f)
+	tw := tar.NewWriter(zw)
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		name := path.Join(prefix, filepath.ToSlash(rel))
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			return tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: name + "/", Mode: 0o755, ModTime: info.ModTime()})
+		}
+		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: name, Mode: 0o644, Size: info.Size(), ModTime: info.ModTime()}); err != nil {
+			return err
+		}
+		in, err := os.Open(p)
+		if err != nil {
+			return err
+		}
+		defer in.Close()
+		_, err = io.Copy(tw, in)
+		return err
+	})
+	if err == nil {
+		err = tw.Close()
+	}
+	if err == nil {
+		err = zw.Close()
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	return err
 }
 
 func copyFile(from, to string) error {
@@ -303,6 +368,11 @@ func (w *Writer) Commit() (donefile.Entry, error) {
 			return fail(fmt.Errorf("publish %s: %w", serving, err))
 		}
 		w.servingTmp = ""
+		if err := os.Rename(w.servingArchiveTmp, serving+".tar.gz"); err != nil {
+			os.RemoveAll(serving)
+			return fail(fmt.Errorf("publish %s.tar.gz: %w", serving, err))
+		}
+		w.servingArchiveTmp = ""
 		if err := atomicfile.SyncDir(filepath.Dir(serving)); err != nil {
 			return fail(err)
 		}
@@ -310,6 +380,7 @@ func (w *Writer) Commit() (donefile.Entry, error) {
 	final := filepath.Join(w.root, "data", w.v.ID)
 	if err := os.Rename(w.tmp, final); err != nil {
 		os.RemoveAll(filepath.Join(w.root, "serving", w.v.ID)) // no line names it: take it back
+		os.Remove(filepath.Join(w.root, "serving", w.v.ID+".tar.gz"))
 		return fail(fmt.Errorf("publish %s: %w", final, err))
 	}
 	if err := atomicfile.SyncDir(filepath.Dir(final)); err != nil {

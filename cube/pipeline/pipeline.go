@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -21,8 +22,7 @@ import (
 
 	"github.com/elasticctr/terraform-provider-ctr/cube/api"
 	"github.com/elasticctr/terraform-provider-ctr/cube/client"
-	"github.com/elasticctr/terraform-provider-ctr/cube/donefile"
-	"github.com/elasticctr/terraform-provider-ctr/cube/seqfile"
+	"github.com/elasticctr/terraform-provider-ctr/cube/modelout"
 	"github.com/elasticctr/terraform-provider-ctr/internal/loopback"
 )
 
@@ -32,9 +32,11 @@ type Options struct {
 	Dir       string // everything goes below it
 	Shards    int
 	Replicas  int
-	Dict      string        // dictionary name; "demo" when empty
-	Keys      int           // keys per version (0..Keys-1)
-	ValueSize int           // bytes per value, >= 10; 40 as Paddle's demos
+	Dict      string // dictionary name; "demo" when empty
+	Keys      int    // keys per version (0..Keys-1)
+	ValueSize int    // bytes per value, >= 10; 40 as Paddle's demos
+	// Embedding makes every value an embedding a model can use (Model.Embedding).
+	Embedding bool
 	Poll      time.Duration // transfer --poll
 	// HealInterval is the transfer's --heal-interval; 250 ms when 0.
 	HealInterval time.Duration
@@ -235,7 +237,13 @@ func Value(k uint64, gen byte, size int) []byte {
 // Publish writes a new input for id under the file server's root and
 // appends its line to the donefile, as a trainer does (see WriteModel).
 func (c *Cluster) Publish(id string, gen byte, patchOf string) error {
-	return WriteModel(c.Root, Model{ID: id, Gen: gen, PatchOf: patchOf, Keys: c.opts.Keys, ValueSize: c.opts.ValueSize})
+	return c.PublishServing(id, gen, patchOf, "")
+}
+
+// PublishServing is Publish with the version's serving model folder (serving/<id>.tar.gz).
+func (c *Cluster) PublishServing(id string, gen byte, patchOf, servingModel string) error {
+	return WriteModel(c.Root, Model{ID: id, Gen: gen, PatchOf: patchOf, Keys: c.opts.Keys, ValueSize: c.opts.ValueSize,
+		Embedding: c.opts.Embedding, ServingModel: servingModel})
 }
 
 // Model is a synthetic model version, as a trainer would write it.
@@ -245,33 +253,31 @@ type Model struct {
 	PatchOf   string // for a patch (patch.txt): the id of its base; "" for a base
 	Keys      int    // keys 0..Keys-1 (a patch holds every third)
 	ValueSize int    // bytes per value, >= 10
+	// Embedding makes every value Embedding(key, gen, ValueSize/4), float32s a model can
+	// use, instead of Value's bytes.
+	Embedding bool
+	// ServingModel, if set, is a serving model folder published with the version
+	// (serving/<id>/ and serving/<id>.tar.gz, see modelout.AddServingModel).
+	ServingModel string
 }
 
-// WriteModel writes m as Paddle's trainers do: a SequenceFile in Paddle's
-// layout (raw 8-byte little-endian key, the value's bytes) at
-// <root>/data/<id>/part-00000, then its line in <root>/donefile/base.txt
-// (or patch.txt), which names the input as /data/<id>: the file server
-// serving <root> is what the transfer reads.
+// WriteModel writes m as Paddle's trainers do, all or nothing (modelout): a SequenceFile in
+// Paddle's layout (raw 8-byte little-endian key, the value's bytes) at
+// <root>/data/<id>/part-00000, then its line in <root>/donefile/base.txt (or patch.txt),
+// which names the input as ../data/<id>: the file server serving <root> is what the transfer
+// reads.
 func WriteModel(root string, m Model) error {
 	if m.ValueSize < 10 {
 		return fmt.Errorf("value size %d: want at least 10 bytes (the key and a generation)", m.ValueSize)
 	}
+	if m.Embedding && m.ValueSize%4 != 0 {
+		return fmt.Errorf("value size %d: an embedding is float32s, a multiple of 4 bytes", m.ValueSize)
+	}
 	if _, err := strconv.ParseUint(m.ID, 10, 63); err != nil {
 		return fmt.Errorf("id %q: want a decimal number", m.ID)
 	}
-	dir := filepath.Join(root, "data", m.ID)
-	for _, d := range []string{dir, filepath.Join(root, "donefile")} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			return err
-		}
-	}
-	f, err := os.Create(filepath.Join(dir, "part-00000"))
+	w, err := modelout.Begin(root, modelout.Version{ID: m.ID, PatchOf: m.PatchOf})
 	if err != nil {
-		return err
-	}
-	w, err := seqfile.NewWriter(f, [16]byte{m.Gen, 1, 2, 3})
-	if err != nil {
-		f.Close()
 		return err
 	}
 	step := 1
@@ -279,31 +285,43 @@ func WriteModel(root string, m Model) error {
 		step = 3
 	}
 	for k := 0; k < m.Keys; k += step {
-		if err := w.Append(uint64(k), Value(uint64(k), m.Gen, m.ValueSize)); err != nil {
-			f.Close()
+		v := Value(uint64(k), m.Gen, m.ValueSize)
+		if m.Embedding {
+			v = EmbeddingBytes(uint64(k), m.Gen, m.ValueSize/4)
+		}
+		if err := w.Append(uint64(k), v); err != nil {
+			w.Abort()
 			return err
 		}
 	}
-	if err := w.Close(); err != nil {
-		f.Close()
-		return err
+	if m.ServingModel != "" {
+		if err := w.AddServingModel(m.ServingModel); err != nil {
+			w.Abort()
+			return err
+		}
 	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
+	_, err = w.Commit()
+	return err
+}
+
+// Embedding is key k's embedding of dim floats in generation gen: exact small fractions in
+// [-0.25, 0.25], the same on every machine, different for every key and generation.
+func Embedding(k uint64, gen byte, dim int) []float32 {
+	out := make([]float32, dim)
+	for j := range out {
+		h := (k*2654435761 + uint64(j)*40503 + uint64(gen)*97) % 2001
+		out[j] = (float32(h) - 1000) / 4000
 	}
-	if err := f.Close(); err != nil {
-		return err
+	return out
+}
+
+// EmbeddingBytes is Embedding as a cube value: little-endian float32s.
+func EmbeddingBytes(k uint64, gen byte, dim int) []byte {
+	b := make([]byte, 4*dim)
+	for j, f := range Embedding(k, gen, dim) {
+		binary.LittleEndian.PutUint32(b[4*j:], math.Float32bits(f))
 	}
-	name, key := "base.txt", m.ID
-	if m.PatchOf != "" {
-		name, key = "patch.txt", m.PatchOf
-	}
-	// The input is relative to the donefile's folder, so the line is right wherever the
-	// output folder is served: at a file server's root (the loopback pipeline) or below the
-	// model volume's mount path (a training job's file server serves /data/donefile/...).
-	line, _ := json.Marshal(donefile.Entry{ID: m.ID, Key: key, Input: "../data/" + m.ID}) // plain strings: cannot fail
-	return appendFile(filepath.Join(root, "donefile", name), string(line)+"\n")
+	return b
 }
 
 // AppendDonefile appends raw text to a donefile, as a trainer does.

@@ -23,16 +23,19 @@ import (
 
 // The names prepare_server and the binary use.
 const (
-	ServiceName       = "GeneralModelService"
-	WorkflowName      = "workflow1"
-	InferServiceFile  = "infer_service.prototxt"
-	WorkflowFile      = "workflow.prototxt"
-	ResourceFile      = "resource.prototxt"
-	GeneralModelFile  = "general_model.prototxt"
-	ModelToolkitFile  = "model_toolkit.prototxt"
-	CubeConfFile      = "cube.conf" // the binary opens this name, whatever the source was called
-	TimestampFile     = "fluid_time_file"
-	ModelConfFile     = "serving_server_conf.prototxt" // in the model directory
+	ServiceName      = "GeneralModelService"
+	WorkflowName     = "workflow1"
+	InferServiceFile = "infer_service.prototxt"
+	WorkflowFile     = "workflow.prototxt"
+	ResourceFile     = "resource.prototxt"
+	GeneralModelFile = "general_model.prototxt"
+	ModelToolkitFile = "model_toolkit.prototxt"
+	CubeConfFile     = "cube.conf" // the binary opens this name, whatever the source was called
+	TimestampFile    = "fluid_time_file"
+	ModelConfFile    = "serving_server_conf.prototxt" // in the model directory
+	// StandinName is the name under which the cube binary is the tests' stand-in of the
+	// server binary (cube/servingstandin).
+	StandinName       = "paddle-serving-standin"
 	EngineType        = "PADDLE_INFER"
 	ReloadOnAnyChange = "timestamp_ne"
 )

@@ -27,38 +27,16 @@ import (
 	"github.com/elasticctr/terraform-provider-ctr/cube/seqfile"
 	cubeserver "github.com/elasticctr/terraform-provider-ctr/cube/server"
 	"github.com/elasticctr/terraform-provider-ctr/cube/servingconf"
-	"github.com/elasticctr/terraform-provider-ctr/internal/cubetest"
+	"github.com/elasticctr/terraform-provider-ctr/internal/cubetest/ctrmodel"
 	"github.com/elasticctr/terraform-provider-ctr/internal/loopback"
 )
 
-// The CTR model of ../shared/reference/paddle-data/serving-ctr-model: 13 dense inputs and 26
-// slots of 10-wide embeddings, looked up in the cube.
+// The test cube holds keys 1..keysInCub, and zeroKey with an all-zero embedding.
 const (
-	ctrModel  = "serving-ctr-model/ctr_prediction"
-	ctrSlots  = 26
-	ctrWidth  = 10
-	ctrDense  = 13
-	ctrFetch  = "save_infer_model/scale_0"
-	ctrAlias  = "prob"
-	keysInCub = 1000 // keys 1..keysInCub are in the cube; zeroKey has an all-zero embedding
+	ctrWidth  = ctrmodel.Width
+	keysInCub = 1000
 	zeroKey   = 5000
 )
-
-// ctrModelConf is the serving_server_conf.prototxt of the model saved for the cube, as the
-// CTR-with-cube example's ctr_serving_model_kv is (§4.5): dense_input first, then one LoD
-// feed per slot.
-func ctrModelConf() *servingpb.GeneralModelConfig {
-	c := &servingpb.GeneralModelConfig{FeedVar: []*servingpb.FeedVar{{Name: proto.String("dense_input"), AliasName: proto.String("dense_input"),
-		IsLodTensor: proto.Bool(false), FeedType: proto.Int32(predict.Float32), Shape: []int32{ctrDense}}}}
-	for i := range ctrSlots {
-		n := "embedding_" + strconv.Itoa(i) + ".tmp_0"
-		c.FeedVar = append(c.FeedVar, &servingpb.FeedVar{Name: proto.String(n), AliasName: proto.String(n), IsLodTensor: proto.Bool(true),
-			FeedType: proto.Int32(predict.Float32), Shape: []int32{-1}})
-	}
-	c.FetchVar = []*servingpb.FetchVar{{Name: proto.String(ctrFetch), AliasName: proto.String(ctrAlias), IsLodTensor: proto.Bool(false),
-		FetchType: proto.Int32(predict.Float32), Shape: []int32{2}}}
-	return c
-}
 
 // embedding is key k's row in the test cube.
 func embedding(k uint64) []byte {
@@ -149,12 +127,9 @@ func startStandin(t *testing.T, cubeConf []byte) *standin {
 // startStandinWith is startStandin with a change to the model's copy before the start.
 func startStandinWith(t *testing.T, cubeConf []byte, change func(model string)) *standin {
 	t.Helper()
-	src := cubetest.PaddleData(t, ctrModel)
 	dir := t.TempDir()
 	model := filepath.Join(dir, "model")
-	if err := os.CopyFS(model, os.DirFS(src)); err != nil {
-		t.Fatal(err)
-	}
+	ctrmodel.ServingModel(t, model)
 	if change != nil {
 		change(model)
 	}
@@ -165,7 +140,7 @@ func startStandinWith(t *testing.T, cubeConf []byte, change func(model string)) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	o := servingconf.Options{Workdir: "workdir", ModelDir: "model", Port: port, Threads: 2, CubeConf: cubeConf, Model: ctrModelConf(),
+	o := servingconf.Options{Workdir: "workdir", ModelDir: "model", Port: port, Threads: 2, CubeConf: cubeConf, Model: ctrmodel.ModelConf(),
 		ReloadIntervalSeconds: 1}
 	if err := servingconf.Write(dir, o); err != nil {
 		t.Fatal(err)
@@ -194,13 +169,13 @@ func startStandinWith(t *testing.T, cubeConf []byte, change func(model string)) 
 
 // sample is one prediction's input: a slot's keys, and the dense values.
 func sample(i int) ([][]uint64, []float32) {
-	keys := make([][]uint64, ctrSlots)
+	keys := make([][]uint64, ctrmodel.Slots)
 	for s := range keys {
 		for j := range 1 + (i+s)%3 {
 			keys[s] = append(keys[s], uint64(1+(i*31+s*7+j)%keysInCub))
 		}
 	}
-	dense := make([]float32, ctrDense)
+	dense := make([]float32, ctrmodel.Dense)
 	for j := range dense {
 		dense[j] = float32((i+j)%5) / 5
 	}
@@ -209,7 +184,7 @@ func sample(i int) ([][]uint64, []float32) {
 
 func request(t *testing.T, keys [][]uint64, dense []float32) *servingpb.Request {
 	t.Helper()
-	req, err := predict.Request(ctrModelConf(), keys, dense, ctrAlias)
+	req, err := predict.Request(ctrmodel.ModelConf(), keys, dense, ctrmodel.Alias)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -37,7 +37,7 @@ import (
 
 // BinaryName is the name under which the cube binary is this stand-in (cube install links it
 // so): SERVING_BIN points at a link of that name where a test runs the launcher against it.
-const BinaryName = "paddle-serving-standin"
+const BinaryName = servingconf.StandinName
 
 // Started is what the server prints on stdout once it serves.
 const Started = "C++ Serving service started successfully!"

@@ -1,10 +1,13 @@
 package main
 
 import (
+	"archive/tar"
 	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/binary"
 	"encoding/json"
+	"io"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -308,9 +311,13 @@ func TestExportServingModelCarriesTheVersionID(t *testing.T) {
 	os.WriteFile(filepath.Join(model, "__model__"), []byte("program"), 0o644)
 	os.WriteFile(filepath.Join(model, "sub", "fc_0.w_0"), []byte("weights"), 0o644)
 	cube(t, "export", "--format", "lodtensor", "--in", save, "--var", "SparseFeatFactors", "--out", root, "--id", "42", "--serving-model", model)
+	archived := tarFiles(t, filepath.Join(root, "serving", "42.tar.gz"))
 	for rel, want := range map[string]string{"__model__": "program", "sub/fc_0.w_0": "weights"} {
 		if b, err := os.ReadFile(filepath.Join(root, "serving", "42", rel)); err != nil || string(b) != want {
 			t.Errorf("serving/42/%s: %q %v", rel, b, err)
+		}
+		if archived["model/"+rel] != want {
+			t.Errorf("serving/42.tar.gz: model/%s is %q", rel, archived["model/"+rel])
 		}
 	}
 	os.Symlink("/etc/passwd", filepath.Join(model, "link"))
@@ -320,7 +327,8 @@ func TestExportServingModelCarriesTheVersionID(t *testing.T) {
 	}
 	for _, d := range []string{"serving", "data"} {
 		ents, _ := os.ReadDir(filepath.Join(root, d))
-		if len(ents) != 1 || ents[0].Name() != "42" {
+		want := map[string]int{"data": 1, "serving": 2}[d] // serving/42 and serving/42.tar.gz
+		if len(ents) != want || ents[0].Name() != "42" {
 			t.Errorf("%s/ holds %v after a failed export", d, ents)
 		}
 	}
@@ -351,6 +359,35 @@ func TestExportFormatsHaveHelp(t *testing.T) {
 	for _, f := range api.ExportFormats {
 		if exportFormatHelp[f] == "" || !strings.Contains(out, f+": "+exportFormatHelp[f]) {
 			t.Errorf("format %s has no help line in cube export --help:\n%s", f, out)
+		}
+	}
+}
+
+// tarFiles reads a .tar.gz: each regular file's name and content.
+func tarFiles(t *testing.T, path string) map[string]string {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := tar.NewReader(zr)
+	out := map[string]string{}
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			return out
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h.Typeflag == tar.TypeReg {
+			b, _ := io.ReadAll(tr)
+			out[h.Name] = string(b)
 		}
 	}
 }

@@ -26,6 +26,8 @@ func runModel(args []string, stdout, stderr io.Writer) error {
 	patchOf := fs.String("patch-of", "", "write a patch of base `BASE_ID` (patch.txt) instead of a base")
 	format := fs.String("format", "seqfile", "seqfile: what the cube reads, with its donefile line; lodtensor: what Paddle saves, an FP32 [N, B/4] LoDTensor named --var in --out (no donefile: `cube export` makes the version)")
 	varName := fs.String("var", "SparseFeatFactors", "lodtensor: the variable's `name`, its file name")
+	embedding := fs.Bool("embedding", false, "seqfile: values are float32 embeddings of --value-size/4 that a model can use (pipeline.Embedding of the key and generation), not the key and generation bytes")
+	servingModel := fs.String("serving-model", "", "seqfile: a serving model `folder` to publish with the version (serving/<id>/ and serving/<id>.tar.gz, before the donefile line)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -46,7 +48,7 @@ func runModel(args []string, stdout, stderr io.Writer) error {
 	if *id == "" {
 		*id = strconv.FormatInt(time.Now().Unix(), 10)
 	}
-	m := pipeline.Model{ID: *id, Gen: byte(*gen), PatchOf: *patchOf, Keys: *keys, ValueSize: *size}
+	m := pipeline.Model{ID: *id, Gen: byte(*gen), PatchOf: *patchOf, Keys: *keys, ValueSize: *size, Embedding: *embedding, ServingModel: *servingModel}
 	if err := pipeline.WriteModel(*out, m); err != nil {
 		return err
 	}

@@ -15,7 +15,11 @@ import (
 func runServing(args []string, stdout, stderr io.Writer) error {
 	fs := flags("serving", "--model-url URL [--cube-conf FILE] [--port N]", stdout, stderr)
 	var o launch.Options
-	fs.StringVar(&o.ModelURL, "model-url", os.Getenv("MODEL_URL"), "`URL` of a .tar.gz of the serving model folder (default $MODEL_URL); a 404 means no model yet: the launcher waits")
+	fs.StringVar(&o.ModelURL, "model-url", os.Getenv("MODEL_URL"), "`URL` of a .tar.gz of the serving model folder (default $MODEL_URL); a 404 means no model yet: the launcher waits. "+
+		"With "+launch.IDPlaceholder+" in it, the launcher follows the cube: the model of the donefile id the cube serves, each new one put in place for the server's reload")
+	fs.StringVar(&o.CubeStatus, "cube-status", os.Getenv("CUBE_STATUS_URL"), "the cube transfer's status `URL` (ctr_cube's transfer_url + /status; default $CUBE_STATUS_URL): which version the cube serves")
+	fs.StringVar(&o.StatusListen, "status-listen", "", "`address` where GET /status answers the launcher's phase and the dense model's id (empty: none)")
+	fs.IntVar(&o.ReloadIntervalSeconds, "reload-interval", 2, "the server's reload check in `seconds` (its -reload_interval_s): how soon a dense model put in place serves")
 	fs.StringVar(&o.CubeConf, "cube-conf", os.Getenv("CUBE_CONF"), "cube.conf `file` (default $CUBE_CONF); empty serves without the cube")
 	fs.StringVar(&o.Bin, "serving-bin", os.Getenv("SERVING_BIN"), "the Paddle Serving server `binary` (default $SERVING_BIN, else "+launch.DefaultServingBin+"); it is never downloaded")
 	fs.StringVar(&o.Dir, "dir", "/serving", "the server's working `directory`: its configuration, the unpacked model and its logs go below it")
