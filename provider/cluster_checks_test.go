@@ -1134,7 +1134,7 @@ func (k *kubeClients) runsLauncher(ns, name, launcherImage string) resource.Test
 		}
 		spec := d.Spec.Template.Spec
 		c := spec.Containers[0]
-		if fmt.Sprint(c.Command) != fmt.Sprint(stack.DefaultServingCommand) || fmt.Sprint(c.Args) != "[--port=8010 --dir="+stack.ServingWorkDir+"]" {
+		if fmt.Sprint(c.Command) != fmt.Sprint(stack.DefaultServingCommand) || fmt.Sprint(c.Args) != "[--port=8010 --dir="+stack.ServingWorkDir+" --status-listen=:"+strconv.Itoa(stack.ServingStatusPort)+"]" {
 			return fmt.Errorf("serving container runs %v %v, want the launcher", c.Command, c.Args)
 		}
 		if !slices.Contains(c.Env, corev1.EnvVar{Name: "SERVING_BIN", Value: stack.DefaultServingBin}) {

@@ -2,6 +2,10 @@ package provider
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework/diag"
@@ -9,6 +13,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/tfsdk"
 	"github.com/hashicorp/terraform-plugin-framework/types"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/elasticctr/terraform-provider-ctr/internal/kube"
 	"github.com/elasticctr/terraform-provider-ctr/internal/stack"
@@ -60,7 +65,15 @@ func (r *servingResource) ModifyPlan(ctx context.Context, req resource.ModifyPla
 	if prior == nil {
 		prior = &servingModel{}
 	}
-	plan.LoadBalancer = plannedAddress(plan.ServiceType, prior.ServiceType, unchanged(&prior.workloadAttrs, &plan.workloadAttrs), prior.LoadBalancer)
+	same := unchanged(&prior.workloadAttrs, &plan.workloadAttrs)
+	plan.LoadBalancer = plannedAddress(plan.ServiceType, prior.ServiceType, same, prior.LoadBalancer)
+	if same && !prior.ModelID.IsNull() {
+		// Nothing changes in the cluster (only timeouts, as after an import): the pods have
+		// what was last read.
+		plan.ModelID = prior.ModelID
+	} else {
+		plan.ModelID = types.StringUnknown()
+	}
 	resp.Diagnostics.Append(resp.Plan.Set(ctx, plan)...)
 }
 
@@ -84,9 +97,11 @@ func (r *servingResource) ImportState(ctx context.Context, req resource.ImportSt
 	importByNamespaceName(ctx, req, resp)
 }
 
-// apply converges, saves the state, and waits for the rollout: a failed wait leaves a
-// resource Terraform knows about (tainted) rather than orphaned objects. Then, if the plan
-// does not know it, it waits (bounded) for the load balancer's address.
+// apply converges, saves the state, and waits (wait = "available") for the rollout: a failed
+// wait leaves a resource Terraform knows about (tainted) rather than orphaned objects, except
+// a create whose wait runs out of time, which is a warning (the pods wait for a first model
+// that takes minutes). Then, if the plan does not know it, it waits (bounded) for the load
+// balancer's address.
 func (r *servingResource) apply(ctx context.Context, plan, prior *servingModel, state stateLike, diags *diag.Diagnostics) {
 	kc, s, set, ok := servingWorkload.converge(ctx, r.data, plan, r.images(), prior == nil, true, state, diags)
 	if !ok {
@@ -96,10 +111,53 @@ func (r *servingResource) apply(ctx context.Context, plan, prior *servingModel, 
 	if awaitLB {
 		plan.LoadBalancer = types.StringNull() // until it comes
 	}
+	plan.ModelID = types.StringValue("")
 	diags.Append(state.Set(ctx, plan)...)
-	if _, ok := servingWorkload.wait(ctx, kc, set, stack.ServingDeploymentKey(s.Name), kube.DeploymentAvailable, "Paddle Serving did not roll out", "", diags); !ok || !awaitLB {
+	dep := set.Find(stack.ServingDeploymentKey(s.Name))
+	if s.Wait != stack.WaitNone {
+		live, err := kc.WaitFor(ctx, dep, kube.DeploymentAvailable)
+		var failed *kube.FailedError
+		switch {
+		case err == nil:
+			dep = live
+		case prior == nil && ctx.Err() != nil && !errors.As(err, &failed):
+			diags.Append(notReadyYet(context.WithoutCancel(ctx), kc, s, dep, err))
+		default:
+			todo := kube.Hint(err)
+			diags.Append(diagnostics.Failed(servingWorkload.summary("Apply"), "Paddle Serving did not roll out", todo, err))
+			return
+		}
+	}
+	plan.ModelID = types.StringValue(readModelID(context.WithoutCancel(ctx), kc, s, dep, &diag.Diagnostics{}))
+	diags.Append(state.Set(ctx, plan)...)
+	if !awaitLB || ctx.Err() != nil {
 		return
 	}
 	plan.LoadBalancer = awaitAddress(ctx, kc, set.Find(stack.ServingServiceKey(s.Name)), hostPort, diags)
 	diags.Append(state.Set(ctx, plan)...)
+}
+
+// notReadyYet is the warning of a create whose wait ran out: what each pod's launcher says
+// it waits for.
+func notReadyYet(ctx context.Context, kc *kube.Client, s stack.Serving, dep *unstructured.Unstructured, err error) diag.Diagnostic {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	var pods []string
+	if live, gerr := kc.Get(ctx, dep); gerr == nil && live != nil {
+		for pod, st := range launcherStates(ctx, kc, live) {
+			line := pod + ": " + st.Phase
+			if st.ModelID != "" {
+				line += " (model " + st.ModelID + ")"
+			}
+			pods = append(pods, line)
+		}
+	}
+	slices.Sort(pods)
+	what := "The pods' launchers did not answer."
+	if len(pods) > 0 {
+		what = "The pods' launchers say: " + strings.Join(pods, "; ") + "."
+	}
+	return diagnostics.Warning("Paddle Serving Not Ready Yet", fmt.Sprintf("Serving %s/%s is created but not ready within the create timeout: %s. %s",
+		s.Namespace, s.Name, err, what), "The pods keep waiting for the model (a trainer's first model takes minutes) and become ready once it "+
+		"serves; the resource is kept, not tainted. A later refresh shows model_id; set wait = \"none\" not to wait at all.")
 }

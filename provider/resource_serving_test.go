@@ -192,3 +192,39 @@ func TestServing_BadInput(t *testing.T) {
 			`service_annotations["ctr.elasticctr.io/settings"]`, `which ctr and Volcano keep`},
 	})
 }
+
+// TestAccServing_CreateWaitTimesOutWithWarning: a serving whose pods cannot be ready within
+// the create timeout (here: nowhere to run; in a stack, no model yet) is a warning that says
+// so, not an error: the resource is kept, not tainted, and the same configuration plans
+// nothing.
+func TestAccServing_CreateWaitTimesOutWithWarning(t *testing.T) {
+	// Not parallel: see unplaceableGang.
+	k, ns, name := servingTest(t)
+	rec := newDiagRecorder(t)
+	config := fmt.Sprintf(`
+resource "ctr_serving" "test" {
+  name      = %[2]q
+  namespace = %[1]q
+  cube_conf = jsonencode([{ dict_name = "test_dict", shard = 1, dup = 1, type = "ipport_list", nodes = [{ ipport_list = "http://cube-shard-0.%[1]s.svc:8027" }] }])
+  resources = { requests = { cpu = "1000" } }
+  timeouts  = { create = "15s", delete = "3m" }
+}
+`, ns, name)
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: rec.factories(),
+		CheckDestroy:             k.checkNothingOwnedOf(ns, stack.Owner(stack.ServingType, name), stack.ServingKinds),
+		Steps: []resource.TestStep{
+			{
+				Config: config,
+				Check: rec.expect(`Paddle Serving Not Ready Yet: Serving ` + ns + `/` + name + ` is created but not ready within the create timeout: .*` +
+					`did not become ready in time.*kept, not tainted`),
+			},
+			{
+				Config: config,
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(servingAddr, plancheck.ResourceActionNoop),
+				}},
+			},
+		},
+	})
+}

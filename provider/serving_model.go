@@ -25,6 +25,9 @@ type servingModel struct {
 	ServiceAnnots   types.Map             `tfsdk:"service_annotations"`
 	ModelURL        types.String          `tfsdk:"model_url"`
 	LauncherImage   types.String          `tfsdk:"launcher_image"`
+	CubeTransferURL types.String          `tfsdk:"cube_transfer_url"`
+	Wait            types.String          `tfsdk:"wait"`
+	ModelID         types.String          `tfsdk:"model_id"`
 	Command         types.List            `tfsdk:"command"`
 	Args            types.List            `tfsdk:"args"`
 	Env             types.Map             `tfsdk:"env"`
@@ -50,6 +53,7 @@ func (m *servingModel) settings(ctx context.Context, images stack.Images) (stack
 		Replicas: int32(m.Replicas.ValueInt64()), Port: int32(m.Port.ValueInt64()), ServiceType: m.ServiceType.ValueString(),
 		ModelURL: m.ModelURL.ValueString(), CubeConf: m.CubeConf.ValueString(),
 		LauncherImage: m.LauncherImage.ValueString(), ProviderVersion: images.ProviderVersion, ImageRegistry: images.Registry,
+		CubeTransferURL: m.CubeTransferURL.ValueString(), Wait: m.Wait.ValueString(),
 		ServiceAnnotations: stringMap(ctx, m.ServiceAnnots, &diags),
 		Command:            stringList(ctx, m.Command, &diags),
 		Args:               stringList(ctx, m.Args, &diags), Env: stringMap(ctx, m.Env, &diags), ImagePullSecrets: stringList(ctx, m.PullSecrets, &diags)}
@@ -74,7 +78,8 @@ func (m *servingModel) fromCluster(ctx context.Context, kc *kube.Client, diags *
 	m.Name, m.Namespace, m.Stack, m.Image = types.StringValue(s.Name), types.StringValue(s.Namespace), optionalString(s.Stack), optionalString(s.Image)
 	m.Replicas, m.Port, m.ServiceType = types.Int64Value(int64(s.Replicas)), types.Int64Value(int64(s.Port)), optionalString(s.ServiceType)
 	m.ModelURL, m.CubeConf, m.Env = optionalString(s.ModelURL), types.StringValue(s.CubeConf), optionalStringMap(ctx, s.Env, diags)
-	m.LauncherImage = optionalString(s.LauncherImage)
+	m.LauncherImage, m.CubeTransferURL = optionalString(s.LauncherImage), optionalString(s.CubeTransferURL)
+	m.Wait = types.StringValue(s.Defaulted().Wait)
 	m.Args, m.Command = optionalStringList(ctx, s.Args, diags), optionalStringList(ctx, s.Command, diags)
 	m.ServiceAnnots = optionalStringMap(ctx, s.ServiceAnnotations, diags)
 	m.PullSecrets = optionalStringList(ctx, s.ImagePullSecrets, diags)
@@ -84,9 +89,11 @@ func (m *servingModel) fromCluster(ctx context.Context, kc *kube.Client, diags *
 	return !diags.HasError()
 }
 
-// readLive reads the load balancer's address.
-func (m *servingModel) readLive(_ context.Context, _ *kube.Client, s stack.Serving, live map[string]*unstructured.Unstructured, _ *diag.Diagnostics) {
+// readLive reads the load balancer's address, and the dense model the pods serve (and how
+// it stands against the cube's).
+func (m *servingModel) readLive(ctx context.Context, kc *kube.Client, s stack.Serving, live map[string]*unstructured.Unstructured, diags *diag.Diagnostics) {
 	m.LoadBalancer = liveAddress(live[stack.ServingServiceKey(s.Name)], hostPort)
+	m.ModelID = types.StringValue(readModelID(ctx, kc, s, live[stack.ServingDeploymentKey(s.Name)], diags))
 }
 
 // settingsFromCluster reads the settings annotation of a resource's primary object (ref):

@@ -8,8 +8,10 @@ import (
 
 	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
 	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
+	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/int64default"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringdefault"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
@@ -47,7 +49,22 @@ func servingSchema(ctx context.Context) schema.Schema {
 			"port":                portAttribute("Port of the pods and the Service.", stack.DefaultServingPort),
 			"service_type":        serviceTypeAttribute(),
 			"service_annotations": serviceAnnotationsAttribute("the serving Service"),
-			"model_url":           schema.StringAttribute{Optional: true, MarkdownDescription: "Where the dense model is fetched from (`MODEL_URL`), e.g. the training job's file server."},
+			"model_url": schema.StringAttribute{Optional: true, MarkdownDescription: "Where the dense model is fetched from (`MODEL_URL`), a `.tar.gz` of " +
+				"the serving model folder on e.g. the training job's file server. Until it exists (404) the pods wait for it, not ready. With `" +
+				stack.ModelIDPlaceholder + "` in it (`\"${ctr_training_job.x.file_server_url}/<mount>/serving/" + stack.ModelIDPlaceholder + ".tar.gz\"`) " +
+				"and `cube_transfer_url` set, the pods follow the cube: the dense model of each version the cube serves, by its donefile id."},
+			"cube_transfer_url": schema.StringAttribute{Optional: true, MarkdownDescription: "`ctr_cube.<name>.transfer_url`: the pods ask the cube's " +
+				"transfer which version every shard serves, and put that version's dense model (`model_url` with `" + stack.ModelIDPlaceholder +
+				"`) in place for Paddle Serving's reload, without a restart. The dense model follows the embeddings; it is never ahead of them."},
+			"wait": schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString(stack.WaitAvailable),
+				Validators: []validator.String{stringvalidator.OneOf(stack.ServingWaits...)},
+				MarkdownDescription: "How far apply waits, within `timeouts`: `" + stack.WaitAvailable + "` (the pods are ready: Serving answers, " +
+					"which it does once its model is in place) or `" + stack.WaitNone + "`. A create whose wait runs out is a warning that says " +
+					"what the pods wait for (a first model takes minutes), not an error: the resource is kept, not tainted. " +
+					"Defaults to `" + stack.WaitAvailable + "`."},
+			"model_id": schema.StringAttribute{Computed: true, MarkdownDescription: "The donefile id of the dense model every serving pod has in " +
+				"place (with `cube_transfer_url`; read from each pod's launcher at refresh), empty while the pods disagree or have none. A plan " +
+				"warns when it is not the version the cube serves."},
 			"launcher_image": schema.StringAttribute{Optional: true, Validators: imageValidators,
 				MarkdownDescription: "Image the init container copies the launcher (`cube`) from into the pod, at `" + stack.ServingLauncherDir + "`. " +
 					"Defaults to the cube image of the provider's version (from the provider's `image_registry` when set), the image `ctr_cube` runs."},

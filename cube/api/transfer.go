@@ -103,6 +103,20 @@ type Status struct {
 	History []Record      `json:"history"`
 }
 
+// ServedID is the donefile id of the served version, from its history record; "" when no
+// version is served, or the history does not name it.
+func (s Status) ServedID() string {
+	if s.ServedVersion == "" {
+		return ""
+	}
+	for i := len(s.History) - 1; i >= 0; i-- {
+		if r := s.History[i]; r.Version == s.ServedVersion && r.Result == "served" {
+			return r.ID
+		}
+	}
+	return ""
+}
+
 // Summarize sets ServedVersion and every shard's Serving from what the
 // replicas report. Of the versions that at least one replica of every shard
 // serves, it picks the decided one; failing that (the transfer lost its

@@ -56,15 +56,11 @@ func servedID(ctx context.Context, client *http.Client, statusURL string) (strin
 	if err := json.Unmarshal(b, &st); err != nil {
 		return "", fmt.Errorf("GET %s: %w", statusURL, err)
 	}
-	if st.ServedVersion == "" {
-		return "", nil
+	id := st.ServedID()
+	if id == "" && st.ServedVersion != "" {
+		return "", fmt.Errorf("the cube serves %s, which its transfer's history does not name", st.ServedVersion)
 	}
-	for i := len(st.History) - 1; i >= 0; i-- {
-		if r := st.History[i]; r.Version == st.ServedVersion && r.Result == "served" {
-			return r.ID, nil
-		}
-	}
-	return "", fmt.Errorf("the cube serves %s, which its transfer's history does not name", st.ServedVersion)
+	return id, nil
 }
 
 // State is what the launcher reports on its status port (GET /status).

@@ -303,3 +303,13 @@ func (c *Client) RemoveMetadata(ctx context.Context, u *unstructured.Unstructure
 // IsNotServed says whether err is about a kind the cluster does not serve (its CRD is not
 // installed).
 func IsNotServed(err error) bool { return errors.Is(err, errNotServed) }
+
+// PodProxyGet GETs path from a pod's port through the API server's pod proxy: a pod that is
+// not ready (which a Service's proxy skips) answers too.
+func (c *Client) PodProxyGet(ctx context.Context, namespace, pod, port, path string) ([]byte, error) {
+	b, err := c.cs.CoreV1().Pods(namespace).ProxyGet("http", pod, port, path, nil).DoRaw(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("GET %s from pod %s/%s:%s: %w", path, namespace, pod, port, err)
+	}
+	return b, nil
+}

@@ -17,6 +17,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/elasticctr/terraform-provider-ctr/cube/api"
+	"github.com/elasticctr/terraform-provider-ctr/cube/launch"
 )
 
 // ServingType is the Terraform resource type of Paddle Serving.
@@ -46,12 +47,19 @@ const (
 	// they export SERVING_BIN only in /root/.bashrc, which no container command reads, so
 	// the pods set it (as Paddle's own Kubernetes template does).
 	DefaultServingBin = "/usr/local/serving_bin/serving"
+	// ServingStatusPort is the launcher's status port (GET /status: its phase and the id of
+	// the dense model in place), read through the API server's pod proxy.
+	ServingStatusPort = 8019
 	// GPUResource is the resource whose limit gives the server GPU devices (--gpu-ids).
 	GPUResource = "nvidia.com/gpu"
 	// CubeConfChecksumAnnotation on the pod template rolls the pods when cube.conf changes:
 	// Paddle Serving reads it only at start.
 	CubeConfChecksumAnnotation = "ctr.elasticctr.io/cube-conf-sha256"
 )
+
+// ModelIDPlaceholder in model_url stands for the donefile id of the version the cube serves
+// (cube/launch.IDPlaceholder).
+const ModelIDPlaceholder = launch.IDPlaceholder
 
 // DefaultServingCommand runs the launcher the init container installed.
 var DefaultServingCommand = []string{ServingLauncherPath, "serving"}
@@ -71,6 +79,11 @@ type Serving struct {
 	// ServiceAnnotations go on the Service: cloud load balancers are configured by them.
 	ServiceAnnotations map[string]string `json:"service_annotations,omitempty"`
 	ModelURL           string            `json:"model_url,omitempty"`
+	// CubeTransferURL is ctr_cube's transfer_url: with it the launcher follows the cube, and
+	// an IDPlaceholder in ModelURL is the donefile id of the version the cube serves.
+	CubeTransferURL string `json:"cube_transfer_url,omitempty"`
+	// Wait is how far apply waits (ServingWaits); "" is WaitAvailable.
+	Wait string `json:"wait,omitempty"`
 	// LauncherImage is the image the init container copies the launcher (cube) from;
 	// empty: the cube image of the provider's version (Images.Cube).
 	LauncherImage string `json:"launcher_image,omitempty"`
@@ -105,6 +118,7 @@ func (s Serving) Defaulted() Serving {
 	if d.Port == 0 {
 		d.Port = DefaultServingPort
 	}
+	d.Wait = orDefault(d.Wait, WaitAvailable)
 	if d.Command == nil {
 		d.Command = DefaultServingCommand
 	}
@@ -112,7 +126,7 @@ func (s Serving) Defaulted() Serving {
 	if d.Args == nil {
 		// The launcher's arguments: the port, its working directory, and the GPUs the pod
 		// is given (a GPU limit of N: the devices 0..N-1 the container sees).
-		d.Args = []string{"--port=" + strconv.Itoa(int(d.Port)), "--dir=" + ServingWorkDir}
+		d.Args = []string{"--port=" + strconv.Itoa(int(d.Port)), "--dir=" + ServingWorkDir, "--status-listen=:" + strconv.Itoa(ServingStatusPort)}
 		if ids := gpuIDs(d.Limits[GPUResource]); ids != "" {
 			d.Args = append(d.Args, "--gpu-ids="+ids)
 		}
@@ -164,6 +178,9 @@ func (s Serving) objects() Set {
 	if s.ModelURL != "" {
 		env = append(env, corev1.EnvVar{Name: "MODEL_URL", Value: s.ModelURL})
 	}
+	if s.CubeTransferURL != "" {
+		env = append(env, corev1.EnvVar{Name: "CUBE_STATUS_URL", Value: strings.TrimSuffix(s.CubeTransferURL, "/") + "/" + TransferStatusPath})
+	}
 	var set Set
 	if sa := s.Pod.ownServiceAccount(s.Name); sa != "" {
 		set = append(set, s.Pod.serviceAccount(sa, s.Namespace, labels))
@@ -196,7 +213,8 @@ func (s Serving) objects() Set {
 					Containers: []corev1.Container{{
 						Name: "serving", Image: s.Image, ImagePullPolicy: corev1.PullPolicy(s.ImagePullPolicy),
 						Command: s.Command, Args: s.Args, Env: env,
-						Ports:          []corev1.ContainerPort{{Name: "serving", ContainerPort: s.Port, Protocol: corev1.ProtocolTCP}},
+						Ports: []corev1.ContainerPort{{Name: "serving", ContainerPort: s.Port, Protocol: corev1.ProtocolTCP},
+							{Name: "launcher", ContainerPort: ServingStatusPort, Protocol: corev1.ProtocolTCP}},
 						ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromString("serving")}}},
 						Resources:      resources(&Task{Requests: s.Requests, Limits: s.Limits}, false),
 						VolumeMounts: []corev1.VolumeMount{{Name: "cube-conf", MountPath: servingConfDir + "/" + servingConfKey, SubPath: servingConfKey, ReadOnly: true},
@@ -241,6 +259,21 @@ func gpuIDs(limit string) string {
 	return strings.Join(ids, ",")
 }
 
+// Serving waits: how far apply waits for a serving.
+const (
+	// WaitAvailable waits for the Deployment's pods to be ready: the server answers, which
+	// it does once its model is in place. A create whose wait runs out is a warning.
+	WaitAvailable = "available"
+	// WaitNone does not wait: the pods wait for the model on their own.
+	WaitNone = "none"
+)
+
+// ServingWaits are the values of Serving.Wait.
+var ServingWaits = []string{WaitAvailable, WaitNone}
+
+// FollowsCube says whether the serving's launcher follows the cube's served version.
+func (s Serving) FollowsCube() bool { return s.CubeTransferURL != "" }
+
 // ServingFromSettings decodes the settings annotation of a serving's Deployment.
 func ServingFromSettings(s string) (Serving, error) { return fromSettings[Serving](s) }
 
@@ -255,6 +288,13 @@ func (s Serving) Validate() FieldErrors {
 		c.bad("cube_conf", "needs at least one dictionary with dict_name and shard >= 1")
 	}
 	c.resources("resources", s.Requests, s.Limits)
+	if strings.Contains(s.ModelURL, ModelIDPlaceholder) && s.CubeTransferURL == "" {
+		c.bad("model_url", "has %s, the donefile id of the version the cube serves: set cube_transfer_url (ctr_cube.<name>.transfer_url) "+
+			"so that the pods know which version that is", ModelIDPlaceholder)
+	}
+	if s.Port == ServingStatusPort {
+		c.bad("port", "%d is the launcher's status port: choose another", ServingStatusPort)
+	}
 	if gpus, ok := s.Limits[GPUResource]; ok && gpuIDs(gpus) == "" {
 		c.bad(fmt.Sprintf("resources.limits[%q]", GPUResource), "%q: a GPU limit is a whole number of devices", gpus)
 	}
