@@ -15,7 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/elasticctr/terraform-provider-ctr/cube/launch"
+	"github.com/elasticctr/terraform-provider-ctr/cube/api"
 	"github.com/elasticctr/terraform-provider-ctr/internal/kube"
 	"github.com/elasticctr/terraform-provider-ctr/internal/stack"
 	"github.com/elasticctr/terraform-provider-ctr/provider/internal/diagnostics"
@@ -24,19 +24,19 @@ import (
 // launcherStates asks each running serving pod's launcher what it does (GET /status on the
 // status port, through the API server's pod proxy): pod name → state. Pods that do not
 // answer are left out.
-func launcherStates(ctx context.Context, kc *kube.Client, dep *unstructured.Unstructured) map[string]launch.State {
+func launcherStates(ctx context.Context, kc *kube.Client, dep *unstructured.Unstructured) map[string]api.LauncherState {
 	pods, err := kc.Pods(ctx, dep)
 	if err != nil {
 		tflog.Warn(ctx, err.Error())
 		return nil
 	}
-	out := map[string]launch.State{}
+	out := map[string]api.LauncherState{}
 	for _, p := range pods {
 		if p.DeletionTimestamp != nil || p.Status.Phase != corev1.PodRunning {
 			continue
 		}
-		b, err := kc.PodProxyGet(ctx, p.Namespace, p.Name, strconv.Itoa(stack.ServingStatusPort), "status")
-		var st launch.State
+		b, err := kc.PodProxyGet(ctx, p.Namespace, p.Name, strconv.Itoa(stack.ServingStatusPort), strings.TrimPrefix(api.LauncherStatusPath, "/"))
+		var st api.LauncherState
 		if err == nil {
 			err = json.Unmarshal(b, &st)
 		}

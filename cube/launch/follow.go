@@ -20,10 +20,8 @@ import (
 	"github.com/elasticctr/terraform-provider-ctr/cube/servingconf"
 )
 
-// IDPlaceholder in a model URL stands for the donefile id of the version the cube serves:
-// the launcher then follows the cube, and each version's dense model reaches the server
-// (serving/<id>.tar.gz, as cube export and cube model publish it beside data/<id>/).
-const IDPlaceholder = "{id}"
+// IDPlaceholder in a model URL: see api.ModelIDPlaceholder.
+const IDPlaceholder = api.ModelIDPlaceholder
 
 // maxStatusBytes bounds the transfer's status document (8,192 replicas' worth).
 const maxStatusBytes = 16 << 20
@@ -63,22 +61,14 @@ func servedID(ctx context.Context, client *http.Client, statusURL string) (strin
 	return id, nil
 }
 
-// State is what the launcher reports on its status port (GET /status).
-type State struct {
-	// Phase is waiting-for-cube, waiting-for-model or serving.
-	Phase string `json:"phase"`
-	// ModelID is the donefile id of the dense model in place ("" when not following).
-	ModelID string `json:"model_id,omitempty"`
-	// Since is when that model was put in place: the server reloads it within its
-	// reload interval.
-	Since time.Time `json:"since,omitzero"`
-}
+// State is what the launcher reports on its status port (api.LauncherStatusPath).
+type State = api.LauncherState
 
 // Phases of State.
 const (
-	PhaseWaitingForCube  = "waiting-for-cube"
-	PhaseWaitingForModel = "waiting-for-model"
-	PhaseServing         = "serving"
+	PhaseWaitingForCube  = api.PhaseWaitingForCube
+	PhaseWaitingForModel = api.PhaseWaitingForModel
+	PhaseServing         = api.PhaseServing
 )
 
 // status is the launcher's State, safe for the status server to read.

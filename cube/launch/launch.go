@@ -20,6 +20,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/elasticctr/terraform-provider-ctr/cube/api"
 	"github.com/elasticctr/terraform-provider-ctr/cube/servingconf"
 )
 
@@ -180,7 +181,7 @@ func serveStatus(addr string, st *status) (stop func(), err error) {
 		return nil, fmt.Errorf("status listener: %w", err)
 	}
 	mux := http.NewServeMux()
-	mux.Handle("GET /status", st)
+	mux.Handle("GET "+api.LauncherStatusPath, st)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second, WriteTimeout: 5 * time.Second}
 	go func() { _ = srv.Serve(ln) }()

@@ -17,7 +17,6 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/elasticctr/terraform-provider-ctr/cube/api"
-	"github.com/elasticctr/terraform-provider-ctr/cube/launch"
 )
 
 // ServingType is the Terraform resource type of Paddle Serving.
@@ -58,8 +57,8 @@ const (
 )
 
 // ModelIDPlaceholder in model_url stands for the donefile id of the version the cube serves
-// (cube/launch.IDPlaceholder).
-const ModelIDPlaceholder = launch.IDPlaceholder
+// (api.ModelIDPlaceholder).
+const ModelIDPlaceholder = api.ModelIDPlaceholder
 
 // DefaultServingCommand runs the launcher the init container installed.
 var DefaultServingCommand = []string{ServingLauncherPath, "serving"}
