@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/elasticctr/terraform-provider-ctr/cube/bounded"
 	"github.com/elasticctr/terraform-provider-ctr/cube/paddle/servingpb"
 	"github.com/elasticctr/terraform-provider-ctr/cube/predict"
 	"github.com/elasticctr/terraform-provider-ctr/cube/samples"
@@ -32,6 +34,9 @@ func runPredict(args []string, stdout, stderr io.Writer) error {
 	fetch := fs.String("fetch", "", "fetch alias to read (default: the conf's first fetch var); its rows are softmax [no click, click]")
 	timeout := fs.Duration("timeout", 20*time.Second, "bound on each prediction")
 	maxLatency := fs.Duration("max-latency", 0, "fail when a prediction takes longer (0: no bound)")
+	repeatFor := fs.Duration("for", 0, "send the lines again and again until this `long` has passed (0: once); with --every, a steady load to watch a rollout through")
+	every := fs.Duration("every", 0, "pause between two predictions")
+	stamps := fs.Bool("timestamps", false, "print each probability after the Unix time in milliseconds its answer came")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -79,40 +84,65 @@ func runPredict(args []string, stdout, stderr io.Writer) error {
 		defer f.Close()
 		in = f
 	}
+	lines, err := bounded.ReadAll(in, maxPredictInput)
+	if err != nil {
+		return fmt.Errorf("the sample lines: %w", err)
+	}
 	client := predict.NewClient(*addr, *timeout)
 	defer client.Close()
 	var took []time.Duration
-	err := samples.Each(lineFormat, in, *sparseDim, func(n int, s samples.Sample) error {
-		req, err := predict.Request(&model, s.Keys, s.Dense, *fetch)
-		if err != nil {
-			return fmt.Errorf("line %d: %w", n, err)
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), *timeout)
-		start := time.Now()
-		resp, err := client.Predict(ctx, req)
-		d := time.Since(start)
-		cancel()
-		if err != nil {
-			return fmt.Errorf("line %d: %w", n, err)
-		}
-		probs, err := predict.Probabilities(resp)
-		if err != nil {
-			return fmt.Errorf("line %d: %w", n, err)
-		}
-		if *maxLatency > 0 && d > *maxLatency {
-			return fmt.Errorf("line %d: the prediction took %s, more than --max-latency %s", n, d.Round(time.Microsecond), *maxLatency)
-		}
-		took = append(took, d)
-		for _, p := range probs {
-			fmt.Fprintf(stdout, "%.6f\n", p)
-		}
-		return nil
-	})
+	start := time.Now()
+	for pass := 0; err == nil && (pass == 0 || time.Since(start) < *repeatFor); pass++ {
+		err = samples.Each(lineFormat, bytes.NewReader(lines), *sparseDim, func(n int, s samples.Sample) error {
+			if pass > 0 && time.Since(start) >= *repeatFor {
+				return errDone
+			}
+			req, err := predict.Request(&model, s.Keys, s.Dense, *fetch)
+			if err != nil {
+				return fmt.Errorf("line %d: %w", n, err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), *timeout)
+			sent := time.Now()
+			resp, err := client.Predict(ctx, req)
+			d := time.Since(sent)
+			cancel()
+			if err != nil {
+				return fmt.Errorf("line %d: %w", n, err)
+			}
+			probs, err := predict.Probabilities(resp)
+			if err != nil {
+				return fmt.Errorf("line %d: %w", n, err)
+			}
+			if *maxLatency > 0 && d > *maxLatency {
+				return fmt.Errorf("line %d: the prediction took %s, more than --max-latency %s", n, d.Round(time.Microsecond), *maxLatency)
+			}
+			took = append(took, d)
+			for _, p := range probs {
+				if *stamps {
+					fmt.Fprintf(stdout, "%d ", time.Now().UnixMilli())
+				}
+				fmt.Fprintf(stdout, "%.6f\n", p)
+			}
+			if *every > 0 {
+				time.Sleep(*every)
+			}
+			return nil
+		})
+	}
+	if errors.Is(err, errDone) {
+		err = nil
+	}
 	if len(took) > 0 {
 		fmt.Fprintf(stderr, "%s\n", latencySummary(took))
 	}
 	return err
 }
+
+// maxPredictInput bounds the sample lines cube predict reads (Serving's demo file is 241 KB).
+const maxPredictInput = 256 << 20
+
+// errDone ends a --for run at a line.
+var errDone = errors.New("done")
 
 // latencySummary is one line of prediction latencies: count, p50, p99 and max.
 func latencySummary(took []time.Duration) string {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
+	"fmt"
 	"math"
 	"net/http"
 	"os"
@@ -146,6 +147,25 @@ func TestServing_FollowsTheCube(t *testing.T) {
 				t.Fatalf("line %d over %s: %s, want %.6f", i+1, addr, got[i], want)
 			}
 		}
+	}
+
+	// --for repeats the lines: a steady load, each answer after its time.
+	one := filepath.Join(dir, "one.txt")
+	first, _, _ := strings.Cut(readLog(path), "\n")
+	if err := os.WriteFile(one, []byte(first+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	steady := strings.Split(strings.TrimSpace(cube(t, "predict", "--addr", s.Addr, "--conf", conf, "--format", "criteo", "--sparse-dim",
+		strconv.Itoa(servingSparseDim), "--for", "300ms", "--every", "10ms", "--timestamps", one)), "\n")
+	want0, _ := ctrmodel.Probability(models[0], lines[0], 1)
+	for _, l := range steady {
+		ms, p, ok := strings.Cut(l, " ")
+		if at, err := strconv.ParseInt(ms, 10, 64); !ok || err != nil || time.Since(time.UnixMilli(at)) > time.Minute || p != fmt.Sprintf("%.6f", want0) {
+			t.Fatalf("cube predict --for --timestamps printed %q", l)
+		}
+	}
+	if len(steady) < 5 {
+		t.Errorf("cube predict --for 300ms --every 10ms sent %d predictions", len(steady))
 	}
 
 	bound := s.ReloadInterval + 200*time.Millisecond + 2*time.Second
