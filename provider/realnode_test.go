@@ -38,6 +38,7 @@ func TestAccRealNode(t *testing.T) {
 		{"TrainingServesModel", realNodeTrainingServesModel},
 		{"TrainingToLookup", realNodeTrainingToLookup},
 		{"PaddleSaveToLookup", realNodePaddleSaveToLookup},
+		{"ServingPredicts", realNodeServingPredicts},
 		{"RolloutUnderLookups", realNodeRolloutUnderLookups},
 		{"Reshard", realNodeReshard},
 		{"ReplicaComesBack", realNodeReplicaComesBack},

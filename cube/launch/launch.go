@@ -57,6 +57,14 @@ type Options struct {
 	Stderr        io.Writer
 }
 
+// Defaults of cube serving's flags. Following the cube, a new version's dense model serves
+// within DefaultPoll + DefaultReloadInterval (plus its download and load) of the cube serving
+// it; each poll is one GET of the transfer's /status, which asks every replica.
+const (
+	DefaultPoll           = 3 * time.Second
+	DefaultReloadInterval = 2 * time.Second
+)
+
 // ParseGPUIDs parses a comma-separated list of GPU ids ("0,1"); empty is none (the CPU).
 func ParseGPUIDs(s string) ([]int32, error) {
 	if s == "" {
@@ -190,7 +198,7 @@ func serveStatus(addr string, st *status) (stop func(), err error) {
 
 func (o Options) poll() time.Duration {
 	if o.Poll <= 0 {
-		return 10 * time.Second
+		return DefaultPoll
 	}
 	return o.Poll
 }

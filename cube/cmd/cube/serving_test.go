@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -36,16 +35,7 @@ func denseVariant(t *testing.T, dir string, shift float32) *infer.Model {
 	t.Helper()
 	ctrmodel.ServingModel(t, dir)
 	if shift != 0 {
-		p := filepath.Join(dir, "fc_3.b_0")
-		b, err := os.ReadFile(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		last := b[len(b)-4:]
-		binary.LittleEndian.PutUint32(last, math.Float32bits(math.Float32frombits(binary.LittleEndian.Uint32(last))+shift))
-		if err := os.WriteFile(p, b, 0o644); err != nil {
-			t.Fatal(err)
-		}
+		ctrmodel.ShiftClickBias(t, dir, shift)
 	}
 	m, err := infer.Load(dir)
 	if err != nil {

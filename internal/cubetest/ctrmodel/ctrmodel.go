@@ -4,6 +4,8 @@
 package ctrmodel
 
 import (
+	"encoding/binary"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -87,3 +89,19 @@ func Probability(m *infer.Model, s samples.Sample, gen byte) (float32, error) {
 
 // float32Type is the feed_type and fetch_type of float tensors (paddle-serving.md §4.1).
 const float32Type = 1
+
+// ShiftClickBias moves the click side of the model's last bias (fc_3.b_0) at dir by shift:
+// another dense model of the same network, which answers other probabilities.
+func ShiftClickBias(t testing.TB, dir string, shift float32) {
+	t.Helper()
+	p := filepath.Join(dir, "fc_3.b_0")
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := b[len(b)-4:]
+	binary.LittleEndian.PutUint32(last, math.Float32bits(math.Float32frombits(binary.LittleEndian.Uint32(last))+shift))
+	if err := os.WriteFile(p, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
