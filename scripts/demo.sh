@@ -106,6 +106,10 @@ served 2
 wait "$load" || { cat "$state/load.out"; echo "lookups during the rollout failed"; exit 1; }
 echo "    load during the rollout: $(tail -1 "$state/load.out")"
 
+say "a prediction: Paddle Serving's half on this machine (cube demo): a version with embeddings and its dense model, cube serving following the cube with the stand-in of Paddle's server, one click probability"
+"$root/bin/cube" demo --keys 20000 --replicas 1 > "$state/serving-demo.log" 2>&1 || { tail -20 "$state/serving-demo.log"; exit 1; }
+grep -E '^==> (training writes version 3|prediction)' "$state/serving-demo.log" | sed 's/^==> /    /'
+
 say "terraform destroy (waits until every owned object and pod is gone; the CCE cluster is deleted)"
 "$tf" destroy -no-color -auto-approve -input=false "${vars[@]}" 2>&1 | grep -E 'Destroy complete|Destruction complete' | sed 's/^/    /' || true
 
@@ -118,7 +122,8 @@ cat <<'DONE'
                server-side apply, drift projection, watches; a real node (kubelet, containerd, runc, CNI
                bridge, CoreDNS, kube-proxy) running this repository's image in pods: the stand-in
                trainer, the file server, the cube's transfer and shard servers; lookups over baidu_std
-               through the exported cube.conf; a second model version rolled out under load.
+               through the exported cube.conf; a second model version rolled out under load; one
+               prediction through cube serving and the stand-in of Paddle's server, on this machine.
     simulated: the kwok nodes, where Paddle's training and Serving pods reach Running but run no
                containers (their images cannot run here); Baidu Cloud CCE (the local
                emulator, checking bce-auth-v1 signatures; its "clusters" are the local control plane);

@@ -6,6 +6,7 @@
 package pipeline
 
 import (
+	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -242,8 +243,18 @@ func (c *Cluster) Publish(id string, gen byte, patchOf string) error {
 
 // PublishServing is Publish with the version's serving model folder (serving/<id>.tar.gz).
 func (c *Cluster) PublishServing(id string, gen byte, patchOf, servingModel string) error {
-	return WriteModel(c.Root, Model{ID: id, Gen: gen, PatchOf: patchOf, Keys: c.opts.Keys, ValueSize: c.opts.ValueSize,
-		Embedding: c.opts.Embedding, ServingModel: servingModel})
+	return c.PublishModel(Model{ID: id, Gen: gen, PatchOf: patchOf, Embedding: c.opts.Embedding, ServingModel: servingModel})
+}
+
+// PublishModel publishes m, its keys and value size the cluster's unless m says otherwise.
+func (c *Cluster) PublishModel(m Model) error {
+	if m.Keys == 0 {
+		m.Keys = c.opts.Keys
+	}
+	if m.ValueSize == 0 {
+		m.ValueSize = c.opts.ValueSize
+	}
+	return WriteModel(c.Root, m)
 }
 
 // Model is a synthetic model version, as a trainer would write it.
@@ -313,6 +324,24 @@ func Embedding(k uint64, gen byte, dim int) []float32 {
 		out[j] = (float32(h) - 1000) / 4000
 	}
 	return out
+}
+
+// GenOf is the generation whose model (WriteModel, in either layout: Value's bytes or an
+// Embedding) holds value for key; false when no generation's does.
+func GenOf(key uint64, value []byte) (byte, bool) {
+	if len(value) >= 10 && binary.LittleEndian.Uint64(value) == key && bytes.Equal(value, Value(key, value[8], len(value))) {
+		return value[8], true
+	}
+	if len(value) == 0 || len(value)%4 != 0 {
+		return 0, false
+	}
+	first := math.Float32frombits(binary.LittleEndian.Uint32(value))
+	for g := 1; g < 256; g++ {
+		if Embedding(key, byte(g), 1)[0] == first && bytes.Equal(value, EmbeddingBytes(key, byte(g), len(value)/4)) {
+			return byte(g), true
+		}
+	}
+	return 0, false
 }
 
 // EmbeddingBytes is Embedding as a cube value: little-endian float32s.

@@ -12,7 +12,10 @@ import (
 
 	"github.com/elasticctr/terraform-provider-ctr/cube/api"
 	"github.com/elasticctr/terraform-provider-ctr/cube/client"
+	"github.com/elasticctr/terraform-provider-ctr/cube/paddle/infer"
 	"github.com/elasticctr/terraform-provider-ctr/cube/pipeline"
+	"github.com/elasticctr/terraform-provider-ctr/cube/predict"
+	"github.com/elasticctr/terraform-provider-ctr/cube/servingconf"
 	"github.com/elasticctr/terraform-provider-ctr/cube/transfer"
 )
 
@@ -125,9 +128,88 @@ func runDemo(args []string, stdout, stderr io.Writer) error {
 			}
 		}
 	}
-	say("transfer status: curl http://%s/status   metrics: /metrics", c.Transfer.Addr)
 	if st.Failed != 0 || st.Mixed != 0 {
 		return errors.New("the rollout under load failed requests or mixed versions")
+	}
+	if err := demoPrediction(say, c, dir, uint64(*keys)); err != nil {
+		return err
+	}
+	say("transfer status: curl http://%s/status   metrics: /metrics", c.Transfer.Addr)
+	return nil
+}
+
+// demoModel is the demo's dense network over the cube's 40-byte values (10 floats).
+var demoModel = pipeline.DemoModelOf(10)
+
+// demoPrediction publishes a version with embeddings and its serving model, starts Paddle
+// Serving beside the pipeline (cube serving with the stand-in of Paddle's server), and asks
+// it for one click probability, which it checks against the model run here.
+func demoPrediction(say func(string, ...any), c *pipeline.Cluster, dir string, n uint64) error {
+	model := filepath.Join(dir, "serving-model")
+	if err := pipeline.WriteDemoModel(model, demoModel); err != nil {
+		return err
+	}
+	id := strconv.FormatInt(time.Now().Unix()+2, 10)
+	say("training writes version 3: embeddings (10 floats per key) and its serving model (%s: %d slots, a hidden layer of %d, softmax) as serving/%s.tar.gz",
+		model, demoModel.Slots, demoModel.Hidden, id)
+	if err := c.PublishModel(pipeline.Model{ID: id, Gen: 3, Embedding: true, ServingModel: model}); err != nil {
+		return err
+	}
+	if _, err := c.WaitServed(id, 5*time.Minute); err != nil {
+		return err
+	}
+	s, err := c.StartServing()
+	if err != nil {
+		return err
+	}
+	defer s.Stop()
+	conf, err := servingconf.ReadModelConf(model)
+	if err != nil {
+		return err
+	}
+	keys := [][]uint64{{42 % n}, {7 % n, 1009 % n}, {31337 % n}} // keys the version holds
+	req, err := predict.Request(conf, keys, nil, pipeline.DemoAlias)
+	if err != nil {
+		return err
+	}
+	cl := predict.NewClient(s.Addr, 5*time.Second)
+	defer cl.Close()
+	var got []float32
+	deadline := time.Now().Add(time.Minute)
+	for {
+		resp, err := cl.Predict(context.Background(), req)
+		if err == nil {
+			if got, err = predict.Probabilities(resp); err != nil {
+				return err
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the serving did not answer: %w (see %s)", err, s.LogFile())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	m, err := infer.Load(model)
+	if err != nil {
+		return err
+	}
+	in := map[string]infer.Input{}
+	for i, ks := range keys {
+		var data []float32
+		for _, k := range ks {
+			data = append(data, pipeline.Embedding(k, 3, demoModel.Width)...)
+		}
+		in[conf.GetFeedVar()[i].GetName()] = infer.Input{Data: data, Dims: []int64{int64(len(ks)), int64(demoModel.Width)}, LoD: []int64{0, int64(len(ks))}}
+	}
+	out, err := m.Run(in)
+	if err != nil {
+		return err
+	}
+	want := out[pipeline.DemoFetch].Data[1]
+	say("prediction through Paddle Serving (the stand-in of its server, started by cube serving) on %s, slots %v: click probability %.6f (the model run here: %.6f)",
+		s.Addr, keys, got[0], want)
+	if got[0] != want {
+		return fmt.Errorf("serving answered %v, the model %v", got[0], want)
 	}
 	return nil
 }

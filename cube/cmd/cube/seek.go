@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/hex"
 	"errors"
@@ -26,7 +25,7 @@ func runSeek(args []string, stdout, stderr io.Writer) error {
 	timeout := fs.Duration("timeout", 3*time.Second, "overall timeout")
 	format := fs.String("format", "base64", "value format: base64, hex, or float32 (little-endian floats, as Paddle's embeddings)")
 	first := fs.Int("first", 0, "also look up keys 0..`N`-1")
-	check := fs.Int("check", 0, "check every value is what `cube model --gen G` wrote for its key; print only the keys that are not, and a summary (exit 1 if any)")
+	check := fs.Int("check", 0, "check every value is what `cube model --gen G` (either layout, --embedding or not) wrote for its key; print only the keys that are not, and a summary (exit 1 if any)")
 	forDur := fs.Duration("for", 0, "instead: look random keys of 0..--first-1 up for this `duration` (e.g. during a rollout), checking every key is found with a well-formed `cube model` value and no response mixes versions; print a summary (exit 1 on any failure)")
 	ready := fs.Duration("ready-within", time.Minute, "with --for (and with --conf when given): before the clock starts, or before a one-shot lookup, wait up to this `duration` until cube.conf's names resolve and every shard answers once (a cube whose Services just appeared may not be in the cluster DNS yet); not counted as failures")
 	workers := fs.Int("workers", 4, "with --for: concurrent lookups")
@@ -202,6 +201,11 @@ func waitAnswering(dc client.DictConf, keys int, within time.Duration) (time.Dur
 	}
 }
 
+func isGen(key uint64, value []byte, gen byte) bool {
+	g, ok := pipeline.GenOf(key, value)
+	return ok && g == gen
+}
+
 // checkValues reports every key whose value is not what `cube model --gen
 // gen` wrote, and fails if there is one.
 func checkValues(w io.Writer, keys []uint64, res []client.Result, gen byte, seekErr error) error {
@@ -213,7 +217,7 @@ func checkValues(w io.Writer, keys []uint64, res []client.Result, gen byte, seek
 			why = "FAILED"
 		case !r.Found():
 			why = "MISS"
-		case !bytes.Equal(r.Value, pipeline.Value(keys[i], gen, len(r.Value))):
+		case !isGen(keys[i], r.Value, gen):
 			why = "WRONG " + hex.EncodeToString(r.Value)
 		default:
 			continue
