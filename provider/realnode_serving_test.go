@@ -122,10 +122,19 @@ func (d e2eDense) pod(v int) string {
 // Paddle Serving following the cube (our launcher, with the stand-in of Paddle's server from
 // the same image).
 func e2eServingStack(ns, image string, d e2eDense, v int) string {
+	return e2eServingStackOf(ns, image, d, v, true)
+}
+
+// e2eServingStackOf is e2eServingStack whose version may come without a serving model.
+func e2eServingStackOf(ns, image string, d e2eDense, v int, withServing bool) string {
 	id := strconv.Itoa(1000 * (v + 1))
-	command := fmt.Sprintf(`["/cube", "model", "--out", "/data", "--keys", "%d", "--value-size", "%d", "--embedding", "--id", "%s", "--gen", "%d", "--serving-model", "/dense"]`,
-		e2eSparseDim, 4*ctrmodel.Width, id, v+1)
-	return e2eTrainingRunning(ns, image, command, d.pod(v)) + e2eCube(ns, image, 2) + fmt.Sprintf(`
+	serving, pod := `, "--serving-model", "/dense"`, d.pod(min(v, 1))
+	if !withServing {
+		serving, pod = "", ""
+	}
+	command := fmt.Sprintf(`["/cube", "model", "--out", "/data", "--keys", "%d", "--value-size", "%d", "--embedding", "--id", "%s", "--gen", "%d"%s]`,
+		e2eSparseDim, 4*ctrmodel.Width, id, v+1, serving)
+	return e2eTrainingRunning(ns, image, command, pod) + e2eCube(ns, image, 2) + fmt.Sprintf(`
 resource "ctr_serving" "serving" {
   name              = "e2e-serving"
   namespace         = %[1]q
@@ -152,9 +161,12 @@ resource "ctr_serving" "serving" {
 // what this process computes with the same model and embeddings. Then the trainer publishes
 // version 2000 (new embeddings, new dense weights) while a Job predicts without pause: the
 // dense model is never ahead of the embeddings, answers combine versions for no longer than
-// the bound, ctr_serving's model_id follows, and no serving pod restarts.
+// the bound, ctr_serving's model_id follows, and no serving pod restarts. Last, version 3000
+// comes without a serving model: the pods keep 2000's dense model, and a plan says that
+// serving is behind the cube.
 func realNodeServingPredicts(t *testing.T) {
 	k, ns, image := requireRealNode(t)
+	rec := newDiagRecorder(t)
 	dense, models := k.e2eDenseConfigMaps(t, ns)
 	path := filepath.Join(cubetest.PaddleData(t, "serving-ctr-model"), "criteo_test_data.txt")
 	data, err := os.ReadFile(path)
@@ -173,7 +185,8 @@ func realNodeServingPredicts(t *testing.T) {
 	var pods map[string]int32
 	const load = "150s"
 	k.testE2E(t, ns, resource.TestCase{
-		CheckDestroy: k.checkNothingOwnedOf(ns, stack.Owner(stack.ServingType, "e2e-serving"), stack.ServingKinds),
+		ProtoV6ProviderFactories: rec.factories(),
+		CheckDestroy:             k.checkNothingOwnedOf(ns, stack.Owner(stack.ServingType, "e2e-serving"), stack.ServingKinds),
 		Steps: []resource.TestStep{
 			{
 				Config: e2eServingStack(ns, image, dense, 0),
@@ -256,6 +269,24 @@ func realNodeServingPredicts(t *testing.T) {
 			{
 				// A refresh reads the dense model every pod has in place.
 				Config: e2eServingStack(ns, image, dense, 1),
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue("ctr_serving.serving", tfjsonpath.New("model_id"), knownvalue.StringExact("2000")),
+				},
+			},
+			{
+				// Version 3000 without a serving model: the cube serves it, the pods keep 2000's
+				// dense model (its URL answers 404)...
+				Config: e2eServingStackOf(ns, image, dense, 2, false),
+				Check: func(*terraform.State) error {
+					var v3 string
+					return k.waitServed(ns, "e2e-cube", "3000", 4*time.Minute, &v3)(nil)
+				},
+			},
+			{
+				// ...and a plan (this step's refresh) says so.
+				Config: e2eServingStackOf(ns, image, dense, 2, false),
+				Check: resource.ComposeTestCheckFunc(
+					rec.expectRead(`Serving Behind The Cube: Serving ` + ns + `/e2e-serving: the cube serves donefile id 3000, and the serving pods' dense models are 2000: e2e-serving-`)),
 				ConfigStateChecks: []statecheck.StateCheck{
 					statecheck.ExpectKnownValue("ctr_serving.serving", tfjsonpath.New("model_id"), knownvalue.StringExact("2000")),
 				},

@@ -53,7 +53,9 @@ func TestAccRealNode(t *testing.T) {
 // checks.
 func (k *kubeClients) testE2E(t *testing.T, ns string, c resource.TestCase) {
 	t.Helper()
-	c.ProtoV6ProviderFactories = providerFactories
+	if c.ProtoV6ProviderFactories == nil {
+		c.ProtoV6ProviderFactories = providerFactories
+	}
 	gone := k.e2eGone(ns)
 	if c.CheckDestroy != nil {
 		gone = resource.ComposeTestCheckFunc(gone, c.CheckDestroy)

@@ -33,6 +33,35 @@ type diagRecorder struct {
 	tfprotov6.ProviderServer
 	mu    sync.Mutex
 	diags []*tfprotov6.Diagnostic
+	// reads are the diagnostics of every refresh (what a plan shows before its changes).
+	reads []*tfprotov6.Diagnostic
+}
+
+func (r *diagRecorder) ReadResource(ctx context.Context, req *tfprotov6.ReadResourceRequest) (*tfprotov6.ReadResourceResponse, error) {
+	resp, err := r.ProviderServer.ReadResource(ctx, req)
+	if resp != nil {
+		r.mu.Lock()
+		r.reads = append(r.reads, resp.Diagnostics...)
+		r.mu.Unlock()
+	}
+	return resp, err
+}
+
+// expectRead checks that a refresh warned with a summary and detail matching pattern.
+func (r *diagRecorder) expectRead(pattern string) resource.TestCheckFunc {
+	return func(*terraform.State) error {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		var warnings []string
+		for _, d := range r.reads {
+			w := d.Summary + ": " + d.Detail
+			if detailRE(pattern).MatchString(w) {
+				return nil
+			}
+			warnings = append(warnings, w)
+		}
+		return fmt.Errorf("no refresh warned %q; the refreshes said %q", pattern, warnings)
+	}
 }
 
 func newDiagRecorder(t *testing.T) *diagRecorder {

@@ -60,6 +60,9 @@ resource "ctr_serving" "serving" {
   stack     = "elastic-ctr"
   cube_conf = ctr_cube.cube.cube_conf
   model_url = "${ctr_training_job.ctr.file_server_url}/output/ctr_model.tar.gz"
+  # The pods wait, not ready, until the trainer publishes the model (a first pass takes
+  # minutes); apply does not wait for them.
+  wait = "none"
 }
 
 output "serving_url" {

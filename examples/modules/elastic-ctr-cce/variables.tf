@@ -152,6 +152,7 @@ variable "serving" {
   type = object({
     image        = optional(string)
     model_url    = optional(string)
+    wait         = optional(string)
     replicas     = optional(number)
     service_type = optional(string)
     requests     = optional(map(string))

@@ -60,5 +60,7 @@ resource "ctr_serving" "this" {
   service_type = var.serving.service_type
   cube_conf    = ctr_cube.this.cube_conf
   model_url    = coalesce(var.serving.model_url, "${ctr_training_job.this.file_server_url}/output/ctr_model.tar.gz")
-  resources    = var.serving.requests == null && var.serving.limits == null ? null : { requests = var.serving.requests, limits = var.serving.limits }
+  # The pods wait for the first model (a first training pass takes minutes): apply does not.
+  wait      = var.serving.wait
+  resources = var.serving.requests == null && var.serving.limits == null ? null : { requests = var.serving.requests, limits = var.serving.limits }
 }

@@ -98,10 +98,11 @@ variable "cube" {
 }
 
 variable "serving" {
-  description = "Paddle Serving: image, where its dense model is fetched from (MODEL_URL; null: ctr_model.tar.gz on the training job's file server), replicas, Service type and resources per pod."
+  description = "Paddle Serving: image, where its dense model is fetched from (MODEL_URL; null: ctr_model.tar.gz on the training job's file server), how far apply waits (wait: \"none\", the default, or \"available\"), replicas, Service type and resources per pod."
   type = object({
     image        = optional(string)
     model_url    = optional(string)
+    wait         = optional(string, "none")
     replicas     = optional(number, 1)
     service_type = optional(string, "ClusterIP")
     requests     = optional(map(string))
