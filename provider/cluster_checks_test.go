@@ -444,6 +444,10 @@ func (k *kubeClients) livePods(ns string, want map[string]string, secrets map[st
 			}
 			seen[component] = true
 			for _, c := range append(p.Spec.InitContainers, p.Spec.Containers...) {
+				image := image
+				if own, ok := want[component+"/"+c.Name]; ok {
+					image = own
+				}
 				if c.Image != image {
 					return fmt.Errorf("pod %s (%s): container %s runs %s, want %s", p.Name, component, c.Name, c.Image, image)
 				}
@@ -457,7 +461,7 @@ func (k *kubeClients) livePods(ns string, want map[string]string, secrets map[st
 			}
 		}
 		for c := range want {
-			if !seen[c] {
+			if c, _, _ = strings.Cut(c, "/"); !seen[c] {
 				return fmt.Errorf("no pod of component %s", c)
 			}
 		}

@@ -81,7 +81,7 @@ func TestAccImages_MirrorAndPullSecrets(t *testing.T) {
 	cube := stack.MirrorImage(testMirror, stack.CubeImage(testVersion))
 	want := map[string]string{
 		"training": testMirror + "/" + stack.DefaultImage, "fileserver": cube, "cube-server": cube, "cube-transfer": cube,
-		"serving": stack.MirrorImage(testMirror, stack.DefaultServingImage),
+		"serving": stack.MirrorImage(testMirror, stack.DefaultServingImage), "serving/install-launcher": cube,
 	}
 	one, two := []string{"mirror-pull"}, []string{"mirror-pull", "team-pull"}
 	secrets := map[string][]string{"training": one, "fileserver": one, "cube-server": one, "cube-transfer": one, "serving": two}
@@ -118,16 +118,18 @@ func TestAccImages_MirrorAndPullSecrets(t *testing.T) {
 			},
 			{
 				// Another mirror: the training job is replaced (its image changes), the cube keeps
-				// the image it was created with, Serving's own image stays.
+				// the image it was created with, Serving's own image stays and its launcher
+				// comes from the new mirror (an update: the pods roll).
 				Config: imagesStackFrom("mirror2.example", ns, name, explicit),
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 					plancheck.ExpectResourceAction(jobAddr, plancheck.ResourceActionDestroyBeforeCreate),
 					plancheck.ExpectResourceAction(cubeAddr, plancheck.ResourceActionNoop),
-					plancheck.ExpectResourceAction(servingAddr, plancheck.ResourceActionNoop),
+					plancheck.ExpectResourceAction(servingAddr, plancheck.ResourceActionUpdate),
 				}},
 				ConfigStateChecks: []statecheck.StateCheck{
 					statecheck.ExpectKnownValue(jobAddr, tfjsonpath.New("image"), knownvalue.StringExact("mirror2.example/"+stack.DefaultImage)),
 				},
+
 			},
 			{ResourceName: servingAddr, ImportState: true, ImportStateId: ns + "/" + name + "-serving", ImportStateVerify: true, ImportStateVerifyIgnore: []string{"timeouts"}},
 		},
