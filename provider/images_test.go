@@ -129,7 +129,6 @@ func TestAccImages_MirrorAndPullSecrets(t *testing.T) {
 				ConfigStateChecks: []statecheck.StateCheck{
 					statecheck.ExpectKnownValue(jobAddr, tfjsonpath.New("image"), knownvalue.StringExact("mirror2.example/"+stack.DefaultImage)),
 				},
-
 			},
 			{ResourceName: servingAddr, ImportState: true, ImportStateId: ns + "/" + name + "-serving", ImportStateVerify: true, ImportStateVerifyIgnore: []string{"timeouts"}},
 		},

@@ -310,3 +310,31 @@ func TestCube_RetryZero(t *testing.T) {
 		}},
 	}}})
 }
+
+// TestAccCube_CreateWaitTimesOutWithWarning: a cube whose pods cannot be ready within the
+// create timeout (here: its transfer has nowhere to run) is a warning, not an error: the
+// resource is kept, not tainted, and the same configuration plans nothing.
+func TestAccCube_CreateWaitTimesOutWithWarning(t *testing.T) {
+	// Not parallel: see unplaceableGang.
+	k, ns, name := cubeTest(t)
+	rec := newDiagRecorder(t)
+	config := strings.Replace(cubeConfig(ns, name, `  pod = { node_selector = { "ctr.example/nowhere" = "x" } }`),
+		`timeouts = { create = "3m", update = "3m", delete = "3m" }`, `timeouts = { create = "15s", delete = "3m" }`, 1)
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: rec.factories(),
+		CheckDestroy:             k.checkNothingOwnedOf(ns, stack.Owner(stack.CubeType, name), stack.CubeKinds),
+		Steps: []resource.TestStep{
+			{
+				Config: config,
+				Check: rec.expect(`Cube Not Serving Yet: cube ` + ns + `/` + name + ` is created but not ready within the create timeout: .*` +
+					`did not become ready in time.*kept, not tainted`),
+			},
+			{
+				Config: config,
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(cubeAddr, plancheck.ResourceActionNoop),
+				}},
+			},
+		},
+	})
+}
