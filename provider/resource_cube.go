@@ -2,7 +2,6 @@ package provider
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -142,22 +141,16 @@ func (r *cubeResource) apply(ctx context.Context, plan, prior *cubeModel, state 
 		default:
 			continue
 		}
-		_, err := kc.WaitFor(ctx, set.Find(o.Key), cond)
-		var failed *kube.FailedError
-		switch {
-		case err == nil:
-			continue
-		case prior == nil && ctx.Err() != nil && !errors.As(err, &failed):
+		notYet := func(err error) diag.Diagnostic {
 			// A cube created in the same apply as its cluster's nodes or its training job may
-			// take longer than the timeout to place: kept, not tainted.
-			diags.Append(diagnostics.Warning("Cube Not Serving Yet", fmt.Sprintf("%s is created but not ready within the create timeout: %s",
+			// take longer than the timeout to place.
+			return diagnostics.Warning("Cube Not Serving Yet", fmt.Sprintf("%s is created but not ready within the create timeout: %s",
 				plan.describe("Cube"), err), "The resource is kept, not tainted: its pods keep starting, and a later refresh shows "+
-				"served_version once the transfer rolls out the first line of donefile_url."))
-		default:
-			todo := kube.Hint(err)
-			diags.Append(diagnostics.Failed(cubeWorkload.summary("Apply"), what, todo, err))
+				"served_version once the transfer rolls out the first line of donefile_url.")
 		}
-		return
+		if _, ok := cubeWorkload.wait(ctx, kc, set, o.Key, cond, what, prior == nil, notYet, diags); !ok {
+			return
+		}
 	}
 	if prior != nil && prior.Shards.ValueInt64() > plan.Shards.ValueInt64() && prior.ServedVersion.ValueString() != "" {
 		if !waitNewLayout(ctx, kc, c, prior.ServedVersion.ValueString(), diags) {

@@ -2,7 +2,6 @@ package provider
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -115,18 +114,13 @@ func (r *servingResource) apply(ctx context.Context, plan, prior *servingModel, 
 	diags.Append(state.Set(ctx, plan)...)
 	dep := set.Find(stack.ServingDeploymentKey(s.Name))
 	if s.Wait != stack.WaitNone {
-		live, err := kc.WaitFor(ctx, dep, kube.DeploymentAvailable)
-		var failed *kube.FailedError
-		switch {
-		case err == nil:
-			dep = live
-		case prior == nil && ctx.Err() != nil && !errors.As(err, &failed):
-			diags.Append(notReadyYet(context.WithoutCancel(ctx), kc, s, dep, err))
-		default:
-			todo := kube.Hint(err)
-			diags.Append(diagnostics.Failed(servingWorkload.summary("Apply"), "Paddle Serving did not roll out", todo, err))
-			return
+		notYet := func(err error) diag.Diagnostic { return notReadyYet(context.WithoutCancel(ctx), kc, s, dep, err) }
+		live, ok := servingWorkload.wait(ctx, kc, set, stack.ServingDeploymentKey(s.Name), kube.DeploymentAvailable, "Paddle Serving did not roll out",
+			prior == nil, notYet, diags)
+		if !ok {
+			return // the state holds what was applied
 		}
+		dep = live
 	}
 	plan.ModelID = types.StringValue(readModelID(context.WithoutCancel(ctx), kc, s, dep, &diag.Diagnostics{}))
 	diags.Append(state.Set(ctx, plan)...)

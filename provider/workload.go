@@ -2,6 +2,7 @@ package provider
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -350,17 +351,23 @@ func (w workload[S, M, P]) prune(ctx context.Context, kc *kube.Client, m P, set 
 	return true
 }
 
-// wait waits for one object of the set, by manifests key.
-func (w workload[S, M, P]) wait(ctx context.Context, kc *kube.Client, set stack.Set, key string, cond kube.Condition, happened, todo string, diags *diag.Diagnostics) (*unstructured.Unstructured, bool) {
+// wait waits for one object of the set, by manifests key. A create whose wait runs out of
+// time with nothing permanently wrong is the warning notYet makes of it (the resource is
+// kept, not tainted: a first model takes minutes); anything else fails with happened. ok
+// says the object is ready.
+func (w workload[S, M, P]) wait(ctx context.Context, kc *kube.Client, set stack.Set, key string, cond kube.Condition, happened string,
+	create bool, notYet func(err error) diag.Diagnostic, diags *diag.Diagnostics) (live *unstructured.Unstructured, ok bool) {
 	live, err := kc.WaitFor(ctx, set.Find(key), cond)
-	if err != nil {
-		if hint := kube.Hint(err); hint != "" {
-			todo = hint // what the pods say beats a general guess
-		}
-		diags.Append(diagnostics.Failed(w.summary("Apply"), happened, todo, err))
-		return nil, false
+	var failed *kube.FailedError
+	switch {
+	case err == nil:
+		return live, true
+	case create && notYet != nil && ctx.Err() != nil && !errors.As(err, &failed):
+		diags.Append(notYet(err))
+	default:
+		diags.Append(diagnostics.Failed(w.summary("Apply"), happened, kube.Hint(err), err))
 	}
-	return live, true
+	return nil, false
 }
 
 // read is Read: after an import it rebuilds the configuration from the cluster; then it
