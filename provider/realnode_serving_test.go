@@ -228,13 +228,13 @@ func realNodeServingPredicts(t *testing.T) {
 					if k.jobFinished(ns, "load") {
 						return fmt.Errorf("the load job ended before version 2000 served (make --for longer than %s): %s", load, k.jobLogs(context.Background(), ns, "load"))
 					}
-					out, err := k.waitJob(ns, "load", 4*time.Minute)
-					if err != nil {
-						return err
-					}
 					p := func(d int, gen byte) float64 {
 						x, _ := ctrmodel.Probability(models[d], lines[0], gen)
 						return float64(x)
+					}
+					out, err := k.loadThroughSwitch(ns, "load", p(1, 2))
+					if err != nil {
+						return err
 					}
 					w, err := switchWindow(probabilities(out), p(0, 1), p(1, 2), p(0, 2), p(1, 1))
 					if err != nil {
@@ -369,6 +369,35 @@ func switchWindow(ps []stamped, old, next, mix, ahead float64) (window, error) {
 	}
 	w.mixed = firstNew.Sub(firstMixed)
 	return w, nil
+}
+
+// loadThroughSwitch reads the steady predict load's log until it has answered next for 5 s
+// (or the Job ended), then stops the Job: the rest of its --for would show nothing new.
+func (k *kubeClients) loadThroughSwitch(ns, job string, next float64) (string, error) {
+	ctx := context.Background()
+	deadline := time.Now().Add(4 * time.Minute)
+	for {
+		out := k.jobLogs(ctx, ns, job)
+		out = out[:strings.LastIndex(out, "\n")+1] // a line still being written is not read
+		var first, last time.Time
+		for _, s := range probabilities(out) {
+			if math.Abs(s.p-next) <= 1e-6 {
+				if first.IsZero() {
+					first = s.at
+				}
+				last = s.at
+			}
+		}
+		finished := k.jobFinished(ns, job)
+		if finished || (!first.IsZero() && last.Sub(first) >= 5*time.Second) {
+			err := k.cs.BatchV1().Jobs(ns).Delete(ctx, job, metav1.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationBackground)})
+			return out, err
+		}
+		if time.Now().After(deadline) {
+			return out, fmt.Errorf("the predict load did not answer with the new version (%.6f) within 4 minutes", next)
+		}
+		time.Sleep(2 * time.Second)
+	}
 }
 
 // predictInput makes the ConfigMap predict Jobs read their lines and the model's

@@ -315,7 +315,8 @@ func TestCube_RetryZero(t *testing.T) {
 // create timeout (here: its transfer has nowhere to run) is a warning, not an error: the
 // resource is kept, not tainted, and the same configuration plans nothing.
 func TestAccCube_CreateWaitTimesOutWithWarning(t *testing.T) {
-	// Not parallel: see unplaceableGang.
+	// Parallel: an unplaceable pod of the default scheduler holds nothing back (no gang).
+	t.Parallel()
 	k, ns, name := cubeTest(t)
 	rec := newDiagRecorder(t)
 	config := strings.Replace(cubeConfig(ns, name, `  pod = { node_selector = { "ctr.example/nowhere" = "x" } }`),

@@ -12,6 +12,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/tfsdk"
 	"github.com/hashicorp/terraform-plugin-framework/types"
+	"github.com/hashicorp/terraform-plugin-log/tflog"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/elasticctr/terraform-provider-ctr/internal/kube"
@@ -115,8 +116,10 @@ func (r *servingResource) apply(ctx context.Context, plan, prior *servingModel, 
 	dep := set.Find(stack.ServingDeploymentKey(s.Name))
 	if s.Wait != stack.WaitNone {
 		notYet := func(err error) diag.Diagnostic { return notReadyYet(context.WithoutCancel(ctx), kc, s, dep, err) }
+		stop := logLaunchers(ctx, kc, s, dep)
 		live, ok := servingWorkload.wait(ctx, kc, set, stack.ServingDeploymentKey(s.Name), kube.DeploymentAvailable, "Paddle Serving did not roll out",
 			prior == nil, notYet, diags)
+		stop()
 		if !ok {
 			return // the state holds what was applied
 		}
@@ -129,6 +132,41 @@ func (r *servingResource) apply(ctx context.Context, plan, prior *servingModel, 
 	}
 	plan.LoadBalancer = awaitAddress(ctx, kc, set.Find(stack.ServingServiceKey(s.Name)), hostPort, diags)
 	diags.Append(state.Set(ctx, plan)...)
+}
+
+// launcherLogEvery is how often a wait for the serving pods logs what their launchers say.
+const launcherLogEvery = 30 * time.Second
+
+// logLaunchers logs, every launcherLogEvery until stop, what each serving pod's launcher says
+// it does (waiting for the cube, for the model, serving): the progress lines say why pods are
+// not ready yet.
+func logLaunchers(ctx context.Context, kc *kube.Client, s stack.Serving, dep *unstructured.Unstructured) (stop func()) {
+	done := make(chan struct{})
+	go func() {
+		t := time.NewTicker(launcherLogEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			live, err := kc.Get(ctx, dep)
+			if err != nil || live == nil {
+				continue
+			}
+			for pod, st := range launcherStates(ctx, kc, live) {
+				line := fmt.Sprintf("serving %s/%s: pod %s: launcher %s", s.Namespace, s.Name, pod, st.Phase)
+				if st.ModelID != "" {
+					line += ", model " + st.ModelID
+				}
+				tflog.Info(ctx, line)
+			}
+		}
+	}()
+	return func() { close(done) }
 }
 
 // notReadyYet is the warning of a create whose wait ran out: what each pod's launcher says

@@ -198,7 +198,8 @@ func TestServing_BadInput(t *testing.T) {
 // so, not an error: the resource is kept, not tainted, and the same configuration plans
 // nothing.
 func TestAccServing_CreateWaitTimesOutWithWarning(t *testing.T) {
-	// Not parallel: see unplaceableGang.
+	// Parallel: an unplaceable pod of the default scheduler holds nothing back (no gang).
+	t.Parallel()
 	k, ns, name := servingTest(t)
 	rec := newDiagRecorder(t)
 	config := fmt.Sprintf(`

@@ -90,5 +90,5 @@ fi
 if [ "${pkgs[*]}" = "./..." ]; then
   say "end to end: the README's demo (make demo), as a newcomer runs it"
   scripts/demo.sh > "$state/demo.log" 2>&1 || { tail -60 "$state/demo.log"; echo "the demo failed (log: $state/demo.log)"; exit 1; }
-  grep -E 'Apply complete|Destroy complete|lookups through the exported cube.conf|0 failed, 0 mixing' "$state/demo.log"
+  grep -E 'Apply complete|Destroy complete|lookups through the exported cube.conf|0 failed, 0 mixing|click probability' "$state/demo.log"
 fi
