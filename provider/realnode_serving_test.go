@@ -3,6 +3,7 @@ package provider
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
@@ -90,13 +91,7 @@ func (k *kubeClients) e2eDenseConfigMaps(t *testing.T, ns string) (e2eDense, []*
 
 // pod is the trainer's pod block: the dense files of version v at /dense.
 func (d e2eDense) pod(v int) string {
-	files := slices.Sorted(func(yield func(string) bool) {
-		for f := range d.files {
-			if !yield(f) {
-				return
-			}
-		}
-	})
+	files := slices.Sorted(maps.Keys(d.files))
 	cms := map[string]bool{"dense-bias-" + strconv.Itoa(v): true}
 	var mounts []string
 	for _, f := range files {
@@ -105,13 +100,7 @@ func (d e2eDense) pod(v int) string {
 	}
 	mounts = append(mounts, fmt.Sprintf(`{ name = "dense-bias-%d", mount_path = "/dense/fc_3.b_0", sub_path = "fc_3.b_0", read_only = true }`, v))
 	var vols []string
-	for _, cm := range slices.Sorted(func(yield func(string) bool) {
-		for c := range cms {
-			if !yield(c) {
-				return
-			}
-		}
-	}) {
+	for _, cm := range slices.Sorted(maps.Keys(cms)) {
 		vols = append(vols, fmt.Sprintf(`{ name = %q, config_map = { name = %q } }`, cm, cm))
 	}
 	return fmt.Sprintf("  pod = {\n    volumes = [%s]\n    volume_mounts = [%s]\n  }\n", strings.Join(vols, ", "), strings.Join(mounts, ", "))

@@ -92,7 +92,10 @@ func readModelID(ctx context.Context, kc *kube.Client, s stack.Serving, dep *uns
 // service proxy; "" when it cannot be asked.
 func cubeServedID(ctx context.Context, kc *kube.Client, transferURL string) string {
 	u, err := url.Parse(transferURL)
-	parts := strings.Split(u.Hostname(), ".")
+	var parts []string
+	if err == nil {
+		parts = strings.Split(u.Hostname(), ".")
+	}
 	if err != nil || len(parts) < 3 || parts[2] != "svc" || u.Port() == "" {
 		tflog.Debug(ctx, fmt.Sprintf("cube_transfer_url %q is not an in-cluster Service URL: the cube's version is not compared", transferURL))
 		return ""
