@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # Runs every fuzz target for a while (default 10s each): `scripts/fuzz.sh 5m` for longer.
+# FUZZ_PARALLEL=N runs N fuzz workers (default: one per core); make test uses 1 beside its tests.
 # A crasher is saved in the package's testdata/fuzz/<Target> and fails this script (and, once
 # committed, `go test`). A failure that leaves no crasher is the fuzz engine's own (its
 # coordinator can time out at the deadline on a loaded machine): that target is run once more.
@@ -24,7 +25,7 @@ for tg in "${targets[@]}"; do
   for attempt in 1 2; do
     echo "fuzz: $1 $2 for $t"
     before=$(crashers "$1" "$2")
-    if out=$(go test "$1" -run '^$' -fuzz "^$2\$" -fuzztime "$t" 2>&1); then
+    if out=$(go test "$1" -run '^$' -fuzz "^$2\$" -fuzztime "$t" ${FUZZ_PARALLEL:+-parallel "$FUZZ_PARALLEL"} 2>&1); then
       echo "$out" | tail -1
       break
     fi
