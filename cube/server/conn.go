@@ -53,12 +53,15 @@ func (s *Server) serveRPC(c net.Conn, br *bufio.Reader) {
 		buf      []byte
 		reserved int64 // bytes of buf's capacity taken from s.inflight
 		err      error
-		cb       = s.buffers()
-		keys     = cb.keys
-		out      = cb.out
+		keys     []uint64 // taken from the kept sets at the first request (warm.go)
+		out      []byte
 	)
 	defer func() { s.inflight.give(reserved) }()
-	defer func() { cb.keys, cb.out = keys, out; s.keepBuffers(cb) }()
+	defer func() {
+		if out != nil || keys != nil {
+			s.keepBuffers(&connBuffers{out: out, keys: keys})
+		}
+	}()
 	grow := func(newCap int) error {
 		need := max(0, int64(newCap)-FreeFrameBytes) - reserved
 		if need <= 0 {
@@ -80,6 +83,10 @@ func (s *Server) serveRPC(c net.Conn, br *bufio.Reader) {
 		if err != nil {
 			s.closedConn(c, err, "slow_frame")
 			return
+		}
+		if out == nil && keys == nil {
+			nb := s.buffers() // a set kept by another connection, or a new one
+			out, keys = nb.out, nb.keys
 		}
 		out, keys = s.handleRPC(out[:0], &f, keys)
 		_ = c.SetWriteDeadline(time.Now().Add(s.opts.WriteTimeout))
@@ -104,17 +111,16 @@ func (s *Server) serveRPC(c net.Conn, br *bufio.Reader) {
 				}
 			}
 		}
-		// Keep small buffers for the next request; give large ones back.
+		// Keep small buffers for the next request; give large ones back: an
+		// idle connection holds no more than it is allowed without counting.
 		if cap(buf) > FreeFrameBytes {
 			buf = nil
 			s.inflight.give(reserved)
 			reserved = 0
 		}
-		if cap(out) > 8<<20 {
-			out = nil
-		}
-		if cap(keys) > 1<<20 {
-			keys = nil
+		if 8*cap(keys)+cap(out) > FreeReplyBytes {
+			s.keepBuffers(&connBuffers{out: out, keys: keys})
+			out, keys = nil, nil
 		}
 	}
 }

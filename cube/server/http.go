@@ -69,16 +69,28 @@ func (s *Server) httpHandler() http.Handler {
 }
 
 // httpSeek answers POST /DictService/seek. The body is bounded before it is
-// read (by --max-keys when set, else by --max-frame-size) and decoded as a
-// stream that stops at the first key over --max-keys; the response is
-// written as a stream from the binary one, so neither side holds a second
-// copy per key.
+// read (by the key limit, else by --max-frame-size) and decoded as a stream
+// that stops at the first key over the limit; the response is written as a
+// stream from the binary one, so neither side holds a second copy per key.
+// The keys and the binary response count against --max-inflight-bytes as
+// the baidu_std ones do.
 func (s *Server) httpSeek(w http.ResponseWriter, r *http.Request) {
-	body := bufio.NewReaderSize(http.MaxBytesReader(w, r.Body, s.seekBodyLimit()), 16<<10)
-	keys, versionRequired, tooMany, err := decodeSeekJSON(body, nil, s.opts.MaxKeys)
+	limit := s.seekBodyLimit()
+	body := bufio.NewReaderSize(http.MaxBytesReader(w, r.Body, limit), 16<<10)
+	if r.ContentLength >= 0 {
+		limit = min(limit, r.ContentLength)
+	}
+	// Every key is at least two bytes of the body ("1," or "1]").
+	rep := reply{budget: &s.inflight}
+	defer rep.release()
+	if !rep.cover(8 * int(min(int64(s.keyLimit+1), limit/2+1))) {
+		s.httpRefuse(w, s.outOfMemory())
+		return
+	}
+	keys, versionRequired, tooMany, err := decodeSeekJSON(body, nil, s.keyLimit)
 	if tooMany {
 		s.m.httpTooMany.Inc()
-		httpError(w, http.StatusBadRequest, fmt.Sprintf("more than %d keys in one request (cube server --max-keys %d)", s.opts.MaxKeys, s.opts.MaxKeys))
+		httpError(w, http.StatusBadRequest, s.tooManyKeys())
 		return
 	}
 	if err != nil {
@@ -92,7 +104,11 @@ func (s *Server) httpSeek(w http.ResponseWriter, r *http.Request) {
 	}
 	start := time.Now()
 	// Reuse the binary path, then re-encode it: one code path decides values.
-	enc, err := s.seek(nil, keys, versionRequired)
+	enc, err := s.seek(nil, keys, versionRequired, &rep)
+	if _, ok := isRefusal(err); ok {
+		s.httpRefuse(w, err)
+		return
+	}
 	if err != nil {
 		s.m.httpErr.Inc()
 		httpError(w, http.StatusServiceUnavailable, err.Error())
@@ -108,15 +124,23 @@ func (s *Server) httpSeek(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// seekBodyLimit is the largest seek body read: 24 bytes per key (a quoted
-// 20-digit key and a comma) plus 64 KiB for the rest when --max-keys is
-// set, never more than --max-frame-size.
-func (s *Server) seekBodyLimit() int64 {
-	limit := int64(s.opts.MaxFrameSize)
-	if s.opts.MaxKeys > 0 {
-		limit = min(limit, 24*int64(s.opts.MaxKeys+1)+64<<10)
+// httpRefuse answers a request refused for its size: 413 for a response
+// over --max-response-bytes, 503 when the in-flight budget is spent.
+func (s *Server) httpRefuse(w http.ResponseWriter, err error) {
+	ref, _ := isRefusal(err)
+	s.m.requests.WithLabelValues("http", ref.result).Inc()
+	code := http.StatusServiceUnavailable
+	if ref.result == "too_large" {
+		code = http.StatusRequestEntityTooLarge
 	}
-	return limit
+	httpError(w, code, err.Error())
+}
+
+// seekBodyLimit is the largest seek body read: 24 bytes per key (a quoted
+// 20-digit key and a comma) plus 64 KiB for the rest, for the most keys a
+// request may ask for, never more than --max-frame-size.
+func (s *Server) seekBodyLimit() int64 {
+	return min(int64(s.opts.MaxFrameSize), 24*int64(s.keyLimit+1)+64<<10)
 }
 
 // writeSeekJSON writes the SeekResponse of a binary DictResponse, exactly as

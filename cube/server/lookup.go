@@ -31,8 +31,15 @@ func (s *Server) handleRPC(out []byte, f *proto.Frame, keys []uint64) ([]byte, [
 	if f.Meta.CompressType != 0 {
 		return fail(proto.EREQUEST, "compress_type %d is not supported", f.Meta.CompressType)
 	}
+	// Keys take 8 bytes each, and every key is at least one byte of the
+	// payload: count what decoding may take before it does.
+	r := reply{budget: &s.inflight}
+	defer r.release()
+	if !r.cover(8 * min(s.keyLimit+1, len(f.Payload))) {
+		return s.refuseRPC(out, &resp, s.outOfMemory()), keys
+	}
 	start := time.Now()
-	keys, versionRequired, tooMany, err := proto.DecodeDictRequest(f.Payload, keys[:0], s.opts.MaxKeys)
+	keys, versionRequired, tooMany, err := proto.DecodeDictRequest(f.Payload, keys[:0], s.keyLimit)
 	if err != nil {
 		return fail(proto.EREQUEST, "fail to parse rec.mcube.DictRequest: %v", err)
 	}
@@ -41,14 +48,17 @@ func (s *Server) handleRPC(out []byte, f *proto.Frame, keys []uint64) ([]byte, [
 		// Paddle's cube-api would serve this shard's keys as empty values.
 		s.m.rpcTooMany.Inc()
 		resp.ErrorCode = proto.EREQUEST
-		resp.ErrorText = fmt.Appendf(nil, "more than %d keys in one request (cube server --max-keys %d)", s.opts.MaxKeys, s.opts.MaxKeys)
+		resp.ErrorText = []byte(s.tooManyKeys())
 		return proto.AppendFrame(out, &resp, nil), keys
 	}
 	begin := len(out)
 	out, fstart, metaSize := proto.BeginFrame(out, &resp)
-	out, err = s.seek(out, keys, versionRequired)
+	out, err = s.seek(out, keys, versionRequired, &r)
 	if err != nil {
 		out = out[:begin] // never a partial response
+		if _, ok := isRefusal(err); ok {
+			return s.refuseRPC(out, &resp, err), keys
+		}
 		return fail(proto.ELOGOFF, "%v", err)
 	}
 	out = proto.FinishFrame(out, fstart, metaSize)
@@ -57,21 +67,50 @@ func (s *Server) handleRPC(out []byte, f *proto.Frame, keys []uint64) ([]byte, [
 	return out, keys
 }
 
+// refuseRPC answers a request refused for its size (a refusal): EREQUEST,
+// which brpc does not retry, counted by its result.
+func (s *Server) refuseRPC(out []byte, resp *proto.RpcMeta, err error) []byte {
+	ref, _ := isRefusal(err)
+	s.m.requests.WithLabelValues("baidu_std", ref.result).Inc()
+	resp.ErrorCode = proto.EREQUEST
+	resp.ErrorText = []byte(err.Error())
+	return proto.AppendFrame(out, resp, nil)
+}
+
 // seek appends the DictResponse for keys to out. The response grows with
 // what it returns: it reserves one miss per key (12 bytes, the least a key
 // can cost) and grows as values are found, so a request of keys that all
 // miss costs its size in misses, whatever the dictionary's largest value.
+// The keys and the response are counted in r as they grow; a response over
+// Options.MaxResponseBytes, or one the in-flight budget cannot take, is a
+// refusal.
 //
 // If the dictionary's mapping faults (its file was truncated under the
 // server), seek returns an error and out holds a partial response the caller
 // must drop; see dictFaulted.
-func (s *Server) seek(out []byte, keys []uint64, versionRequired bool) ([]byte, error) {
+func (s *Server) seek(out []byte, keys []uint64, versionRequired bool, r *reply) ([]byte, error) {
 	v := s.store.acquire()
 	if v != nil {
 		defer v.release()
 		if v == s.faulted.Load() {
 			return out, s.faultError(v)
 		}
+	}
+	name := ""
+	if v != nil {
+		name = v.name
+	}
+	// The payload's bound, with room for the version the response ends with.
+	limit := len(out) + s.opts.MaxResponseBytes
+	if versionRequired {
+		limit -= len(proto.AppendDictVersion(nil, name))
+	}
+	keyBytes := 8 * cap(keys)
+	if len(out)+len(keys)*missSize > limit {
+		return out, s.responseTooLarge()
+	}
+	if !r.cover(keyBytes + len(out) + len(keys)*missSize) {
+		return out, s.outOfMemory()
 	}
 	misses := 0
 	if v == nil {
@@ -83,7 +122,13 @@ func (s *Server) seek(out []byte, keys []uint64, versionRequired bool) ([]byte, 
 		out = slices.Grow(out, len(keys)*missSize)
 		var long int
 		var err error
-		if out, misses, long, err = s.lookup(out, v, keys); err != nil {
+		grow := func(c int) error {
+			if !r.cover(keyBytes + c) {
+				return s.outOfMemory()
+			}
+			return nil
+		}
+		if out, misses, long, err = s.lookup(out, v, keys, limit, grow); err != nil {
 			return out, err
 		}
 		if long > 0 {
@@ -91,10 +136,6 @@ func (s *Server) seek(out []byte, keys []uint64, versionRequired bool) ([]byte, 
 		}
 	}
 	if versionRequired {
-		name := ""
-		if v != nil {
-			name = v.name
-		}
 		out = proto.AppendDictVersion(out, name)
 	}
 	s.m.keys.Add(float64(len(keys)))
@@ -107,12 +148,13 @@ func (s *Server) seek(out []byte, keys []uint64, versionRequired bool) ([]byte, 
 // missSize is the encoded size of one missing key's DictValue.
 var missSize = len(proto.AppendDictMiss(nil))
 
-// lookup appends v's values for keys to out. It reads the dictionary's
-// mapping with the runtime's panic-on-fault enabled: when the file was
-// truncated in place, touching a page past its new end raises SIGBUS, which
-// would otherwise kill the process. The fault is recovered here and reported
-// as an error.
-func (s *Server) lookup(out []byte, v *version, keys []uint64) (_ []byte, misses, long int, err error) {
+// lookup appends v's values for keys to out, to at most limit bytes of out
+// (beyond it: responseTooLarge); grow, if not nil, is told each new capacity
+// of out and may refuse it. It reads the dictionary's mapping with the
+// runtime's panic-on-fault enabled: when the file was truncated in place,
+// touching a page past its new end raises SIGBUS, which would otherwise kill
+// the process. The fault is recovered here and reported as an error.
+func (s *Server) lookup(out []byte, v *version, keys []uint64, limit int, grow func(int) error) (_ []byte, misses, long int, err error) {
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer func() {
 		if r := recover(); r != nil {
@@ -127,18 +169,28 @@ func (s *Server) lookup(out []byte, v *version, keys []uint64) (_ []byte, misses
 	}()
 	maxv := s.opts.MaxValueSize
 	v.d.LookupBatch(keys, func(_ int, val []byte, ok bool) {
+		if err != nil {
+			return
+		}
 		if ok && maxv > 0 && len(val) > maxv {
 			long++
 			ok = false
 		}
+		c := cap(out)
 		if !ok {
 			misses++
 			out = proto.AppendDictMiss(out)
-			return
+		} else {
+			out = proto.AppendDictValue(out, 0, val)
 		}
-		out = proto.AppendDictValue(out, 0, val)
+		switch {
+		case len(out) > limit:
+			err = s.responseTooLarge()
+		case cap(out) != c && grow != nil:
+			err = grow(cap(out))
+		}
 	})
-	return out, misses, long, nil
+	return out, misses, long, err
 }
 
 // faultError is what a request reading a faulted version is answered.

@@ -13,6 +13,7 @@ import (
 type metrics struct {
 	reg *prometheus.Registry
 
+	requests                       *prometheus.CounterVec // cube_requests_total{protocol,result}
 	rpcOK, rpcErr, httpOK, httpErr prometheus.Counter
 	keys, misses, longValues       prometheus.Counter
 	latency                        prometheus.Observer
@@ -45,12 +46,13 @@ func newMetrics(shard int, inflight func() float64) *metrics {
 		return f.NewGauge(prometheus.GaugeOpts{Name: name, Help: help})
 	}
 	reqs := f.NewCounterVec(prometheus.CounterOpts{
-		Name: "cube_requests_total", Help: "Seek requests served, by protocol and result.",
+		Name: "cube_requests_total", Help: "Seek requests served, by protocol and result: ok, error, and the refused: too_many_keys (--max-keys, or more than a --max-response-bytes response answers), too_large (the response reached --max-response-bytes), memory (--max-inflight-bytes).",
 	}, []string{"protocol", "result"})
 	f.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "cube_inflight_frame_bytes", Help: "Bytes of baidu_std frame bodies counted against --max-inflight-bytes."}, inflight)
 	return &metrics{
 		reg:         reg,
+		requests:    reqs,
 		rpcOK:       reqs.WithLabelValues("baidu_std", "ok"),
 		rpcErr:      reqs.WithLabelValues("baidu_std", "error"),
 		httpOK:      reqs.WithLabelValues("http", "ok"),

@@ -21,6 +21,12 @@ import (
 // Defaults of Options, used by New and by the server command's flags.
 const (
 	DefaultMaxFrameSize     = 64 << 20
+	// DefaultMaxResponseBytes is the -max_body_size Paddle Serving starts its server
+	// with (brpc applies it to every message the process reads, responses included),
+	// so a larger response would be refused by the client anyway.
+	DefaultMaxResponseBytes = 64 << 20
+	// MaxResponseLimit is the largest MaxResponseBytes: a frame's length is 32 bits.
+	MaxResponseLimit = 1 << 31
 	DefaultMaxConns         = 10_000
 	DefaultMaxInflightBytes = 4 * DefaultMaxFrameSize
 	DefaultHeaderTimeout    = 10 * time.Second
@@ -47,13 +53,21 @@ type Options struct {
 	// MaxFrameSize, MaxInflightBytes and a response that grows with what it
 	// returns.
 	MaxKeys int
+	// MaxResponseBytes bounds one seek response's payload. A request that
+	// would exceed it is refused (baidu_std: EREQUEST; HTTP: 413), and so is
+	// one with more keys than such a response can answer (each key costs at
+	// least a miss). If 0, DefaultMaxResponseBytes; at most MaxResponseLimit.
+	MaxResponseBytes int
 	// MaxConns bounds concurrent client connections; more are closed at
 	// accept. If 0, DefaultMaxConns.
 	MaxConns int
-	// MaxInflightBytes bounds the memory of baidu_std frame bodies being read
-	// and served, across all connections, beyond the first FreeFrameBytes of
-	// each; a frame that would exceed it closes its connection. If 0,
-	// DefaultMaxInflightBytes (four frames of the default MaxFrameSize).
+	// MaxInflightBytes bounds the memory of requests being read and served,
+	// across all connections: baidu_std frame bodies beyond the first
+	// FreeFrameBytes of each (a frame that would exceed it closes its
+	// connection), and each request's decoded keys and response beyond the
+	// first FreeReplyBytes (a request that would exceed it is refused with
+	// EREQUEST, or HTTP 503). If 0, DefaultMaxInflightBytes (four frames of
+	// the default MaxFrameSize).
 	MaxInflightBytes int64
 	// HeaderTimeout bounds the wait for a new connection's first four bytes
 	// and for an HTTP request's header. If 0, DefaultHeaderTimeout.
@@ -111,6 +125,10 @@ func (o *Options) defaults() {
 	if o.MaxInflightBytes <= 0 {
 		o.MaxInflightBytes = DefaultMaxInflightBytes
 	}
+	if o.MaxResponseBytes <= 0 {
+		o.MaxResponseBytes = DefaultMaxResponseBytes
+	}
+	o.MaxResponseBytes = min(o.MaxResponseBytes, MaxResponseLimit)
 	o.HeaderTimeout = orDefault(o.HeaderTimeout, DefaultHeaderTimeout)
 	o.ReadTimeout = orDefault(o.ReadTimeout, DefaultReadTimeout)
 	o.WriteTimeout = orDefault(o.WriteTimeout, DefaultWriteTimeout)
@@ -144,6 +162,11 @@ func orDefault(d, def time.Duration) time.Duration {
 // ordinary requests never wait on hostile ones; MaxConns bounds their sum.
 const FreeFrameBytes = 16 << 10
 
+// FreeReplyBytes of each request's decoded keys and response are not counted
+// against Options.MaxInflightBytes (1,000 keys of 100-byte values take about
+// 120 KB), so ordinary requests never touch the budget.
+const FreeReplyBytes = 128 << 10
+
 // connReadBuffer is the read buffer of each connection; small, because
 // thousands of idle connections each hold one.
 const connReadBuffer = 16 << 10
@@ -160,7 +183,8 @@ type Server struct {
 	httpLn  *portmux.Listener
 
 	handlers sync.WaitGroup          // connection handlers (HTTP ones return after handing off)
-	inflight byteBudget              // baidu_std body bytes beyond FreeFrameBytes per connection
+	inflight byteBudget              // baidu_std body bytes beyond FreeFrameBytes per connection, and replies beyond FreeReplyBytes
+	keyLimit int                     // the most keys one seek may ask for (keyLimits)
 	stopping atomic.Bool             // set by Shutdown before it expires the baidu_std read deadlines
 	faulted  atomic.Pointer[version] // the last version whose mapping faulted; never read again
 	spare    chan *connBuffers       // buffers of closed baidu_std connections, for new ones (warm.go)
@@ -185,6 +209,7 @@ func New(opts Options) (*Server, error) {
 		spare: make(chan *connBuffers, spareBuffers),
 	}
 	s.inflight.max = opts.MaxInflightBytes
+	s.keyLimit = keyLimit(opts)
 	s.m = newMetrics(opts.Shard, func() float64 { return float64(s.inflight.used.Load()) })
 	s.store.onChange = s.dictChanged
 	s.store.warm = s.warmUp

@@ -148,7 +148,7 @@ func TestSwapRace(t *testing.T) {
 				default:
 				}
 				var err error
-				if out, err = srv.seek(out[:0], keys, true); err != nil {
+				if out, err = srv.seek(out[:0], keys, true, &reply{budget: &srv.inflight}); err != nil {
 					done <- err
 					return
 				}

@@ -2,6 +2,7 @@ package server
 
 import (
 	"fmt"
+	"math"
 	"runtime/debug"
 	"slices"
 
@@ -29,6 +30,8 @@ const (
 	// requests.
 	maxSpareOut  = 4 << 20
 	maxSpareKeys = 256 << 10
+	// maxEntryOverhead is the most a DictValue's encoding adds to its value.
+	maxEntryOverhead = 18
 	// warmKeys is the size of the warm-up request: Paddle Serving asks for
 	// about 1,000 keys per shard and request, batch jobs for tens of
 	// thousands.
@@ -74,6 +77,7 @@ func (s *Server) warmUp(v *version) error {
 	defer s.keepBuffers(b)
 	b.keys = b.keys[:0]
 	var err error
+	size := 64 // the frame's header and meta, then each value with its encoding
 	func() {
 		defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 		defer func() {
@@ -84,7 +88,11 @@ func (s *Server) warmUp(v *version) error {
 				err = fmt.Errorf("version %q: mapping faulted while warming it", v.name)
 			}
 		}()
-		v.d.Range(func(key uint64, _ []byte) bool {
+		// As many keys as a kept set's response holds, whatever the values' size.
+		v.d.Range(func(key uint64, val []byte) bool {
+			if size += len(val) + maxEntryOverhead; size > maxSpareOut-16<<10 { // room for rounding up
+				return false
+			}
 			b.keys = append(b.keys, key)
 			return len(b.keys) < n
 		})
@@ -94,7 +102,7 @@ func (s *Server) warmUp(v *version) error {
 	}
 	meta := proto.RpcMeta{HasResponse: true}
 	out, start, metaSize := proto.BeginFrame(b.out[:0], &meta)
-	out, _, _, err = s.lookup(slices.Grow(out, n*missSize), v, b.keys)
+	out, _, _, err = s.lookup(slices.Grow(out, size), v, b.keys, math.MaxInt, nil)
 	if err != nil {
 		return err
 	}

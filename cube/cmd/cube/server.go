@@ -19,8 +19,9 @@ func runServer(args []string, stdout, stderr io.Writer) error {
 	listen := fs.String("listen", "127.0.0.1:8027", "`HOST:PORT` for baidu_std and HTTP")
 	fs.IntVar(&o.MaxFrameSize, "max-frame-size", server.DefaultMaxFrameSize, "largest baidu_std frame body in `bytes`")
 	fs.IntVar(&o.MaxKeys, "max-keys", 0, "refuse seek requests with more keys (baidu_std: error 1003 EREQUEST, not retried by brpc; HTTP: 400); 0 = no limit, as Paddle's cube")
+	fs.IntVar(&o.MaxResponseBytes, "max-response-bytes", server.DefaultMaxResponseBytes, fmt.Sprintf("largest seek response in `bytes` (at most %d); a request whose response would be larger, or with more keys than such a response answers, is refused (baidu_std: error 1003 EREQUEST; HTTP: 413 or 400). The default is the -max_body_size Paddle Serving gives brpc, which refuses a larger response anyway", server.MaxResponseLimit))
 	fs.IntVar(&o.MaxConns, "max-conns", server.DefaultMaxConns, "most concurrent client connections")
-	fs.Int64Var(&o.MaxInflightBytes, "max-inflight-bytes", server.DefaultMaxInflightBytes, "most `bytes` of baidu_std frame bodies being read and served across all connections, beyond 16 KiB each; a frame over it closes its connection")
+	fs.Int64Var(&o.MaxInflightBytes, "max-inflight-bytes", server.DefaultMaxInflightBytes, fmt.Sprintf("most `bytes` of requests being read and served across all connections: baidu_std frame bodies beyond %d KiB each (a frame over it closes its connection), and each request's keys and response beyond %d KiB (a request over it is refused: error 1003, HTTP 503)", server.FreeFrameBytes>>10, server.FreeReplyBytes>>10))
 	fs.DurationVar(&o.HeaderTimeout, "header-timeout", server.DefaultHeaderTimeout, "a new connection's first bytes and an HTTP request's header must arrive within this")
 	fs.DurationVar(&o.ReadTimeout, "read-timeout", server.DefaultReadTimeout, "a baidu_std frame (or an HTTP request with its body) must arrive within this once its first byte has")
 	fs.DurationVar(&o.WriteTimeout, "write-timeout", server.DefaultWriteTimeout, "a response must be written within this")
@@ -39,6 +40,9 @@ func runServer(args []string, stdout, stderr io.Writer) error {
 	}
 	if o.DataDir == "" {
 		return errors.New("--data is required") // before the profile file is created
+	}
+	if o.MaxResponseBytes > server.MaxResponseLimit {
+		return fmt.Errorf("--max-response-bytes %d: at most %d (a frame's length is 32 bits)", o.MaxResponseBytes, server.MaxResponseLimit)
 	}
 	stop, err := startCPUProfile(*cpuProfile)
 	if err != nil {

@@ -1,0 +1,85 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Every seek is bounded in bytes before it is served. Its keys are decoded
+// only up to keyLimit, the most a response of Options.MaxResponseBytes can
+// answer; its decoded keys and its response are counted, beyond
+// FreeReplyBytes, against the in-flight budget that frame bodies share, as
+// they grow; and a response that reaches MaxResponseBytes is dropped. A
+// request refused for any of these is answered EREQUEST (1003), which brpc
+// does not retry, and counted in cube_requests_total by its result.
+
+// keyLimit is the most keys one seek may ask for: Options.MaxKeys when set,
+// and never more than a response of MaxResponseBytes can answer, every key
+// costing at least a miss.
+func keyLimit(o Options) int {
+	n := o.MaxResponseBytes / missSize
+	if o.MaxKeys > 0 {
+		n = min(n, o.MaxKeys)
+	}
+	return n
+}
+
+// tooManyKeys is the refusal of a request with more than keyLimit keys.
+func (s *Server) tooManyKeys() string {
+	if s.opts.MaxKeys > 0 && s.opts.MaxKeys == s.keyLimit {
+		return fmt.Sprintf("more than %d keys in one request (cube server --max-keys %d)", s.opts.MaxKeys, s.opts.MaxKeys)
+	}
+	return fmt.Sprintf("more than %d keys in one request: their response would exceed %d bytes (cube server --max-response-bytes)",
+		s.keyLimit, s.opts.MaxResponseBytes)
+}
+
+// refusal is a request refused for its size; result is its label in
+// cube_requests_total.
+type refusal struct {
+	result string
+	err    error
+}
+
+func (r *refusal) Error() string { return r.err.Error() }
+
+func (s *Server) responseTooLarge() error {
+	return &refusal{"too_large", fmt.Errorf("the response exceeds %d bytes (cube server --max-response-bytes); ask for fewer keys", s.opts.MaxResponseBytes)}
+}
+
+func (s *Server) outOfMemory() error {
+	return &refusal{"memory", fmt.Errorf("requests being served hold more than %d bytes (cube server --max-inflight-bytes); retry later", s.opts.MaxInflightBytes)}
+}
+
+// reply counts one request's decoded keys and response against the in-flight
+// budget, beyond FreeReplyBytes.
+type reply struct {
+	budget   *byteBudget
+	reserved int64
+}
+
+// cover counts total bytes of keys and response, taking from the budget
+// what is not counted yet; false if the budget cannot take it.
+func (r *reply) cover(total int) bool {
+	need := int64(total) - FreeReplyBytes - r.reserved
+	if need <= 0 {
+		return true
+	}
+	if !r.budget.take(need) {
+		return false
+	}
+	r.reserved += need
+	return true
+}
+
+// release gives back what cover took.
+func (r *reply) release() {
+	r.budget.give(r.reserved)
+	r.reserved = 0
+}
+
+// isRefusal reports a refusal and its result label.
+func isRefusal(err error) (*refusal, bool) {
+	var r *refusal
+	ok := errors.As(err, &r)
+	return r, ok
+}
