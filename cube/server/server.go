@@ -20,13 +20,13 @@ import (
 
 // Defaults of Options, used by New and by the server command's flags.
 const (
-	DefaultMaxFrameSize     = 64 << 20
+	DefaultMaxFrameSize = 64 << 20
 	// DefaultMaxResponseBytes is the -max_body_size Paddle Serving starts its server
 	// with (brpc applies it to every message the process reads, responses included),
 	// so a larger response would be refused by the client anyway.
 	DefaultMaxResponseBytes = 64 << 20
 	// MaxResponseLimit is the largest MaxResponseBytes: a frame's length is 32 bits.
-	MaxResponseLimit = 1 << 31
+	MaxResponseLimit        = 1 << 31
 	DefaultMaxConns         = 10_000
 	DefaultMaxInflightBytes = 4 * DefaultMaxFrameSize
 	DefaultHeaderTimeout    = 10 * time.Second
