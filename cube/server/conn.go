@@ -12,7 +12,7 @@ import (
 	"github.com/elasticctr/terraform-provider-ctr/cube/proto"
 )
 
-func (s *Server) handleConn(c net.Conn) {
+func (s *Server) handleConn(c net.Conn, sl *slot) {
 	br := bufio.NewReaderSize(c, connReadBuffer)
 	// A peer that connects and stays silent must not hold a connection
 	// slot forever; after sniffing, the protocols manage their own time.
@@ -25,16 +25,18 @@ func (s *Server) handleConn(c net.Conn) {
 		c.Close()
 		return
 	}
+	sl.setBusy()
 	if string(head) == proto.Magic {
 		defer s.untrack(c)
 		defer c.Close()
-		s.serveRPC(c, br)
+		s.serveRPC(c, br, sl)
 		return
 	}
-	// HTTP: the http.Server owns the connection from here; untrack on Close.
+	// HTTP: the http.Server owns the connection from here (httpConnState
+	// keeps its slot idle or busy); untrack on Close.
 	s.mu.Lock()
-	if _, ok := s.conns[c]; ok {
-		s.conns[c] = true
+	if cur, ok := s.conns[c]; ok {
+		cur.http = true
 	}
 	s.mu.Unlock()
 	s.httpLn.Push(&portmux.Conn{Conn: c, R: br, OnClose: func() { s.untrack(c) }})
@@ -46,7 +48,7 @@ func (s *Server) handleConn(c net.Conn) {
 // parse; each of these closes this connection only. Responses are flushed
 // when no further request is already buffered, so pipelined requests share a
 // write.
-func (s *Server) serveRPC(c net.Conn, br *bufio.Reader) {
+func (s *Server) serveRPC(c net.Conn, br *bufio.Reader, sl *slot) {
 	var (
 		bw       *bufio.Writer // made on the first pipelined response
 		f        proto.Frame
@@ -74,7 +76,7 @@ func (s *Server) serveRPC(c net.Conn, br *bufio.Reader) {
 		return nil
 	}
 	for {
-		if err := s.awaitFrame(c, br); err != nil {
+		if err := s.awaitFrame(c, br, sl); err != nil {
 			s.closedConn(c, err, "idle")
 			return
 		}
@@ -125,13 +127,16 @@ func (s *Server) serveRPC(c net.Conn, br *bufio.Reader) {
 	}
 }
 
-// awaitFrame waits up to IdleTimeout for the first byte of the next frame.
-func (s *Server) awaitFrame(c net.Conn, br *bufio.Reader) error {
+// awaitFrame waits up to IdleTimeout for the first byte of the next frame,
+// the connection idle meanwhile.
+func (s *Server) awaitFrame(c net.Conn, br *bufio.Reader, sl *slot) error {
 	if br.Buffered() > 0 {
 		return nil
 	}
+	sl.setIdle()
 	s.setReadDeadline(c, s.opts.IdleTimeout)
 	_, err := br.Peek(1)
+	sl.setBusy()
 	return err
 }
 

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/elasticctr/terraform-provider-ctr/cube/portmux"
 	"github.com/elasticctr/terraform-provider-ctr/cube/proto"
 )
 
@@ -286,4 +288,23 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 
 func httpError(w http.ResponseWriter, code int, msg string) {
 	writeJSON(w, code, map[string]string{"error": msg})
+}
+
+// httpConnState keeps an HTTP connection's slot idle between requests and
+// busy while one is read and answered.
+func (s *Server) httpConnState(c net.Conn, st http.ConnState) {
+	pc, ok := c.(*portmux.Conn)
+	if !ok || (st != http.StateActive && st != http.StateIdle) {
+		return
+	}
+	s.mu.Lock()
+	sl := s.conns[pc.Conn]
+	s.mu.Unlock()
+	switch {
+	case sl == nil:
+	case st == http.StateActive:
+		sl.setBusy()
+	default:
+		sl.setIdle()
+	}
 }

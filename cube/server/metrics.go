@@ -18,7 +18,7 @@ type metrics struct {
 	keys, misses, longValues       prometheus.Counter
 	latency                        prometheus.Observer
 	conns                          prometheus.Gauge
-	rejectedConns                  prometheus.Counter
+	rejectedConns                  *prometheus.CounterVec
 	badFrames                      prometheus.Counter
 	rpcTooMany, httpTooMany        prometheus.Counter     // cube_requests_total{result="too_many_keys"}
 	closedConns                    *prometheus.CounterVec // cube_connections_closed_total{reason}
@@ -61,19 +61,22 @@ func newMetrics(shard int, inflight func() float64) *metrics {
 		httpTooMany: reqs.WithLabelValues("http", "too_many_keys"),
 		closedConns: f.NewCounterVec(prometheus.CounterOpts{
 			Name: "cube_connections_closed_total",
-			Help: "Connections closed by the server, by reason: silent (no first bytes within --header-timeout), idle (--idle-timeout), slow_frame (--read-timeout), slow_write (--write-timeout), memory (--max-inflight-bytes), bad_frame, error.",
+			Help: "Connections closed by the server, by reason: silent (no first bytes within --header-timeout), idle (--idle-timeout), evicted (the longest idle, to admit a new connection over --max-conns or --max-conns-per-client), slow_frame (--read-timeout), slow_write (--write-timeout), memory (--max-inflight-bytes), bad_frame, error.",
 		}, []string{"reason"}),
-		acceptErrors:  counter("cube_accept_errors_total", "Failed accepts (e.g. out of file descriptors), each retried after a backoff."),
-		dictFaults:    counter("cube_dict_faults_total", "Dictionary versions retired because reading their mapping faulted (file truncated in place)."),
-		keys:          counter("cube_keys_total", "Keys looked up."),
-		misses:        counter("cube_key_misses_total", "Keys not found (status 4294967295)."),
-		longValues:    counter("cube_long_values_total", "Values over --max-value-size answered as misses."),
-		rejectedConns: counter("cube_connections_rejected_total", "Connections closed at accept because of --max-conns."),
-		badFrames:     counter("cube_bad_frames_total", "Malformed baidu_std frames (each closes its connection)."),
-		swapCount:     counter("cube_dict_changes_total", "Changes of the current or background dictionary."),
-		conns:         gauge("cube_connections", "Open client connections."),
-		mapped:        gauge("cube_dict_bytes_mapped", "Bytes of dictionary files mapped (current + background)."),
-		dictKeys:      gauge("cube_dict_keys", "Keys in the current dictionary."),
+		acceptErrors: counter("cube_accept_errors_total", "Failed accepts (e.g. out of file descriptors), each retried after a backoff."),
+		dictFaults:   counter("cube_dict_faults_total", "Dictionary versions retired because reading their mapping faulted (file truncated in place)."),
+		keys:         counter("cube_keys_total", "Keys looked up."),
+		misses:       counter("cube_key_misses_total", "Keys not found (status 4294967295)."),
+		longValues:   counter("cube_long_values_total", "Values over --max-value-size answered as misses."),
+		rejectedConns: f.NewCounterVec(prometheus.CounterOpts{
+			Name: "cube_connections_rejected_total",
+			Help: "Connections closed at accept, none idle to make room for them, by reason: max_conns (--max-conns), per_client (--max-conns-per-client).",
+		}, []string{"reason"}),
+		badFrames: counter("cube_bad_frames_total", "Malformed baidu_std frames (each closes its connection)."),
+		swapCount: counter("cube_dict_changes_total", "Changes of the current or background dictionary."),
+		conns:     gauge("cube_connections", "Open client connections."),
+		mapped:    gauge("cube_dict_bytes_mapped", "Bytes of dictionary files mapped (current + background)."),
+		dictKeys:  gauge("cube_dict_keys", "Keys in the current dictionary."),
 		latency: f.NewHistogram(prometheus.HistogramOpts{
 			Name: "cube_request_duration_seconds", Help: "Seek handling time, from decoded request to encoded response.",
 			Buckets: prometheus.ExponentialBuckets(5e-6, 2, 16)}),

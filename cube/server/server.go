@@ -26,16 +26,19 @@ const (
 	// so a larger response would be refused by the client anyway.
 	DefaultMaxResponseBytes = 64 << 20
 	// MaxResponseLimit is the largest MaxResponseBytes: a frame's length is 32 bits.
-	MaxResponseLimit        = 1 << 31
-	DefaultMaxConns         = 10_000
-	DefaultMaxInflightBytes = 4 * DefaultMaxFrameSize
-	DefaultHeaderTimeout    = 10 * time.Second
-	DefaultReadTimeout      = 30 * time.Second
-	DefaultWriteTimeout     = 30 * time.Second
-	DefaultIdleTimeout      = 5 * time.Minute
-	DefaultMaxHeaderBytes   = 64 << 10
-	DefaultDiskReserve      = 64 << 20
-	DefaultDownloadTimeout  = 10 * time.Minute
+	MaxResponseLimit = 1 << 31
+	DefaultMaxConns  = 10_000
+	// DefaultMaxConnsPerClient: brpc keeps one connection per server and
+	// channel (more when pooled, about one per request in flight).
+	DefaultMaxConnsPerClient = 256
+	DefaultMaxInflightBytes  = 4 * DefaultMaxFrameSize
+	DefaultHeaderTimeout     = 10 * time.Second
+	DefaultReadTimeout       = 30 * time.Second
+	DefaultWriteTimeout      = 30 * time.Second
+	DefaultIdleTimeout       = 5 * time.Minute
+	DefaultMaxHeaderBytes    = 64 << 10
+	DefaultDiskReserve       = 64 << 20
+	DefaultDownloadTimeout   = 10 * time.Minute
 )
 
 // Options configure a Server. Zero values take the documented defaults.
@@ -58,9 +61,14 @@ type Options struct {
 	// one with more keys than such a response can answer (each key costs at
 	// least a miss). If 0, DefaultMaxResponseBytes; at most MaxResponseLimit.
 	MaxResponseBytes int
-	// MaxConns bounds concurrent client connections; more are closed at
-	// accept. If 0, DefaultMaxConns.
+	// MaxConns bounds concurrent client connections. A new connection
+	// over it closes the longest-idle connection of the client holding the
+	// most (slots.go), or is closed at accept when none is idle. If 0,
+	// DefaultMaxConns.
 	MaxConns int
+	// MaxConnsPerClient bounds the connections of one client (remote IP)
+	// the same way, within its own. If 0, DefaultMaxConnsPerClient.
+	MaxConnsPerClient int
 	// MaxInflightBytes bounds the memory of requests being read and served,
 	// across all connections: baidu_std frame bodies beyond the first
 	// FreeFrameBytes of each (a frame that would exceed it closes its
@@ -139,6 +147,9 @@ func (o *Options) defaults() {
 	if o.MaxConns <= 0 {
 		o.MaxConns = DefaultMaxConns
 	}
+	if o.MaxConnsPerClient <= 0 {
+		o.MaxConnsPerClient = DefaultMaxConnsPerClient
+	}
 	if o.Log == nil {
 		o.Log = slog.Default()
 	}
@@ -189,10 +200,11 @@ type Server struct {
 	faulted  atomic.Pointer[version] // the last version whose mapping faulted; never read again
 	spare    chan *connBuffers       // buffers of closed baidu_std connections, for new ones (warm.go)
 
-	mu     sync.Mutex
-	ln     net.Listener
-	conns  map[net.Conn]bool // true once handed to the HTTP server
-	closed bool
+	mu        sync.Mutex
+	ln        net.Listener
+	conns     map[net.Conn]*slot // slots.go
+	perClient map[string]int     // slots held by each client
+	closed    bool
 }
 
 // New creates a server and loads the newest complete version of its shard.
@@ -202,11 +214,12 @@ type Server struct {
 func New(opts Options) (*Server, error) {
 	opts.defaults()
 	s := &Server{
-		opts:  opts,
-		store: store{dataDir: opts.DataDir, shard: opts.Shard, inMemory: opts.InMemory},
-		log:   opts.Log.With("shard", opts.Shard),
-		conns: map[net.Conn]bool{},
-		spare: make(chan *connBuffers, spareBuffers),
+		opts:      opts,
+		store:     store{dataDir: opts.DataDir, shard: opts.Shard, inMemory: opts.InMemory},
+		log:       opts.Log.With("shard", opts.Shard),
+		conns:     map[net.Conn]*slot{},
+		perClient: map[string]int{},
+		spare:     make(chan *connBuffers, spareBuffers),
 	}
 	s.inflight.max = opts.MaxInflightBytes
 	s.keyLimit = keyLimit(opts)
@@ -247,6 +260,7 @@ func New(opts Options) (*Server, error) {
 		WriteTimeout:      opts.WriteTimeout,
 		IdleTimeout:       opts.IdleTimeout,
 		MaxHeaderBytes:    opts.MaxHeaderBytes,
+		ConnState:         s.httpConnState,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
 	}
 	return s, err
@@ -305,36 +319,17 @@ func (s *Server) Serve(ln net.Listener) error {
 			continue
 		}
 		delay = 0
-		if !s.track(c) {
-			s.m.rejectedConns.Inc()
+		sl, rejected := s.admit(c)
+		if sl == nil {
+			s.m.rejectedConns.WithLabelValues(rejected).Inc()
 			c.Close()
 			continue
 		}
 		s.handlers.Add(1)
 		go func() {
 			defer s.handlers.Done()
-			s.handleConn(c)
+			s.handleConn(c, sl)
 		}()
-	}
-}
-
-func (s *Server) track(c net.Conn) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed || len(s.conns) >= s.opts.MaxConns {
-		return false
-	}
-	s.conns[c] = false
-	s.m.conns.Inc()
-	return true
-}
-
-func (s *Server) untrack(c net.Conn) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if _, ok := s.conns[c]; ok {
-		delete(s.conns, c)
-		s.m.conns.Dec()
 	}
 }
 
@@ -356,8 +351,8 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	s.closed = true
 	ln := s.ln
 	var rpcConns []net.Conn
-	for c, isHTTP := range s.conns {
-		if !isHTTP {
+	for c, sl := range s.conns {
+		if !sl.http {
 			rpcConns = append(rpcConns, c)
 		}
 	}

@@ -515,36 +515,40 @@ func TestBenchScaleSmoke(t *testing.T) {
 	t.Log("\n" + out)
 }
 
-// TestMaxConns checks that connections beyond --max-conns are closed at
-// accept while the admitted ones keep working.
+// TestMaxConns checks the flags of connection slots: over --max-conns (and
+// over --max-conns-per-client, all three from one client here), a new
+// connection closes the longest-idle one and is served, while the others
+// keep working.
 func TestMaxConns(t *testing.T) {
 	dir := t.TempDir()
 	data := filepath.Join(dir, "data")
 	writePaddle(t, filepath.Join(dir, "in"), 1, []uint64{1}, func(k uint64) []byte { return pipeline.Value(k, 1, 16) })
 	cube(t, "build", "--input", filepath.Join(dir, "in"), "--output", data, "--shards", "1", "--dict", "d")
-	addr := startServer(t, data, 0, "--max-conns", "2")
-	var conns []*client.Conn
-	for i := 0; i < 2; i++ {
-		c, err := client.Dial(addr, time.Second)
-		if err != nil {
-			t.Fatal(err)
+	for _, flags := range [][]string{{"--max-conns", "2"}, {"--max-conns-per-client", "2"}} {
+		addr := startServer(t, data, 0, flags...)
+		seek := func(c *client.Conn) error {
+			_, _, err := c.Seek([]uint64{1}, false, time.Now().Add(2*time.Second))
+			return err
 		}
-		defer c.Close()
-		if _, _, err := c.Seek([]uint64{1}, false, time.Now().Add(2*time.Second)); err != nil {
-			t.Fatalf("admitted connection %d: %v", i, err)
+		var conns []*client.Conn
+		for i := 0; i < 3; i++ {
+			c, err := client.Dial(addr, time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			if err := seek(c); err != nil {
+				t.Fatalf("%v: connection %d: %v", flags, i, err)
+			}
+			conns = append(conns, c)
+			time.Sleep(10 * time.Millisecond) // an order of idleness
 		}
-		conns = append(conns, c)
-	}
-	extra, err := client.Dial(addr, time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer extra.Close()
-	if _, _, err := extra.Seek([]uint64{1}, false, time.Now().Add(2*time.Second)); err == nil {
-		t.Fatal("third connection served with --max-conns 2")
-	}
-	if _, _, err := conns[0].Seek([]uint64{1}, false, time.Now().Add(2*time.Second)); err != nil {
-		t.Fatalf("admitted connection after rejection: %v", err)
+		if err := seek(conns[0]); err == nil {
+			t.Fatalf("%v: the longest-idle connection still served after a third was admitted", flags)
+		}
+		if err := seek(conns[1]); err != nil {
+			t.Fatalf("%v: the second connection: %v", flags, err)
+		}
 	}
 }
 
