@@ -2,6 +2,7 @@ package bench
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -9,12 +10,16 @@ import (
 	"net"
 	"net/http"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"text/tabwriter"
 	"time"
 
+	"github.com/elasticctr/terraform-provider-ctr/cube/client"
 	"github.com/elasticctr/terraform-provider-ctr/cube/procstat"
+	"github.com/elasticctr/terraform-provider-ctr/cube/proto"
 )
 
 // HostileOptions configure RunHostile. Zero values take the documented
@@ -114,11 +119,25 @@ var hostileKinds = []hostileKind{
 type hostileResult struct {
 	Result
 	healthz time.Duration // one GET /healthz on a new connection
+	fresh   time.Duration // a new connection's first seek answered
+	peakKiB int64         // the server's VmHWM (a server for each phase)
 }
 
-// RunHostile starts a cube server process on 127.0.0.1, measures a normal
-// baidu_std client alone, then with o.Conns hostile connections open, and
-// prints both side by side with the server's peak resident memory.
+// An attack runs during one phase and stops when stop is closed; it returns
+// a line on what it did.
+type attack struct {
+	name string
+	run  func(ctx context.Context, addr string, stop <-chan struct{}) (string, error)
+}
+
+// RunHostile starts a cube server process on 127.0.0.1 and measures a
+// normal baidu_std client alone, then under each attack: o.Conns hostile
+// connections of the kinds above held open; byte amplification (requests
+// whose response would be huge: one present key asked for two million
+// times); and slot holding (o.Conns connections from many clients, each
+// having sent one request, then waiting). It prints the phases side by
+// side with the server's peak resident memory in each (a server process for
+// each phase).
 func RunHostile(ctx context.Context, o HostileOptions, w io.Writer) error {
 	bo, err := o.defaults()
 	if err != nil {
@@ -133,88 +152,303 @@ func RunHostile(ctx context.Context, o HostileOptions, w io.Writer) error {
 	if _, err := prepare(work, data, bo); err != nil {
 		return err
 	}
-	srv, err := startCube(ctx, bo, data)
-	if err != nil {
-		return err
-	}
-	defer srv.stop()
-	fmt.Fprintf(w, "cube bench hostile: %d keys x %d B, batch %d, 1 client connection, %v per phase, %d hostile connections\n",
-		bo.Keys, bo.ValueSize, bo.Batch, bo.Duration, o.Conns)
+	// The slot-holding attack fills every slot: the server's --max-conns is
+	// the attack's size (unless given), so that the attack is one of a
+	// server full of idle clients.
+	bo.ServerArgs = append([]string{"--max-conns", strconv.Itoa(o.Conns)}, bo.ServerArgs...)
+	fmt.Fprintf(w, "cube bench hostile: %d keys x %d B, batch %d, 1 client connection, %v per phase, %d hostile connections, server --max-conns %d\n",
+		bo.Keys, bo.ValueSize, bo.Batch, bo.Duration, o.Conns, o.Conns)
 
-	calm, err := measure(ctx, bo, srv)
-	if err != nil {
-		return err
+	attacks := []attack{
+		{"alone", nil},
+		{"hostile conns", func(ctx context.Context, addr string, stop <-chan struct{}) (string, error) {
+			start := time.Now()
+			conns, opened, failed := openHostile(ctx, addr, o.Conns)
+			defer closeAll(conns)
+			line := fmt.Sprintf("opened %d hostile connections in %.1fs (%d failed to open):", len(conns), time.Since(start).Seconds(), failed)
+			for i, k := range hostileKinds {
+				line += fmt.Sprintf(" %d %s%s", opened[i], k.name, map[bool]string{true: ",", false: ""}[i < len(hostileKinds)-1])
+			}
+			<-stop
+			alive := 0
+			for _, c := range conns {
+				if stillOpen(c) {
+					alive++
+				}
+			}
+			return line + fmt.Sprintf("; %d still open at the end (the server's timeouts close the rest)", alive), nil
+		}},
+		{"byte amplification", amplify},
+		{"slot holding", func(ctx context.Context, addr string, stop <-chan struct{}) (string, error) {
+			start := time.Now()
+			conns, failed := holdSlots(ctx, addr, o.Conns)
+			defer closeAll(conns)
+			<-stop
+			alive := 0
+			for _, c := range conns {
+				if stillOpen(c) {
+					alive++
+				}
+			}
+			return fmt.Sprintf("slot holding: %d connections from %d clients each sent one request and waited (opened in %.1fs, %d failed); %d still open at the end (the others were closed to admit new ones)",
+				len(conns), (o.Conns+slotsPerClient-1)/slotsPerClient, time.Since(start).Seconds(), failed, alive), nil
+		}},
 	}
-	rssBefore, err := procstat.KiB(srv.pid(), "VmRSS")
-	if err != nil {
-		return err
-	}
-	start := time.Now()
-	conns, opened, failed := openHostile(ctx, srv.addr, o.Conns)
-	defer func() {
-		for _, c := range conns {
-			c.Close()
+	results := make([]hostileResult, len(attacks))
+	var failures []string
+	for i, a := range attacks {
+		// A server of its own for each phase: its peak memory is the phase's.
+		srv, err := startCube(ctx, bo, data)
+		if err != nil {
+			return err
 		}
-	}()
-	if ctx.Err() != nil {
-		return ctx.Err()
-	}
-	fmt.Fprintf(w, "opened %d hostile connections in %.1fs (%d failed to open):", len(conns), time.Since(start).Seconds(), failed)
-	for i, k := range hostileKinds {
-		fmt.Fprintf(w, " %d %s%s", opened[i], k.name, map[bool]string{true: ",", false: "\n"}[i < len(hostileKinds)-1])
-	}
-	loaded, err := measure(ctx, bo, srv)
-	if err != nil {
-		return err
-	}
-	hwm, err := procstat.KiB(srv.pid(), "VmHWM")
-	if err != nil {
-		return err
-	}
-	alive := 0
-	for _, c := range conns {
-		if stillOpen(c) {
-			alive++
+		line, r, err := phase(ctx, bo, srv, a)
+		srv.stop()
+		if err != nil {
+			return fmt.Errorf("%s: %w", a.name, err)
+		}
+		if line != "" {
+			fmt.Fprintln(w, line)
+		}
+		results[i] = r
+		if r.Requests == 0 || r.Errors > 0 || r.Mismatches > 0 {
+			failures = append(failures, a.name)
 		}
 	}
-
 	tw := tabwriter.NewWriter(w, 12, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "\t%s\t%s\t\n", "alone", fmt.Sprintf("with %d hostile", len(conns)))
-	fmt.Fprintf(tw, "requests/s\t%.0f\t%.0f\t\n", calm.ReqPerSec(), loaded.ReqPerSec())
-	fmt.Fprintf(tw, "p50 latency\t%v\t%v\t\n", calm.P50.Round(time.Microsecond), loaded.P50.Round(time.Microsecond))
-	fmt.Fprintf(tw, "p99 latency\t%v\t%v\t\n", calm.P99.Round(time.Microsecond), loaded.P99.Round(time.Microsecond))
-	fmt.Fprintf(tw, "errors\t%d\t%d\t\n", calm.Errors+calm.Mismatches, loaded.Errors+loaded.Mismatches)
-	fmt.Fprintf(tw, "GET /healthz\t%v\t%v\t\n", calm.healthz.Round(time.Microsecond), loaded.healthz.Round(time.Microsecond))
+	row := func(name string, f func(r hostileResult) string) {
+		fmt.Fprintf(tw, "%s\t", name)
+		for _, r := range results {
+			fmt.Fprintf(tw, "%s\t", f(r))
+		}
+		fmt.Fprintln(tw)
+	}
+	row("", func(r hostileResult) string { return "" })
+	fmt.Fprintf(tw, "\t")
+	for _, a := range attacks {
+		fmt.Fprintf(tw, "%s\t", a.name)
+	}
+	fmt.Fprintln(tw)
+	us := func(d time.Duration) string { return d.Round(time.Microsecond).String() }
+	row("requests/s", func(r hostileResult) string { return fmt.Sprintf("%.0f", r.ReqPerSec()) })
+	row("p50 latency", func(r hostileResult) string { return us(r.P50) })
+	row("p99 latency", func(r hostileResult) string { return us(r.P99) })
+	row("errors", func(r hostileResult) string { return strconv.FormatInt(r.Errors+r.Mismatches, 10) })
+	row("fresh client", func(r hostileResult) string { return us(r.fresh) })
+	row("GET /healthz", func(r hostileResult) string { return us(r.healthz) })
+	row("peak RSS MiB", func(r hostileResult) string { return fmt.Sprintf("%.1f", float64(r.peakKiB)/1024) })
 	_ = tw.Flush()
-	fmt.Fprintf(w, "server VmRSS before the hostile connections: %.1f MiB; peak (VmHWM) with them: %.1f MiB\n",
-		float64(rssBefore)/1024, float64(hwm)/1024)
-	fmt.Fprintf(w, "hostile connections still open at the end: %d of %d (the server's timeouts close the rest)\n", alive, len(conns))
-	if loaded.Requests == 0 || loaded.Errors > 0 || loaded.Mismatches > 0 || calm.Errors > 0 {
-		return errors.New("the normal client failed requests")
+	for i := 1; i < len(results); i++ {
+		if results[0].P99 > 0 {
+			fmt.Fprintf(w, "ratio p99_%s_vs_alone=%.2f\n", strings.ReplaceAll(attacks[i].name, " ", "_"), float64(results[i].P99)/float64(results[0].P99))
+		}
+	}
+	if len(failures) > 0 {
+		return fmt.Errorf("the normal client failed requests: %s", strings.Join(failures, ", "))
 	}
 	return nil
 }
 
-// measure drives one normal client connection, then times a /healthz.
+// phase starts the attack (if any) on a fresh server, lets it settle,
+// measures the normal client, and stops the attack.
+func phase(ctx context.Context, bo Options, srv *proc, a attack) (string, hostileResult, error) {
+	stop := make(chan struct{})
+	var (
+		line   string
+		runErr error
+		wg     sync.WaitGroup
+	)
+	if a.run != nil {
+		started := make(chan struct{})
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			close(started)
+			line, runErr = a.run(ctx, srv.addr, stop)
+		}()
+		<-started
+		time.Sleep(bo.Duration / 10) // the attack under way
+	}
+	r, err := measure(ctx, bo, srv)
+	close(stop)
+	wg.Wait()
+	if err == nil {
+		err = runErr
+	}
+	if err != nil {
+		return "", r, err
+	}
+	r.peakKiB, err = procstat.KiB(srv.pid(), "VmHWM")
+	return line, r, err
+}
+
+// measure drives one normal client connection, then times a fresh
+// connection's first seek and a /healthz (as the kubelet probes).
 func measure(ctx context.Context, bo Options, srv *proc) (hostileResult, error) {
 	r, err := drive(ctx, bo, "cube", srv.pid(), cubeWorker(srv.addr, bo))
 	if err != nil {
 		return hostileResult{}, err
 	}
+	res := hostileResult{Result: r}
 	start := time.Now()
+	c, err := client.Dial(srv.addr, 5*time.Second)
+	if err != nil {
+		return res, fmt.Errorf("a fresh client: %w", err)
+	}
+	_, _, err = c.Seek([]uint64{0}, false, time.Now().Add(5*time.Second))
+	c.Close()
+	if err != nil {
+		return res, fmt.Errorf("a fresh client's seek: %w", err)
+	}
+	res.fresh = time.Since(start)
+	start = time.Now()
 	hc := http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
 	resp, err := hc.Get("http://" + srv.addr + "/healthz")
 	if err != nil {
-		return hostileResult{}, fmt.Errorf("GET /healthz: %w", err)
+		return res, fmt.Errorf("GET /healthz: %w", err)
 	}
 	resp.Body.Close()
 	if resp.StatusCode != 200 {
-		return hostileResult{}, fmt.Errorf("GET /healthz: %s", resp.Status)
+		return res, fmt.Errorf("GET /healthz: %s", resp.Status)
 	}
-	return hostileResult{Result: r, healthz: time.Since(start)}, nil
+	res.healthz = time.Since(start)
+	return res, nil
 }
 
-// openHostile opens n connections, the kinds in turn, 64 at a time, and
+// amplify sends, on two connections in turn until stop, a 4 MB frame asking
+// for key 1 two million times: a response of two million values, which
+// --max-response-bytes refuses (error 1003) before it is whole.
+func amplify(ctx context.Context, addr string, stop <-chan struct{}) (string, error) {
+	meta := proto.RpcMeta{HasRequest: true, Service: []byte(proto.DictServiceFull), Method: []byte(proto.SeekMethod)}
+	frame, start, ms := proto.BeginFrame(nil, &meta)
+	// Key 0, present in the bench's data, two million times: 2 bytes each.
+	frame = proto.FinishFrame(proto.AppendDictRequest(frame, make([]uint64, 2_000_000), false), start, ms)
+	var (
+		wg                 sync.WaitGroup
+		mu                 sync.Mutex
+		sent, refused, oks int
+		firstErr           error
+	)
+	for range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var c net.Conn
+			defer func() {
+				if c != nil {
+					c.Close()
+				}
+			}()
+			var f proto.Frame
+			var in []byte
+			for {
+				select {
+				case <-stop:
+					return
+				case <-ctx.Done():
+					return
+				default:
+				}
+				var err error
+				if c == nil {
+					if c, err = attacker(0).Dial("tcp", addr); err != nil {
+						mu.Lock()
+						firstErr = cmp.Or(firstErr, err)
+						mu.Unlock()
+						return
+					}
+				}
+				_ = c.SetDeadline(time.Now().Add(30 * time.Second))
+				if _, err = c.Write(frame); err == nil {
+					in, err = proto.ReadFrame(c, in, 1<<30, &f)
+				}
+				mu.Lock()
+				sent++
+				switch {
+				case err != nil:
+					c.Close()
+					c = nil
+				case f.Meta.ErrorCode == proto.EREQUEST:
+					refused++
+				default:
+					oks++
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	if firstErr != nil {
+		return "", firstErr
+	}
+	return fmt.Sprintf("byte amplification: %d requests of 2,000,000 keys (a 4 MB frame, one present key each time), %d refused with error 1003, %d answered in full",
+		sent, refused, oks), nil
+}
+
+// slotsPerClient is how many connections each attacking client opens
+// (--max-conns-per-client is 256 by default).
+const slotsPerClient = 250
+
+// attacker dials the i-th attack connection: slotsPerClient from each of
+// 127.0.0.2, 127.0.0.3, ... (every 127/8 address is loopback on Linux, and
+// each is a client of its own to the server), so that the normal client, on
+// 127.0.0.1, is not one of them.
+func attacker(i int) *net.Dialer {
+	k := 2 + i/slotsPerClient
+	return &net.Dialer{Timeout: 5 * time.Second, LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, byte(k/250), byte(k%250))}}
+}
+
+// holdSlots opens n connections (attacker), each having sent one seek and
+// read its answer, and returns those that opened and how many failed.
+func holdSlots(ctx context.Context, addr string, n int) ([]net.Conn, int) {
+	conns := make([]net.Conn, n)
+	sem := make(chan struct{}, 64)
+	var wg sync.WaitGroup
+	meta := proto.RpcMeta{HasRequest: true, Service: []byte(proto.DictServiceFull), Method: []byte(proto.SeekMethod)}
+	req, start, ms := proto.BeginFrame(nil, &meta)
+	req = proto.FinishFrame(proto.AppendDictRequest(req, []uint64{1}, false), start, ms)
+	for i := range n {
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			if ctx.Err() != nil {
+				return
+			}
+			c, err := attacker(i).Dial("tcp", addr)
+			if err != nil {
+				return
+			}
+			var f proto.Frame
+			_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+			if _, err = c.Write(req); err == nil {
+				_, err = proto.ReadFrame(c, nil, 1<<20, &f)
+			}
+			_ = c.SetDeadline(time.Time{})
+			if err != nil {
+				c.Close()
+				return
+			}
+			conns[i] = c
+		}()
+	}
+	wg.Wait()
+	var kept []net.Conn
+	for _, c := range conns {
+		if c != nil {
+			kept = append(kept, c)
+		}
+	}
+	return kept, n - len(kept)
+}
+
+func closeAll(conns []net.Conn) {
+	for _, c := range conns {
+		c.Close()
+	}
+}
+
+// openHostile opens n connections (attacker), the kinds in turn, 64 at a time, and
 // returns those open, how many of each kind opened and how many failed.
 func openHostile(ctx context.Context, addr string, n int) ([]net.Conn, []int, int) {
 	conns := make([]net.Conn, n)
@@ -230,7 +464,7 @@ func openHostile(ctx context.Context, addr string, n int) ([]net.Conn, []int, in
 				errs[i] = ctx.Err()
 				return
 			}
-			c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+			c, err := attacker(i).Dial("tcp", addr)
 			if err != nil {
 				errs[i] = err
 				return

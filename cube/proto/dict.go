@@ -141,6 +141,13 @@ func AppendDictValue(b []byte, status uint32, value []byte) []byte {
 	return append(b, value...)
 }
 
+// SizeDictValue is the size of what AppendDictValue appends for status and
+// an n-byte value.
+func SizeDictValue(status uint32, n int) int {
+	inner := 1 + protowire.SizeVarint(uint64(status)) + 1 + protowire.SizeBytes(n)
+	return 1 + protowire.SizeVarint(uint64(inner)) + inner
+}
+
 // missValue is the encoded DictValue for a miss: {status: 4294967295, value: ""}.
 var missValue = AppendDictValue(nil, StatusMiss, nil)
 

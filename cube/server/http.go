@@ -104,6 +104,14 @@ func (s *Server) httpSeek(w http.ResponseWriter, r *http.Request) {
 		httpError(w, code, fmt.Sprintf("fail to parse rec.mcube.DictRequest from JSON: %v", err))
 		return
 	}
+	if len(keys) > heavyKeys {
+		ok, done := s.heavyTurn()
+		if !ok {
+			s.httpRefuse(w, s.heavyBusyError())
+			return
+		}
+		defer done()
+	}
 	start := time.Now()
 	// Reuse the binary path, then re-encode it: one code path decides values.
 	enc, err := s.seek(nil, keys, versionRequired, &rep)

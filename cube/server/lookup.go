@@ -1,6 +1,7 @@
 package server
 
 import (
+	"cmp"
 	"fmt"
 	"runtime/debug"
 	"slices"
@@ -50,6 +51,13 @@ func (s *Server) handleRPC(out []byte, f *proto.Frame, keys []uint64) ([]byte, [
 		resp.ErrorCode = proto.EREQUEST
 		resp.ErrorText = []byte(s.tooManyKeys())
 		return proto.AppendFrame(out, &resp, nil), keys
+	}
+	if len(keys) > heavyKeys {
+		ok, done := s.heavyTurn()
+		if !ok {
+			return s.refuseRPC(out, &resp, s.heavyBusyError()), keys
+		}
+		defer done()
 	}
 	begin := len(out)
 	out, fstart, metaSize := proto.BeginFrame(out, &resp)
@@ -105,7 +113,9 @@ func (s *Server) seek(out []byte, keys []uint64, versionRequired bool, r *reply)
 	if versionRequired {
 		limit -= len(proto.AppendDictVersion(nil, name))
 	}
-	keyBytes := 8 * cap(keys)
+	// What a request adds to memory: its keys, and its response as it grows;
+	// a kept buffer's capacity is bounded where it is kept (warm.go).
+	keyBytes := 8 * len(keys)
 	if len(out)+len(keys)*missSize > limit {
 		return out, s.responseTooLarge()
 	}
@@ -119,7 +129,22 @@ func (s *Server) seek(out []byte, keys []uint64, versionRequired bool, r *reply)
 		}
 		misses = len(keys)
 	} else {
-		out = slices.Grow(out, len(keys)*missSize)
+		reserve := len(keys) * missSize
+		if reserve > s.opts.MaxResponseBytes/sizeFirst {
+			// A response this large is sized before it is built: one over the
+			// cap is refused without allocating it (two million lookups of a
+			// present key used to build 64 MiB to throw it away, and the
+			// collector's work slowed every other request).
+			size, err := s.responseSize(v, keys, limit-len(out))
+			if err != nil {
+				return out, err
+			}
+			if !r.cover(keyBytes + len(out) + size) {
+				return out, s.outOfMemory()
+			}
+			reserve = size
+		}
+		out = slices.Grow(out, reserve)
 		var long int
 		var err error
 		grow := func(c int) error {
@@ -145,16 +170,72 @@ func (s *Server) seek(out []byte, keys []uint64, versionRequired bool, r *reply)
 	return out, nil
 }
 
+// sizeFirst: a request whose least response (a miss a key) is over
+// MaxResponseBytes/sizeFirst is sized before it is built (seek).
+const sizeFirst = 8
+
 // missSize is the encoded size of one missing key's DictValue.
 var missSize = len(proto.AppendDictMiss(nil))
 
 // lookup appends v's values for keys to out, to at most limit bytes of out
 // (beyond it: responseTooLarge); grow, if not nil, is told each new capacity
-// of out and may refuse it. It reads the dictionary's mapping with the
-// runtime's panic-on-fault enabled: when the file was truncated in place,
-// touching a page past its new end raises SIGBUS, which would otherwise kill
-// the process. The fault is recovered here and reported as an error.
+// of out and may refuse it.
 func (s *Server) lookup(out []byte, v *version, keys []uint64, limit int, grow func(int) error) (_ []byte, misses, long int, err error) {
+	maxv := s.opts.MaxValueSize
+	ferr := s.readGuarded(v, func() {
+		v.d.LookupBatch(keys, func(_ int, val []byte, ok bool) {
+			if err != nil {
+				return
+			}
+			if ok && maxv > 0 && len(val) > maxv {
+				long++
+				ok = false
+			}
+			c := cap(out)
+			if !ok {
+				misses++
+				out = proto.AppendDictMiss(out)
+			} else {
+				out = proto.AppendDictValue(out, 0, val)
+			}
+			switch {
+			case len(out) > limit:
+				err = s.responseTooLarge()
+			case cap(out) != c && grow != nil:
+				err = grow(cap(out))
+			}
+		})
+	})
+	return out, misses, long, cmp.Or(ferr, err)
+}
+
+// responseSize is the size of the values lookup would append for keys,
+// found without building them; responseTooLarge once it passes limit.
+func (s *Server) responseSize(v *version, keys []uint64, limit int) (size int, err error) {
+	maxv := s.opts.MaxValueSize
+	ferr := s.readGuarded(v, func() {
+		v.d.LookupBatch(keys, func(_ int, val []byte, ok bool) {
+			if err != nil {
+				return
+			}
+			if !ok || (maxv > 0 && len(val) > maxv) {
+				size += missSize
+			} else {
+				size += proto.SizeDictValue(0, len(val))
+			}
+			if size > limit {
+				err = s.responseTooLarge()
+			}
+		})
+	})
+	return size, cmp.Or(ferr, err)
+}
+
+// readGuarded runs read, which reads v's mapping, with the runtime's
+// panic-on-fault enabled: when the file was truncated in place, touching a
+// page past its new end raises SIGBUS, which would otherwise kill the
+// process. The fault is recovered here and returned as an error.
+func (s *Server) readGuarded(v *version, read func()) (err error) {
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer func() {
 		if r := recover(); r != nil {
@@ -167,30 +248,8 @@ func (s *Server) lookup(out []byte, v *version, keys []uint64, limit int, grow f
 			err = s.dictFaulted(v, fault.Addr())
 		}
 	}()
-	maxv := s.opts.MaxValueSize
-	v.d.LookupBatch(keys, func(_ int, val []byte, ok bool) {
-		if err != nil {
-			return
-		}
-		if ok && maxv > 0 && len(val) > maxv {
-			long++
-			ok = false
-		}
-		c := cap(out)
-		if !ok {
-			misses++
-			out = proto.AppendDictMiss(out)
-		} else {
-			out = proto.AppendDictValue(out, 0, val)
-		}
-		switch {
-		case len(out) > limit:
-			err = s.responseTooLarge()
-		case cap(out) != c && grow != nil:
-			err = grow(cap(out))
-		}
-	})
-	return out, misses, long, err
+	read()
+	return nil
 }
 
 // faultError is what a request reading a faulted version is answered.

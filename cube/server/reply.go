@@ -3,6 +3,7 @@ package server
 import (
 	"errors"
 	"fmt"
+	"time"
 )
 
 // Every seek is bounded in bytes before it is served. Its keys are decoded
@@ -12,6 +13,37 @@ import (
 // they grow; and a response that reaches MaxResponseBytes is dropped. A
 // request refused for any of these is answered EREQUEST (1003), which brpc
 // does not retry, and counted in cube_requests_total by its result.
+
+// Large requests take turns. A seek of more than heavyKeys keys holds one
+// of max(1, GOMAXPROCS/2) places while it is served, so that requests
+// asking for millions of values (whatever becomes of them) leave the other
+// cores to ordinary ones; one that waits longer than heavyWait for a place
+// is refused as busy.
+const (
+	heavyKeys = 4096
+	heavyWait = time.Second
+)
+
+// heavyTurn waits for a large request's turn; false if it did not come
+// within heavyWait. done gives the place back.
+func (s *Server) heavyTurn() (ok bool, done func()) {
+	select {
+	case s.heavy <- struct{}{}:
+	default:
+		t := time.NewTimer(heavyWait)
+		defer t.Stop()
+		select {
+		case s.heavy <- struct{}{}:
+		case <-t.C:
+			return false, nil
+		}
+	}
+	return true, func() { <-s.heavy }
+}
+
+func (s *Server) heavyBusyError() error {
+	return &refusal{"busy", fmt.Errorf("requests of more than %d keys are all being served (%d at a time); retry later", heavyKeys, cap(s.heavy))}
+}
 
 // keyLimit is the most keys one seek may ask for: Options.MaxKeys when set,
 // and never more than a response of MaxResponseBytes can answer, every key

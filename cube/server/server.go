@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -195,7 +196,8 @@ type Server struct {
 
 	handlers sync.WaitGroup          // connection handlers (HTTP ones return after handing off)
 	inflight byteBudget              // baidu_std body bytes beyond FreeFrameBytes per connection, and replies beyond FreeReplyBytes
-	keyLimit int                     // the most keys one seek may ask for (keyLimits)
+	keyLimit int                     // the most keys one seek may ask for (reply.go)
+	heavy    chan struct{}           // places of large requests (reply.go)
 	stopping atomic.Bool             // set by Shutdown before it expires the baidu_std read deadlines
 	faulted  atomic.Pointer[version] // the last version whose mapping faulted; never read again
 	spare    chan *connBuffers       // buffers of closed baidu_std connections, for new ones (warm.go)
@@ -223,6 +225,7 @@ func New(opts Options) (*Server, error) {
 	}
 	s.inflight.max = opts.MaxInflightBytes
 	s.keyLimit = keyLimit(opts)
+	s.heavy = make(chan struct{}, max(1, runtime.GOMAXPROCS(0)/2))
 	s.m = newMetrics(opts.Shard, func() float64 { return float64(s.inflight.used.Load()) })
 	s.store.onChange = s.dictChanged
 	s.store.warm = s.warmUp

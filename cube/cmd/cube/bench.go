@@ -59,11 +59,11 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 func runBenchHostile(args []string, stdout, stderr io.Writer) error {
 	fs := flags("bench hostile", "[--conns N] [--duration D] [-- SERVER FLAGS...]", stdout, stderr)
 	var o bench.HostileOptions
-	fs.IntVar(&o.Conns, "conns", 2400, "hostile connections `N` held open (a quarter each: half-sent baidu_std headers, slowloris HTTP, idle keep-alives, 64 MiB-declared frames); lowered to fit RLIMIT_NOFILE")
+	fs.IntVar(&o.Conns, "conns", 2400, "hostile connections `N` held open (a quarter each: half-sent baidu_std headers, slowloris HTTP, idle keep-alives, 64 MiB-declared frames), and the slot-holding attack's size (the server's --max-conns unless given); lowered to fit RLIMIT_NOFILE")
 	fs.IntVar(&o.Keys, "keys", 100_000, "distinct keys `N` in the dictionary")
 	fs.IntVar(&o.ValueSize, "value-size", 40, "value size in `bytes` (>= 8)")
 	fs.IntVar(&o.Batch, "batch", 1000, "keys per request `K` of the normal client")
-	fs.DurationVar(&o.Duration, "duration", 5e9, "measuring time `D` of each phase (alone, then with the hostile connections)")
+	fs.DurationVar(&o.Duration, "duration", 5e9, "measuring time `D` of each phase (alone, with the hostile connections, under byte amplification, under slot holding)")
 	fs.StringVar(&o.WorkDir, "work-dir", "", "keep generated data in this `directory` (default: a removed temp dir)")
 	fs.StringVar(&o.CubeBinary, "server-binary", "", "run this cube `binary` as the server (default: this one), e.g. an older build to compare")
 	if err := parse(fs, args); err != nil {
