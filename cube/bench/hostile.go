@@ -190,7 +190,7 @@ func RunHostile(ctx context.Context, o HostileOptions, w io.Writer) error {
 					alive++
 				}
 			}
-			return fmt.Sprintf("slot holding: %d connections from %d clients each sent one request and waited (opened in %.1fs, %d failed); %d still open at the end (the others were closed to admit new ones)",
+			return fmt.Sprintf("slot holding: %d connections from %d loopback addresses each sent one request and waited (opened in %.1fs, %d failed); %d still open at the end (the others were closed to admit new ones)",
 				len(conns), (o.Conns+slotsPerClient-1)/slotsPerClient, time.Since(start).Seconds(), failed, alive), nil
 		}},
 	}
