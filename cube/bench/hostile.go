@@ -120,14 +120,16 @@ type hostileResult struct {
 	Result
 	healthz time.Duration // one GET /healthz on a new connection
 	fresh   time.Duration // a new connection's first seek answered
-	peakKiB int64         // the server's VmHWM (a server for each phase)
+	// freshErr and healthzErr: the fresh client's seek and the /healthz failed
+	freshErr, healthzErr error
+	peakKiB              int64 // the server's VmHWM (a server for each phase)
 }
 
-// An attack runs during one phase and stops when stop is closed; it returns
-// a line on what it did.
+// An attack runs during one phase: it calls ready once it is in place,
+// stops when stop is closed, and returns a line on what it did.
 type attack struct {
 	name string
-	run  func(ctx context.Context, addr string, stop <-chan struct{}) (string, error)
+	run  func(ctx context.Context, addr string, ready func(), stop <-chan struct{}) (string, error)
 }
 
 // RunHostile starts a cube server process on 127.0.0.1 and measures a
@@ -161,10 +163,11 @@ func RunHostile(ctx context.Context, o HostileOptions, w io.Writer) error {
 
 	attacks := []attack{
 		{"alone", nil},
-		{"hostile conns", func(ctx context.Context, addr string, stop <-chan struct{}) (string, error) {
+		{"hostile conns", func(ctx context.Context, addr string, ready func(), stop <-chan struct{}) (string, error) {
 			start := time.Now()
 			conns, opened, failed := openHostile(ctx, addr, o.Conns)
 			defer closeAll(conns)
+			ready()
 			line := fmt.Sprintf("opened %d hostile connections in %.1fs (%d failed to open):", len(conns), time.Since(start).Seconds(), failed)
 			for i, k := range hostileKinds {
 				line += fmt.Sprintf(" %d %s%s", opened[i], k.name, map[bool]string{true: ",", false: ""}[i < len(hostileKinds)-1])
@@ -179,10 +182,12 @@ func RunHostile(ctx context.Context, o HostileOptions, w io.Writer) error {
 			return line + fmt.Sprintf("; %d still open at the end (the server's timeouts close the rest)", alive), nil
 		}},
 		{"byte amplification", amplify},
-		{"slot holding", func(ctx context.Context, addr string, stop <-chan struct{}) (string, error) {
+		{"slot holding", func(ctx context.Context, addr string, ready func(), stop <-chan struct{}) (string, error) {
 			start := time.Now()
 			conns, failed := holdSlots(ctx, addr, o.Conns)
 			defer closeAll(conns)
+			opened := time.Since(start)
+			ready()
 			<-stop
 			alive := 0
 			for _, c := range conns {
@@ -191,7 +196,7 @@ func RunHostile(ctx context.Context, o HostileOptions, w io.Writer) error {
 				}
 			}
 			return fmt.Sprintf("slot holding: %d connections from %d loopback addresses each sent one request and waited (opened in %.1fs, %d failed); %d still open at the end (the others were closed to admit new ones)",
-				len(conns), (o.Conns+slotsPerClient-1)/slotsPerClient, time.Since(start).Seconds(), failed, alive), nil
+				len(conns), (o.Conns+slotsPerClient-1)/slotsPerClient, opened.Seconds(), failed, alive), nil
 		}},
 	}
 	results := make([]hostileResult, len(attacks))
@@ -211,8 +216,13 @@ func RunHostile(ctx context.Context, o HostileOptions, w io.Writer) error {
 			fmt.Fprintln(w, line)
 		}
 		results[i] = r
-		if r.Requests == 0 || r.Errors > 0 || r.Mismatches > 0 {
-			failures = append(failures, a.name)
+		switch {
+		case r.Requests == 0 || r.Errors > 0 || r.Mismatches > 0:
+			failures = append(failures, a.name+": the normal client failed requests")
+		case r.freshErr != nil:
+			failures = append(failures, fmt.Sprintf("%s: a fresh client's seek: %v", a.name, r.freshErr))
+		case r.healthzErr != nil:
+			failures = append(failures, fmt.Sprintf("%s: GET /healthz: %v", a.name, r.healthzErr))
 		}
 	}
 	tw := tabwriter.NewWriter(w, 12, 0, 2, ' ', tabwriter.AlignRight)
@@ -234,8 +244,8 @@ func RunHostile(ctx context.Context, o HostileOptions, w io.Writer) error {
 	row("p50 latency", func(r hostileResult) string { return us(r.P50) })
 	row("p99 latency", func(r hostileResult) string { return us(r.P99) })
 	row("errors", func(r hostileResult) string { return strconv.FormatInt(r.Errors+r.Mismatches, 10) })
-	row("fresh client", func(r hostileResult) string { return us(r.fresh) })
-	row("GET /healthz", func(r hostileResult) string { return us(r.healthz) })
+	row("fresh client", func(r hostileResult) string { return orFailed(us(r.fresh), r.freshErr) })
+	row("GET /healthz", func(r hostileResult) string { return orFailed(us(r.healthz), r.healthzErr) })
 	row("peak RSS MiB", func(r hostileResult) string { return fmt.Sprintf("%.1f", float64(r.peakKiB)/1024) })
 	_ = tw.Flush()
 	for i := 1; i < len(results); i++ {
@@ -244,9 +254,17 @@ func RunHostile(ctx context.Context, o HostileOptions, w io.Writer) error {
 		}
 	}
 	if len(failures) > 0 {
-		return fmt.Errorf("the normal client failed requests: %s", strings.Join(failures, ", "))
+		return errors.New(strings.Join(failures, "; "))
 	}
 	return nil
+}
+
+// orFailed is s, or "failed" when err is not nil.
+func orFailed(s string, err error) string {
+	if err != nil {
+		return "failed"
+	}
+	return s
 }
 
 // phase starts the attack (if any) on a fresh server, lets it settle,
@@ -259,14 +277,15 @@ func phase(ctx context.Context, bo Options, srv *proc, a attack) (string, hostil
 		wg     sync.WaitGroup
 	)
 	if a.run != nil {
-		started := make(chan struct{})
+		ready := make(chan struct{})
+		var once sync.Once
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			close(started)
-			line, runErr = a.run(ctx, srv.addr, stop)
+			defer once.Do(func() { close(ready) }) // also when the attack fails
+			line, runErr = a.run(ctx, srv.addr, func() { once.Do(func() { close(ready) }) }, stop)
 		}()
-		<-started
+		<-ready
 		time.Sleep(bo.Duration / 10) // the attack under way
 	}
 	r, err := measure(ctx, bo, srv)
@@ -291,34 +310,30 @@ func measure(ctx context.Context, bo Options, srv *proc) (hostileResult, error) 
 	}
 	res := hostileResult{Result: r}
 	start := time.Now()
-	c, err := client.Dial(srv.addr, 5*time.Second)
-	if err != nil {
-		return res, fmt.Errorf("a fresh client: %w", err)
-	}
-	_, _, err = c.Seek([]uint64{0}, false, time.Now().Add(5*time.Second))
-	c.Close()
-	if err != nil {
-		return res, fmt.Errorf("a fresh client's seek: %w", err)
+	if c, err := client.Dial(srv.addr, 5*time.Second); err != nil {
+		res.freshErr = err
+	} else {
+		_, _, res.freshErr = c.Seek([]uint64{0}, false, time.Now().Add(5*time.Second))
+		c.Close()
 	}
 	res.fresh = time.Since(start)
 	start = time.Now()
 	hc := http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
 	resp, err := hc.Get("http://" + srv.addr + "/healthz")
-	if err != nil {
-		return res, fmt.Errorf("GET /healthz: %w", err)
+	if err == nil {
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			err = errors.New(resp.Status)
+		}
 	}
-	resp.Body.Close()
-	if resp.StatusCode != 200 {
-		return res, fmt.Errorf("GET /healthz: %s", resp.Status)
-	}
-	res.healthz = time.Since(start)
+	res.healthz, res.healthzErr = time.Since(start), err
 	return res, nil
 }
 
 // amplify sends, on two connections in turn until stop, a 4 MB frame asking
 // for key 1 two million times: a response of two million values, which
 // --max-response-bytes refuses (error 1003) before it is whole.
-func amplify(ctx context.Context, addr string, stop <-chan struct{}) (string, error) {
+func amplify(ctx context.Context, addr string, ready func(), stop <-chan struct{}) (string, error) {
 	meta := proto.RpcMeta{HasRequest: true, Service: []byte(proto.DictServiceFull), Method: []byte(proto.SeekMethod)}
 	frame, start, ms := proto.BeginFrame(nil, &meta)
 	// Key 0, present in the bench's data, two million times: 2 bytes each.
@@ -377,6 +392,7 @@ func amplify(ctx context.Context, addr string, stop <-chan struct{}) (string, er
 			}
 		}()
 	}
+	ready() // the two are sending
 	wg.Wait()
 	if firstErr != nil {
 		return "", firstErr
