@@ -3,6 +3,8 @@ package provider
 import (
 	"context"
 	"fmt"
+	"strconv"
+	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
 	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
@@ -17,6 +19,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
+	"github.com/elasticctr/terraform-provider-ctr/cube/api"
 	"github.com/elasticctr/terraform-provider-ctr/internal/stack"
 )
 
@@ -115,8 +118,10 @@ func cubeSchema(ctx context.Context) schema.Schema {
 						}}},
 				}},
 			"control_token": schema.StringAttribute{Optional: true, Computed: true, Sensitive: true,
-				MarkdownDescription: "Shared token of the control endpoints (agent, transfer, ControlService), stored in a Secret. Generated when unset.",
-				PlanModifiers:       []planmodifier.String{stringplanmodifier.UseStateForUnknown()}},
+				MarkdownDescription: "Shared token of the control endpoints (agent, transfer, ControlService), stored in a Secret. Generated when unset. " +
+					"Changing it rotates the token without restarting a pod: the cube servers and the transfer read the Secret's file again when the kubelet updates it (each pod within a minute or two), " +
+					"and still accept (the transfer still offers) the replaced token for " + strconv.Itoa(int(api.ControlTokenGrace/time.Minute)) + " minutes, so no rollout fails on the way.",
+				PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown()}},
 			"kubernetes": connectionResourceAttribute(),
 			"timeouts":   timeoutsAttribute(ctx, timeouts.Opts{Create: true, Update: true, Delete: true}),
 			"manifests":  manifestsAttribute(),

@@ -14,6 +14,12 @@ const (
 	AgentStatusPath  = "/agent/status"  // GET; every endpoint answers AgentStatus
 )
 
+// ControlTokenGrace is how long the cube's processes (servers, agents, the
+// transfer) still accept, and offer, a control token after a rotation
+// replaced it in their mounted Secret: each pod sees the update at its own
+// moment, within a minute or two of the kubelet's sync.
+const ControlTokenGrace = 10 * time.Minute
+
 // MaxCommitAhead bounds how far ahead of the agent's clock a commit instant
 // may lie; a commit further ahead is refused (a clock that far off is a
 // fault to fix, not to wait out).

@@ -98,7 +98,7 @@ type agent struct {
 }
 
 func newAgent(s *Server) (*agent, error) {
-	if s.opts.ControlToken == "" {
+	if s.token.Empty() {
 		return nil, errors.New("agent: a control token is required")
 	}
 	if err := os.MkdirAll(s.opts.DataDir, 0o755); err != nil {

@@ -2,7 +2,6 @@ package server
 
 import (
 	"bufio"
-	"crypto/subtle"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -11,7 +10,6 @@ import (
 	"net"
 	"net/http"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -258,16 +256,9 @@ func (s *Server) httpControl(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, nil)
 }
 
-// authorized checks the bearer token (constant time); with no token
-// configured every request is.
-func (s *Server) authorized(r *http.Request) bool {
-	tok := s.opts.ControlToken
-	if tok == "" {
-		return true
-	}
-	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	return ok && subtle.ConstantTimeCompare([]byte(got), []byte(tok)) == 1
-}
+// authorized checks the bearer token (constant time, the previous token
+// within its grace period too); with no token configured every request is.
+func (s *Server) authorized(r *http.Request) bool { return s.token.AcceptsRequest(r) }
 
 // httpReady is the readiness probe: 200 only while a version is served.
 func (s *Server) httpReady(w http.ResponseWriter, _ *http.Request) {

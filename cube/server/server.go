@@ -7,6 +7,7 @@ package server
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/elasticctr/terraform-provider-ctr/cube/api"
 	"github.com/elasticctr/terraform-provider-ctr/cube/portmux"
+	"github.com/elasticctr/terraform-provider-ctr/cube/token"
 )
 
 // Defaults of Options, used by New and by the server command's flags.
@@ -108,6 +110,10 @@ type Options struct {
 	// on POST /ControlService/cmd (401 otherwise). Paddle's cube-agent sends
 	// no token, so leave it empty where that agent drives the server.
 	ControlToken string
+	// ControlTokenFile, if set, holds the control token instead, read again
+	// when it changes (a rotated Secret) with the token it replaced accepted
+	// for api.ControlTokenGrace more: no restart, no refused peer.
+	ControlTokenFile string
 	// Agent enables the rollout agent's /agent/* endpoints (see agent.go);
 	// it needs ControlToken and SourceURL.
 	Agent bool
@@ -198,6 +204,7 @@ type Server struct {
 	inflight byteBudget              // baidu_std body bytes beyond FreeFrameBytes per connection, and replies beyond FreeReplyBytes
 	keyLimit int                     // the most keys one seek may ask for (reply.go)
 	heavy    chan struct{}           // places of large requests (reply.go)
+	token    *token.Token            // the control token (Options.ControlToken or ControlTokenFile)
 	stopping atomic.Bool             // set by Shutdown before it expires the baidu_std read deadlines
 	faulted  atomic.Pointer[version] // the last version whose mapping faulted; never read again
 	spare    chan *connBuffers       // buffers of closed baidu_std connections, for new ones (warm.go)
@@ -224,6 +231,14 @@ func New(opts Options) (*Server, error) {
 		spare:     make(chan *connBuffers, spareBuffers),
 	}
 	s.inflight.max = opts.MaxInflightBytes
+	s.token = token.Static(opts.ControlToken)
+	if opts.ControlTokenFile != "" {
+		tk, err := token.FromFile(opts.ControlTokenFile, api.ControlTokenGrace)
+		if err != nil {
+			return nil, fmt.Errorf("control token: %w", err)
+		}
+		s.token = tk
+	}
 	s.keyLimit = keyLimit(opts)
 	s.heavy = make(chan struct{}, max(1, runtime.GOMAXPROCS(0)/2))
 	s.m = newMetrics(opts.Shard, func() float64 { return float64(s.inflight.used.Load()) })

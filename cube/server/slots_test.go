@@ -34,7 +34,7 @@ func holdAfterOneRequest(from, addr string) (net.Conn, error) {
 	out = proto.FinishFrame(proto.AppendDictRequest(out, []uint64{1}, false), start, ms)
 	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
 	var f proto.Frame
-	if _, err := c.Write(out); err == nil {
+	if _, err = c.Write(out); err == nil {
 		_, err = proto.ReadFrame(c, nil, 1<<20, &f)
 	}
 	_ = c.SetDeadline(time.Time{})

@@ -89,7 +89,7 @@ func (t *Transfer) Handlers(together bool) (status, files http.Handler, err erro
 	})
 	mux.Handle("GET /metrics", promhttp.HandlerFor(t.m.reg, promhttp.HandlerOpts{}))
 	mux.HandleFunc("POST /trigger", func(w http.ResponseWriter, r *http.Request) {
-		if !fileserver.HasBearer(r, t.opts.Token) {
+		if !t.token.AcceptsRequest(r) {
 			writeJSON(w, http.StatusUnauthorized, map[string]string{"error": "need \"Authorization: Bearer <token>\""})
 			return
 		}

@@ -34,26 +34,44 @@ func (t *Transfer) replicas() []replica {
 }
 
 // call POSTs (or GETs, with a nil body) one agent endpoint within
-// StepTimeout and decodes its status. 4xx answers are permanent.
+// StepTimeout and decodes its status. 4xx answers are permanent, but 401: a
+// rotated control token reaches each pod at its own moment, so an agent that
+// refuses the current token is asked again with the previous one (within
+// its grace period), and a 401 is retried.
 func (t *Transfer) call(ctx context.Context, r replica, path string, body any) (api.AgentStatus, error) {
 	var st api.AgentStatus
 	ctx, cancel := context.WithTimeout(ctx, t.opts.StepTimeout)
 	defer cancel()
-	method, rd := http.MethodGet, io.Reader(nil)
+	method, b := http.MethodGet, []byte(nil)
 	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
+		var err error
+		if b, err = json.Marshal(body); err != nil {
 			return st, err
 		}
-		method, rd = http.MethodPost, bytes.NewReader(b)
+		method = http.MethodPost
 	}
-	req, err := http.NewRequestWithContext(ctx, method, "http://"+r.addr+path, rd)
-	if err != nil {
-		return st, err
+	send := func(tok string) (*http.Response, error) {
+		var rd io.Reader
+		if b != nil {
+			rd = bytes.NewReader(b)
+		}
+		req, err := http.NewRequestWithContext(ctx, method, "http://"+r.addr+path, rd)
+		if err != nil {
+			return nil, err
+		}
+		req.Header.Set("Authorization", "Bearer "+tok)
+		req.Header.Set("Content-Type", "application/json")
+		return t.http.Do(req)
 	}
-	req.Header.Set("Authorization", "Bearer "+t.opts.Token)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := t.http.Do(req)
+	resp, err := send(t.token.Current())
+	if err == nil && resp.StatusCode == http.StatusUnauthorized {
+		if prev, ok := t.token.Previous(); ok {
+			resp.Body.Close()
+			t.log.Info("an agent refused the current control token; trying the previous one (the rotation has not reached it yet)",
+				"replica", r.addr, "shard", r.shard)
+			resp, err = send(prev)
+		}
+	}
 	if err != nil {
 		return st, fmt.Errorf("replica %s shard %d: %w", r.addr, r.shard, err)
 	}
@@ -64,7 +82,7 @@ func (t *Transfer) call(ctx context.Context, r replica, path string, body any) (
 	}
 	if resp.StatusCode >= 300 {
 		err := fmt.Errorf("replica %s shard %d: %s %s: %s", r.addr, r.shard, path, resp.Status, bytes.TrimSpace(raw))
-		return st, retry.PermanentIf(resp.StatusCode >= 400 && resp.StatusCode < 500, err)
+		return st, retry.PermanentIf(resp.StatusCode >= 400 && resp.StatusCode < 500 && resp.StatusCode != http.StatusUnauthorized, err)
 	}
 	if err := json.Unmarshal(raw, &st); err != nil {
 		return st, fmt.Errorf("replica %s shard %d: %s: %w", r.addr, r.shard, path, err)

@@ -23,6 +23,7 @@ import (
 	"github.com/elasticctr/terraform-provider-ctr/cube/layout"
 	"github.com/elasticctr/terraform-provider-ctr/cube/retry"
 	"github.com/elasticctr/terraform-provider-ctr/cube/seqfile"
+	"github.com/elasticctr/terraform-provider-ctr/cube/token"
 )
 
 // DefaultHealInterval is how often, by default, every replica is asked
@@ -55,7 +56,11 @@ type Options struct {
 	Work      string     // state, downloaded input, built versions (served under /files/)
 	PublicURL string     // how agents reach this transfer; shards are at PublicURL/files/<version>/
 	Token     string     // bearer token for the agents (and POST /trigger)
-	Mode      string     // "base" or "base_delta"
+	// TokenFile, if set, holds the token instead, read again when it changes
+	// (a rotated Secret), the token it replaced still offered to agents that
+	// refuse the new one and accepted on POST /trigger for api.ControlTokenGrace.
+	TokenFile string
+	Mode      string // "base" or "base_delta"
 	// Poll is the donefile polling interval. If 0, DefaultPoll.
 	Poll time.Duration
 	// PrepareTimeout bounds the prepare phase of one rollout (download,
@@ -128,7 +133,7 @@ func (o *Options) defaults() error {
 		return errors.New("transfer: work directory is required")
 	case o.PublicURL == "":
 		return errors.New("transfer: public URL is required")
-	case o.Token == "":
+	case o.Token == "" && o.TokenFile == "":
 		return errors.New("transfer: a control token is required (agents refuse calls without it)")
 	}
 	for i, r := range o.Replicas {
@@ -191,6 +196,7 @@ type Transfer struct {
 	opts  Options
 	log   *slog.Logger
 	http  *http.Client
+	token *token.Token // Options.Token or TokenFile
 	m     *metrics
 	kick  chan struct{}
 	build func(build.Options) (*layout.Manifest, error) // build.Build; tests replace it
@@ -212,7 +218,14 @@ func New(opts Options) (*Transfer, error) {
 		return nil, err
 	}
 	t := &Transfer{opts: opts, log: opts.Log, http: newHTTPClient(opts.ConnectTimeout, opts.HeaderTimeout, opts.IdleTimeout),
-		m: newMetrics(), kick: make(chan struct{}, 1), build: build.Build}
+		m: newMetrics(), kick: make(chan struct{}, 1), build: build.Build, token: token.Static(opts.Token)}
+	if opts.TokenFile != "" {
+		tk, err := token.FromFile(opts.TokenFile, api.ControlTokenGrace)
+		if err != nil {
+			return nil, fmt.Errorf("transfer: control token: %w", err)
+		}
+		t.token = tk
+	}
 	for _, d := range []string{opts.Work, t.outputDir(), t.inputDir()} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return nil, err

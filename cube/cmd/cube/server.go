@@ -6,8 +6,11 @@ import (
 	"io"
 	"net"
 	"os"
+	"strconv"
 	"strings"
+	"time"
 
+	"github.com/elasticctr/terraform-provider-ctr/cube/api"
 	"github.com/elasticctr/terraform-provider-ctr/cube/server"
 )
 
@@ -30,7 +33,7 @@ func runServer(args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&o.MaxHeaderBytes, "max-header-bytes", server.DefaultMaxHeaderBytes, "largest HTTP request header in `bytes`")
 	fs.IntVar(&o.MaxValueSize, "max-value-size", 0, "answer values larger than this many `bytes` as misses (1024 = Paddle's cube; 0 = no limit)")
 	fs.BoolVar(&o.InMemory, "in-memory", false, "copy dictionaries into huge-page-backed memory instead of serving them from a read-only file mapping")
-	tokenFile := fs.String("control-token-file", "", "require \"Authorization: Bearer <token>\" on /ControlService/cmd and /agent/*, the token read from this `file` or from $CUBE_CONTROL_TOKEN (default: no auth on /ControlService/cmd, as Paddle's agent expects)")
+	tokenFile := fs.String("control-token-file", "", "require \"Authorization: Bearer <token>\" on /ControlService/cmd and /agent/*, the token read from this `file` (again when it changes, the token it replaced accepted for "+strconv.Itoa(int(api.ControlTokenGrace/time.Minute))+" minutes more: a rotated Secret needs no restart) or from $CUBE_CONTROL_TOKEN (default: no auth on /ControlService/cmd, as Paddle's agent expects)")
 	fs.BoolVar(&o.Agent, "agent", false, "enable the rollout agent (/agent/prepare, commit, abort, status) on the same port; needs a control token and --source-url")
 	fs.StringVar(&o.SourceURL, "source-url", "", "the agent downloads only from URLs below this `URL` (the transfer's --public-url + /files/)")
 	fs.Int64Var(&o.DiskReserve, "disk-reserve", server.DefaultDiskReserve, "free `bytes` the agent keeps on --data beyond a download (refuses prepare otherwise)")
@@ -50,11 +53,11 @@ func runServer(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer stop()
-	tok, err := readToken(*tokenFile)
-	if err != nil {
-		return err
+	if *tokenFile != "" {
+		o.ControlTokenFile = *tokenFile // read again when it changes
+	} else {
+		o.ControlToken = strings.TrimSpace(os.Getenv("CUBE_CONTROL_TOKEN"))
 	}
-	o.ControlToken = tok
 	o.Log = logger(stderr, *logLevel)
 	srv, err := server.New(o) // load problems are logged; an empty shard still serves
 	if srv == nil {
@@ -67,10 +70,6 @@ func runServer(args []string, stdout, stderr io.Writer) error {
 	o.Log.Info("listening", "addr", ln.Addr().String(), "shard", o.Shard, "version", version)
 	return serveUntilSignal(o.Log, listener{ln, srv})
 }
-
-// readToken reads the control token from file, else from
-// $CUBE_CONTROL_TOKEN (a mounted Secret either way); "" if neither is set.
-func readToken(file string) (string, error) { return readSecret(file, "CUBE_CONTROL_TOKEN") }
 
 // readSecret reads a token from file, else from the environment variable
 // env; "" if neither is set. An empty file is an error (a Secret mounted

@@ -5,9 +5,12 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"strconv"
 	"strings"
+	"time"
 
+	"github.com/elasticctr/terraform-provider-ctr/cube/api"
 	"github.com/elasticctr/terraform-provider-ctr/cube/transfer"
 )
 
@@ -42,7 +45,7 @@ func runTransfer(args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&o.Work, "work", "", "`directory` for state, downloaded input and built versions (served under /files/)")
 	listen := fs.String("listen", "127.0.0.1:8099", "`HOST:PORT` of the status API (and of /files/ unless --files-listen is set)")
 	filesListen := fs.String("files-listen", "", "`HOST:PORT` of /files/ (the built versions agents download), apart from the status API so that a NetworkPolicy can admit only cube servers to it; default: on --listen")
-	tokenFile := fs.String("control-token-file", "", "bearer token `file` for the agents (or $CUBE_CONTROL_TOKEN)")
+	tokenFile := fs.String("control-token-file", "", "bearer token `file` for the agents (or $CUBE_CONTROL_TOKEN), read again when it changes: an agent that refuses the new token is offered the one it replaced for "+strconv.Itoa(int(api.ControlTokenGrace/time.Minute))+" minutes")
 	fs.StringVar(&o.PublicURL, "public-url", "", "`URL` at which agents reach this transfer (they download <URL>/files/<version>/shard-<i>.cube)")
 	fs.StringVar(&o.Mode, "mode", "base", "base (base.txt only) or base_delta (also patch.txt)")
 	fs.DurationVar(&o.Poll, "poll", transfer.DefaultPoll, "donefile polling `interval`")
@@ -76,14 +79,11 @@ func runTransfer(args []string, stdout, stderr io.Writer) error {
 		}
 		o.Replicas = append(o.Replicas, reps[i])
 	}
-	tok, err := readToken(*tokenFile)
-	if err != nil {
-		return err
-	}
-	if tok == "" {
+	if *tokenFile != "" {
+		o.TokenFile = *tokenFile // read again when it changes
+	} else if o.Token = strings.TrimSpace(os.Getenv("CUBE_CONTROL_TOKEN")); o.Token == "" {
 		return errors.New("a control token is required (--control-token-file or $CUBE_CONTROL_TOKEN)")
 	}
-	o.Token = tok
 	o.Log = logger(stderr, *logLevel)
 	t, err := transfer.New(o)
 	if err != nil {
