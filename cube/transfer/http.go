@@ -120,8 +120,8 @@ func (t *Transfer) Status(ctx context.Context) api.Status {
 				st.InFlight.Version, st.InFlight.ID, st.InFlight.LastError)
 		}
 	}
-	rs := t.replicas()
-	reports, errs := t.askAll(ctx, rs, time.Second)
+	v := t.replicaView()
+	rs, reports, errs := v.rs, v.reports, v.errs
 	out.Shards = make([]api.ShardStatus, t.shards())
 	for s := range out.Shards {
 		out.Shards[s].Shard = s
@@ -138,6 +138,55 @@ func (t *Transfer) Status(ctx context.Context) api.Status {
 	}
 	out.Summarize()
 	return out
+}
+
+// Bounds of the transfer's HTTP listeners (cube transfer): connections
+// served at once on each (--max-conns; more wait in the backlog), and the
+// time a request, and an answer other than a version's files, may take.
+const (
+	DefaultMaxConns  = 1024
+	HTTPReadTimeout  = 30 * time.Second
+	HTTPWriteTimeout = 30 * time.Second
+)
+
+// GET /status is open to every pod, and each answer asks every replica (up
+// to 8,192): the answers share one fan-out, at most statusTTL old, and one
+// in flight at a time (concurrent requests wait for it); the fan-out takes
+// at most statusDeadline, a replica that has not answered by then is
+// unreachable.
+const (
+	statusTTL      = time.Second
+	statusDeadline = 5 * time.Second
+)
+
+// replicas' answers to one fan-out.
+type replicaAnswers struct {
+	at      time.Time
+	rs      []replica
+	reports []api.AgentStatus
+	errs    []error
+}
+
+// replicaView is the replicas' answers for GET /status (see statusTTL).
+func (t *Transfer) replicaView() *replicaAnswers {
+	t.viewMu.Lock()
+	v := t.view
+	t.viewMu.Unlock()
+	if v != nil && time.Since(v.at) < statusTTL {
+		return v
+	}
+	x, _, _ := t.viewFlight.Do("status", func() (any, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), statusDeadline)
+		defer cancel()
+		rs := t.replicas()
+		reports, errs := t.askAll(ctx, rs, time.Second)
+		v := &replicaAnswers{at: time.Now(), rs: rs, reports: reports, errs: errs}
+		t.viewMu.Lock()
+		t.view = v
+		t.viewMu.Unlock()
+		return v, nil
+	})
+	return x.(*replicaAnswers)
 }
 
 func writeJSON(w http.ResponseWriter, code int, v any) {

@@ -95,10 +95,12 @@ func (t *Transfer) call(ctx context.Context, r replica, path string, body any) (
 func (t *Transfer) askAll(ctx context.Context, rs []replica, timeout time.Duration) (reports []api.AgentStatus, errs []error) {
 	reports, errs = make([]api.AgentStatus, len(rs)), make([]error, len(rs))
 	var wg sync.WaitGroup
+	sem := make(chan struct{}, maxFanOut)
 	for i, rp := range rs {
 		wg.Add(1)
+		sem <- struct{}{}
 		go func() {
-			defer wg.Done()
+			defer func() { <-sem; wg.Done() }()
 			c, cancel := context.WithTimeout(ctx, timeout)
 			defer cancel()
 			reports[i], errs[i] = t.call(c, rp, api.AgentStatusPath, nil)
@@ -107,6 +109,10 @@ func (t *Transfer) askAll(ctx context.Context, rs []replica, timeout time.Durati
 	wg.Wait()
 	return reports, errs
 }
+
+// maxFanOut bounds the status calls askAll makes at once (a cube has up to
+// 8,192 replicas).
+const maxFanOut = 64
 
 // forEach runs f on every replica in parallel and joins the errors.
 func forEach(rs []replica, f func(r replica) error) error {

@@ -24,6 +24,7 @@ import (
 	"github.com/elasticctr/terraform-provider-ctr/cube/retry"
 	"github.com/elasticctr/terraform-provider-ctr/cube/seqfile"
 	"github.com/elasticctr/terraform-provider-ctr/cube/token"
+	"golang.org/x/sync/singleflight"
 )
 
 // DefaultHealInterval is how often, by default, every replica is asked
@@ -200,6 +201,10 @@ type Transfer struct {
 	m     *metrics
 	kick  chan struct{}
 	build func(build.Options) (*layout.Manifest, error) // build.Build; tests replace it
+
+	viewMu     sync.Mutex
+	view       *replicaAnswers    // the last fan-out of GET /status (replicaView)
+	viewFlight singleflight.Group // the fan-out in flight
 
 	mu    sync.Mutex
 	state State

@@ -9,6 +9,8 @@ import (
 	"os/signal"
 	"syscall"
 	"time"
+
+	"golang.org/x/net/netutil"
 )
 
 // untilSignal is a context that ends at SIGINT or SIGTERM: how every long-running
@@ -42,6 +44,19 @@ type listener struct {
 func httpService(h http.Handler) *http.Server {
 	return &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
 }
+
+// boundedService is httpService for endpoints whose requests are small: a whole request
+// must arrive within read, and, if write is not 0, its answer be written within write
+// (0 where large files are served).
+func boundedService(h http.Handler, read, write time.Duration) *http.Server {
+	s := httpService(h)
+	s.ReadTimeout, s.WriteTimeout = read, write
+	return s
+}
+
+// limited holds ln to n connections at once: the next waits in the listen backlog until
+// one closes (netutil.LimitListener).
+func limited(ln net.Listener, n int) net.Listener { return netutil.LimitListener(ln, n) }
 
 // serveUntilSignal serves every listener until SIGINT/SIGTERM (or until one fails), then
 // lets the requests in flight finish for at most 10 s and returns once every Serve has.

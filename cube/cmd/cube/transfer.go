@@ -65,6 +65,7 @@ func runTransfer(args []string, stdout, stderr io.Writer) error {
 	fs.DurationVar(&o.HealInterval, "heal-interval", transfer.DefaultHealInterval, "how often every replica is asked what it serves; one that does not serve the decided version (restarted empty, rescheduled, added) is prepared and switched to it")
 	fs.DurationVar(&o.RetryAfter, "retry-after", 0, "first pause before retrying a failed rollout (doubles, at most 5m; default --poll)")
 	fs.DurationVar(&o.MaxRetryAfter, "max-retry-after", transfer.DefaultMaxRetryAfter, "longest pause between rollout attempts")
+	maxConns := fs.Int("max-conns", transfer.DefaultMaxConns, "most connections served at once on each listener; more wait in the listen backlog")
 	inputFlags(fs, &o.Seq, &o.AllowEmpty)
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn, error")
 	if err := parse(fs, args); err != nil {
@@ -93,17 +94,25 @@ func runTransfer(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	ls := []listener{{srv: httpService(api)}}
+	// Small requests everywhere; answers are small on the status API unless it serves
+	// /files/ too, whose versions take as long to download as they take.
+	apiWrite := transfer.HTTPWriteTimeout
+	if files == nil {
+		apiWrite = 0
+	}
+	ls := []listener{{srv: boundedService(api, transfer.HTTPReadTimeout, apiWrite)}}
 	if files != nil {
-		ls = append(ls, listener{srv: httpService(files)})
+		ls = append(ls, listener{srv: boundedService(files, transfer.HTTPReadTimeout, 0)})
 	}
 	for i, addr := range []string{*listen, *filesListen}[:len(ls)] {
-		if ls[i].ln, err = net.Listen("tcp", addr); err != nil {
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
 			for _, l := range ls[:i] {
 				l.ln.Close()
 			}
 			return err
 		}
+		ls[i].ln = limited(ln, *maxConns)
 	}
 	filesAddr := ""
 	if files != nil {

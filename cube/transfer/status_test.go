@@ -1,0 +1,103 @@
+package transfer
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// countingAgent stands in for agents: it answers every status call after
+// delay, counting calls and the most in flight at once.
+type countingAgent struct {
+	calls, inFlight, most atomic.Int64
+	addr                  string
+}
+
+func newCountingAgent(t *testing.T, delay time.Duration) *countingAgent {
+	t.Helper()
+	a := &countingAgent{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		a.calls.Add(1)
+		n := a.inFlight.Add(1)
+		defer a.inFlight.Add(-1)
+		for m := a.most.Load(); n > m && !a.most.CompareAndSwap(m, n); m = a.most.Load() {
+		}
+		time.Sleep(delay)
+		w.Write([]byte(`{"shard":0,"state":"idle"}`))
+	}))
+	t.Cleanup(srv.Close)
+	a.addr = strings.TrimPrefix(srv.URL, "http://")
+	return a
+}
+
+func transferOver(t *testing.T, replicas [][]string) *Transfer {
+	t.Helper()
+	dir := t.TempDir()
+	tr, err := New(Options{Donefile: filepath.Join(dir, "base.txt"), Dict: "d", Replicas: replicas, Work: filepath.Join(dir, "work"),
+		PublicURL: "http://127.0.0.1:1", Token: "t"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tr
+}
+
+// TestStatusSharesOneFanOut: 50 concurrent GET /status ask each replica
+// once, not 50 times, and an answer younger than statusTTL is served again;
+// an older one asks again.
+func TestStatusSharesOneFanOut(t *testing.T) {
+	a := newCountingAgent(t, 50*time.Millisecond)
+	tr := transferOver(t, [][]string{{a.addr, a.addr}, {a.addr}})
+	var wg sync.WaitGroup
+	for range 50 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			st := tr.Status(context.Background())
+			if len(st.Shards) != 2 || len(st.Shards[0].Replicas) != 2 || st.Shards[0].Replicas[0].State != "idle" {
+				t.Errorf("status: %+v", st.Shards)
+			}
+		}()
+	}
+	wg.Wait()
+	if n := a.calls.Load(); n != 3 {
+		t.Fatalf("50 concurrent GET /status made %d agent calls, want 3 (one per replica)", n)
+	}
+	tr.Status(context.Background())
+	if n := a.calls.Load(); n != 3 {
+		t.Fatalf("a GET /status within %v asked the replicas again (%d calls)", statusTTL, n)
+	}
+	time.Sleep(statusTTL)
+	tr.Status(context.Background())
+	if n := a.calls.Load(); n != 6 {
+		t.Fatalf("a GET /status after %v: %d calls, want 6", statusTTL, n)
+	}
+}
+
+// TestFanOutBounded: a cube of 1,000 replicas is asked at most maxFanOut at
+// a time.
+func TestFanOutBounded(t *testing.T) {
+	a := newCountingAgent(t, 20*time.Millisecond)
+	reps := make([][]string, 100)
+	for i := range reps {
+		for range 10 {
+			reps[i] = append(reps[i], a.addr)
+		}
+	}
+	tr := transferOver(t, reps)
+	st := tr.Status(context.Background())
+	if n := a.calls.Load(); n != 1000 {
+		t.Fatalf("%d agent calls, want 1000", n)
+	}
+	if m := a.most.Load(); m > maxFanOut {
+		t.Fatalf("%d agent calls in flight at once, want at most %d", m, maxFanOut)
+	}
+	if st.Shards[99].Replicas[9].State != "idle" {
+		t.Fatalf("the last replica: %+v", st.Shards[99].Replicas[9])
+	}
+}
