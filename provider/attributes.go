@@ -3,6 +3,8 @@ package provider
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -170,4 +172,23 @@ func quoted(vs []string) string {
 		q[i] = "`" + v + "`"
 	}
 	return strings.Join(q, ", ")
+}
+
+// defaultedResourcesAttribute is the requests and limits of what (a container ctr renders
+// with defaults of its own, see stack.DefaultTransferRequests), its defaults in its text.
+func defaultedResourcesAttribute(what string, defRequests, defLimits map[string]string) schema.SingleNestedAttribute {
+	show := func(m map[string]string) string {
+		var kv []string
+		for _, k := range slices.Sorted(maps.Keys(m)) {
+			kv = append(kv, fmt.Sprintf("%s = %q", k, m[k]))
+		}
+		return "`{ " + strings.Join(kv, ", ") + " }`"
+	}
+	return schema.SingleNestedAttribute{Optional: true,
+		MarkdownDescription: "Requests and limits of " + what + ", over the defaults: a key given replaces the default's, the others stay. " +
+			"Always set, so that a namespace whose ResourceQuota requires them admits the pod and the pod is not the first evicted.",
+		Attributes: map[string]schema.Attribute{
+			"requests": schema.MapAttribute{Optional: true, ElementType: types.StringType, MarkdownDescription: "Defaults to " + show(defRequests) + "."},
+			"limits":   schema.MapAttribute{Optional: true, ElementType: types.StringType, MarkdownDescription: "Defaults to " + show(defLimits) + " (no CPU limit: throttling only slows it)."},
+		}}
 }

@@ -26,6 +26,7 @@ type cubeModel struct {
 	TransferPort    types.Int64           `tfsdk:"transfer_port"`
 	FilesPort       types.Int64           `tfsdk:"transfer_files_port"`
 	Resources       *resourcesModel       `tfsdk:"resources"`
+	TransferRes     *resourcesModel       `tfsdk:"transfer_resources"`
 	Storage         *cubeStorageModel     `tfsdk:"storage"`
 	TransferStorage types.String          `tfsdk:"transfer_storage"`
 	NodeSelector    types.Map             `tfsdk:"node_selector"`
@@ -78,6 +79,7 @@ func (m *cubeModel) settings(ctx context.Context, _ stack.Images) (stack.Cube, d
 		Token: m.ControlToken.ValueString(), NodeSelector: stringMap(ctx, m.NodeSelector, &diags), Tolerations: tolerations(m.Tolerations),
 		ImagePullSecrets: stringList(ctx, m.PullSecrets, &diags)}
 	c.Requests, c.Limits = m.Resources.stack(ctx, &diags)
+	c.TransferRequests, c.TransferLimits = m.TransferRes.stack(ctx, &diags)
 	if s := m.Storage; s != nil {
 		c.Storage = &stack.CubeStorage{Size: s.Size.ValueString(), StorageClass: s.StorageClass.ValueString()}
 	}
@@ -129,6 +131,7 @@ func (m *cubeModel) fromCluster(ctx context.Context, kc *kube.Client, diags *dia
 	m.TimeoutMS, m.Retry, m.BackupRequestMS = types.Int64Value(int64(d.TimeoutMS)), types.Int64Value(int64(*d.Retry)), types.Int64Value(int64(c.BackupRequestMS))
 	m.NodeSelector, m.ControlToken = optionalStringMap(ctx, c.NodeSelector, diags), optionalString(stack.ControlToken(secret))
 	m.Resources = resourcesFromStack(ctx, c.Requests, c.Limits, diags)
+	m.TransferRes = resourcesFromStack(ctx, c.TransferRequests, c.TransferLimits, diags)
 	m.Storage = nil
 	if c.Storage != nil {
 		m.Storage = &cubeStorageModel{Size: optionalString(c.Storage.Size), StorageClass: optionalString(c.Storage.StorageClass)}

@@ -73,6 +73,8 @@ func cubeSchema(ctx context.Context) schema.Schema {
 					"requests": schema.MapAttribute{Optional: true, ElementType: types.StringType, MarkdownDescription: "e.g. `{ cpu = \"2\", memory = \"8Gi\" }`."},
 					"limits":   schema.MapAttribute{Optional: true, ElementType: types.StringType, MarkdownDescription: "e.g. `{ memory = \"16Gi\" }`."},
 				}},
+			"transfer_resources": defaultedResourcesAttribute("the transfer (it mirrors each version's input to its claim and builds it streaming)",
+				stack.DefaultTransferRequests, stack.DefaultTransferLimits),
 			"storage": schema.SingleNestedAttribute{Optional: true,
 				MarkdownDescription: "Per-replica dictionary storage as a PersistentVolumeClaim. Unset: an emptyDir (a restarted pod gets its dictionary back from the transfer). Changing it replaces the cube.",
 				PlanModifiers:       []planmodifier.Object{objectplanmodifier.RequiresReplace()},

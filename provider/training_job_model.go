@@ -120,6 +120,7 @@ type fileServerModel struct {
 	Replicas        types.Int64           `tfsdk:"replicas"`
 	SecurityContext *securityContextModel `tfsdk:"security_context"`
 	Pod             *podModel             `tfsdk:"pod"`
+	Resources       *resourcesModel       `tfsdk:"resources"`
 }
 
 // known reports whether every value rendering reads is known (see modelKnown).
@@ -195,6 +196,7 @@ func (m *trainingJobModel) settings(ctx context.Context, images stack.Images) (s
 			Port: int32(f.Port.ValueInt64()), ServiceType: f.ServiceType.ValueString(), Replicas: int32(f.Replicas.ValueInt64()),
 			ServiceAnnotations: stringMap(ctx, f.ServiceAnnots, &diags),
 			SecurityContext:    f.SecurityContext.stack(ctx, &diags), Pod: f.Pod.stack(ctx, &diags)}
+		j.FileServer.Requests, j.FileServer.Limits = f.Resources.stack(ctx, &diags)
 	}
 	return j, diags
 }
@@ -329,7 +331,8 @@ func (m *trainingJobModel) fromJob(ctx context.Context, j stack.TrainingJob, dia
 		m.FileServer = &fileServerModel{Image: optionalString(f.Image), Upload: types.BoolValue(f.Upload), UploadInsecure: types.BoolValue(f.UploadInsecure),
 			Port: optionalInt64(int64(f.Port)), ServiceType: optionalString(f.ServiceType), Replicas: optionalInt64(int64(f.Replicas)),
 			ServiceAnnots:   optionalStringMap(ctx, f.ServiceAnnotations, diags),
-			SecurityContext: securityContextFromStack(ctx, f.SecurityContext, diags), Pod: podFromStack(ctx, f.Pod, diags)}
+			SecurityContext: securityContextFromStack(ctx, f.SecurityContext, diags), Pod: podFromStack(ctx, f.Pod, diags),
+			Resources: resourcesFromStack(ctx, f.Requests, f.Limits, diags)}
 	}
 	m.SecurityContext = securityContextFromStack(ctx, j.SecurityContext, diags)
 	m.Pod = podFromStack(ctx, j.Pod, diags)

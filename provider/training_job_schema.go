@@ -286,6 +286,7 @@ func trainingJobSchema(ctx context.Context) schema.Schema {
 						Validators:          []validator.Int64{int64validator.AtLeast(1)}},
 					"security_context": deprecated(securityContextAttribute("the file server's pods", fileServerImage), "file_server.pod.security_context"),
 					"pod":              podAttribute("the file server's pods", fileServerImage, "Changes in place."),
+					"resources":        defaultedResourcesAttribute("each file server pod", stack.DefaultFileServerRequests, stack.DefaultFileServerLimits),
 				}},
 			"security_context": func() schema.SingleNestedAttribute {
 				a := securityContextAttribute("the training pods (pserver, trainer, worker)", trainingImage+" "+replaceReason)

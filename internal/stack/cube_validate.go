@@ -15,6 +15,7 @@ func (c Cube) Validate() FieldErrors {
 	}
 	c.checkPorts(&ch)
 	ch.resources("resources", c.Requests, c.Limits)
+	ch.resources("transfer_resources", overDefaults(DefaultTransferRequests, c.TransferRequests), overDefaults(DefaultTransferLimits, c.TransferLimits))
 	ch.securityContext("security_context", c.SecurityContext)
 	ch.networkPolicy("network_policy", c.NetworkPolicy)
 	if c.Storage != nil {

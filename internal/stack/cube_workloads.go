@@ -157,6 +157,7 @@ func (c Cube) transferDeployment() *appsv1.Deployment {
 						Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: c.TransferPort, Protocol: corev1.ProtocolTCP},
 							{Name: "files", ContainerPort: c.TransferFilesPort, Protocol: corev1.ProtocolTCP}},
 						ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/healthz", Port: intstr.FromString("http")}}},
+						Resources:      sized(c.TransferRequests, c.TransferLimits, DefaultTransferRequests, DefaultTransferLimits),
 						VolumeMounts:   []corev1.VolumeMount{{Name: "work", MountPath: cubeWorkDir}, tokMount},
 					}},
 					Volumes: []corev1.Volume{tokVol, {Name: "work", VolumeSource: corev1.VolumeSource{

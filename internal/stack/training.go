@@ -218,6 +218,10 @@ type FileServer struct {
 	SecurityContext *SecurityContext `json:"security_context,omitempty"`
 	// Pod is added to the file server's pods.
 	Pod *PodSettings `json:"pod,omitempty"`
+	// Requests and Limits of the file server, over DefaultFileServerRequests and
+	// DefaultFileServerLimits (a key given replaces the default's).
+	Requests map[string]string `json:"requests,omitempty"`
+	Limits   map[string]string `json:"limits,omitempty"`
 }
 
 // TokenUploads reports whether the file server takes uploads that need the upload token

@@ -72,6 +72,7 @@ func (j TrainingJob) renderFileServer() *appsv1.Deployment {
 						ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{
 							TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromString("http")},
 						}},
+						Resources:    sized(j.FileServer.Requests, j.FileServer.Limits, DefaultFileServerRequests, DefaultFileServerLimits),
 						VolumeMounts: mounts,
 					}},
 					Volumes: volumes,

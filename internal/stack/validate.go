@@ -206,6 +206,7 @@ func (j TrainingJob) Validate() FieldErrors {
 				st, corev1.ServiceTypeClusterIP)
 		}
 		c.annotations("file_server.service_annotations", fs.ServiceAnnotations)
+		c.resources("file_server.resources", overDefaults(DefaultFileServerRequests, fs.Requests), overDefaults(DefaultFileServerLimits, fs.Limits))
 		c.securityContext("file_server.security_context", fs.SecurityContext)
 		c.legacy("file_server.security_context", fs.SecurityContext != nil, "file_server.pod.security_context", fs.Pod != nil && fs.Pod.SecurityContext != nil)
 		c.pod("file_server.pod", fs.Pod)
