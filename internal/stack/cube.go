@@ -109,14 +109,14 @@ type Cube struct {
 	Limits   map[string]string `json:"limits,omitempty"`
 	// Storage is per-replica dictionary storage: a PersistentVolumeClaim template when set,
 	// else an emptyDir (dictionaries come back from the transfer after a pod restart).
-	Storage         *CubeStorage      `json:"storage,omitempty"`
-	TransferStorage string            `json:"transfer_storage,omitempty"`
+	Storage         *CubeStorage `json:"storage,omitempty"`
+	TransferStorage string       `json:"transfer_storage,omitempty"`
 	// TransferRequests and TransferLimits of the transfer, over DefaultTransferRequests
 	// and DefaultTransferLimits (a key given replaces the default's).
 	TransferRequests map[string]string `json:"transfer_requests,omitempty"`
 	TransferLimits   map[string]string `json:"transfer_limits,omitempty"`
-	NodeSelector    map[string]string `json:"node_selector,omitempty"`
-	Tolerations     []Toleration      `json:"tolerations,omitempty"`
+	NodeSelector     map[string]string `json:"node_selector,omitempty"`
+	Tolerations      []Toleration      `json:"tolerations,omitempty"`
 	// ImagePullSecrets are Secrets (in the namespace) the servers and the transfer pull with.
 	ImagePullSecrets []string `json:"image_pull_secrets,omitempty"`
 	// cube.conf settings for Paddle Serving.
