@@ -166,18 +166,18 @@ func (r *cubeResource) apply(ctx context.Context, plan, prior *cubeModel, state 
 }
 
 // waitNewLayout waits, on a shrinking cube, until the transfer serves a model rebuilt for the
-// new shard count on every remaining shard, so that the removed shards go only when nothing
-// needs them. When the transfer cannot be asked (no route from the API server to it), it
-// says so and lets the prune go ahead.
+// new shard count, so that no key of a removed shard misses meanwhile. A transfer that cannot
+// be asked (restarting, unreachable) is asked again until the timeout: the removed shards are
+// never deleted without its word; at the timeout they are kept and the apply fails, saying
+// why. It returns whether the removed shards may go.
 func waitNewLayout(ctx context.Context, kc *kube.Client, c stack.Cube, before string, diags *diag.Diagnostics) bool {
 	what := fmt.Sprintf("cube %s/%s", c.Namespace, c.Name)
-	var unasked error
-	var st string // what the transfer last said
+	var st string // what the transfer last said, or why it could not be asked
 	_, err := kc.Poll(ctx, 2*time.Second, func(ctx context.Context) (bool, string, error) {
 		body, err := transferStatus(ctx, kc, c)
 		if err != nil {
-			unasked = err
-			return true, "", nil
+			st = fmt.Sprintf("the transfer could not be asked: %v", err)
+			return false, fmt.Sprintf("%s: waiting for the %d-shard layout to serve before removing shards: %s", what, c.Shards, st), nil
 		}
 		var ok bool
 		ok, st, err = stack.CubeLayoutServes(body, c.Shards, before)
@@ -187,14 +187,11 @@ func waitNewLayout(ctx context.Context, kc *kube.Client, c stack.Cube, before st
 		return ok, fmt.Sprintf("%s: waiting for the %d-shard layout to serve before removing shards: %s", what, c.Shards, st), err
 	})
 	switch {
-	case unasked != nil:
-		diags.Append(diagnostics.Warning("Removed Shards Pruned Without Confirmation",
-			fmt.Sprintf("Cube %s/%s: the transfer could not be asked whether the %d-shard layout serves yet (%s); the removed shards are deleted now",
-				c.Namespace, c.Name, c.Shards, unasked), ""))
-		return true
 	case wait.Interrupted(err):
-		diags.Append(diagnostics.Failed("Apply Cube Error", fmt.Sprintf("Cube %s/%s: the %d-shard layout did not serve in time (%s)", c.Namespace, c.Name, c.Shards, st),
-			"The removed shards are kept; apply again to finish.", nil))
+		diags.Append(diagnostics.Failed("Apply Cube Error", fmt.Sprintf("Cube %s/%s: the %d-shard layout was not seen serving in time (%s)", c.Namespace, c.Name, c.Shards, st),
+			"The removed shards are kept, so no key misses; apply again to finish once the transfer serves the new layout. The transfer is asked "+
+				"through the API server's service proxy: where the API server cannot reach Services, check the transfer's /status yourself and delete the "+
+				"removed shards' StatefulSets and Services by hand.", nil))
 		return false
 	case err != nil:
 		diags.Append(diagnostics.Failed("Apply Cube Error", "Could not read the transfer's status", "", err))
