@@ -40,10 +40,23 @@ func readServing(ctx context.Context, kc *kube.Client, c stack.Cube, m *cubeMode
 	if warn != "" {
 		diags.Append(diagnostics.Warning("Cube Replicas Not Serving", fmt.Sprintf("Cube %s/%s: %s", c.Namespace, c.Name, warn), ""))
 	}
+	diags.Append(donefileWarnings(c, st)...)
+}
+
+// donefileWarnings are the plan's warnings about donefile lines the transfer does not roll
+// out: a last line whose id does not grow, and lines that do not parse.
+func donefileWarnings(c stack.Cube, st api.Status) diag.Diagnostics {
+	var diags diag.Diagnostics
 	if st.Skipped != "" {
 		diags.Append(diagnostics.Warning("Cube Skips A Donefile Line", fmt.Sprintf("Cube %s/%s: the transfer reports: %s", c.Namespace, c.Name, st.Skipped),
 			"Until a line with a larger id appears, no new model rolls out."))
 	}
+	if len(st.SkippedLines) > 0 {
+		diags.Append(diagnostics.Warning("Cube Skips Donefile Lines", fmt.Sprintf("Cube %s/%s: the transfer cannot parse these donefile lines, and rolls none of them out: %s",
+			c.Namespace, c.Name, strings.Join(st.SkippedLines, "; ")),
+			"Each line is a JSON object with id, key and input, as the training job writes it; rewrite or remove these."))
+	}
+	return diags
 }
 
 // transferStatus GETs the transfer's status document (of a defaulted cube) through the API

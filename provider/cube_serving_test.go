@@ -7,6 +7,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
 	"github.com/elasticctr/terraform-provider-ctr/cube/api"
+	"github.com/elasticctr/terraform-provider-ctr/internal/stack"
 )
 
 // status is a transfer status as the transfer writes it: its decision and what each
@@ -52,5 +53,19 @@ func TestServingValues(t *testing.T) {
 				t.Errorf("%s: warning %q lacks %q", c.name, warn, f)
 			}
 		}
+	}
+}
+
+// TestDonefileWarnings: the plan warns of a last line whose id does not grow and of lines
+// that do not parse, naming them.
+func TestDonefileWarnings(t *testing.T) {
+	c := stack.Cube{Name: "cube", Namespace: "ads"}
+	if d := donefileWarnings(c, api.Status{}); len(d) != 0 {
+		t.Fatalf("warnings with nothing skipped: %v", d)
+	}
+	d := donefileWarnings(c, api.Status{Skipped: "id not above", SkippedLines: []string{"base.txt line 2: not JSON", "patch.txt line 1: no id"}})
+	if len(d) != 2 || d[0].Summary() != "Cube Skips A Donefile Line" || d[1].Summary() != "Cube Skips Donefile Lines" ||
+		!strings.Contains(d[1].Detail(), "base.txt line 2: not JSON; patch.txt line 1: no id") {
+		t.Fatalf("warnings: %v", d)
 	}
 }

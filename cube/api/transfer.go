@@ -79,6 +79,9 @@ type ShardStatus struct {
 	Replicas []ReplicaStatus `json:"replicas"`
 }
 
+// MaxSkippedLines bounds Status.SkippedLines.
+const MaxSkippedLines = 10
+
 // Status is the reply of GET /status.
 type Status struct {
 	Dict string `json:"dict"`
@@ -97,10 +100,14 @@ type Status struct {
 	Error string `json:"error,omitempty"`
 	// Skipped says why the donefile's last line is not rolled out, when it is not the
 	// served one (its id is not above the served one's); "" otherwise.
-	Skipped string        `json:"skipped,omitempty"`
-	Rollout *Rollout      `json:"rollout,omitempty"`
-	Shards  []ShardStatus `json:"shards"`
-	History []Record      `json:"history"`
+	Skipped string `json:"skipped,omitempty"`
+	// SkippedLines are the donefiles' lines that do not parse (garbage, a partial line,
+	// an id that is not a number), each "<file> line <n>: <reason>", at most
+	// MaxSkippedLines of them; none are rolled out.
+	SkippedLines []string      `json:"skipped_lines,omitempty"`
+	Rollout      *Rollout      `json:"rollout,omitempty"`
+	Shards       []ShardStatus `json:"shards"`
+	History      []Record      `json:"history"`
 }
 
 // ServedID is the donefile id of the served version, from its history record; "" when no

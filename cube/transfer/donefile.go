@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"time"
 
@@ -78,9 +80,20 @@ func (t *Transfer) readEntries(ctx context.Context, loc string) ([]donefile.Entr
 		return nil, err
 	}
 	es, warns := donefile.Parse(b)
+	lines := make([]string, 0, len(warns))
 	for _, w := range warns {
-		t.log.Warn("donefile line skipped", "file", loc, "line", w.Line, "reason", w.Reason)
-		t.m.donefileWarnings.Inc()
+		lines = append(lines, fmt.Sprintf("%s line %d: %s", path.Base(loc), w.Line, w.Reason))
+	}
+	t.mu.Lock()
+	before := t.unparsed[loc]
+	t.unparsed[loc] = lines
+	t.mu.Unlock()
+	// Each line is logged and counted once, not at every poll.
+	for i, w := range warns {
+		if !slices.Contains(before, lines[i]) {
+			t.log.Warn("donefile line skipped", "file", loc, "line", w.Line, "reason", w.Reason)
+			t.m.donefileWarnings.Inc()
+		}
 	}
 	return es, nil
 }

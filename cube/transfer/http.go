@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -106,7 +108,13 @@ func (t *Transfer) Status(ctx context.Context) api.Status {
 	out := api.Status{Dict: t.opts.Dict, DecidedVersion: st.Served, Rollout: st.InFlight, History: st.History}
 	t.mu.Lock()
 	out.Skipped = t.skipped
+	for _, loc := range slices.Sorted(maps.Keys(t.unparsed)) {
+		out.SkippedLines = append(out.SkippedLines, t.unparsed[loc]...)
+	}
 	t.mu.Unlock()
+	if n := len(out.SkippedLines); n > api.MaxSkippedLines {
+		out.SkippedLines = append(out.SkippedLines[:api.MaxSkippedLines-1], fmt.Sprintf("and %d more lines (the transfer's log names each)", n-api.MaxSkippedLines+1))
+	}
 	if n := len(out.History); n > 20 {
 		out.History = out.History[n-20:]
 	}

@@ -208,6 +208,8 @@ type Transfer struct {
 
 	mu    sync.Mutex
 	state State
+	// unparsed are the lines of each donefile read that do not parse (readEntries).
+	unparsed map[string][]string
 	// skipped says why the donefile's last line does not roll out (noteStale); "" when
 	// nothing is skipped.
 	skipped string
@@ -223,7 +225,7 @@ func New(opts Options) (*Transfer, error) {
 		return nil, err
 	}
 	t := &Transfer{opts: opts, log: opts.Log, http: newHTTPClient(opts.ConnectTimeout, opts.HeaderTimeout, opts.IdleTimeout),
-		m: newMetrics(), kick: make(chan struct{}, 1), build: build.Build, token: token.Static(opts.Token)}
+		m: newMetrics(), kick: make(chan struct{}, 1), build: build.Build, token: token.Static(opts.Token), unparsed: map[string][]string{}}
 	if opts.TokenFile != "" {
 		tk, err := token.FromFile(opts.TokenFile, api.ControlTokenGrace)
 		if err != nil {

@@ -206,3 +206,38 @@ func counterValue(t *testing.T, tr *Transfer, name string) float64 {
 	t.Fatalf("no metric %s", name)
 	return 0
 }
+
+// TestUnparsedDonefileLinesAreReported: lines that do not parse are in /status (as well as
+// in the log and the warnings metric, once each, not at every poll), so that a plan can say
+// why a model the trainer thinks it published never rolls out.
+func TestUnparsedDonefileLinesAreReported(t *testing.T) {
+	dir := t.TempDir()
+	done := filepath.Join(dir, "base.txt")
+	appendLine(t, done, `{"id":"1700000000","key":"1700000000","input":"in"}`)
+	appendLine(t, done, `{"id":"17000000x0","key":"1","input":"in"}`)
+	appendLine(t, done, `garbage`)
+	tr := testTransfer(t, filepath.Join(dir, "work"), done)
+	ctx := retry.WithLog(context.Background(), tr.log)
+	for range 3 {
+		if _, err := tr.readEntries(ctx, done); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st := tr.Status(ctx)
+	if len(st.SkippedLines) != 2 || !strings.HasPrefix(st.SkippedLines[0], "base.txt line 2: ") || !strings.HasPrefix(st.SkippedLines[1], "base.txt line 3: ") {
+		t.Fatalf("skipped lines: %q", st.SkippedLines)
+	}
+	if n := counterValue(t, tr, "cube_transfer_donefile_warnings_total"); n != 2 {
+		t.Errorf("donefile warnings %v after three polls, want 2 (once per line)", n)
+	}
+	for range 20 {
+		appendLine(t, done, `{"id":`)
+	}
+	if _, err := tr.readEntries(ctx, done); err != nil {
+		t.Fatal(err)
+	}
+	st = tr.Status(ctx)
+	if len(st.SkippedLines) != api.MaxSkippedLines || !strings.Contains(st.SkippedLines[api.MaxSkippedLines-1], "and 13 more lines") {
+		t.Fatalf("22 skipped lines shown as %q", st.SkippedLines)
+	}
+}
