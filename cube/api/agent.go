@@ -62,15 +62,18 @@ type AbortRequest struct {
 
 // AgentStatus is the reply of every agent endpoint.
 type AgentStatus struct {
-	Shard             int      `json:"shard"`
-	State             string   `json:"state"`
-	Version           string   `json:"version"` // in flight (preparing, prepared or failed)
-	Error             string   `json:"error,omitempty"`
-	ServedVersion     string   `json:"served_version"`
-	BackgroundVersion string   `json:"background_version"`
-	PreviousVersion   string   `json:"previous_version"`
-	SwitchedAtUnixUs  int64    `json:"switched_at_unix_us,omitempty"`
-	DownloadMs        int64    `json:"download_ms"` // last prepare: download + sha256
-	LoadMs            int64    `json:"load_ms"`     // last prepare: map + checksums`
-	OnDisk            []string `json:"on_disk"`
+	Shard             int    `json:"shard"`
+	State             string `json:"state"`
+	Version           string `json:"version"` // in flight (preparing, prepared or failed)
+	Error             string `json:"error,omitempty"`
+	ServedVersion     string `json:"served_version"`
+	BackgroundVersion string `json:"background_version"`
+	PreviousVersion   string `json:"previous_version"`
+	SwitchedAtUnixUs  int64  `json:"switched_at_unix_us,omitempty"`
+	// NowUnixUs is the agent's clock when it answered: the transfer measures the
+	// replica's clock offset from it.
+	NowUnixUs  int64    `json:"now_unix_us,omitempty"`
+	DownloadMs int64    `json:"download_ms"` // last prepare: download + sha256
+	LoadMs     int64    `json:"load_ms"`     // last prepare: map + checksums`
+	OnDisk     []string `json:"on_disk"`
 }

@@ -59,7 +59,7 @@ type Timings struct {
 	LoadMs     int64 `json:"load_ms"`         // agents mapping + checksumming (slowest replica)
 	PrepareMs  int64 `json:"prepare_ms"`      // the whole prepare phase
 	SwitchMs   int64 `json:"switch_ms"`       // the commit phase
-	WindowUs   int64 `json:"window_us"`       // first to last replica switching
+	WindowUs   int64 `json:"window_us"`       // first to last replica switching, on the transfer's clock (each replica's switch corrected by its clock offset)
 }
 
 // ReplicaStatus is one replica in GET /status.
@@ -69,6 +69,11 @@ type ReplicaStatus struct {
 	State         string `json:"state"` // the agent's state, or "unreachable"
 	Version       string `json:"version,omitempty"`
 	Error         string `json:"error,omitempty"`
+	// ClockOffsetUs is how far the replica's clock is ahead of the transfer's (negative:
+	// behind), from its last answer's time (AgentStatus.NowUnixUs) against the middle of
+	// the call; ClockUncertaintyUs is half that call's round trip. Both 0 until measured.
+	ClockOffsetUs      int64 `json:"clock_offset_us"`
+	ClockUncertaintyUs int64 `json:"clock_uncertainty_us,omitempty"`
 }
 
 // ShardStatus is one shard in GET /status.

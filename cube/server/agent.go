@@ -168,6 +168,7 @@ func (a *agent) status() api.AgentStatus {
 		st.SwitchedAtUnixUs = a.switched.UnixMicro()
 	}
 	st.OnDisk, _ = layout.Versions(a.s.opts.DataDir)
+	st.NowUnixUs = time.Now().UnixMicro()
 	return st
 }
 

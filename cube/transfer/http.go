@@ -27,6 +27,7 @@ type metrics struct {
 	duration         prometheus.Gauge
 	heals            *prometheus.CounterVec
 	replicas         *prometheus.GaugeVec
+	clockOffset      *prometheus.GaugeVec
 }
 
 func newMetrics() *metrics {
@@ -41,7 +42,9 @@ func newMetrics() *metrics {
 		phase: prometheus.NewGauge(prometheus.GaugeOpts{Name: "cube_transfer_phase",
 			Help: "Rollout phase now: 0 idle/building, 1 preparing, 2 committing."}),
 		window: prometheus.NewGauge(prometheus.GaugeOpts{Name: "cube_transfer_switch_window_seconds",
-			Help: "Last rollout: first to last replica switching."}),
+			Help: "Last rollout: first to last replica switching, on the transfer's clock (each corrected by its clock offset)."}),
+		clockOffset: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "cube_transfer_clock_offset_seconds",
+			Help: "How far each replica's clock is ahead of the transfer's (negative: behind), from its last answer."}, []string{"replica"}),
 		duration: prometheus.NewGauge(prometheus.GaugeOpts{Name: "cube_transfer_rollout_seconds",
 			Help: "Last rollout: donefile line seen to every replica serving."}),
 		heals: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "cube_transfer_heals_total",
@@ -50,7 +53,7 @@ func newMetrics() *metrics {
 			Help: "Replicas at the last heal pass, by state: serving the decided version, behind it, unreachable."}, []string{"state"}),
 	}
 	m.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		m.rollouts, m.donefileWarnings, m.info, m.phase, m.window, m.duration, m.heals, m.replicas)
+		m.rollouts, m.donefileWarnings, m.info, m.phase, m.window, m.duration, m.heals, m.replicas, m.clockOffset)
 	return m
 }
 
@@ -141,6 +144,9 @@ func (t *Transfer) Status(ctx context.Context) api.Status {
 		} else {
 			a := reports[i]
 			r.ServedVersion, r.State, r.Version, r.Error = a.ServedVersion, a.State, a.Version, a.Error
+		}
+		if c, ok := t.clock(rp); ok {
+			r.ClockOffsetUs, r.ClockUncertaintyUs = c.offset.Microseconds(), c.uncertainty.Microseconds()
 		}
 		out.Shards[rp.shard].Replicas = append(out.Shards[rp.shard].Replicas, r)
 	}

@@ -63,6 +63,7 @@ func (t *Transfer) call(ctx context.Context, r replica, path string, body any) (
 		req.Header.Set("Content-Type", "application/json")
 		return t.http.Do(req)
 	}
+	sent := time.Now()
 	resp, err := send(t.token.Current())
 	if err == nil && resp.StatusCode == http.StatusUnauthorized {
 		if prev, ok := t.token.Previous(); ok {
@@ -87,6 +88,7 @@ func (t *Transfer) call(ctx context.Context, r replica, path string, body any) (
 	if err := json.Unmarshal(raw, &st); err != nil {
 		return st, fmt.Errorf("replica %s shard %d: %s: %w", r.addr, r.shard, path, err)
 	}
+	t.noteClock(r, st, sent, time.Now())
 	return st, nil
 }
 
@@ -131,10 +133,15 @@ func forEach(rs []replica, f func(r replica) error) error {
 
 // prepareAll asks every replica to download, verify and background-load its
 // shard of r.Version, and waits until all report "prepared", within
-// PrepareTimeout. A replica whose prepare failed (a download cut short) is
+// PrepareTimeout; then every replica's clock must allow the switch instant
+// (checkClocks). A replica whose prepare failed (a download cut short) is
 // asked again, a bounded number of times.
 func (t *Transfer) prepareAll(ctx context.Context, r *api.Rollout, tm *api.Timings) error {
-	return t.prepare(ctx, r.Version, t.replicas(), tm)
+	rs := t.replicas()
+	if err := t.prepare(ctx, r.Version, rs, tm); err != nil {
+		return err
+	}
+	return t.checkClocks(rs) // the offsets of the prepare's last status calls
 }
 
 // prepare prepares version on the replicas rs; see prepareAll.
@@ -205,7 +212,7 @@ func (t *Transfer) commitAll(ctx context.Context, r *api.Rollout, tm *api.Timing
 	}
 	var (
 		mu       sync.Mutex
-		switched []int64
+		switched = map[replica]int64{}
 	)
 	err := forEach(t.replicas(), func(rp replica) error {
 		return retry.Do(ctx, t.opts.Retries, t.opts.Backoff, func() error {
@@ -228,18 +235,12 @@ func (t *Transfer) commitAll(ctx context.Context, r *api.Rollout, tm *api.Timing
 				return fmt.Errorf("replica %s shard %d: serves %q after commit", rp.addr, rp.shard, st.ServedVersion)
 			}
 			mu.Lock()
-			switched = append(switched, st.SwitchedAtUnixUs)
+			switched[rp] = st.SwitchedAtUnixUs
 			mu.Unlock()
 			return nil
 		})
 	})
-	if len(switched) > 0 {
-		lo, hi := switched[0], switched[0]
-		for _, s := range switched {
-			lo, hi = min(lo, s), max(hi, s)
-		}
-		tm.WindowUs = hi - lo
-	}
+	tm.WindowUs = t.windowOnTransferClock(switched)
 	return err
 }
 

@@ -202,6 +202,9 @@ type Transfer struct {
 	kick  chan struct{}
 	build func(build.Options) (*layout.Manifest, error) // build.Build; tests replace it
 
+	clockMu sync.Mutex
+	clocks  map[string]clockReading // by replica address (clocks.go)
+
 	viewMu     sync.Mutex
 	view       *replicaAnswers    // the last fan-out of GET /status (replicaView)
 	viewFlight singleflight.Group // the fan-out in flight
@@ -225,7 +228,8 @@ func New(opts Options) (*Transfer, error) {
 		return nil, err
 	}
 	t := &Transfer{opts: opts, log: opts.Log, http: newHTTPClient(opts.ConnectTimeout, opts.HeaderTimeout, opts.IdleTimeout),
-		m: newMetrics(), kick: make(chan struct{}, 1), build: build.Build, token: token.Static(opts.Token), unparsed: map[string][]string{}}
+		m: newMetrics(), kick: make(chan struct{}, 1), build: build.Build, token: token.Static(opts.Token), unparsed: map[string][]string{},
+		clocks: map[string]clockReading{}}
 	if opts.TokenFile != "" {
 		tk, err := token.FromFile(opts.TokenFile, api.ControlTokenGrace)
 		if err != nil {
