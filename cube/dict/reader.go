@@ -115,16 +115,26 @@ func newDict(path string, data []byte, opts Options) (*Dict, error) {
 	if opts.SkipVerify {
 		return d, nil
 	}
-	if crc32.Checksum(d.index, castagnoli) != d.hdr.indexCRC {
-		return nil, fmt.Errorf("index section: %w", ErrChecksum)
-	}
-	if crc32.Checksum(d.values, castagnoli) != d.hdr.valuesCRC {
-		return nil, fmt.Errorf("values section: %w", ErrChecksum)
+	if err := d.Verify(); err != nil {
+		return nil, err
 	}
 	if err := d.checkIndex(); err != nil {
 		return nil, err
 	}
 	return d, nil
+}
+
+// Verify checks the index and values sections against their checksums again: what was
+// verified at Open may have changed since (a file edited in place, a bit flipped on disk or
+// in the page cache). It reads the whole dictionary.
+func (d *Dict) Verify() error {
+	if crc32.Checksum(d.index, castagnoli) != d.hdr.indexCRC {
+		return fmt.Errorf("index section: %w", ErrChecksum)
+	}
+	if crc32.Checksum(d.values, castagnoli) != d.hdr.valuesCRC {
+		return fmt.Errorf("values section: %w", ErrChecksum)
+	}
+	return nil
 }
 
 // checkIndex makes sure every ref points at a whole record inside the values

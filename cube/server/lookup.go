@@ -264,7 +264,7 @@ func (s *Server) readGuarded(v *version, read func()) (err error) {
 
 // faultError is what a request reading a faulted version is answered.
 func (s *Server) faultError(v *version) error {
-	return fmt.Errorf("shard %d: dictionary version %q became unreadable (its file %q was truncated or replaced in place); retry another replica",
+	return fmt.Errorf("shard %d: dictionary version %q became unreadable (its file %q was truncated, replaced in place, or no longer matches its checksums); retry another replica",
 		s.opts.Shard, v.name, v.d.Path())
 }
 

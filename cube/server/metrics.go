@@ -23,7 +23,7 @@ type metrics struct {
 	rpcTooMany, httpTooMany        prometheus.Counter     // cube_requests_total{result="too_many_keys"}
 	closedConns                    *prometheus.CounterVec // cube_connections_closed_total{reason}
 	acceptErrors                   prometheus.Counter
-	dictFaults                     prometheus.Counter
+	dictFaults, dictCorrupt        prometheus.Counter
 
 	info      *prometheus.GaugeVec // cube_dict_info{slot,version} 1
 	mapped    prometheus.Gauge
@@ -65,6 +65,7 @@ func newMetrics(shard int, inflight func() float64) *metrics {
 		}, []string{"reason"}),
 		acceptErrors: counter("cube_accept_errors_total", "Failed accepts (e.g. out of file descriptors), each retried after a backoff."),
 		dictFaults:   counter("cube_dict_faults_total", "Dictionary versions retired because reading their mapping faulted (file truncated in place)."),
+		dictCorrupt:  counter("cube_dict_corrupt_total", "Dictionary versions retired because the scrub found them no longer matching their checksums (--scrub-interval)."),
 		keys:         counter("cube_keys_total", "Keys looked up."),
 		misses:       counter("cube_key_misses_total", "Keys not found (status 4294967295)."),
 		longValues:   counter("cube_long_values_total", "Values over --max-value-size answered as misses."),

@@ -126,6 +126,9 @@ type Options struct {
 	// DownloadTimeout bounds one download attempt. If 0,
 	// DefaultDownloadTimeout.
 	DownloadTimeout time.Duration
+	// ScrubInterval, if > 0, is how often the served dictionary is checked against its
+	// checksums again (scrub.go); 0: never after it is opened.
+	ScrubInterval time.Duration
 	// Log defaults to slog.Default().
 	Log *slog.Logger
 }
@@ -209,6 +212,7 @@ type Server struct {
 	faulted  atomic.Pointer[version] // the last version whose mapping faulted; never read again
 	spare    chan *connBuffers       // buffers of closed baidu_std connections, for new ones (warm.go)
 
+	done      chan struct{} // closed by Shutdown: background loops stop
 	mu        sync.Mutex
 	ln        net.Listener
 	conns     map[net.Conn]*slot // slots.go
@@ -227,6 +231,7 @@ func New(opts Options) (*Server, error) {
 		store:     store{dataDir: opts.DataDir, shard: opts.Shard, inMemory: opts.InMemory},
 		log:       opts.Log.With("shard", opts.Shard),
 		conns:     map[net.Conn]*slot{},
+		done:      make(chan struct{}),
 		perClient: map[string]int{},
 		spare:     make(chan *connBuffers, spareBuffers),
 	}
@@ -309,6 +314,9 @@ func (s *Server) Serve(ln net.Listener) error {
 	s.mu.Lock()
 	s.ln = ln
 	s.mu.Unlock()
+	if s.opts.ScrubInterval > 0 {
+		go s.scrubLoop(s.opts.ScrubInterval)
+	}
 	go func() {
 		if err := s.httpSrv.Serve(s.httpLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			s.log.Error("http server stopped", "err", err)
@@ -366,6 +374,9 @@ func (s *Server) Close() error {
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.stopping.Store(true)
 	s.mu.Lock()
+	if !s.closed {
+		close(s.done)
+	}
 	s.closed = true
 	ln := s.ln
 	var rpcConns []net.Conn

@@ -32,6 +32,7 @@ func runServer(args []string, stdout, stderr io.Writer) error {
 	fs.DurationVar(&o.IdleTimeout, "idle-timeout", server.DefaultIdleTimeout, "close a connection that sends no request for this long")
 	fs.IntVar(&o.MaxHeaderBytes, "max-header-bytes", server.DefaultMaxHeaderBytes, "largest HTTP request header in `bytes`")
 	fs.IntVar(&o.MaxValueSize, "max-value-size", 0, "answer values larger than this many `bytes` as misses (1024 = Paddle's cube; 0 = no limit)")
+	fs.DurationVar(&o.ScrubInterval, "scrub-interval", server.DefaultScrubInterval, "check the served dictionary against its checksums again this often, and stop serving it when it no longer matches (0: only when it is opened)")
 	fs.BoolVar(&o.InMemory, "in-memory", false, "copy dictionaries into huge-page-backed memory instead of serving them from a read-only file mapping")
 	tokenFile := fs.String("control-token-file", "", "require \"Authorization: Bearer <token>\" on /ControlService/cmd and /agent/*, the token read from this `file` (again when it changes, the token it replaced accepted for "+strconv.Itoa(int(api.ControlTokenGrace/time.Minute))+" minutes more: a rotated Secret needs no restart) or from $CUBE_CONTROL_TOKEN (default: no auth on /ControlService/cmd, as Paddle's agent expects)")
 	fs.BoolVar(&o.Agent, "agent", false, "enable the rollout agent (/agent/prepare, commit, abort, status) on the same port; needs a control token and --source-url")

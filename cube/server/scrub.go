@@ -1,0 +1,55 @@
+package server
+
+import "time"
+
+// A dictionary is checked against its checksums when it is opened, and served from then on
+// as it is in memory or in its file mapping. What changes afterwards (a file edited in place,
+// a bit flipped on disk or in memory) would be served as it is. So the server checks the
+// version it serves again every Options.ScrubInterval (a whole pass: CRC32C, about a second
+// per 3 GB on one core), and retires one that no longer matches, as it retires one whose
+// mapping faults (lookup.go): it falls back to the newest older version that still opens, or
+// to none (every key a miss, /readyz 503); the transfer's heal pass then prepares the decided
+// version afresh and switches the replica back to it.
+
+// DefaultScrubInterval is the scrub's period of the cube server command.
+const DefaultScrubInterval = 15 * time.Minute
+
+// scrubLoop scrubs every interval until the server shuts down.
+func (s *Server) scrubLoop(interval time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.done:
+			return
+		case <-t.C:
+			_ = s.scrub()
+		}
+	}
+}
+
+// scrub checks the served version against its checksums, retiring it if it no longer
+// matches; it returns what it found wrong.
+func (s *Server) scrub() error {
+	v := s.store.acquire()
+	if v == nil {
+		return nil
+	}
+	defer v.release()
+	if v == s.faulted.Load() {
+		return nil
+	}
+	var bad error
+	if err := s.readGuarded(v, func() { bad = v.d.Verify() }); err != nil {
+		return err // the mapping faulted: retired by dictFaulted
+	}
+	if bad == nil {
+		return nil
+	}
+	if s.faulted.Swap(v) != v {
+		s.m.dictCorrupt.Inc()
+		s.log.Error("the served dictionary no longer matches its checksums; no longer serving it", "version", v.name, "path", v.d.Path(), "err", bad)
+		go s.retire(v)
+	}
+	return bad
+}
