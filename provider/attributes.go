@@ -53,6 +53,14 @@ func stackAttribute(desc string) schema.StringAttribute {
 	return schema.StringAttribute{Optional: true, MarkdownDescription: desc + " (the `app.kubernetes.io/part-of` label). Defaults to `name`."}
 }
 
+// adoptAttribute is the opt-in to take over existing objects that carry no owner label.
+func adoptAttribute() schema.BoolAttribute {
+	return schema.BoolAttribute{Optional: true, MarkdownDescription: "Take over an existing object of a name this resource renders when it carries no owner label " +
+		"(`" + stack.OwnerLabel + "`): made by hand, or by a script before ctr. Unset or `false`: the apply refuses such an object, naming it, and leaves it as it is. " +
+		"An object of another owner (another resource, another workspace) is never taken over. An adopted object is merged, not replaced (server-side apply): fields set by its earlier manager and not rendered here stay, " +
+		"so a Service with other ports keeps them. It is this resource's from then on: destroy deletes it."}
+}
+
 func manifestsAttribute() schema.MapAttribute {
 	return schema.MapAttribute{Computed: true, ElementType: types.StringType,
 		MarkdownDescription: "Every Kubernetes object this resource owns, `apiVersion/Kind/name` -> YAML, rendered at plan time. " +

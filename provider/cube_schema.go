@@ -127,6 +127,7 @@ func cubeSchema(ctx context.Context) schema.Schema {
 			"kubernetes": connectionResourceAttribute(),
 			"timeouts":   timeoutsAttribute(ctx, timeouts.Opts{Create: true, Update: true, Delete: true}),
 			"manifests":  manifestsAttribute(),
+			"adopt":      adoptAttribute(),
 			"cube_conf": schema.StringAttribute{Computed: true,
 				MarkdownDescription: "Paddle Serving's `cube.conf` (JSON) for this cube: one `http://<shard service>:<port>` per shard, which brpc re-resolves to the shard's ready replicas."},
 			"endpoints":    schema.ListAttribute{Computed: true, ElementType: types.StringType, MarkdownDescription: "Address of each shard's Service, shard by shard."},

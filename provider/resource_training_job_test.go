@@ -487,12 +487,13 @@ func TestTrainingJob_RecipePaddleRecPlans(t *testing.T) {
 // TestAccTrainingJob_CreateRefusesAnObjectItDoesNotOwn: a Service of the name the job's file
 // server would take, made by hand, is not taken over: create fails naming it, removes what it
 // had created, and the Service is as it was.
-func TestAccTrainingJob_CreateRefusesAnObjectItDoesNotOwn(t *testing.T) {
+func TestAccTrainingJob_CreateRefusesAnObjectItDoesNotOwnUnlessAdopted(t *testing.T) {
 	t.Parallel()
 	k, ns, name := trainingJobTest(t)
 	ctx := context.Background()
 	theirs := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: name + "-fileserver", Labels: map[string]string{"team": "theirs"}},
-		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 80}}}}
+		// As a script that came before ctr would have made it: the port ctr renders.
+		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Port: stack.DefaultFileServerPort}}}}
 	if _, err := k.cs.CoreV1().Services(ns).Create(ctx, theirs, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -504,7 +505,22 @@ func TestAccTrainingJob_CreateRefusesAnObjectItDoesNotOwn(t *testing.T) {
 	if err != nil {
 		t.Fatalf("their Service is gone: %v", err)
 	}
-	if svc.Labels["team"] != "theirs" || svc.Labels[stack.OwnerLabel] != "" || svc.Spec.Ports[0].Port != 80 {
+	if svc.Labels["team"] != "theirs" || svc.Labels[stack.OwnerLabel] != "" || svc.Spec.Selector != nil {
 		t.Errorf("their Service was changed: labels %v, ports %v", svc.Labels, svc.Spec.Ports)
 	}
+	// Asked to adopt, the job takes the Service over (it has no owner label), and owns it
+	// from then on: the destroy at the end of the run deletes it with the rest.
+	k.run(t, ns, stack.TrainingJobType, name, stack.TrainingJobKinds, resource.TestStep{
+		Config: trainingJobConfig(ns, name, "  adopt = true"),
+		Check: func(*terraform.State) error {
+			svc, err := k.cs.CoreV1().Services(ns).Get(ctx, name+"-fileserver", metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			if got, want := svc.Labels[stack.OwnerLabel], stack.Owner(stack.TrainingJobType, name); got != want {
+				return fmt.Errorf("the adopted Service's owner label is %q, want %q", got, want)
+			}
+			return nil
+		},
+	})
 }

@@ -87,6 +87,7 @@ func servingSchema(ctx context.Context) schema.Schema {
 			"kubernetes":       connectionResourceAttribute(),
 			"timeouts":         timeoutsAttribute(ctx, timeouts.Opts{Create: true, Update: true, Delete: true}),
 			"manifests":        manifestsAttribute(),
+			"adopt":            adoptAttribute(),
 			"url":              schema.StringAttribute{Computed: true, MarkdownDescription: "In-cluster URL of the serving Service."},
 			"load_balancer_address": schema.StringAttribute{Computed: true,
 				MarkdownDescription: "Where clients outside the cluster reach Paddle Serving with `service_type = \"LoadBalancer\"`: `HOST:PORT`, " +

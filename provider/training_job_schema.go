@@ -317,6 +317,7 @@ func trainingJobSchema(ctx context.Context) schema.Schema {
 			"timeouts": timeoutsAttribute(ctx, timeouts.Opts{Create: true, Update: true, Delete: true,
 				CreateDescription: "How long apply waits for what `wait` names. " + defaultsTo(trainingJobWorkload.applyTimeout)}),
 			"manifests": manifestsAttribute(),
+			"adopt":     adoptAttribute(),
 			"phase": schema.StringAttribute{Computed: true,
 				MarkdownDescription: "Phase of the Volcano job when last read: `Pending`, `Running`, `Completing`, `Completed`, `Restarting`, `Failed`, … or `Missing`."},
 			"tasks": schema.MapNestedAttribute{Computed: true,

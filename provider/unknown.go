@@ -57,9 +57,9 @@ var (
 )
 
 // notRendered are the inputs rendering does not read: the connection, how long and how far to
-// wait, and the secrets generated when unset, the training job's upload token and the cube's
+// wait, whether to adopt existing objects, and the secrets generated when unset, the training job's upload token and the cube's
 // control token (a placeholder stands in for each at plan time).
-var notRendered = []string{"kubernetes", "timeouts", "wait", "upload_token", "control_token"}
+var notRendered = []string{"kubernetes", "timeouts", "wait", "upload_token", "control_token", "adopt"}
 
 // rendererSkips are a schema's attributes rendering does not read: notRendered, and every
 // attribute only the provider sets (computed, not optional), which a plan holds unknown.

@@ -66,6 +66,7 @@ type workloadAttrs struct {
 	Kubernetes types.Object   `tfsdk:"kubernetes"`
 	Timeouts   timeouts.Value `tfsdk:"timeouts"`
 	Manifests  types.Map      `tfsdk:"manifests"`
+	Adopt      types.Bool     `tfsdk:"adopt"`
 }
 
 func (a *workloadAttrs) attrs() *workloadAttrs { return a }
@@ -302,7 +303,7 @@ func (w workload[S, M, P]) converge(ctx context.Context, data *providerData, pla
 		return nil, s, nil, false
 	}
 	what := plan.attrs().describe(w.kind)
-	if ops, err := kc.ApplyOwned(ctx, set, stack.Owner(w.typ, plan.attrs().Name.ValueString())); err != nil {
+	if ops, err := kc.ApplyOwned(ctx, set, stack.Owner(w.typ, plan.attrs().Name.ValueString()), plan.attrs().Adopt.ValueBool()); err != nil {
 		todo := ""
 		if creating {
 			todo = w.cleanUp(ctx, kc, plan, kube.CreatedBy(set, ops), state, diags)

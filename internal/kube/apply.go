@@ -52,14 +52,16 @@ func CreatedBy(set stack.Set, ops map[string]Operation) stack.Set {
 // per shard) take a few round trips instead of one per object in a row. Which objects exist already is learnt
 // first, for every wave at once (listExisting).
 func (c *Client) Apply(ctx context.Context, set stack.Set) (map[string]Operation, error) {
-	return c.apply(ctx, set, "")
+	return c.apply(ctx, set, "", false)
 }
 
 // ApplyOwned is Apply for the objects of one owner (stack.OwnerLabel): an object of the set
 // that exists without that owner label (someone else's, or made by hand) is not taken over;
-// the apply stops there with a NotOwnedError naming it.
-func (c *Client) ApplyOwned(ctx context.Context, set stack.Set, owner string) (map[string]Operation, error) {
-	return c.apply(ctx, set, owner)
+// the apply stops there with a NotOwnedError naming it. With adopt, an existing object with
+// no owner label at all (made by hand, or by a script before ctr) is taken over and labelled;
+// one with another owner's label never is.
+func (c *Client) ApplyOwned(ctx context.Context, set stack.Set, owner string, adopt bool) (map[string]Operation, error) {
+	return c.apply(ctx, set, owner, adopt)
 }
 
 // NotOwnedError is an object that exists and does not carry the owner label of the resource
@@ -75,10 +77,10 @@ func (e *NotOwnedError) Error() string {
 		have = "owner label " + stack.OwnerLabel + "=" + e.Have
 	}
 	return fmt.Sprintf("%s exists and is not %s's (%s): ctr does not take over an object it did not create. "+
-		"Delete or rename it, or manage it with the resource that owns it", e.Object, e.Owner, have)
+		"Delete or rename it, manage it with the resource that owns it, or (when it has no owner label) set adopt = true to take it over", e.Object, e.Owner, have)
 }
 
-func (c *Client) apply(ctx context.Context, set stack.Set, owner string) (map[string]Operation, error) {
+func (c *Client) apply(ctx context.Context, set stack.Set, owner string, adopt bool) (map[string]Operation, error) {
 	listed, err := c.listExisting(ctx, set)
 	if err != nil {
 		return nil, err
@@ -90,7 +92,7 @@ func (c *Client) apply(ctx context.Context, set stack.Set, owner string) (map[st
 		g.SetLimit(applyParallel)
 		for _, o := range wave {
 			g.Go(func() error {
-				op, err := c.applyOne(gctx, o.Object, listed, owner)
+				op, err := c.applyOne(gctx, o.Object, listed, owner, adopt)
 				if op != "" {
 					mu.Lock()
 					ops[o.Key] = op
@@ -209,7 +211,7 @@ func (c *Client) versions(ctx context.Context, k kindIn) (map[string]existing, e
 // applyOne server-side applies u and says whether that created, changed or left it. When
 // the write fails on an object that did not exist, it says MaybeCreated with the error.
 // listed holds what listExisting found of u's kind, if it listed it; otherwise u is read.
-func (c *Client) applyOne(ctx context.Context, u *unstructured.Unstructured, listed map[kindIn]map[string]existing, owner string) (Operation, error) {
+func (c *Client) applyOne(ctx context.Context, u *unstructured.Unstructured, listed map[kindIn]map[string]existing, owner string, adopt bool) (Operation, error) {
 	// Only the metadata of the object before and after the write matters here: asking for
 	// nothing more spares the API server the encoding of whole objects, and us their decoding.
 	ri, err := c.metadataOf(u.GroupVersionKind(), u.GetNamespace())
@@ -227,8 +229,11 @@ func (c *Client) applyOne(ctx context.Context, u *unstructured.Unstructured, lis
 		}
 		before = nil
 	}
-	if owner != "" && before != nil && before.Labels[stack.OwnerLabel] != owner {
-		return "", &NotOwnedError{Object: Describe(u), Owner: owner, Have: before.Labels[stack.OwnerLabel]}
+	if owner != "" && before != nil {
+		have := before.Labels[stack.OwnerLabel]
+		if have != owner && (have != "" || !adopt) {
+			return "", &NotOwnedError{Object: Describe(u), Owner: owner, Have: have}
+		}
 	}
 	body, err := u.MarshalJSON()
 	if err != nil {

@@ -252,7 +252,8 @@ func TestClient_DeleteAllNamedWithoutLabel(t *testing.T) {
 
 // TestClient_ApplyOwnedRefusesForeign: an owner's apply does not take over an object of the
 // same name that is someone else's or carries no owner label; it names it, and leaves it as
-// it was. Read one by one and learnt from a list (listAtOnce objects of a kind) alike.
+// it was. Read one by one and learnt from a list (listAtOnce objects of a kind) alike. With
+// adopt it takes over an object with no owner label, and never another owner's.
 func TestClient_ApplyOwnedRefusesForeign(t *testing.T) {
 	c, cs, ns, _ := liveClient(t)
 	ctx := context.Background()
@@ -266,7 +267,7 @@ func TestClient_ApplyOwnedRefusesForeign(t *testing.T) {
 			for i := 1; i < n; i++ {
 				set = append(set, configMap(ns, fmt.Sprintf("own-%d", i), "o", "2"))
 			}
-			_, err := c.ApplyOwned(ctx, set, "o")
+			_, err := c.ApplyOwned(ctx, set, "o", false)
 			var notOwned *NotOwnedError
 			require.ErrorAs(t, err, &notOwned, "%s (%d objects)", name, n)
 			assert.Contains(t, err.Error(), "ConfigMap "+ns+"/"+name+" exists and is not o's")
@@ -276,8 +277,19 @@ func TestClient_ApplyOwnedRefusesForeign(t *testing.T) {
 		}
 	}
 	// Its own objects it applies as before.
-	_, err = c.ApplyOwned(ctx, stack.Set{configMap(ns, "own-1", "o", "3")}, "o")
+	_, err = c.ApplyOwned(ctx, stack.Set{configMap(ns, "own-1", "o", "3")}, "o", false)
 	require.NoError(t, err)
+	// Asked to adopt, it takes over the object with no owner label (configured, not created:
+	// a failed create does not delete it), and still not another owner's.
+	ops, err := c.ApplyOwned(ctx, stack.Set{configMap(ns, "by-hand", "o", "4")}, "o", true)
+	require.NoError(t, err)
+	assert.Equal(t, Configured, ops["v1/ConfigMap/by-hand"])
+	cm, err := cs.CoreV1().ConfigMaps(ns).Get(ctx, "by-hand", metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, "o", cm.Labels[stack.OwnerLabel])
+	_, err = c.ApplyOwned(ctx, stack.Set{configMap(ns, "theirs", "o", "4")}, "o", true)
+	var notOwned *NotOwnedError
+	require.ErrorAs(t, err, &notOwned, "another owner's object adopted")
 }
 
 // TestClient_ApplyListsManyOfAKind: with listAtOnce or more objects of a kind, Apply learns
