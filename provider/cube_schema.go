@@ -36,7 +36,8 @@ func cubeSchema(ctx context.Context) schema.Schema {
 			"Service per shard, so that shard i has a stable name), the transfer that watches the training job's donefile and rolls new " +
 			"model versions out to every replica, and the shared control token. Exports the `cube_conf` Paddle Serving reads.\n\n" +
 			"**Network policies.** Unless `network_policy.enabled = false`, two NetworkPolicies admit only the cube's transfer and the " +
-			"`ctr_serving` pods of the same `stack` (in the cube's namespace) to the cube servers' `port`, and only the cube servers to the " +
+			"`ctr_serving` pods whose `cube_conf` names this cube (any namespace, any `stack`: they carry the label `" + stack.CubeClientLabel("<cube>") + " = <cube's namespace>`) " +
+			"and those of the same `stack` in the cube's namespace to the cube servers' `port`, and only the cube servers to the " +
 			"transfer's `transfer_files_port` (the model's published shards); the transfer's status port (`transfer_port`) stays open, " +
 			"since Terraform reads `/status` through the API server. NetworkPolicies take effect only where the cluster's network plugin " +
 			"enforces them (e.g. Calico, Cilium, or a cloud's policy-enforcing CNI); elsewhere they are accepted and ignored.\n\n" +

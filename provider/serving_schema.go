@@ -31,8 +31,9 @@ func servingSchema(ctx context.Context) schema.Schema {
 			"**Pods.** " + hardenedDefaults + " Paddle Serving's images run as root and write inside their own filesystem, " +
 			"so neither a non-root user nor a read-only root filesystem is forced on the serving container (the init container runs the cube " +
 			"image as its non-root user). `security_context` relaxes these defaults. " +
-			"The serving pods carry `app.kubernetes.io/part-of = <stack>` and `app.kubernetes.io/component = serving`: a `ctr_cube` with the " +
-			"same `stack` in the same namespace admits exactly these pods to its shards through its NetworkPolicy.",
+			"The serving pods carry `app.kubernetes.io/part-of = <stack>`, `app.kubernetes.io/component = serving` and, for each cube their `cube_conf` names, " +
+			"`" + stack.CubeClientLabel("<cube>") + " = <cube's namespace>`: that cube's NetworkPolicy admits them to its shards whatever their `stack` and namespace. " +
+			"A `cube_conf` that names two cubes of one name in two namespaces is refused.",
 		Attributes: map[string]schema.Attribute{
 			"id":        idAttribute(),
 			"name":      nameAttribute("Name of the Deployment and Service."),

@@ -72,11 +72,32 @@ func selects(t *testing.T, sel *metav1.LabelSelector, podLabels map[string]strin
 	return !s.Empty() && s.Matches(labels.Set(podLabels))
 }
 
-// peersAdmit reports whether any peer of a rule admits a pod of the policy's namespace.
+// peersAdmit reports whether any peer of a rule admits a pod of the policy's namespace (the
+// tests' "ads", labelled with its name as the API server labels every namespace).
 func peersAdmit(t *testing.T, rule networkingv1.NetworkPolicyIngressRule, podLabels map[string]string) bool {
+	return peersAdmitFrom(t, rule, true, map[string]string{corev1.LabelMetadataName: "ads"}, podLabels)
+}
+
+// peersAdmitFrom reports whether any peer of a rule admits a pod with podLabels, in the
+// policy's namespace (sameNamespace) or in one with nsLabels, as NetworkPolicy peers do: a
+// pod selector alone selects in the policy's namespace, a namespace selector alone every
+// pod of the namespaces it selects, both the pods it selects in those; {} selects all.
+func peersAdmitFrom(t *testing.T, rule networkingv1.NetworkPolicyIngressRule, sameNamespace bool, nsLabels, podLabels map[string]string) bool {
 	t.Helper()
+	matches := func(sel *metav1.LabelSelector, l map[string]string) bool {
+		s, err := metav1.LabelSelectorAsSelector(sel)
+		require.NoError(t, err)
+		return s.Matches(labels.Set(l))
+	}
 	for _, p := range rule.From {
-		if p.NamespaceSelector == nil && p.PodSelector != nil && selects(t, p.PodSelector, podLabels) {
+		if p.IPBlock != nil || (p.PodSelector == nil && p.NamespaceSelector == nil) {
+			continue
+		}
+		nsOK := sameNamespace
+		if p.NamespaceSelector != nil {
+			nsOK = matches(p.NamespaceSelector, nsLabels)
+		}
+		if nsOK && (p.PodSelector == nil || matches(p.PodSelector, podLabels)) {
 			return true
 		}
 	}
@@ -113,6 +134,14 @@ func TestCubeNetworkPolicies_AdmitExactlyTheirPeers(t *testing.T) {
 	require.NoError(t, err)
 	otherServing, err := RenderServing(Serving{Name: "serving", Namespace: "ads", Stack: "other-shop", CubeConf: conf})
 	require.NoError(t, err)
+	elsewhere, err := RenderServing(Serving{Name: "serving", Namespace: "team-b", Stack: "x", CubeConf: conf})
+	require.NoError(t, err)
+	otherCube, err := RenderServing(Serving{Name: "serving", Namespace: "ads", Stack: "x",
+		CubeConf: Cube{Name: "other-cube", Namespace: "ads", DonefileURL: testDonefile}.Defaulted().CubeConf()})
+	require.NoError(t, err)
+	sameNameElsewhere, err := RenderServing(Serving{Name: "serving", Namespace: "ads", Stack: "x",
+		CubeConf: Cube{Name: "cube", Namespace: "team-b", DonefileURL: testDonefile}.Defaulted().CubeConf()})
+	require.NoError(t, err)
 	training, err := RenderTrainingJob(TrainingJob{Name: "cube", Namespace: "ads", Stack: "shop"})
 	require.NoError(t, err)
 
@@ -121,9 +150,10 @@ func TestCubeNetworkPolicies_AdmitExactlyTheirPeers(t *testing.T) {
 	transfer := pods[CubeTransferKey("cube")]
 	serving := podTemplates(t, servingSet)["apps/v1/Deployment/serving"]
 	strangers := map[string]corev1.PodTemplateSpec{
-		"serving of another stack": podTemplates(t, otherServing)["apps/v1/Deployment/serving"],
-		"training file server":     podTemplates(t, training)["apps/v1/Deployment/cube-fileserver"],
-		"trainer":                  podTemplates(t, training)[VolcanoJobKey("cube")+"/trainer"],
+		"serving of another cube":                      podTemplates(t, otherCube)["apps/v1/Deployment/serving"],
+		"serving of a cube of the same name elsewhere": podTemplates(t, sameNameElsewhere)["apps/v1/Deployment/serving"],
+		"training file server":                         podTemplates(t, training)["apps/v1/Deployment/cube-fileserver"],
+		"trainer":                                      podTemplates(t, training)[VolcanoJobKey("cube")+"/trainer"],
 	}
 
 	srv := typed[networkingv1.NetworkPolicy](t, cubeSet.Find("networking.k8s.io/v1/NetworkPolicy/cube-server"))
@@ -136,6 +166,13 @@ func TestCubeNetworkPolicies_AdmitExactlyTheirPeers(t *testing.T) {
 	assert.Equal(t, []int32{containerPort(t, servers[0], "cube")}, rulePorts(srv.Spec.Ingress[0]))
 	assert.True(t, peersAdmit(t, srv.Spec.Ingress[0], transfer.Labels), "the transfer reaches the servers")
 	assert.True(t, peersAdmit(t, srv.Spec.Ingress[0], serving.Labels), "the stack's serving pods reach the servers")
+	// Whatever their stack and namespace, the serving pods whose cube_conf names this cube:
+	// the registry's examples give each resource its own stack by default.
+	assert.True(t, peersAdmit(t, srv.Spec.Ingress[0], podTemplates(t, otherServing)["apps/v1/Deployment/serving"].Labels), "a serving of another stack on this cube")
+	assert.True(t, peersAdmitFrom(t, srv.Spec.Ingress[0], false, map[string]string{corev1.LabelMetadataName: "team-b"},
+		podTemplates(t, elsewhere)["apps/v1/Deployment/serving"].Labels), "a serving in another namespace on this cube")
+	assert.False(t, peersAdmitFrom(t, srv.Spec.Ingress[0], false, map[string]string{corev1.LabelMetadataName: "team-b"},
+		podTemplates(t, training)[VolcanoJobKey("cube")+"/trainer"].Labels), "a trainer in another namespace")
 	for name, p := range strangers {
 		assert.False(t, peersAdmit(t, srv.Spec.Ingress[0], p.Labels), "%s must not reach the servers", name)
 	}
@@ -409,4 +446,15 @@ func TestHardening_Validate(t *testing.T) {
 	assert.Equal(t, "file_server.upload_insecure", j.Validate()[0].Path)
 	j = TrainingJob{Name: "t", Namespace: "n", FileServer: &FileServer{SecurityContext: &SecurityContext{AddCapabilities: []string{"all"}}}}
 	assert.Equal(t, "file_server.security_context.add_capabilities[0]", j.Validate()[0].Path)
+}
+
+// TestServing_CubeConfNamingTwoCubesOfOneName: the pods' label tells cubes apart by name,
+// so a cube_conf naming two cubes called alike in two namespaces is refused at plan.
+func TestServing_CubeConfNamingTwoCubesOfOneName(t *testing.T) {
+	a := Cube{Name: "cube", Namespace: "ads", DonefileURL: testDonefile}.Defaulted().CubeConf()
+	b := Cube{Name: "cube", Namespace: "team-b", Dict: "other", DonefileURL: testDonefile}.Defaulted().CubeConf()
+	conf := strings.TrimSuffix(strings.TrimSpace(a), "]") + "," + strings.TrimPrefix(strings.TrimSpace(b), "[")
+	errs := Serving{Name: "s", Namespace: "ads", CubeConf: conf}.Validate()
+	require.Len(t, errs, 1, "%v", errs)
+	assert.Contains(t, errs.Error(), `names two cubes called "cube"`)
 }

@@ -2,7 +2,10 @@ package stack
 
 import (
 	"fmt"
+	"strconv"
+	"strings"
 
+	"github.com/elasticctr/terraform-provider-ctr/cube/api"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -10,8 +13,9 @@ import (
 )
 
 // NetworkPolicy says who may reach a cube. By default (nil, or Enabled unset) two policies
-// are rendered: only the cube's transfer and the serving pods of its stack reach the cube
-// servers' port, and only the cube's servers reach the transfer's files port.
+// are rendered: only the cube's transfer, the serving pods whose cube_conf names the cube
+// (CubeClientLabel, any namespace) and the serving pods of its stack reach the cube servers'
+// port, and only the cube's servers reach the transfer's files port.
 type NetworkPolicy struct {
 	// Enabled false renders no policy: every pod that can route to the cube reaches it.
 	Enabled *bool `json:"enabled,omitempty"`
@@ -33,6 +37,35 @@ func ServingPeer(stackName string) map[string]string {
 	return stackComponent(stackName, componentServing)
 }
 
+// CubeClientLabel is the label a ctr_serving pod carries for each cube its cube_conf names,
+// whose value is the cube's namespace: the cube's policy admits the pods that carry it, in
+// any namespace and whatever their stack.
+func CubeClientLabel(cube string) string { return "cube.ctr.elasticctr.io/" + cube }
+
+// confCubes are the cubes (name -> namespace) a cube.conf's nodes name as ctr_cube renders
+// them (http://<cube>-shard-<i>.<namespace>.svc:<port>); nodes of other cubes are skipped.
+func confCubes(conf []api.DictConf) map[string]string {
+	out := map[string]string{}
+	for _, d := range conf {
+		for _, n := range d.Nodes {
+			host, _, _ := strings.Cut(strings.TrimPrefix(n.IPPortList, "http://"), ":")
+			parts := strings.Split(host, ".")
+			if len(parts) < 3 || parts[2] != "svc" {
+				continue
+			}
+			i := strings.LastIndex(parts[0], "-shard-")
+			if i <= 0 {
+				continue
+			}
+			if _, err := strconv.Atoi(parts[0][i+len("-shard-"):]); err != nil {
+				continue
+			}
+			out[parts[0][:i]] = parts[1]
+		}
+	}
+	return out
+}
+
 // networkPolicies are the cube's ingress policies, or none when disabled. The transfer's
 // status port stays open to all: Terraform reads /status through the API server's service
 // proxy, whose source address no policy can name portably.
@@ -47,7 +80,15 @@ func (c Cube) networkPolicies() []*networkingv1.NetworkPolicy {
 	pods := func(sel map[string]string) networkingv1.NetworkPolicyPeer {
 		return networkingv1.NetworkPolicyPeer{PodSelector: &metav1.LabelSelector{MatchLabels: sel}}
 	}
-	cubeFrom := []networkingv1.NetworkPolicyPeer{pods(c.transferSelector()), pods(ServingPeer(c.Stack))}
+	// The serving pods whose cube_conf names this cube, from any namespace, and (as before)
+	// the serving pods of its stack.
+	// Every namespace: each has its name as a label (Kubernetes 1.21 and later). An empty
+	// selector would say the same, but does not survive conversion to an unstructured object.
+	anyNamespace := &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
+		{Key: corev1.LabelMetadataName, Operator: metav1.LabelSelectorOpExists}}}
+	clients := networkingv1.NetworkPolicyPeer{PodSelector: &metav1.LabelSelector{MatchLabels: map[string]string{CubeClientLabel(c.Name): c.Namespace}},
+		NamespaceSelector: anyNamespace}
+	cubeFrom := []networkingv1.NetworkPolicyPeer{pods(c.transferSelector()), pods(ServingPeer(c.Stack)), clients}
 	if c.NetworkPolicy != nil {
 		for _, p := range c.NetworkPolicy.AllowFrom {
 			peer := networkingv1.NetworkPolicyPeer{}

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"strconv"
 	"strings"
 
@@ -196,7 +197,7 @@ func (s Serving) objects() Set {
 			Replicas: ptr.To(s.Replicas),
 			Selector: &metav1.LabelSelector{MatchLabels: selector},
 			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels, Annotations: map[string]string{CubeConfChecksumAnnotation: hex.EncodeToString(sum[:])}},
+				ObjectMeta: metav1.ObjectMeta{Labels: s.podLabels(labels), Annotations: map[string]string{CubeConfChecksumAnnotation: hex.EncodeToString(sum[:])}},
 				Spec: corev1.PodSpec{
 					ImagePullSecrets: pullSecrets(s.ImagePullSecrets),
 					InitContainers: []corev1.Container{{
@@ -276,6 +277,20 @@ func (s Serving) FollowsCube() bool { return s.CubeTransferURL != "" }
 // ServingFromSettings decodes the settings annotation of a serving's Deployment.
 func ServingFromSettings(s string) (Serving, error) { return fromSettings[Serving](s) }
 
+// podLabels are the pods' labels: labels, and CubeClientLabel for each cube cube_conf names,
+// so that the cube's NetworkPolicy admits them whatever their stack.
+func (s Serving) podLabels(labels map[string]string) map[string]string {
+	var conf []api.DictConf
+	if json.Unmarshal([]byte(s.CubeConf), &conf) != nil {
+		return labels // refused by Validate
+	}
+	out := maps.Clone(labels)
+	for cube, ns := range confCubes(conf) {
+		out[CubeClientLabel(cube)] = ns
+	}
+	return out
+}
+
 // Validate checks what the schema cannot (see validate.go) and returns every problem found.
 func (s Serving) Validate() FieldErrors {
 	var c checker
@@ -285,6 +300,16 @@ func (s Serving) Validate() FieldErrors {
 		c.bad("cube_conf", "is not the JSON array Paddle Serving reads (use ctr_cube.<name>.cube_conf): %s", err)
 	} else if len(conf) == 0 || conf[0].DictName == "" || conf[0].Shard < 1 {
 		c.bad("cube_conf", "needs at least one dictionary with dict_name and shard >= 1")
+	} else {
+		seen := map[string]string{}
+		for _, d := range conf {
+			for cube, ns := range confCubes([]api.DictConf{d}) {
+				if other, ok := seen[cube]; ok && other != ns {
+					c.bad("cube_conf", "names two cubes called %q (in namespaces %q and %q): their network policies tell their clients apart by name, so one serving can use one of them", cube, other, ns)
+				}
+				seen[cube] = ns
+			}
+		}
 	}
 	c.resources("resources", s.Requests, s.Limits)
 	if strings.Contains(s.ModelURL, ModelIDPlaceholder) && s.CubeTransferURL == "" {
