@@ -11,8 +11,17 @@ const (
 	AgentPreparePath = "/agent/prepare" // POST PrepareRequest
 	AgentCommitPath  = "/agent/commit"  // POST CommitRequest
 	AgentAbortPath   = "/agent/abort"   // POST AbortRequest
+	AgentFencePath   = "/agent/fence"   // POST FenceRequest
 	AgentStatusPath  = "/agent/status"  // GET; every endpoint answers AgentStatus
 )
+
+// FenceRequest takes a replica out of service: its /readyz answers 503 (so its shard's
+// Service stops sending it lookups) until it serves Version, or a commit succeeds. The
+// transfer fences a replica that could not switch to a decided version in time.
+type FenceRequest struct {
+	Version string `json:"version"`
+	Reason  string `json:"reason"`
+}
 
 // ControlTokenGrace is how long the cube's processes (servers, agents, the
 // transfer) still accept, and offer, a control token after a rotation
@@ -72,7 +81,9 @@ type AgentStatus struct {
 	SwitchedAtUnixUs  int64  `json:"switched_at_unix_us,omitempty"`
 	// NowUnixUs is the agent's clock when it answered: the transfer measures the
 	// replica's clock offset from it.
-	NowUnixUs  int64    `json:"now_unix_us,omitempty"`
+	NowUnixUs int64 `json:"now_unix_us,omitempty"`
+	// Fenced is the version this replica must serve to be in service again (FenceRequest).
+	Fenced     string   `json:"fenced,omitempty"`
 	DownloadMs int64    `json:"download_ms"` // last prepare: download + sha256
 	LoadMs     int64    `json:"load_ms"`     // last prepare: map + checksums`
 	OnDisk     []string `json:"on_disk"`

@@ -109,10 +109,13 @@ type Status struct {
 	// SkippedLines are the donefiles' lines that do not parse (garbage, a partial line,
 	// an id that is not a number), each "<file> line <n>: <reason>", at most
 	// MaxSkippedLines of them; none are rolled out.
-	SkippedLines []string      `json:"skipped_lines,omitempty"`
-	Rollout      *Rollout      `json:"rollout,omitempty"`
-	Shards       []ShardStatus `json:"shards"`
-	History      []Record      `json:"history"`
+	SkippedLines []string `json:"skipped_lines,omitempty"`
+	Rollout      *Rollout `json:"rollout,omitempty"`
+	// RepliesAsOf is when the transfer began asking the replicas for Shards: answers are
+	// shared by the requests of about a second (the endpoint is open to every pod).
+	RepliesAsOf time.Time     `json:"replies_as_of"`
+	Shards      []ShardStatus `json:"shards"`
+	History     []Record      `json:"history"`
 }
 
 // ServedID is the donefile id of the served version, from its history record; "" when no

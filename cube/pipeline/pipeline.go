@@ -370,7 +370,9 @@ func appendFile(path, text string) error {
 	return err
 }
 
-// Status reads the transfer's GET /status.
+// Status reads the transfer's GET /status. Its state (phase, decided version, history) is
+// the transfer's now; the replicas' answers (Shards, ServedVersion) may be up to about a
+// second old: they are shared among the requests of a second (see FreshStatus).
 func (c *Cluster) Status() (api.Status, error) {
 	var st api.Status
 	resp, err := http.Get("http://" + c.Transfer.Addr + api.StatusPath)
@@ -380,6 +382,18 @@ func (c *Cluster) Status() (api.Status, error) {
 	defer resp.Body.Close()
 	err = json.NewDecoder(resp.Body).Decode(&st)
 	return st, err
+}
+
+// FreshStatus is Status with replicas' answers asked for after it was called, so that
+// what a test did to a replica just before shows.
+func (c *Cluster) FreshStatus() (api.Status, error) {
+	called := time.Now()
+	for deadline := called.Add(5 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		st, err := c.Status()
+		if err != nil || !st.RepliesAsOf.Before(called) || time.Now().After(deadline) {
+			return st, err
+		}
+	}
 }
 
 // WaitServed waits until the transfer reports donefile id served and every

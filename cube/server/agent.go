@@ -130,6 +130,7 @@ func (a *agent) routes(mux *http.ServeMux) {
 	mux.HandleFunc("POST "+api.AgentPreparePath, a.auth(a.httpPrepare))
 	mux.HandleFunc("POST "+api.AgentCommitPath, a.auth(a.httpCommit))
 	mux.HandleFunc("POST "+api.AgentAbortPath, a.auth(a.httpAbort))
+	mux.HandleFunc("POST "+api.AgentFencePath, a.auth(a.httpFence))
 	mux.HandleFunc("GET "+api.AgentStatusPath, a.auth(func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, a.status())
 	}))
@@ -169,7 +170,27 @@ func (a *agent) status() api.AgentStatus {
 	}
 	st.OnDisk, _ = layout.Versions(a.s.opts.DataDir)
 	st.NowUnixUs = time.Now().UnixMicro()
+	if f := a.s.fencedFor.Load(); f != nil {
+		st.Fenced = *f
+	}
 	return st
+}
+
+// httpFence takes this replica out of service until it serves the version named (see
+// api.FenceRequest).
+func (a *agent) httpFence(w http.ResponseWriter, r *http.Request) {
+	var req api.FenceRequest
+	if !decodeBody(w, r, &req) {
+		return
+	}
+	if !validVersion(req.Version) {
+		httpError(w, http.StatusBadRequest, fmt.Sprintf("bad version %q", req.Version))
+		return
+	}
+	a.s.fencedFor.Store(&req.Version)
+	a.s.m.agentOps.WithLabelValues("fence", "ok").Inc()
+	a.s.log.Warn("agent: out of service until this replica serves the decided version", "version", req.Version, "reason", req.Reason)
+	writeJSON(w, http.StatusOK, a.status())
 }
 
 func validVersion(v string) bool {
@@ -392,6 +413,7 @@ func (a *agent) httpCommit(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	a.s.m.agentOps.WithLabelValues("commit", "ok").Inc()
+	a.s.fencedFor.Store(nil) // in line with the transfer again
 	writeJSON(w, http.StatusOK, a.status())
 }
 

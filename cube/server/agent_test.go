@@ -230,3 +230,38 @@ func TestAgentNeedsToken(t *testing.T) {
 		t.Fatal("agent without token accepted")
 	}
 }
+
+// TestAgentFence: a fenced replica is not Ready (its shard's Service stops sending it
+// lookups) until it serves the version named, or a commit succeeds; its status says so.
+func TestAgentFence(t *testing.T) {
+	e := startAgent(t, t.TempDir(), 1)
+	sm := publish(t, e.out, "1000", 1)
+	if code, raw := e.prepare("1000", sm); code != http.StatusAccepted {
+		t.Fatalf("prepare: %d %s", code, raw)
+	}
+	e.waitState(api.AgentPrepared)
+	if code, _, raw := e.call("POST", "/agent/commit", testToken, api.CommitRequest{Version: "1000"}); code != 200 {
+		t.Fatalf("commit %d %s", code, raw)
+	}
+	if code, _, _ := e.call("POST", api.AgentFencePath, "", api.FenceRequest{Version: "2000"}); code != http.StatusUnauthorized {
+		t.Fatalf("fence without a token: %d", code)
+	}
+	code, st, raw := e.call("POST", api.AgentFencePath, testToken, api.FenceRequest{Version: "2000", Reason: "commit timed out"})
+	if code != 200 || st.Fenced != "2000" {
+		t.Fatalf("fence: %d %s", code, raw)
+	}
+	if e.ready() != http.StatusServiceUnavailable {
+		t.Fatal("Ready while fenced for a version it does not serve")
+	}
+	e.call("POST", api.AgentFencePath, testToken, api.FenceRequest{Version: "1000"})
+	if e.ready() != 200 {
+		t.Fatal("not Ready although it serves the version it is fenced for")
+	}
+	e.call("POST", api.AgentFencePath, testToken, api.FenceRequest{Version: "2000"})
+	if code, st, raw := e.call("POST", "/agent/commit", testToken, api.CommitRequest{Version: "1000"}); code != 200 || st.Fenced != "" {
+		t.Fatalf("commit while fenced: %d %s", code, raw)
+	}
+	if e.ready() != 200 {
+		t.Fatal("not Ready after a commit")
+	}
+}

@@ -267,6 +267,11 @@ func (s *Server) httpReady(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"ready": false, "shard": s.opts.Shard})
 		return
 	}
+	if f := s.fencedFor.Load(); f != nil && *f != cur {
+		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"ready": false, "shard": s.opts.Shard, "version": cur,
+			"fenced": "out of service until it serves " + *f + ", the version the transfer decided (it could not switch in time)"})
+		return
+	}
 	writeJSON(w, http.StatusOK, map[string]any{"ready": true, "shard": s.opts.Shard, "version": cur})
 }
 

@@ -203,14 +203,16 @@ type Server struct {
 	httpSrv *http.Server
 	httpLn  *portmux.Listener
 
-	handlers sync.WaitGroup          // connection handlers (HTTP ones return after handing off)
-	inflight byteBudget              // baidu_std body bytes beyond FreeFrameBytes per connection, and replies beyond FreeReplyBytes
-	keyLimit int                     // the most keys one seek may ask for (reply.go)
-	heavy    chan struct{}           // places of large requests (reply.go)
-	token    *token.Token            // the control token (Options.ControlToken or ControlTokenFile)
-	stopping atomic.Bool             // set by Shutdown before it expires the baidu_std read deadlines
-	faulted  atomic.Pointer[version] // the last version whose mapping faulted; never read again
-	spare    chan *connBuffers       // buffers of closed baidu_std connections, for new ones (warm.go)
+	handlers sync.WaitGroup // connection handlers (HTTP ones return after handing off)
+	inflight byteBudget     // baidu_std body bytes beyond FreeFrameBytes per connection, and replies beyond FreeReplyBytes
+	keyLimit int            // the most keys one seek may ask for (reply.go)
+	heavy    chan struct{}  // places of large requests (reply.go)
+	token    *token.Token   // the control token (Options.ControlToken or ControlTokenFile)
+	// fencedFor, when set, is the version this replica must serve to be Ready (agent fence).
+	fencedFor atomic.Pointer[string]
+	stopping  atomic.Bool             // set by Shutdown before it expires the baidu_std read deadlines
+	faulted   atomic.Pointer[version] // the last version whose mapping faulted; never read again
+	spare     chan *connBuffers       // buffers of closed baidu_std connections, for new ones (warm.go)
 
 	done      chan struct{} // closed by Shutdown: background loops stop
 	mu        sync.Mutex

@@ -82,7 +82,9 @@ func (t *Transfer) windowOnTransferClock(switched map[replica]int64) int64 {
 	var lo, hi int64
 	first := true
 	for r, us := range switched {
-		if c, ok := t.clock(r); ok {
+		// An offset within its uncertainty is no offset anyone can tell from 0 (replicas on
+		// one host): correcting by it would only add the measurement's noise.
+		if c, ok := t.clock(r); ok && c.offset.Abs() > c.uncertainty {
 			us -= c.offset.Microseconds()
 		}
 		if first {

@@ -81,7 +81,7 @@ func TestSwitchWindowOnTheTransferClock(t *testing.T) {
 	tr := transferOver(t, [][]string{{skewedAgent(t, 0)}, {skewedAgent(t, 200*time.Millisecond)}})
 	r := &api.Rollout{Version: "1700000000", CommitAt: time.Now().Add(time.Second).UnixMilli()}
 	var tm api.Timings
-	if err := tr.commitAll(retry.WithLog(context.Background(), tr.log), r, &tm); err != nil {
+	if _, err := tr.commitAll(retry.WithLog(context.Background(), tr.log), r, &tm); err != nil {
 		t.Fatal(err)
 	}
 	if got := time.Duration(tm.WindowUs) * time.Microsecond; !near(got, 200*time.Millisecond, 30*time.Millisecond) {

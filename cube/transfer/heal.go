@@ -71,6 +71,7 @@ func (t *Transfer) heal(ctx context.Context) {
 			}
 			t.m.heals.WithLabelValues("healed").Inc()
 			log.Info("replica healed: it serves the decided version again", "duration_ms", time.Since(start).Milliseconds())
+			t.unfence(rp)
 		}()
 	}
 	wg.Wait()
@@ -90,4 +91,15 @@ func (t *Transfer) healOne(ctx context.Context, rp replica, version string) erro
 		}
 		return err
 	})
+}
+
+// unfence forgets that rp was fenced: it serves the decided version again (its agent
+// lifted the fence itself at the commit).
+func (t *Transfer) unfence(rp replica) {
+	if _, ok := t.snapshot().Fenced[rp.addr]; !ok {
+		return
+	}
+	if err := t.update(func(s *State) { delete(s.Fenced, rp.addr) }); err != nil {
+		t.log.Error("persist", "err", err)
+	}
 }

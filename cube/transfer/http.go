@@ -133,6 +133,7 @@ func (t *Transfer) Status(ctx context.Context) api.Status {
 	}
 	v := t.replicaView()
 	rs, reports, errs := v.rs, v.reports, v.errs
+	out.RepliesAsOf = v.at
 	out.Shards = make([]api.ShardStatus, t.shards())
 	for s := range out.Shards {
 		out.Shards[s].Shard = s
@@ -144,6 +145,9 @@ func (t *Transfer) Status(ctx context.Context) api.Status {
 		} else {
 			a := reports[i]
 			r.ServedVersion, r.State, r.Version, r.Error = a.ServedVersion, a.State, a.Version, a.Error
+		}
+		if why, ok := st.Fenced[rp.addr]; ok && r.ServedVersion != st.Served {
+			r.State, r.Error = "fenced", why
 		}
 		if c, ok := t.clock(rp); ok {
 			r.ClockOffsetUs, r.ClockUncertaintyUs = c.offset.Microseconds(), c.uncertainty.Microseconds()
@@ -192,9 +196,10 @@ func (t *Transfer) replicaView() *replicaAnswers {
 	x, _, _ := t.viewFlight.Do("status", func() (any, error) {
 		ctx, cancel := context.WithTimeout(context.Background(), statusDeadline)
 		defer cancel()
+		start := time.Now()
 		rs := t.replicas()
 		reports, errs := t.askAll(ctx, rs, time.Second)
-		v := &replicaAnswers{at: time.Now(), rs: rs, reports: reports, errs: errs}
+		v := &replicaAnswers{at: start, rs: rs, reports: reports, errs: errs}
 		t.viewMu.Lock()
 		t.view = v
 		t.viewMu.Unlock()

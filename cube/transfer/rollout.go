@@ -7,7 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 
@@ -203,9 +205,10 @@ func (t *Transfer) prepare(ctx context.Context, version string, rs []replica, tm
 
 // commitAll tells every replica to switch to r.Version at one instant
 // SwitchDelay ahead, and retries (boundedly per round; the phase persists)
-// until every replica serves it. A replica that lost its prepared copy (a
+// until every replica serves it; it returns the replicas that did not, with
+// why. A replica that lost its prepared copy (a
 // restart with an empty disk) is prepared again first.
-func (t *Transfer) commitAll(ctx context.Context, r *api.Rollout, tm *api.Timings) error {
+func (t *Transfer) commitAll(ctx context.Context, r *api.Rollout, tm *api.Timings) (stuck map[replica]error, err error) {
 	at := r.CommitAt
 	if at == 0 { // state written before CommitAt existed
 		at = time.Now().Add(t.opts.SwitchDelay).UnixMilli()
@@ -214,7 +217,15 @@ func (t *Transfer) commitAll(ctx context.Context, r *api.Rollout, tm *api.Timing
 		mu       sync.Mutex
 		switched = map[replica]int64{}
 	)
-	err := forEach(t.replicas(), func(rp replica) error {
+	stuck = map[replica]error{}
+	err = forEach(t.replicas(), func(rp replica) (err error) {
+		defer func() {
+			if err != nil {
+				mu.Lock()
+				stuck[rp] = err
+				mu.Unlock()
+			}
+		}()
 		return retry.Do(ctx, t.opts.Retries, t.opts.Backoff, func() error {
 			st, err := t.call(ctx, rp, api.AgentCommitPath, api.CommitRequest{Version: r.Version, AtUnixMs: at})
 			if retry.IsPermanent(err) {
@@ -241,7 +252,30 @@ func (t *Transfer) commitAll(ctx context.Context, r *api.Rollout, tm *api.Timing
 		})
 	})
 	tm.WindowUs = t.windowOnTransferClock(switched)
-	return err
+	return stuck, err
+}
+
+// fence takes the replicas that could not switch to version out of service (best effort:
+// one that cannot be reached is likely out of service already) and records them, so that
+// /status names them until the heal pass brings each back.
+func (t *Transfer) fence(ctx context.Context, version string, stuck map[replica]error) {
+	reasons := map[string]string{}
+	for rp, cause := range stuck {
+		reason := fmt.Sprintf("shard %d could not switch to %s within --commit-timeout %s: %v", rp.shard, version, t.opts.CommitTimeout, cause)
+		reasons[rp.addr] = reason
+		if _, err := t.call(ctx, rp, api.AgentFencePath, api.FenceRequest{Version: version, Reason: reason}); err != nil {
+			t.log.Warn("could not fence a replica that did not switch (it is likely out of service already)", "replica", rp.addr, "err", err)
+		}
+		t.log.Error("replica out of service until the heal pass switches it", "replica", rp.addr, "shard", rp.shard, "version", version, "cause", cause)
+	}
+	if err := t.update(func(s *State) {
+		if s.Fenced == nil {
+			s.Fenced = map[string]string{}
+		}
+		maps.Copy(s.Fenced, reasons)
+	}); err != nil {
+		t.log.Error("persist", "err", err)
+	}
 }
 
 // abortAll tells every replica to drop version v (bounded retries); a
@@ -257,4 +291,16 @@ func (t *Transfer) abortAll(ctx context.Context, v string) {
 	if err != nil {
 		t.log.Warn("abort did not reach every replica", "version", v, "err", err)
 	}
+}
+
+// everyShardSwitched reports whether every shard has a replica not in stuck: the decided
+// version serves every key, so the stuck replicas can be taken out of service.
+func (t *Transfer) everyShardSwitched(stuck map[replica]error) bool {
+	ok := make([]bool, t.shards())
+	for _, rp := range t.replicas() {
+		if _, bad := stuck[rp]; !bad {
+			ok[rp.shard] = true
+		}
+	}
+	return !slices.Contains(ok, false)
 }

@@ -10,9 +10,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -46,6 +48,7 @@ const (
 	DefaultRetries          = 3
 	DefaultBackoff          = 200 * time.Millisecond
 	DefaultSwitchDelay      = 250 * time.Millisecond
+	DefaultCommitTimeout    = 2 * time.Minute
 	DefaultMaxRetryAfter    = 5 * time.Minute
 )
 
@@ -110,6 +113,11 @@ type Options struct {
 	// commit that arrives late makes its replica switch late. If 0, DefaultSwitchDelay
 	// (100 ms was overrun by commits on a loaded 2-core machine).
 	SwitchDelay time.Duration
+	// CommitTimeout bounds the commit phase, from the switch instant: a replica that has
+	// not switched by then is fenced (out of service until it serves the decided version)
+	// and left to the heal pass, and the rollout is done, so later models move on. If 0,
+	// DefaultCommitTimeout.
+	CommitTimeout time.Duration
 	// HealInterval is how often every replica is asked what it serves; one
 	// that does not serve the decided version is prepared and switched to it
 	// (see heal). If 0, DefaultHealInterval.
@@ -162,6 +170,7 @@ func (o *Options) defaults() error {
 	def(&o.IdleTimeout, DefaultIdleTimeout)
 	def(&o.DonefileTimeout, DefaultDonefileTimeout)
 	def(&o.InputTimeout, DefaultInputTimeout)
+	def(&o.CommitTimeout, DefaultCommitTimeout)
 	if o.InputDiskReserve <= 0 {
 		o.InputDiskReserve = DefaultInputDiskReserve
 	}
@@ -190,6 +199,9 @@ type State struct {
 	Previous string       `json:"previous_version,omitempty"`
 	InFlight *api.Rollout `json:"in_flight,omitempty"`
 	History  []api.Record `json:"history"`
+	// Fenced are the replicas (address -> why) taken out of service because they could not
+	// switch to the served version within CommitTimeout; the heal pass brings them back.
+	Fenced map[string]string `json:"fenced,omitempty"`
 }
 
 // Transfer is the rollout controller.
@@ -314,6 +326,7 @@ func (t *Transfer) snapshot() State {
 		s.InFlight = &r
 	}
 	s.History = append([]api.Record(nil), s.History...)
+	s.Fenced = maps.Clone(s.Fenced)
 	return s
 }
 
@@ -397,6 +410,7 @@ func (t *Transfer) rollout(ctx context.Context, r *api.Rollout) {
 	var tm api.Timings
 	start := time.Now()
 	var err error
+	var fencedNow []replica // the replicas fenced by this rollout's commit
 	if r.Phase == api.PhaseBuilding {
 		if err = t.buildVersion(ctx, r, &tm); err == nil {
 			r.Phase = api.PhasePreparing
@@ -424,8 +438,18 @@ func (t *Transfer) rollout(ctx context.Context, r *api.Rollout) {
 	if err == nil && r.Phase == api.PhaseCommitting {
 		t.m.phase.Set(2)
 		cs := time.Now()
-		err = t.commitAll(ctx, r, &tm)
+		var stuck map[replica]error
+		stuck, err = t.commitAll(ctx, r, &tm)
+		fencedNow = slices.Collect(maps.Keys(stuck))
 		tm.SwitchMs = time.Since(cs).Milliseconds()
+		// The commit phase is bounded: once every shard has a replica that switched and
+		// CommitTimeout has passed since the instant, the ones that did not are fenced and
+		// healed later, and the rollout is done, so later models are not held up.
+		if err != nil && ctx.Err() == nil && r.CommitAt > 0 && time.Since(time.UnixMilli(r.CommitAt)) > t.opts.CommitTimeout && t.everyShardSwitched(stuck) {
+			t.fence(ctx, r.Version, stuck)
+			log.Warn("commit phase over its timeout: the replicas that did not switch are out of service until healed", "fenced", len(stuck))
+			err = nil
+		}
 	}
 	t.m.phase.Set(0)
 	if err != nil {
@@ -452,6 +476,11 @@ func (t *Transfer) rollout(ctx context.Context, r *api.Rollout) {
 		}
 		s.InFlight = nil
 		s.History = append(s.History, api.Record{ID: r.ID, Version: r.Version, Mode: r.Mode, Result: "served", Finished: time.Now(), Timings: tm})
+		for addr := range s.Fenced { // a replica that switched now is in service again
+			if !slices.ContainsFunc(fencedNow, func(rp replica) bool { return rp.addr == addr }) {
+				delete(s.Fenced, addr)
+			}
+		}
 	}); uerr != nil {
 		log.Error("could not save that the version is served", "err", uerr)
 	}

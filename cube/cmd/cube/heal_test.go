@@ -12,14 +12,14 @@ import (
 	"github.com/elasticctr/terraform-provider-ctr/cube/pipeline"
 )
 
-// waitServing waits until the transfer's status says version is served and
-// every replica of every shard serves it.
+// waitServing waits until the transfer's status, with replicas' answers asked for since
+// the call, says version is served and every replica of every shard serves it.
 func waitServing(t *testing.T, c *pipeline.Cluster, version string) api.Status {
 	t.Helper()
 	var st api.Status
 	var err error
 	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		st, err = c.Status()
+		st, err = c.FreshStatus()
 		if err == nil && st.ServedVersion == version && len(st.Lagging()) == 0 {
 			return st
 		}
@@ -64,7 +64,7 @@ func TestReplicasHeal(t *testing.T) {
 	t.Run("dark shard", func(t *testing.T) {
 		wipe(t, c, 0, 0)
 		wipe(t, c, 0, 1)
-		st, err := c.Status()
+		st, err := c.FreshStatus()
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -62,6 +62,7 @@ func runTransfer(args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&o.Retries, "retries", transfer.DefaultRetries, "extra attempts of one call")
 	fs.DurationVar(&o.Backoff, "backoff", transfer.DefaultBackoff, "first pause between attempts (doubles, at most 5s)")
 	fs.DurationVar(&o.SwitchDelay, "switch-delay", transfer.DefaultSwitchDelay, "replicas switch together this long after the commit decision: every replica serves each request arriving from that instant on from the new version")
+	fs.DurationVar(&o.CommitTimeout, "commit-timeout", transfer.DefaultCommitTimeout, "bound of the commit phase from the switch instant: a replica that has not switched by then, while every shard has one that has, is fenced (not Ready until it serves the decided version) and left to the heal pass, and later models move on")
 	fs.DurationVar(&o.HealInterval, "heal-interval", transfer.DefaultHealInterval, "how often every replica is asked what it serves; one that does not serve the decided version (restarted empty, rescheduled, added) is prepared and switched to it")
 	fs.DurationVar(&o.RetryAfter, "retry-after", 0, "first pause before retrying a failed rollout (doubles, at most 5m; default --poll)")
 	fs.DurationVar(&o.MaxRetryAfter, "max-retry-after", transfer.DefaultMaxRetryAfter, "longest pause between rollout attempts")

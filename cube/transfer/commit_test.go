@@ -1,0 +1,109 @@
+package transfer
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/elasticctr/terraform-provider-ctr/cube/api"
+	"github.com/elasticctr/terraform-provider-ctr/cube/retry"
+)
+
+// stuckAgent stands in for an agent: with commits false every commit fails (its volume
+// read-only, say), otherwise it switches; it counts the fences it is sent.
+type stuckAgent struct {
+	addr    string
+	commits bool
+	fenced  atomic.Int32
+}
+
+func newStuckAgent(t *testing.T, commits bool) *stuckAgent {
+	t.Helper()
+	a := &stuckAgent{commits: commits}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case api.AgentCommitPath:
+			var req api.CommitRequest
+			json.NewDecoder(r.Body).Decode(&req)
+			if !a.commits {
+				http.Error(w, "write CURRENT: read-only file system", http.StatusInternalServerError)
+				return
+			}
+			json.NewEncoder(w).Encode(api.AgentStatus{ServedVersion: req.Version, SwitchedAtUnixUs: req.AtUnixMs * 1000})
+		case api.AgentFencePath:
+			a.fenced.Add(1)
+			json.NewEncoder(w).Encode(api.AgentStatus{})
+		default:
+			json.NewEncoder(w).Encode(api.AgentStatus{State: api.AgentIdle})
+		}
+	}))
+	t.Cleanup(srv.Close)
+	a.addr = strings.TrimPrefix(srv.URL, "http://")
+	return a
+}
+
+func committingTransfer(t *testing.T, replicas [][]string) *Transfer {
+	t.Helper()
+	dir := t.TempDir()
+	tr, err := New(Options{Donefile: filepath.Join(dir, "base.txt"), Dict: "d", Replicas: replicas, Work: filepath.Join(dir, "work"),
+		PublicURL: "http://127.0.0.1:1", Token: "t", CommitTimeout: 300 * time.Millisecond, Retries: 1, Backoff: time.Millisecond,
+		RetryAfter: 20 * time.Millisecond, MaxRetryAfter: 20 * time.Millisecond, StepTimeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &api.Rollout{ID: "1700000000", Version: "1700000000", Mode: "base", Phase: api.PhaseCommitting, CommitAt: time.Now().Add(50 * time.Millisecond).UnixMilli()}
+	if err := tr.update(func(s *State) { s.InFlight = r }); err != nil {
+		t.Fatal(err)
+	}
+	return tr
+}
+
+// TestCommitPhaseIsBounded: a replica that cannot commit no longer freezes the cube on
+// two versions: after CommitTimeout, with every shard served by a replica that switched,
+// the stuck one is fenced (out of service until it serves the decided version), named in
+// /status, and the rollout is done, so the next model can go. Before, the transfer retried
+// that commit for ever, reading no donefile and healing nothing meanwhile.
+func TestCommitPhaseIsBounded(t *testing.T) {
+	ok, stuck := newStuckAgent(t, true), newStuckAgent(t, false)
+	tr := committingTransfer(t, [][]string{{ok.addr, stuck.addr}})
+	ctx := retry.WithLog(context.Background(), tr.log)
+	deadline := time.Now().Add(10 * time.Second)
+	for tr.snapshot().Served != "1700000000" {
+		if time.Now().After(deadline) {
+			t.Fatalf("still committing after 10 s: %+v", tr.snapshot().InFlight)
+		}
+		tr.step(ctx)
+		time.Sleep(5 * time.Millisecond)
+	}
+	if tr.snapshot().InFlight != nil {
+		t.Fatal("the rollout is still in flight")
+	}
+	if stuck.fenced.Load() == 0 || ok.fenced.Load() != 0 {
+		t.Fatalf("fences sent: stuck replica %d, the one that switched %d", stuck.fenced.Load(), ok.fenced.Load())
+	}
+	st := tr.Status(ctx)
+	r := st.Shards[0].Replicas[1]
+	if r.State != "fenced" || !strings.Contains(r.Error, "could not switch to 1700000000 within --commit-timeout") {
+		t.Fatalf("the stuck replica in /status: %+v", r)
+	}
+}
+
+// TestCommitPhaseWaitsWhileAShardHasNoSwitchedReplica: when every replica of a shard is
+// stuck, fencing them would leave that shard's keys unserved: the commit goes on.
+func TestCommitPhaseWaitsWhileAShardHasNoSwitchedReplica(t *testing.T) {
+	ok, stuck := newStuckAgent(t, true), newStuckAgent(t, false)
+	tr := committingTransfer(t, [][]string{{ok.addr}, {stuck.addr}})
+	ctx := retry.WithLog(context.Background(), tr.log)
+	for end := time.Now().Add(time.Second); time.Now().Before(end); time.Sleep(5 * time.Millisecond) {
+		tr.step(ctx)
+	}
+	if in := tr.snapshot().InFlight; in == nil || in.Phase != api.PhaseCommitting || stuck.fenced.Load() != 0 {
+		t.Fatalf("in flight %+v, fences %d: want still committing, nothing fenced", in, stuck.fenced.Load())
+	}
+}
