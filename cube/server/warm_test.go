@@ -77,8 +77,10 @@ func testFirstRequestIsWarm(t *testing.T, n, valueSize, batch int) {
 	first := seek()
 	second := seek()
 	t.Logf("server minor faults: first request %d, second (fresh connection too) %d", first, second)
-	if first > 250 {
-		t.Fatalf("the first %d-key request of %d-byte values made the server touch %d new pages; want it warm (< 250)", batch, valueSize, first)
+	// Warm, it touches tens of pages, and up to 256 (one fresh 1 MiB span of the heap) on a
+	// loaded machine; cold, well over a thousand.
+	if first > 500 {
+		t.Fatalf("the first %d-key request of %d-byte values made the server touch %d new pages; want it warm (< 500)", batch, valueSize, first)
 	}
 }
 
