@@ -85,6 +85,6 @@ func newMetrics(shard int, inflight func() float64) *metrics {
 			Name: "cube_dict_info", Help: "1 for each loaded dictionary version, by slot (current, background)."},
 			[]string{"slot", "version"}),
 		agentOps: f.NewCounterVec(prometheus.CounterOpts{
-			Name: "cube_agent_operations_total", Help: "Agent prepare/commit/abort outcomes."}, []string{"op", "result"}),
+			Name: "cube_agent_operations_total", Help: "Agent prepare/commit/abort/fence outcomes (a commit that arrived after its instant: result late)."}, []string{"op", "result"}),
 	}
 }
