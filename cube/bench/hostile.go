@@ -233,7 +233,6 @@ func RunHostile(ctx context.Context, o HostileOptions, w io.Writer) error {
 		}
 		fmt.Fprintln(tw)
 	}
-	row("", func(r hostileResult) string { return "" })
 	fmt.Fprintf(tw, "\t")
 	for _, a := range attacks {
 		fmt.Fprintf(tw, "%s\t", a.name)

@@ -46,7 +46,7 @@ func newMetrics(shard int, inflight func() float64) *metrics {
 		return f.NewGauge(prometheus.GaugeOpts{Name: name, Help: help})
 	}
 	reqs := f.NewCounterVec(prometheus.CounterOpts{
-		Name: "cube_requests_total", Help: "Seek requests served, by protocol and result: ok, error, and the refused: too_many_keys (--max-keys, or more than a --max-response-bytes response answers), too_large (the response reached --max-response-bytes), memory (--max-inflight-bytes).",
+		Name: "cube_requests_total", Help: "Seek requests served, by protocol and result: ok, error, and the refused: too_many_keys (--max-keys, or more than a --max-response-bytes response answers), too_large (the response reached --max-response-bytes), memory (--max-inflight-bytes), busy (a request of more than " + strconv.Itoa(heavyKeys) + " keys found no turn within a second).",
 	}, []string{"protocol", "result"})
 	f.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "cube_inflight_frame_bytes", Help: "Bytes of baidu_std frame bodies counted against --max-inflight-bytes."}, inflight)

@@ -148,24 +148,27 @@ func (t *Token) Accepts(got string) bool {
 	if t.file == "" && t.cur == "" {
 		return true
 	}
-	for attempt := range 2 {
-		if attempt == 1 {
-			if t.now().Sub(t.checked) < checkEvery/10 {
-				return false // looked very recently: bound the stats a stream of bad tokens causes
-			}
-			t.refresh(true)
-		} else {
-			t.refresh(false)
-		}
-		ok := equal(got, t.cur)
-		if t.prev != "" && t.now().Before(t.prevUntil) {
-			ok = equal(got, t.prev) || ok
-		}
-		if ok {
-			return true
-		}
+	t.refresh(false)
+	if t.matches(got) {
+		return true
 	}
-	return false
+	// The file may just have changed: look again, but not more often than a tenth of
+	// checkEvery, to bound the stats a stream of bad tokens causes.
+	if t.now().Sub(t.checked) < checkEvery/10 {
+		return false
+	}
+	t.refresh(true)
+	return t.matches(got)
+}
+
+// matches compares got with the current token and, within its grace period, the
+// previous one, in constant time; t.mu is held.
+func (t *Token) matches(got string) bool {
+	ok := equal(got, t.cur)
+	if t.prev != "" && t.now().Before(t.prevUntil) {
+		ok = equal(got, t.prev) || ok
+	}
+	return ok
 }
 
 func equal(a, b string) bool { return subtle.ConstantTimeCompare([]byte(a), []byte(b)) == 1 }

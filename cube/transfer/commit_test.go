@@ -2,51 +2,14 @@ package transfer
 
 import (
 	"context"
-	"encoding/json"
-	"net/http"
-	"net/http/httptest"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/elasticctr/terraform-provider-ctr/cube/api"
 	"github.com/elasticctr/terraform-provider-ctr/cube/retry"
 )
-
-// stuckAgent stands in for an agent: with commits false every commit fails (its volume
-// read-only, say), otherwise it switches; it counts the fences it is sent.
-type stuckAgent struct {
-	addr    string
-	commits bool
-	fenced  atomic.Int32
-}
-
-func newStuckAgent(t *testing.T, commits bool) *stuckAgent {
-	t.Helper()
-	a := &stuckAgent{commits: commits}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		switch r.URL.Path {
-		case api.AgentCommitPath:
-			var req api.CommitRequest
-			json.NewDecoder(r.Body).Decode(&req)
-			if !a.commits {
-				http.Error(w, "write CURRENT: read-only file system", http.StatusInternalServerError)
-				return
-			}
-			json.NewEncoder(w).Encode(api.AgentStatus{ServedVersion: req.Version, SwitchedAtUnixUs: req.AtUnixMs * 1000})
-		case api.AgentFencePath:
-			a.fenced.Add(1)
-			json.NewEncoder(w).Encode(api.AgentStatus{})
-		default:
-			json.NewEncoder(w).Encode(api.AgentStatus{State: api.AgentIdle})
-		}
-	}))
-	t.Cleanup(srv.Close)
-	a.addr = strings.TrimPrefix(srv.URL, "http://")
-	return a
-}
 
 func committingTransfer(t *testing.T, replicas [][]string) *Transfer {
 	t.Helper()
@@ -70,7 +33,7 @@ func committingTransfer(t *testing.T, replicas [][]string) *Transfer {
 // /status, and the rollout is done, so the next model can go. Before, the transfer retried
 // that commit for ever, reading no donefile and healing nothing meanwhile.
 func TestCommitPhaseIsBounded(t *testing.T) {
-	ok, stuck := newStuckAgent(t, true), newStuckAgent(t, false)
+	ok, stuck := (&fakeAgent{}).start(t), (&fakeAgent{failing: true}).start(t)
 	tr := committingTransfer(t, [][]string{{ok.addr, stuck.addr}})
 	ctx := retry.WithLog(context.Background(), tr.log)
 	deadline := time.Now().Add(10 * time.Second)
@@ -97,7 +60,7 @@ func TestCommitPhaseIsBounded(t *testing.T) {
 // TestCommitPhaseWaitsWhileAShardHasNoSwitchedReplica: when every replica of a shard is
 // stuck, fencing them would leave that shard's keys unserved: the commit goes on.
 func TestCommitPhaseWaitsWhileAShardHasNoSwitchedReplica(t *testing.T) {
-	ok, stuck := newStuckAgent(t, true), newStuckAgent(t, false)
+	ok, stuck := (&fakeAgent{}).start(t), (&fakeAgent{failing: true}).start(t)
 	tr := committingTransfer(t, [][]string{{ok.addr}, {stuck.addr}})
 	ctx := retry.WithLog(context.Background(), tr.log)
 	for end := time.Now().Add(time.Second); time.Now().Before(end); time.Sleep(5 * time.Millisecond) {

@@ -2,39 +2,11 @@ package transfer
 
 import (
 	"context"
-	"net/http"
-	"net/http/httptest"
 	"path/filepath"
-	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 )
-
-// countingAgent stands in for agents: it answers every status call after
-// delay, counting calls and the most in flight at once.
-type countingAgent struct {
-	calls, inFlight, most atomic.Int64
-	addr                  string
-}
-
-func newCountingAgent(t *testing.T, delay time.Duration) *countingAgent {
-	t.Helper()
-	a := &countingAgent{}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		a.calls.Add(1)
-		n := a.inFlight.Add(1)
-		defer a.inFlight.Add(-1)
-		for m := a.most.Load(); n > m && !a.most.CompareAndSwap(m, n); m = a.most.Load() {
-		}
-		time.Sleep(delay)
-		w.Write([]byte(`{"shard":0,"state":"idle"}`))
-	}))
-	t.Cleanup(srv.Close)
-	a.addr = strings.TrimPrefix(srv.URL, "http://")
-	return a
-}
 
 func transferOver(t *testing.T, replicas [][]string) *Transfer {
 	t.Helper()
@@ -51,7 +23,7 @@ func transferOver(t *testing.T, replicas [][]string) *Transfer {
 // once, not 50 times, and an answer younger than statusTTL is served again;
 // an older one asks again.
 func TestStatusSharesOneFanOut(t *testing.T) {
-	a := newCountingAgent(t, 50*time.Millisecond)
+	a := (&fakeAgent{delay: 50 * time.Millisecond}).start(t)
 	tr := transferOver(t, [][]string{{a.addr, a.addr}, {a.addr}})
 	var wg sync.WaitGroup
 	for range 50 {
@@ -82,7 +54,7 @@ func TestStatusSharesOneFanOut(t *testing.T) {
 // TestFanOutBounded: a cube of 1,000 replicas is asked at most maxFanOut at
 // a time.
 func TestFanOutBounded(t *testing.T) {
-	a := newCountingAgent(t, 20*time.Millisecond)
+	a := (&fakeAgent{delay: 20 * time.Millisecond}).start(t)
 	reps := make([][]string, 100)
 	for i := range reps {
 		for range 10 {

@@ -6,7 +6,6 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -26,20 +25,6 @@ func replaceFile(t *testing.T, path, content string) {
 	}
 }
 
-// agentAccepting stands in for an agent that accepts one token.
-func agentAccepting(t *testing.T, tok string) string {
-	t.Helper()
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Header.Get("Authorization") != "Bearer "+tok {
-			http.Error(w, "agent commands need a token", http.StatusUnauthorized)
-			return
-		}
-		w.Write([]byte(`{"shard":0,"state":"idle"}`))
-	}))
-	t.Cleanup(srv.Close)
-	return strings.TrimPrefix(srv.URL, "http://")
-}
-
 // TestTokenRotation: the transfer reads a rotated token file without a
 // restart. An agent the rotation has not reached yet (it still knows only
 // the old token) is asked again with the previous one, so no call fails;
@@ -49,7 +34,7 @@ func TestTokenRotation(t *testing.T) {
 	dir := t.TempDir()
 	tokFile := filepath.Join(dir, "token")
 	replaceFile(t, tokFile, "old\n")
-	lagging := agentAccepting(t, "old")
+	lagging := (&fakeAgent{token: "old"}).start(t).addr
 	tr, err := New(Options{Donefile: filepath.Join(dir, "base.txt"), Dict: "d", Replicas: [][]string{{lagging}}, Work: filepath.Join(dir, "work"),
 		PublicURL: "http://127.0.0.1:1", TokenFile: tokFile, StepTimeout: 2 * time.Second})
 	if err != nil {
@@ -67,11 +52,11 @@ func TestTokenRotation(t *testing.T) {
 	if _, err := tr.call(ctx, replica{0, lagging}, "/agent/status", nil); err != nil {
 		t.Fatalf("an agent the rotation has not reached: %v", err)
 	}
-	updated := agentAccepting(t, "new")
+	updated := (&fakeAgent{token: "new"}).start(t).addr
 	if _, err := tr.call(ctx, replica{0, updated}, "/agent/status", nil); err != nil {
 		t.Fatalf("an agent with the new token: %v", err)
 	}
-	other := agentAccepting(t, "another")
+	other := (&fakeAgent{token: "another"}).start(t).addr
 	if _, err := tr.call(ctx, replica{0, other}, "/agent/status", nil); err == nil || retry.IsPermanent(err) {
 		t.Fatalf("an agent refusing both tokens: %v; want an error that is retried", err)
 	}
