@@ -110,7 +110,17 @@ type Status struct {
 	// an id that is not a number), each "<file> line <n>: <reason>", at most
 	// MaxSkippedLines of them; none are rolled out.
 	SkippedLines []string `json:"skipped_lines,omitempty"`
-	Rollout      *Rollout `json:"rollout,omitempty"`
+	// Pinned is the version the transfer is pinned to (`cube transfer --serve-version`,
+	// ctr_cube's serve_version): it rolls that version out, heals replicas to it, and rolls no
+	// donefile line out until the pin is removed; "" when not pinned.
+	Pinned string `json:"pinned,omitempty"`
+	// PinError says why the pinned version cannot be served (it is not kept); the cube
+	// keeps serving what it served.
+	PinError string `json:"pin_error,omitempty"`
+	// Kept are the versions a pin may name: the decided one and the one before it, which
+	// the transfer and every replica keep on disk.
+	Kept    []string `json:"kept_versions,omitempty"`
+	Rollout *Rollout `json:"rollout,omitempty"`
 	// RepliesAsOf is when the transfer began asking the replicas for Shards: answers are
 	// shared by the requests of about a second (the endpoint is open to every pod).
 	RepliesAsOf time.Time     `json:"replies_as_of"`

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -19,17 +20,18 @@ var ErrMixedVersions = errors.New("cube: shards answered from different versions
 // versions. A rollout switches all shards at one instant, but a request in
 // flight at that instant can still reach one shard before and another
 // after it. Every shard reports its version (version_required), so when the
-// answers disagree the shards behind the newest version are asked again
-// (they switch within the rollout window) until all agree or wait has
-// passed; then the keys are marked Failed and ErrMixedVersions returned.
+// answers disagree every shard is asked again (each switches within the
+// rollout window; which side is behind is not known, since a rollback switches
+// to an older version) until all agree or wait has passed; then the keys are
+// marked Failed and ErrMixedVersions returned.
 // firstMixed tells whether the first answers disagreed.
 func (c *Client) SeekConsistent(ctx context.Context, keys []uint64, wait time.Duration) (res []Result, version string, firstMixed bool, err error) {
 	n := len(c.shards)
 	perShard, pos := c.byShard(keys)
 	vals := make([][]proto.Value, n)
 	vers := make([]string, n)
-	// answered[s] is the replica whose answer is in vals[s]. A shard that answered from an
-	// older version is asked again from the next replica: under concurrent clients the shared
+	// answered[s] is the replica whose answer is in vals[s]. A shard asked again is asked
+	// from the next replica: under concurrent clients the shared
 	// round-robin could otherwise send the re-ask to the same lagging replica (one that
 	// restarted mid-commit, say) until the wait runs out.
 	answered := make([]int, n)
@@ -68,13 +70,7 @@ func (c *Client) SeekConsistent(ctx context.Context, keys []uint64, wait time.Du
 				newest = vers[s]
 			}
 		}
-		var behind []int
-		for _, s := range all {
-			if vers[s] != newest {
-				behind = append(behind, s)
-			}
-		}
-		if len(behind) == 0 {
+		if !slices.ContainsFunc(all, func(s int) bool { return vers[s] != newest }) {
 			version = newest
 			break
 		}
@@ -86,7 +82,7 @@ func (c *Client) SeekConsistent(ctx context.Context, keys []uint64, wait time.Du
 			break
 		}
 		time.Sleep(time.Millisecond)
-		err = ask(behind)
+		err = ask(all)
 	}
 	res = make([]Result, len(keys))
 	for _, s := range all {

@@ -95,6 +95,20 @@ func ParseVersion(v string) (depend, build int64, ok bool) {
 	return d, n, true
 }
 
+// ValidVersion reports whether v is a version name as the transfer writes them: "<depend>"
+// or "<depend>_<build>", each a number without sign or leading zeros.
+func ValidVersion(v string) bool {
+	d, b, ok := ParseVersion(v)
+	if !ok || d < 0 || b < 0 {
+		return false
+	}
+	want := strconv.FormatInt(d, 10)
+	if strings.Contains(v, "_") {
+		want += "_" + strconv.FormatInt(b, 10)
+	}
+	return v == want
+}
+
 // Versions lists the complete versions under root, oldest first (ordered
 // by build time, then depend).
 func Versions(root string) ([]string, error) {

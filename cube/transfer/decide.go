@@ -140,3 +140,36 @@ func healTargets(decided string, rs []replica, reports []api.AgentStatus, errs [
 func canHeal(st State, builtFor, shards int) bool {
 	return st.Served != "" && builtFor == shards && (st.InFlight == nil || st.InFlight.Phase != api.PhaseCommitting)
 }
+
+// kept are the versions a pin may name: the decided one and the one before it, the two
+// that gc leaves in the output and every agent keeps on disk (the one before only when the
+// state knows its donefile ids: a state saved before pins existed does not).
+func kept(st State) []string {
+	var vs []string
+	if st.Served != "" {
+		vs = append(vs, st.Served)
+	}
+	if st.Previous != "" && st.PreviousID != "" {
+		vs = append(vs, st.Previous)
+	}
+	return vs
+}
+
+// pinnedRollout is the rollout that serves the pinned version again: the version before the
+// served one, already built (its output is kept), so it starts at the prepare phase and
+// switches every replica at one instant as any rollout does. ok is false when pin is the
+// served version (nothing to do). A version that is not kept is an error that says which are.
+func pinnedRollout(st State, pin string, now time.Time) (r *api.Rollout, ok bool, err error) {
+	switch {
+	case pin == st.Served:
+		return nil, false, nil
+	case pin != st.Previous || st.PreviousID == "":
+		return nil, false, fmt.Errorf("serve_version %q is not kept: the cube keeps the served version and the one before it (%q); "+
+			"the cube keeps serving %q", pin, kept(st), st.Served)
+	}
+	r = &api.Rollout{ID: st.PreviousID, Key: st.PreviousBaseID, Mode: "base", Version: pin, Phase: api.PhasePreparing, Triggered: now}
+	if st.PreviousBaseID != st.PreviousID {
+		r.Mode = "delta"
+	}
+	return r, true, nil
+}

@@ -3,6 +3,7 @@ package transfer
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -176,5 +177,41 @@ func TestStaleBase(t *testing.T) {
 		if stale && !strings.Contains(staleReason(e, c.st), e.ID) {
 			t.Errorf("%s: the reason does not name the line: %s", c.name, staleReason(e, c.st))
 		}
+	}
+}
+
+func TestPinnedRollout(t *testing.T) {
+	now := time.Unix(1700000500, 0)
+	base := State{Served: "1700000200", ServedID: "2000", BaseID: "2000", Previous: "1700000100", PreviousID: "1000", PreviousBaseID: "1000"}
+	if r, ok, err := pinnedRollout(base, "1700000200", now); ok || err != nil || r != nil {
+		t.Fatalf("pin on the served version: %v %v %v; want nothing to do", r, ok, err)
+	}
+	r, ok, err := pinnedRollout(base, "1700000100", now)
+	if !ok || err != nil {
+		t.Fatalf("pin on the previous version: %v %v", ok, err)
+	}
+	want := api.Rollout{ID: "1000", Key: "1000", Mode: "base", Version: "1700000100", Phase: api.PhasePreparing, Triggered: now}
+	if *r != want {
+		t.Fatalf("rollout %+v, want %+v (built already: it starts at prepare)", *r, want)
+	}
+	delta := base
+	delta.Previous, delta.PreviousID, delta.PreviousBaseID = "1700000100_1700000150", "1500", "1000"
+	if r, _, _ := pinnedRollout(delta, delta.Previous, now); r.Mode != "delta" || r.Key != "1000" || r.ID != "1500" {
+		t.Fatalf("pin on a patched version: %+v, want mode delta of base 1000", *r)
+	}
+	for name, st := range map[string]State{
+		"older than kept":        base,
+		"state from before pins": {Served: "1700000200", ServedID: "2000", BaseID: "2000", Previous: "1700000050"},
+	} {
+		_, ok, err := pinnedRollout(st, "1700000050", now)
+		if ok || err == nil || !strings.Contains(err.Error(), "not kept") || !strings.Contains(err.Error(), st.Served) {
+			t.Errorf("%s: ok %v err %v; want an error naming what is kept and served", name, ok, err)
+		}
+	}
+	if got := kept(base); !slices.Equal(got, []string{"1700000200", "1700000100"}) {
+		t.Errorf("kept %v", got)
+	}
+	if got := kept(State{Served: "1700000200", Previous: "1700000100"}); !slices.Equal(got, []string{"1700000200"}) {
+		t.Errorf("kept without the previous version's ids: %v; want only the served one", got)
 	}
 }

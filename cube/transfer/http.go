@@ -111,6 +111,7 @@ func (t *Transfer) Status(ctx context.Context) api.Status {
 	out := api.Status{Dict: t.opts.Dict, DecidedVersion: st.Served, Rollout: st.InFlight, History: st.History}
 	t.mu.Lock()
 	out.Skipped = t.skipped
+	out.Pinned, out.PinError, out.Kept = t.opts.ServeVersion, t.pinErr, kept(st)
 	for _, loc := range slices.Sorted(maps.Keys(t.unparsed)) {
 		out.SkippedLines = append(out.SkippedLines, t.unparsed[loc]...)
 	}

@@ -65,6 +65,12 @@ type Options struct {
 	// refuse the new one and accepted on POST /trigger for api.ControlTokenGrace.
 	TokenFile string
 	Mode      string // "base" or "base_delta"
+	// ServeVersion pins the cube to a kept version (State.kept: the decided one or the one
+	// before it): the transfer rolls it out as any version (prepare everywhere, one switch
+	// instant), heals replicas to it, and rolls no donefile line out while it is set. A
+	// version that is not kept is reported (Status.PinError) and nothing changes. "" unpins:
+	// the donefile's newest lines roll out again.
+	ServeVersion string
 	// Poll is the donefile polling interval. If 0, DefaultPoll.
 	Poll time.Duration
 	// PrepareTimeout bounds the prepare phase of one rollout (download,
@@ -150,6 +156,9 @@ func (o *Options) defaults() error {
 			return fmt.Errorf("transfer: shard %d has no replicas", i)
 		}
 	}
+	if o.ServeVersion != "" && !layout.ValidVersion(o.ServeVersion) {
+		return fmt.Errorf("transfer: serve version %q is not a version name (digits, or digits_digits, as the status's decided_version shows)", o.ServeVersion)
+	}
 	if o.Mode == "" {
 		o.Mode = "base"
 	}
@@ -197,6 +206,10 @@ type State struct {
 	ServedID string       `json:"served_id"` // donefile id of the served version
 	BaseID   string       `json:"base_id"`   // donefile id of the served base
 	Previous string       `json:"previous_version,omitempty"`
+	// PreviousID and PreviousBaseID are Previous's donefile id and its base's id, so that a
+	// pin can serve it again (Options.ServeVersion).
+	PreviousID     string `json:"previous_id,omitempty"`
+	PreviousBaseID string `json:"previous_base_id,omitempty"`
 	InFlight *api.Rollout `json:"in_flight,omitempty"`
 	History  []api.Record `json:"history"`
 	// Fenced are the replicas (address -> why) taken out of service because they could not
@@ -228,6 +241,8 @@ type Transfer struct {
 	// skipped says why the donefile's last line does not roll out (noteStale); "" when
 	// nothing is skipped.
 	skipped string
+	// pinErr says why the pinned version cannot be served (stepPinned); "" when it can.
+	pinErr string
 
 	// switching is held by a rollout from its prepare phase to its end and
 	// by heal: they never interleave (see heal).
@@ -374,6 +389,10 @@ func (t *Transfer) step(ctx context.Context) {
 		}
 		return
 	}
+	if t.opts.ServeVersion != "" {
+		t.stepPinned(ctx, st)
+		return
+	}
 	next, err := t.nextFromDonefile(ctx, st)
 	if err != nil {
 		t.log.Warn("donefile not readable; keeping the current version", "donefile", t.opts.Donefile, "err", err)
@@ -400,6 +419,52 @@ func (t *Transfer) step(ctx context.Context) {
 		return
 	}
 	t.rollout(ctx, r)
+}
+
+// stepPinned serves the pinned version (Options.ServeVersion) instead of the donefile's:
+// a rollout not yet decided is aborted, the pinned version rolled out if it is not the
+// served one, and nothing else. Heal keeps every replica on it, as on any decided version.
+func (t *Transfer) stepPinned(ctx context.Context, st State) {
+	pin, r := t.opts.ServeVersion, st.InFlight
+	if r != nil && r.Version == pin {
+		if !time.Now().Before(r.NextTry) {
+			t.rollout(ctx, r)
+		}
+		return
+	}
+	next, ok, err := pinnedRollout(st, pin, time.Now())
+	t.mu.Lock()
+	changed := t.pinErr != errString(err)
+	t.pinErr = errString(err)
+	t.mu.Unlock()
+	if err != nil && changed {
+		t.log.Error("pinned version cannot be served; keeping the served version", "err", err)
+	}
+	if r != nil { // a donefile version that was on its way: the pin goes first
+		t.log.Info("the pin supersedes the version in flight", "old", r.Version, "old_phase", r.Phase, "pinned", pin)
+		if r.Phase != api.PhaseBuilding && r.Phase != api.PhaseFailed {
+			t.abortAll(ctx, r.Version)
+		}
+		t.dropInput(r)
+	}
+	if r == nil && !ok {
+		return
+	}
+	if err := t.update(func(s *State) { s.InFlight = next }); err != nil {
+		t.log.Error("persist", "err", err)
+		return
+	}
+	if ok {
+		t.log.Info("rolling the pinned version out", "version", pin, "served", st.Served)
+		t.rollout(ctx, next)
+	}
+}
+
+func errString(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
 }
 
 // rollout drives r through build, prepare and commit, and records the
@@ -468,11 +533,13 @@ func (t *Transfer) rollout(ctx context.Context, r *api.Rollout) {
 	// phase committing and re-commits, which replicas already serving it accept at once.
 	if uerr := t.update(func(s *State) {
 		if s.Served != r.Version {
-			s.Previous = s.Served
+			s.Previous, s.PreviousID, s.PreviousBaseID = s.Served, s.ServedID, s.BaseID
 		}
 		s.Served, s.ServedID = r.Version, r.ID
 		if r.Mode == "base" {
 			s.BaseID = r.ID
+		} else {
+			s.BaseID = r.Key // a patch's key is its base's id
 		}
 		s.InFlight = nil
 		s.History = append(s.History, api.Record{ID: r.ID, Version: r.Version, Mode: r.Mode, Result: "served", Finished: time.Now(), Timings: tm})

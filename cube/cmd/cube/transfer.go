@@ -48,6 +48,7 @@ func runTransfer(args []string, stdout, stderr io.Writer) error {
 	tokenFile := fs.String("control-token-file", "", "bearer token `file` for the agents (or $CUBE_CONTROL_TOKEN), read again when it changes: an agent that refuses the new token is offered the one it replaced for "+strconv.Itoa(int(api.ControlTokenGrace/time.Minute))+" minutes")
 	fs.StringVar(&o.PublicURL, "public-url", "", "`URL` at which agents reach this transfer (they download <URL>/files/<version>/shard-<i>.cube)")
 	fs.StringVar(&o.Mode, "mode", "base", "base (base.txt only) or base_delta (also patch.txt)")
+	fs.StringVar(&o.ServeVersion, "serve-version", "", "pin the cube to this kept `version` (the decided one or the one before it, /status kept_versions): it is rolled out as any version, all replicas switching at one instant, heal keeps every replica on it, and no donefile line rolls out until the flag is dropped")
 	fs.DurationVar(&o.Poll, "poll", transfer.DefaultPoll, "donefile polling `interval`")
 	fs.DurationVar(&o.PrepareTimeout, "prepare-timeout", transfer.DefaultPrepareTimeout, "deadline of the prepare phase (every replica downloaded, verified, loaded)")
 	fs.DurationVar(&o.StepTimeout, "step-timeout", transfer.DefaultStepTimeout, "deadline of one call to an agent")
