@@ -21,6 +21,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
+	"github.com/elasticctr/terraform-provider-ctr/cube/layout"
 	"github.com/elasticctr/terraform-provider-ctr/internal/stack"
 	"github.com/elasticctr/terraform-provider-ctr/internal/volcano"
 	"github.com/elasticctr/terraform-provider-ctr/provider/internal/diagnostics"
@@ -167,6 +168,14 @@ func (v stringCheck) ValidateString(_ context.Context, req validator.StringReque
 var durationValidator = stringCheck{kind: "Timeout", rule: "a positive duration such as `30s`, `10m` or `1h30m`", check: func(s string) error {
 	if d, err := time.ParseDuration(s); err != nil || d <= 0 {
 		return fmt.Errorf("%q is not a positive duration; use a number with a unit (s, m or h), e.g. 30s, 10m or 1h30m", s)
+	}
+	return nil
+}}
+
+// serveVersionValidator accepts a cube version name, as served_version shows them.
+var serveVersionValidator = stringCheck{kind: "Cube", rule: "a cube version name, as `served_version` and `kept_versions` show them", check: func(s string) error {
+	if !layout.ValidVersion(s) {
+		return fmt.Errorf("%q is not a cube version name: digits, or two groups of digits joined by `_`, as served_version and kept_versions show them", s)
 	}
 	return nil
 }}

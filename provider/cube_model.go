@@ -22,6 +22,7 @@ type cubeModel struct {
 	Image           types.String          `tfsdk:"image"`
 	DonefileURL     types.String          `tfsdk:"donefile_url"`
 	Mode            types.String          `tfsdk:"mode"`
+	ServeVersion    types.String          `tfsdk:"serve_version"`
 	Port            types.Int64           `tfsdk:"port"`
 	TransferPort    types.Int64           `tfsdk:"transfer_port"`
 	FilesPort       types.Int64           `tfsdk:"transfer_files_port"`
@@ -44,6 +45,7 @@ type cubeModel struct {
 	TransferURL     types.String          `tfsdk:"transfer_url"`
 	ServedVersion   types.String          `tfsdk:"served_version"`
 	ServingReplicas types.List            `tfsdk:"serving_replicas"`
+	KeptVersions    types.List            `tfsdk:"kept_versions"`
 }
 
 var _ workloadModel[stack.Cube] = (*cubeModel)(nil)
@@ -73,7 +75,7 @@ func (m *cubeModel) settings(ctx context.Context, _ stack.Images) (stack.Cube, d
 	var diags diag.Diagnostics
 	c := stack.Cube{Name: m.Name.ValueString(), Namespace: m.Namespace.ValueString(), Stack: m.Stack.ValueString(), Dict: m.Dict.ValueString(),
 		Shards: int32(m.Shards.ValueInt64()), Replicas: int32(m.Replicas.ValueInt64()), Image: m.Image.ValueString(),
-		DonefileURL: m.DonefileURL.ValueString(), Mode: m.Mode.ValueString(), Port: int32(m.Port.ValueInt64()),
+		DonefileURL: m.DonefileURL.ValueString(), Mode: m.Mode.ValueString(), ServeVersion: m.ServeVersion.ValueString(), Port: int32(m.Port.ValueInt64()),
 		TransferPort: int32(m.TransferPort.ValueInt64()), TransferFilesPort: int32(m.FilesPort.ValueInt64()), TransferStorage: m.TransferStorage.ValueString(),
 		TimeoutMS: int32(m.TimeoutMS.ValueInt64()), Retry: int32Ptr(m.Retry), BackupRequestMS: int32(m.BackupRequestMS.ValueInt64()),
 		Token: m.ControlToken.ValueString(), NodeSelector: stringMap(ctx, m.NodeSelector, &diags), Tolerations: tolerations(m.Tolerations),
@@ -126,6 +128,7 @@ func (m *cubeModel) fromCluster(ctx context.Context, kc *kube.Client, diags *dia
 	m.Name, m.Namespace, m.Stack, m.Dict = types.StringValue(c.Name), types.StringValue(c.Namespace), optionalString(c.Stack), optionalString(c.Dict)
 	m.Shards, m.Replicas = types.Int64Value(int64(c.Shards)), types.Int64Value(int64(c.Replicas))
 	m.Image, m.DonefileURL, m.Mode = optionalString(c.Image), types.StringValue(c.DonefileURL), optionalString(c.Mode)
+	m.ServeVersion = optionalString(c.ServeVersion)
 	m.Port, m.TransferPort, m.FilesPort = types.Int64Value(int64(c.Port)), types.Int64Value(int64(c.TransferPort)), types.Int64Value(int64(d.TransferFilesPort))
 	m.TransferStorage = optionalString(c.TransferStorage)
 	m.TimeoutMS, m.Retry, m.BackupRequestMS = types.Int64Value(int64(d.TimeoutMS)), types.Int64Value(int64(*d.Retry)), types.Int64Value(int64(c.BackupRequestMS))

@@ -62,6 +62,12 @@ func cubeSchema(ctx context.Context) schema.Schema {
 			"mode": schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString(stack.DefaultCubeMode),
 				MarkdownDescription: "`base`: roll out base versions only; `base_delta`: also the patches in `patch.txt`. Defaults to `base`.",
 				Validators:          []validator.String{stringvalidator.OneOf(stack.CubeModes...)}},
+			"serve_version": schema.StringAttribute{Optional: true, Validators: []validator.String{serveVersionValidator},
+				MarkdownDescription: "Pins the cube to a version it keeps: a rollback that holds. The cube keeps two versions, the one it serves and the one before it " +
+					"(`kept_versions`); the transfer keeps both builds and every cube server both dictionaries on its disk, deleting older ones after each switch. " +
+					"Setting it restarts the transfer, which rolls the pinned version out as any model (every replica prepared, then one switch instant for all), " +
+					"keeps healed replicas on it, and rolls no line of `donefile_url` out while it is set; the apply waits until every replica serves it. " +
+					"A version that is not kept is refused at plan when the last refresh read `kept_versions`. Removing it rolls the donefile's newest model out again."},
 			"port":          portAttribute("Port of the cube servers (baidu_std and HTTP).", stack.DefaultCubePort),
 			"transfer_port": portAttribute("Port of the transfer's status API (`/status`, `/healthz`, `/metrics`, `POST /trigger`). Must differ from `port`.", stack.DefaultTransferPort),
 			"transfer_files_port": portAttribute("Port at which the transfer publishes built shards (`/files/`) for the cube servers to download; "+
@@ -135,6 +141,8 @@ func cubeSchema(ctx context.Context) schema.Schema {
 			"transfer_url": schema.StringAttribute{Computed: true, MarkdownDescription: "In-cluster URL of the transfer's status API (`transfer_port`)."},
 			"served_version": schema.StringAttribute{Computed: true,
 				MarkdownDescription: "Model version the replicas report serving, read through the transfer at refresh: the version at least one replica of every shard serves. Empty until the first model, while a shard has no replica serving, or when the transfer cannot be reached."},
+			"kept_versions": schema.ListAttribute{Computed: true, ElementType: types.StringType,
+				MarkdownDescription: "The versions `serve_version` may name, as the transfer reports them at refresh: the decided version, then the one before it (null when the transfer cannot be reached)."},
 			"serving_replicas": schema.ListAttribute{Computed: true, ElementType: types.Int64Type,
 				MarkdownDescription: "Per shard, how many replicas serve `served_version`, as they report it at refresh (null when the transfer cannot be reached). When a shard has fewer than `replicas`, the plan shows a warning naming the replicas and what they serve; the transfer heals them by itself."},
 		},

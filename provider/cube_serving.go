@@ -22,7 +22,7 @@ import (
 // the transfer cannot be asked, served_version is "" and serving_replicas null. A shard whose
 // replicas do not all serve the decided version is a warning: it shows in the plan.
 func readServing(ctx context.Context, kc *kube.Client, c stack.Cube, m *cubeModel, diags *diag.Diagnostics) {
-	m.ServedVersion, m.ServingReplicas = types.StringValue(""), types.ListNull(types.Int64Type)
+	m.ServedVersion, m.ServingReplicas, m.KeptVersions = types.StringValue(""), types.ListNull(types.Int64Type), types.ListNull(types.StringType)
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	body, err := transferStatus(ctx, kc, c)
@@ -39,6 +39,13 @@ func readServing(ctx context.Context, kc *kube.Client, c stack.Cube, m *cubeMode
 	m.ServedVersion, m.ServingReplicas, warn = servingValues(st)
 	if warn != "" {
 		diags.Append(diagnostics.Warning("Cube Replicas Not Serving", fmt.Sprintf("Cube %s/%s: %s", c.Namespace, c.Name, warn), ""))
+	}
+	kept, d := types.ListValueFrom(ctx, types.StringType, append([]string{}, st.Kept...))
+	diags.Append(d...)
+	m.KeptVersions = kept
+	if st.PinError != "" {
+		diags.Append(diagnostics.Warning("Cube Pin Not Served", fmt.Sprintf("Cube %s/%s: the transfer reports: %s", c.Namespace, c.Name, st.PinError),
+			"Set serve_version to one of kept_versions, or remove it to follow the donefile again."))
 	}
 	diags.Append(donefileWarnings(c, st)...)
 }

@@ -2,12 +2,15 @@ package provider
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/hashicorp/terraform-plugin-testing/config"
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
 	"github.com/hashicorp/terraform-plugin-testing/plancheck"
@@ -173,18 +176,40 @@ func realNodeTrainingToLookup(t *testing.T) {
 	})
 }
 
+// pinVariable is the HCL of the configurations that pin ctr_cube.cube with var.pin.
+const pinVariable = `
+variable "pin" {
+  type    = string
+  default = null
+}
+`
+
+// lazyString is a configuration variable whose value is read when the step runs: a version
+// name that an earlier step found.
+type lazyString struct{ p *string }
+
+func (v lazyString) MarshalJSON() ([]byte, error) { return json.Marshal(*v.p) }
+
 // TestAccRealNode/RolloutUnderLookups: a second model version rolls out while a Job on the
 // node looks keys up through the exported cube_conf the whole time: zero failed lookups and
 // no response mixing versions. The new version comes as a trainer does it: the training job
-// (command changed) runs again and writes version 2000 of generation 2.
+// (command changed) runs again and writes version 2000 of generation 2. Then the rollback:
+// serve_version pins the first version, again under lookups, and the apply returns once every
+// replica serves it; a version the cube does not keep is refused at plan; unpinned, the
+// newest model (2000) is rebuilt and served again.
 func realNodeRolloutUnderLookups(t *testing.T) {
 	k, ns, image := requireRealNode(t)
-	var v1, v2 string
+	var v1, v2, v3 string
 	const load = "150s"
+	cfg := func(id, gen int) string {
+		return e2eStack(ns, image, id, gen, "  serve_version = var.pin") + pinVariable
+	}
+	update := resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectResourceAction("ctr_cube.cube", plancheck.ResourceActionUpdate),
+		plancheck.ExpectResourceAction("ctr_training_job.train", plancheck.ResourceActionNoop)}}
 	k.testE2E(t, ns, resource.TestCase{
 		Steps: []resource.TestStep{
 			{
-				Config: e2eStack(ns, image, 1000, 1),
+				Config: cfg(1000, 1),
 				Check: resource.ComposeTestCheckFunc(
 					k.waitServed(ns, "e2e-cube", "1000", 4*time.Minute, &v1),
 					func(s *terraform.State) error {
@@ -192,25 +217,52 @@ func realNodeRolloutUnderLookups(t *testing.T) {
 					}),
 			},
 			{
-				Config: e2eStack(ns, image, 2000, 2),
+				Config: cfg(2000, 2),
 				Check: resource.ComposeTestCheckFunc(
 					k.waitServed(ns, "e2e-cube", "2000", 4*time.Minute, &v2),
-					func(*terraform.State) error {
-						if k.jobFinished(ns, "load") {
-							return fmt.Errorf("the lookup job ended before version 2000 served, so it did not look up during the whole rollout "+
-								"(if it succeeded, make --for longer than %s); its log: %s", load, k.jobLogs(context.Background(), ns, "load"))
-						}
-						logs, err := k.waitJob(ns, "load", 4*time.Minute)
-						if err != nil {
-							return err
-						}
-						t.Logf("lookups during the rollout of %s -> %s: %s", v1, v2, lastLine(logs))
-						return nil
-					},
-					k.lookupJob(t, ns, image, "lookup", 2)),
+					k.loadLasted(t, ns, "load", load, "version 2000 served", &v1, &v2),
+					k.lookupJob(t, ns, image, "lookup", 2),
+					func(s *terraform.State) error {
+						return k.startSeekJob(t, s, ns, image, "load-pin", 0, "--first", strconv.Itoa(e2eModelKeys), "--for", load)
+					}),
+			},
+			{
+				Config: cfg(2000, 2), ConfigVariables: config.Variables{"pin": lazyString{&v1}}, ConfigPlanChecks: update,
+				Check: resource.ComposeTestCheckFunc(
+					stateServes(&v1),
+					k.loadLasted(t, ns, "load-pin", load, "the pinned version served", &v2, &v1),
+					k.lookupJob(t, ns, image, "lookup-pinned", 1)),
+			},
+			{
+				Config: cfg(2000, 2), ConfigVariables: config.Variables{"pin": config.StringVariable("1000000000")},
+				ExpectError: regexp.MustCompile(`(?s)Invalid Cube Setting.*does not keep version "1000000000"`),
+			},
+			{
+				Config: cfg(2000, 2), ConfigPlanChecks: update,
+				Check: resource.ComposeTestCheckFunc(
+					k.waitServedShards(ns, "e2e-cube", "2000", 0, 4*time.Minute, &v3, v2),
+					k.lookupJob(t, ns, image, "lookup-unpinned", 2)),
 			},
 		},
 	})
+}
+
+// loadLasted checks that the lookup Job name (running for load) was still running when what
+// happened, so that it looked keys up across the switch from *from to *to, and then that it
+// succeeded: no failed lookup, no response mixing versions.
+func (k *kubeClients) loadLasted(t *testing.T, ns, name, load, what string, from, to *string) resource.TestCheckFunc {
+	return func(*terraform.State) error {
+		if k.jobFinished(ns, name) {
+			return fmt.Errorf("the lookup job %s ended before %s, so it did not look up during the whole switch "+
+				"(if it succeeded, make --for longer than %s); its log: %s", name, what, load, k.jobLogs(context.Background(), ns, name))
+		}
+		logs, err := k.waitJob(ns, name, 4*time.Minute)
+		if err != nil {
+			return err
+		}
+		t.Logf("lookups during the switch %s -> %s: %s", *from, *to, lastLine(logs))
+		return nil
+	}
 }
 
 // TestAccRealNode/Reshard: shards 2 -> 3 -> 2. Growing, the transfer rebuilds the last model

@@ -2,7 +2,9 @@ package provider
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework/diag"
@@ -75,13 +77,21 @@ func (r *cubeResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRe
 	if _, _, ok := cubeWorkload.rendered(ctx, plan, r.images(), &resp.Diagnostics); !ok {
 		return
 	}
+	if state == nil && plan.ServeVersion.ValueString() != "" {
+		resp.Diagnostics.Append(diagnostics.InvalidSetting("Cube", path.Root("serve_version"),
+			"a new cube keeps no version to pin yet: create it without serve_version, and pin one of its kept_versions later"))
+		return
+	}
 	if state != nil {
 		if unchanged(&state.workloadAttrs, &plan.workloadAttrs) {
 			// Nothing changes in the cluster (only timeouts, as after an import): what the
 			// replicas serve is what was last read.
-			plan.ServedVersion, plan.ServingReplicas = state.ServedVersion, state.ServingReplicas
+			plan.ServedVersion, plan.ServingReplicas, plan.KeptVersions = state.ServedVersion, state.ServingReplicas, state.KeptVersions
 		} else {
-			plan.ServedVersion, plan.ServingReplicas = types.StringUnknown(), types.ListUnknown(types.Int64Type)
+			plan.ServedVersion, plan.ServingReplicas, plan.KeptVersions = types.StringUnknown(), types.ListUnknown(types.Int64Type), types.ListUnknown(types.StringType)
+		}
+		if !planPin(ctx, plan, state, &resp.Diagnostics) {
+			return
 		}
 		if o, n := state.Shards.ValueInt64(), plan.Shards.ValueInt64(); o != n {
 			resp.Diagnostics.Append(diagnostics.Warning("Cube Will Be Re-sharded",
@@ -130,7 +140,7 @@ func (r *cubeResource) apply(ctx context.Context, plan, prior *cubeModel, state 
 	if !ok {
 		return
 	}
-	plan.ServedVersion, plan.ServingReplicas = types.StringValue(""), types.ListNull(types.Int64Type)
+	plan.ServedVersion, plan.ServingReplicas, plan.KeptVersions = types.StringValue(""), types.ListNull(types.Int64Type), types.ListNull(types.StringType)
 	diags.Append(state.Set(ctx, plan)...)
 	for _, o := range set {
 		cond, what := kube.StatefulSetRolledOut, "The cube servers did not roll out"
@@ -160,9 +170,75 @@ func (r *cubeResource) apply(ctx context.Context, plan, prior *cubeModel, state 
 	if !cubeWorkload.prune(ctx, kc, plan, set, diags) {
 		return
 	}
+	pin := plan.ServeVersion.ValueString()
+	if pin != "" && (prior == nil || prior.ServeVersion.ValueString() != pin) && !waitPinned(ctx, kc, c, pin, diags) {
+		return
+	}
 	var discard diag.Diagnostics // a fresh apply's pods may not serve yet: no warning here
 	readServing(ctx, kc, c, plan, &discard)
 	diags.Append(state.Set(ctx, plan)...)
+}
+
+// planPin judges a changed serve_version against the versions the cube kept at the last
+// refresh, and says what the pin does. It returns false when the plan is refused.
+func planPin(ctx context.Context, plan, state *cubeModel, diags *diag.Diagnostics) bool {
+	pin := plan.ServeVersion.ValueString()
+	if pin == "" || pin == state.ServeVersion.ValueString() {
+		return true
+	}
+	if !state.KeptVersions.IsNull() && !state.KeptVersions.IsUnknown() {
+		var kept []string
+		diags.Append(state.KeptVersions.ElementsAs(ctx, &kept, false)...)
+		if !slices.Contains(kept, pin) {
+			diags.Append(diagnostics.InvalidSetting("Cube", path.Root("serve_version"), fmt.Sprintf(
+				"%s does not keep version %q: it keeps %q (kept_versions at the last refresh: the served version and the one before it)",
+				plan.describe("Cube"), pin, kept)))
+			return false
+		}
+	}
+	diags.Append(diagnostics.Warning("Cube Will Be Pinned", fmt.Sprintf("%s will serve version %q: the transfer restarts, switches every replica to it at one instant, "+
+		"and rolls no new line of donefile_url out until serve_version is removed.", plan.describe("Cube"), pin), ""))
+	return true
+}
+
+// waitPinned waits until the transfer, restarted with the pin, reports every replica serving
+// the pinned version; it fails at once when the transfer says the version is not kept.
+func waitPinned(ctx context.Context, kc *kube.Client, c stack.Cube, pin string, diags *diag.Diagnostics) bool {
+	what := fmt.Sprintf("cube %s/%s", c.Namespace, c.Name)
+	var last string
+	_, err := kc.Poll(ctx, 2*time.Second, func(ctx context.Context) (bool, string, error) {
+		body, err := transferStatus(ctx, kc, c)
+		if err != nil {
+			last = fmt.Sprintf("the transfer could not be asked: %v", err)
+			return false, fmt.Sprintf("%s: waiting for every replica to serve the pinned version %q: %s", what, pin, last), nil
+		}
+		st, err := stack.DecodeTransferStatus(body)
+		if err != nil {
+			return false, "", err
+		}
+		switch {
+		case st.Pinned != pin:
+			last = fmt.Sprintf("the transfer is not pinned to it yet (pinned: %q)", st.Pinned)
+		case st.PinError != "":
+			return false, "", errors.New(st.PinError)
+		case st.DecidedVersion == pin && st.ServedVersion == pin && len(st.Lagging()) == 0:
+			return true, "", nil
+		default:
+			last = fmt.Sprintf("decided %q, served %q, phase %q", st.DecidedVersion, st.ServedVersion, st.Phase)
+		}
+		return false, fmt.Sprintf("%s: waiting for every replica to serve the pinned version %q: %s", what, pin, last), nil
+	})
+	switch {
+	case wait.Interrupted(err):
+		diags.Append(diagnostics.Failed("Apply Cube Error", fmt.Sprintf("Cube %s/%s: not every replica serves the pinned version %q in time (%s)", c.Namespace, c.Name, pin, last),
+			"The transfer keeps rolling it out: a later refresh shows served_version. Its /status (transfer_url) and log say why it takes long.", nil))
+		return false
+	case err != nil:
+		diags.Append(diagnostics.Failed("Apply Cube Error", fmt.Sprintf("Cube %s/%s: the pinned version %q cannot be served", c.Namespace, c.Name, pin),
+			"Set serve_version to one of kept_versions, or remove it.", err))
+		return false
+	}
+	return true
 }
 
 // waitNewLayout waits, on a shrinking cube, until the transfer serves a model rebuilt for the

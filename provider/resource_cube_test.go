@@ -258,6 +258,8 @@ func TestCube_BadInput(t *testing.T) {
 		{"retries above the bound", with(base, "retry", 11), "retry", `between 0 and 10`},
 		{"zero timeout", with(base, "timeout_ms", 0), "timeout_ms", `between 1 and 600000`},
 		{"unknown mode", with(base, "mode", "delta"), "mode", `value must be one of`},
+		{"serve_version not a version name", with(base, "serve_version", "v1"), "serve_version", `"v1" is not a cube version name`},
+		{"serve_version with a sign", with(base, "serve_version", "+1700000000"), "serve_version", `is not a cube version name`},
 		{"name starting with a digit", with(base, "name", "1cube"), "name", `starting with a letter .* DNS-1035 .* got: 1cube`},
 		{"name too long", with(base, "name", strings.Repeat("c", 41)), "name", `at most 40`},
 		{"bad namespace", with(base, "namespace", "Ads"), "namespace", `at most 63 lowercase letters`},
@@ -295,6 +297,16 @@ func TestCube_BadInput(t *testing.T) {
 		{"proxy without a scheme", with(base, "kubernetes", map[string]any{"config_path": "/kubeconfig", "proxy_url": "proxy:3128"}),
 			"kubernetes.proxy_url", `must be an http://, https:// or socks5:// URL`},
 	})
+}
+
+// TestCube_PinAtCreate: a new cube keeps no version, so a pin is refused at plan, naming
+// the attribute. No cluster needed.
+func TestCube_PinAtCreate(t *testing.T) {
+	t.Parallel()
+	resource.UnitTest(t, resource.TestCase{ProtoV6ProviderFactories: providerFactories, Steps: []resource.TestStep{{
+		Config:   hclResource("ctr_cube", "c", map[string]any{"name": "c", "donefile_url": "http://f/base.txt", "image": "cube:1", "serve_version": "1700000000"}),
+		PlanOnly: true, ExpectError: regexp.MustCompile(`(?s)serve_version.*a new cube keeps no version to pin yet`),
+	}}})
 }
 
 // TestCube_RetryZero: `retry = 0` is a setting of its own (no retries), not "the default".

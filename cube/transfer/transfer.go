@@ -202,16 +202,16 @@ func (o *Options) defaults() error {
 
 // State is what the transfer remembers across restarts (<work>/state.json).
 type State struct {
-	Served   string       `json:"served_version"`
-	ServedID string       `json:"served_id"` // donefile id of the served version
-	BaseID   string       `json:"base_id"`   // donefile id of the served base
-	Previous string       `json:"previous_version,omitempty"`
+	Served   string `json:"served_version"`
+	ServedID string `json:"served_id"` // donefile id of the served version
+	BaseID   string `json:"base_id"`   // donefile id of the served base
+	Previous string `json:"previous_version,omitempty"`
 	// PreviousID and PreviousBaseID are Previous's donefile id and its base's id, so that a
 	// pin can serve it again (Options.ServeVersion).
-	PreviousID     string `json:"previous_id,omitempty"`
-	PreviousBaseID string `json:"previous_base_id,omitempty"`
-	InFlight *api.Rollout `json:"in_flight,omitempty"`
-	History  []api.Record `json:"history"`
+	PreviousID     string       `json:"previous_id,omitempty"`
+	PreviousBaseID string       `json:"previous_base_id,omitempty"`
+	InFlight       *api.Rollout `json:"in_flight,omitempty"`
+	History        []api.Record `json:"history"`
 	// Fenced are the replicas (address -> why) taken out of service because they could not
 	// switch to the served version within CommitTimeout; the heal pass brings them back.
 	Fenced map[string]string `json:"fenced,omitempty"`

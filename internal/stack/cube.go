@@ -99,7 +99,10 @@ type Cube struct {
 	// DonefileURL is the training job's base.txt that the transfer watches.
 	DonefileURL string `json:"donefile_url"`
 	Mode        string `json:"mode,omitempty"`
-	Port        int32  `json:"port,omitempty"`
+	// ServeVersion pins the cube to a version it keeps (the transfer's --serve-version): a
+	// rollback that holds; "" follows the donefile.
+	ServeVersion string `json:"serve_version,omitempty"`
+	Port         int32  `json:"port,omitempty"`
 	// TransferPort serves the transfer's status API; TransferFilesPort the published shards
 	// that agents download, apart so that a NetworkPolicy can admit only cube servers to it.
 	TransferPort      int32 `json:"transfer_port,omitempty"`

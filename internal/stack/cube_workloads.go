@@ -139,6 +139,9 @@ func (c Cube) transferDeployment() *appsv1.Deployment {
 	args = append(args, "--work", cubeWorkDir, "--listen", "0.0.0.0:"+strconv.Itoa(int(c.TransferPort)),
 		"--files-listen", "0.0.0.0:"+strconv.Itoa(int(c.TransferFilesPort)),
 		"--control-token-file", cubeTokenDir+"/"+tokenKey, "--public-url", c.TransferFilesURL(), "--mode", c.Mode)
+	if c.ServeVersion != "" {
+		args = append(args, "--serve-version", c.ServeVersion)
+	}
 	dep := &appsv1.Deployment{
 		TypeMeta:   kindDeployment,
 		ObjectMeta: meta(c.TransferService(), c.Namespace, l),
