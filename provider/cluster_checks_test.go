@@ -3,6 +3,7 @@ package provider
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"net/url"
 	"os"
@@ -17,9 +18,11 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/helper/acctest"
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
+	"github.com/mattfenwick/cyclonus/pkg/matcher"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -316,41 +319,41 @@ func (k *kubeClients) checkPods(ns, owner string, count int, want func(key strin
 	}
 }
 
-// livePodLabels returns the labels of the running pods that match a selector.
-func (k *kubeClients) livePodLabels(ctx context.Context, ns string, sel map[string]string) ([]map[string]string, error) {
+// runningPods returns the pods that match a selector, as the API server holds them.
+func (k *kubeClients) runningPods(ctx context.Context, ns string, sel map[string]string) ([]corev1.Pod, error) {
 	pods, err := k.cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: labels.SelectorFromSet(sel).String()})
 	if err != nil {
 		return nil, err
 	}
-	var out []map[string]string
-	for _, p := range pods.Items {
-		out = append(out, p.Labels)
-	}
-	if len(out) == 0 {
+	if len(pods.Items) == 0 {
 		return nil, fmt.Errorf("no pods with %v", sel)
 	}
-	return out, nil
+	return pods.Items, nil
 }
 
-// checkCubePolicies checks the cube's NetworkPolicies against the live pods: the server
-// policy selects the cube servers and admits the transfer and the stack's serving pods to the
-// cube port; the transfer policy admits only cube servers to the files port and anyone to the
-// status port.
+// checkCubePolicies evaluates the cube's live NetworkPolicies with cyclonus's matcher over
+// the live pods and their namespace's live labels: the server policy guards the cube servers
+// and admits the transfer and the stack's serving pods to the cube port, not another server;
+// the transfer policy admits only cube servers to the files port and anyone to the status port.
 func (k *kubeClients) checkCubePolicies(ns, cube, serving string) resource.TestCheckFunc {
 	return func(*terraform.State) error {
 		ctx := context.Background()
 		component := func(c string) map[string]string {
 			return map[string]string{stack.LabelInstance: cube, stack.LabelComponent: c}
 		}
-		servers, err := k.livePodLabels(ctx, ns, component("cube-server"))
+		servers, err := k.runningPods(ctx, ns, component("cube-server"))
 		if err != nil {
 			return err
 		}
-		transfer, err := k.livePodLabels(ctx, ns, component("cube-transfer"))
+		transfer, err := k.runningPods(ctx, ns, component("cube-transfer"))
 		if err != nil {
 			return err
 		}
-		servingPods, err := k.livePodLabels(ctx, ns, map[string]string{stack.LabelInstance: serving, stack.LabelComponent: "serving"})
+		servingPods, err := k.runningPods(ctx, ns, map[string]string{stack.LabelInstance: serving, stack.LabelComponent: "serving"})
+		if err != nil {
+			return err
+		}
+		namespace, err := k.cs.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
 		if err != nil {
 			return err
 		}
@@ -359,24 +362,8 @@ func (k *kubeClients) checkCubePolicies(ns, cube, serving string) resource.TestC
 		if err != nil {
 			return err
 		}
-		sel, err := metav1.LabelSelectorAsSelector(&srv.Spec.PodSelector)
-		if err != nil {
-			return err
-		}
-		for _, l := range servers {
-			if !sel.Matches(labels.Set(l)) {
-				return fmt.Errorf("policy %s does not select cube server %v", srv.Name, l)
-			}
-		}
 		if len(srv.Spec.Ingress) != 1 || !slices.Equal(policyPorts(srv.Spec.Ingress[0]), []int32{8027}) {
 			return fmt.Errorf("policy %s ingress %+v: want one rule for port 8027", srv.Name, srv.Spec.Ingress)
-		}
-		for what, pods := range map[string][]map[string]string{"transfer": transfer, "serving": servingPods} {
-			for _, l := range pods {
-				if ok, err := admits(srv.Spec.Ingress[0], l); err != nil || !ok {
-					return fmt.Errorf("policy %s does not admit the %s pod %v (%v)", srv.Name, what, l, err)
-				}
-			}
 		}
 		tr, err := np.Get(ctx, cube+"-transfer", metav1.GetOptions{})
 		if err != nil {
@@ -386,18 +373,61 @@ func (k *kubeClients) checkCubePolicies(ns, cube, serving string) resource.TestC
 			!slices.Equal(policyPorts(tr.Spec.Ingress[1]), []int32{stack.DefaultTransferPort}) || len(tr.Spec.Ingress[1].From) != 0 {
 			return fmt.Errorf("policy %s ingress %+v: want the files port from cube servers and the status port from anyone", tr.Name, tr.Spec.Ingress)
 		}
-		for _, l := range servers {
-			if ok, err := admits(tr.Spec.Ingress[0], l); err != nil || !ok {
-				return fmt.Errorf("policy %s does not admit cube server %v to the files port (%v)", tr.Name, l, err)
+		policy := matcher.BuildNetworkPolicies(false, []*networkingv1.NetworkPolicy{srv, tr})
+		// expect says whether src must reach dst's named container port, by cyclonus's verdict.
+		expect := func(src, dst corev1.Pod, portName string, want bool) error {
+			port, ok := namedPort(dst, portName)
+			if !ok {
+				return fmt.Errorf("pod %s has no port %q", dst.Name, portName)
+			}
+			peer := func(p corev1.Pod) *matcher.TrafficPeer {
+				return &matcher.TrafficPeer{IP: p.Status.PodIP, Internal: &matcher.InternalPeer{
+					PodLabels: p.Labels, Namespace: p.Namespace, NamespaceLabels: namespace.Labels}}
+			}
+			traffic := &matcher.Traffic{Source: peer(src), Destination: peer(dst),
+				ResolvedPort: int(port.ContainerPort), ResolvedPortName: port.Name, Protocol: corev1.ProtocolTCP}
+			if got := policy.IsTrafficAllowed(traffic).IsAllowed(); got != want {
+				return fmt.Errorf("pod %s -> pod %s port %s: allowed %v, want %v (policies %s, %s)", src.Name, dst.Name, portName, got, want, srv.Name, tr.Name)
+			}
+			return nil
+		}
+		var errs []error
+		for _, dst := range servers {
+			if len(policy.TargetsApplyingToPod(true, ns, dst.Labels)) == 0 {
+				errs = append(errs, fmt.Errorf("no policy guards cube server %s", dst.Name))
+			}
+			for _, src := range append(slices.Clone(transfer), servingPods...) {
+				errs = append(errs, expect(src, dst, "cube", true))
+			}
+			for _, src := range servers {
+				if src.Name != dst.Name {
+					errs = append(errs, expect(src, dst, "cube", false))
+				}
 			}
 		}
-		for _, l := range append(servingPods, transfer...) {
-			if ok, _ := admits(tr.Spec.Ingress[0], l); ok {
-				return fmt.Errorf("policy %s admits %v to the model files", tr.Name, l)
+		for _, dst := range transfer {
+			for _, src := range servers {
+				errs = append(errs, expect(src, dst, "files", true))
+			}
+			// The transfer too: the rule does not admit its labels (its own pod reaches itself anyway).
+			for _, src := range append(slices.Clone(servingPods), transfer...) {
+				errs = append(errs, expect(src, dst, "files", false), expect(src, dst, "http", true))
 			}
 		}
-		return nil
+		return errors.Join(errs...)
 	}
+}
+
+// namedPort is a pod's container port of that name.
+func namedPort(p corev1.Pod, name string) (corev1.ContainerPort, bool) {
+	for _, c := range p.Spec.Containers {
+		for _, port := range c.Ports {
+			if port.Name == name {
+				return port, true
+			}
+		}
+	}
+	return corev1.ContainerPort{}, false
 }
 
 func (k *kubeClients) checkNoPolicies(ns, owner string) resource.TestCheckFunc {

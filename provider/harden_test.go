@@ -18,7 +18,6 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/elasticctr/terraform-provider-ctr/internal/stack"
@@ -77,22 +76,6 @@ func keysOf[V any](m map[string]V) []string {
 }
 
 func cubeUser() *int64 { u := int64(65532); return &u }
-
-func admits(rule networkingv1.NetworkPolicyIngressRule, podLabels map[string]string) (bool, error) {
-	for _, p := range rule.From {
-		if p.NamespaceSelector != nil || p.PodSelector == nil {
-			continue
-		}
-		s, err := metav1.LabelSelectorAsSelector(p.PodSelector)
-		if err != nil {
-			return false, err
-		}
-		if !s.Empty() && s.Matches(labels.Set(podLabels)) {
-			return true, nil
-		}
-	}
-	return false, nil
-}
 
 func policyPorts(rule networkingv1.NetworkPolicyIngressRule) []int32 {
 	var out []int32

@@ -8,9 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
 	batchv1alpha1 "volcano.sh/apis/pkg/apis/batch/v1alpha1"
@@ -63,135 +61,6 @@ func podTemplates(t *testing.T, set Set) map[string]corev1.PodTemplateSpec {
 		}
 	}
 	return out
-}
-
-func selects(t *testing.T, sel *metav1.LabelSelector, podLabels map[string]string) bool {
-	t.Helper()
-	s, err := metav1.LabelSelectorAsSelector(sel)
-	require.NoError(t, err)
-	return !s.Empty() && s.Matches(labels.Set(podLabels))
-}
-
-// peersAdmit reports whether any peer of a rule admits a pod of the policy's namespace (the
-// tests' "ads", labelled with its name as the API server labels every namespace).
-func peersAdmit(t *testing.T, rule networkingv1.NetworkPolicyIngressRule, podLabels map[string]string) bool {
-	return peersAdmitFrom(t, rule, true, map[string]string{corev1.LabelMetadataName: "ads"}, podLabels)
-}
-
-// peersAdmitFrom reports whether any peer of a rule admits a pod with podLabels, in the
-// policy's namespace (sameNamespace) or in one with nsLabels, as NetworkPolicy peers do: a
-// pod selector alone selects in the policy's namespace, a namespace selector alone every
-// pod of the namespaces it selects, both the pods it selects in those; {} selects all.
-func peersAdmitFrom(t *testing.T, rule networkingv1.NetworkPolicyIngressRule, sameNamespace bool, nsLabels, podLabels map[string]string) bool {
-	t.Helper()
-	matches := func(sel *metav1.LabelSelector, l map[string]string) bool {
-		s, err := metav1.LabelSelectorAsSelector(sel)
-		require.NoError(t, err)
-		return s.Matches(labels.Set(l))
-	}
-	for _, p := range rule.From {
-		if p.IPBlock != nil || (p.PodSelector == nil && p.NamespaceSelector == nil) {
-			continue
-		}
-		nsOK := sameNamespace
-		if p.NamespaceSelector != nil {
-			nsOK = matches(p.NamespaceSelector, nsLabels)
-		}
-		if nsOK && (p.PodSelector == nil || matches(p.PodSelector, podLabels)) {
-			return true
-		}
-	}
-	return false
-}
-
-func rulePorts(rule networkingv1.NetworkPolicyIngressRule) []int32 {
-	var out []int32
-	for _, p := range rule.Ports {
-		out = append(out, p.Port.IntVal)
-	}
-	return out
-}
-
-func containerPort(t *testing.T, tpl corev1.PodTemplateSpec, name string) int32 {
-	t.Helper()
-	for _, p := range tpl.Spec.Containers[0].Ports {
-		if p.Name == name {
-			return p.ContainerPort
-		}
-	}
-	t.Fatalf("no container port %q", name)
-	return 0
-}
-
-// TestCubeNetworkPolicies_AdmitExactlyTheirPeers computes the policies' selectors against the
-// labels of the pods the stack really renders: the transfer and the same stack's serving pods
-// reach the cube servers' port, and only cube servers reach the transfer's files port.
-func TestCubeNetworkPolicies_AdmitExactlyTheirPeers(t *testing.T) {
-	cubeSet, err := RenderCube(Cube{Name: "cube", Namespace: "ads", Stack: "shop", Shards: 2, DonefileURL: testDonefile})
-	require.NoError(t, err)
-	conf := Cube{Name: "cube", Namespace: "ads", DonefileURL: testDonefile}.Defaulted().CubeConf()
-	servingSet, err := RenderServing(Serving{Name: "serving", Namespace: "ads", Stack: "shop", CubeConf: conf})
-	require.NoError(t, err)
-	otherServing, err := RenderServing(Serving{Name: "serving", Namespace: "ads", Stack: "other-shop", CubeConf: conf})
-	require.NoError(t, err)
-	elsewhere, err := RenderServing(Serving{Name: "serving", Namespace: "team-b", Stack: "x", CubeConf: conf})
-	require.NoError(t, err)
-	otherCube, err := RenderServing(Serving{Name: "serving", Namespace: "ads", Stack: "x",
-		CubeConf: Cube{Name: "other-cube", Namespace: "ads", DonefileURL: testDonefile}.Defaulted().CubeConf()})
-	require.NoError(t, err)
-	sameNameElsewhere, err := RenderServing(Serving{Name: "serving", Namespace: "ads", Stack: "x",
-		CubeConf: Cube{Name: "cube", Namespace: "team-b", DonefileURL: testDonefile}.Defaulted().CubeConf()})
-	require.NoError(t, err)
-	training, err := RenderTrainingJob(TrainingJob{Name: "cube", Namespace: "ads", Stack: "shop"})
-	require.NoError(t, err)
-
-	pods := podTemplates(t, cubeSet)
-	servers := []corev1.PodTemplateSpec{pods["apps/v1/StatefulSet/cube-shard-0"], pods["apps/v1/StatefulSet/cube-shard-1"]}
-	transfer := pods[CubeTransferKey("cube")]
-	serving := podTemplates(t, servingSet)["apps/v1/Deployment/serving"]
-	strangers := map[string]corev1.PodTemplateSpec{
-		"serving of another cube":                      podTemplates(t, otherCube)["apps/v1/Deployment/serving"],
-		"serving of a cube of the same name elsewhere": podTemplates(t, sameNameElsewhere)["apps/v1/Deployment/serving"],
-		"training file server":                         podTemplates(t, training)["apps/v1/Deployment/cube-fileserver"],
-		"trainer":                                      podTemplates(t, training)[VolcanoJobKey("cube")+"/trainer"],
-	}
-
-	srv := typed[networkingv1.NetworkPolicy](t, cubeSet.Find("networking.k8s.io/v1/NetworkPolicy/cube-server"))
-	for i, p := range servers {
-		assert.True(t, selects(t, &srv.Spec.PodSelector, p.Labels), "the server policy protects shard %d", i)
-	}
-	assert.False(t, selects(t, &srv.Spec.PodSelector, transfer.Labels))
-	assert.Equal(t, []networkingv1.PolicyType{networkingv1.PolicyTypeIngress}, srv.Spec.PolicyTypes)
-	require.Len(t, srv.Spec.Ingress, 1)
-	assert.Equal(t, []int32{containerPort(t, servers[0], "cube")}, rulePorts(srv.Spec.Ingress[0]))
-	assert.True(t, peersAdmit(t, srv.Spec.Ingress[0], transfer.Labels), "the transfer reaches the servers")
-	assert.True(t, peersAdmit(t, srv.Spec.Ingress[0], serving.Labels), "the stack's serving pods reach the servers")
-	// Whatever their stack and namespace, the serving pods whose cube_conf names this cube:
-	// the registry's examples give each resource its own stack by default.
-	assert.True(t, peersAdmit(t, srv.Spec.Ingress[0], podTemplates(t, otherServing)["apps/v1/Deployment/serving"].Labels), "a serving of another stack on this cube")
-	assert.True(t, peersAdmitFrom(t, srv.Spec.Ingress[0], false, map[string]string{corev1.LabelMetadataName: "team-b"},
-		podTemplates(t, elsewhere)["apps/v1/Deployment/serving"].Labels), "a serving in another namespace on this cube")
-	assert.False(t, peersAdmitFrom(t, srv.Spec.Ingress[0], false, map[string]string{corev1.LabelMetadataName: "team-b"},
-		podTemplates(t, training)[VolcanoJobKey("cube")+"/trainer"].Labels), "a trainer in another namespace")
-	for name, p := range strangers {
-		assert.False(t, peersAdmit(t, srv.Spec.Ingress[0], p.Labels), "%s must not reach the servers", name)
-	}
-
-	tr := typed[networkingv1.NetworkPolicy](t, cubeSet.Find("networking.k8s.io/v1/NetworkPolicy/cube-transfer"))
-	assert.True(t, selects(t, &tr.Spec.PodSelector, transfer.Labels))
-	assert.False(t, selects(t, &tr.Spec.PodSelector, servers[0].Labels))
-	require.Len(t, tr.Spec.Ingress, 2)
-	files, status := tr.Spec.Ingress[0], tr.Spec.Ingress[1]
-	assert.Equal(t, []int32{containerPort(t, transfer, "files")}, rulePorts(files))
-	for i, p := range servers {
-		assert.True(t, peersAdmit(t, files, p.Labels), "shard %d downloads from the files port", i)
-	}
-	assert.False(t, peersAdmit(t, files, serving.Labels), "serving pods must not download the model")
-	for name, p := range strangers {
-		assert.False(t, peersAdmit(t, files, p.Labels), "%s must not download the model", name)
-	}
-	assert.Equal(t, []int32{containerPort(t, transfer, "http")}, rulePorts(status))
-	assert.Empty(t, status.From, "the status port is open to all (the provider reads it through the API server's proxy)")
 }
 
 func TestCubeTransfer_FilesOnTheirOwnPort(t *testing.T) {
