@@ -62,7 +62,7 @@ func cubeSchema(ctx context.Context) schema.Schema {
 			"mode": schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString(stack.DefaultCubeMode),
 				MarkdownDescription: "`base`: roll out base versions only; `base_delta`: also the patches in `patch.txt`. Defaults to `base`.",
 				Validators:          []validator.String{stringvalidator.OneOf(stack.CubeModes...)}},
-			"port":          portAttribute("Port of the cube servers (baidu_std and HTTP).", stack.DefaultCubePort),
+			"port":          portAttribute(fmt.Sprintf("Port of the cube servers (baidu_std and HTTP). Must differ from %d, where each server answers the kubelet's probes apart from its clients.", stack.CubeProbePort), stack.DefaultCubePort),
 			"transfer_port": portAttribute("Port of the transfer's status API (`/status`, `/healthz`, `/metrics`, `POST /trigger`). Must differ from `port`.", stack.DefaultTransferPort),
 			"transfer_files_port": portAttribute("Port at which the transfer publishes built shards (`/files/`) for the cube servers to download; "+
 				"only cube servers may reach it while the network policies are enabled. Must differ from `port` and `transfer_port`.", stack.DefaultTransferFilesPort),

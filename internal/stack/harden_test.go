@@ -1,6 +1,8 @@
 package stack
 
 import (
+	"net"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -12,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	batchv1alpha1 "volcano.sh/apis/pkg/apis/batch/v1alpha1"
 )
@@ -164,6 +167,8 @@ func TestCubeNetworkPolicies_AdmitExactlyTheirPeers(t *testing.T) {
 	assert.Equal(t, []networkingv1.PolicyType{networkingv1.PolicyTypeIngress}, srv.Spec.PolicyTypes)
 	require.Len(t, srv.Spec.Ingress, 1)
 	assert.Equal(t, []int32{containerPort(t, servers[0], "cube")}, rulePorts(srv.Spec.Ingress[0]))
+	assert.NotContains(t, rulePorts(srv.Spec.Ingress[0]), containerPort(t, servers[0], cubeProbePortName),
+		"no pod reaches the probe port: the kubelet probes from the node, which the policy does not block")
 	assert.True(t, peersAdmit(t, srv.Spec.Ingress[0], transfer.Labels), "the transfer reaches the servers")
 	assert.True(t, peersAdmit(t, srv.Spec.Ingress[0], serving.Labels), "the stack's serving pods reach the servers")
 	// Whatever their stack and namespace, the serving pods whose cube_conf names this cube:
@@ -212,6 +217,36 @@ func TestCubeTransfer_FilesOnTheirOwnPort(t *testing.T) {
 	}
 	assert.ElementsMatch(t, []int32{8099, 9100}, ports)
 	assert.Equal(t, "http://cube-transfer.ads.svc:8099", d.TransferURL(), "the status API stays on transfer_port")
+}
+
+// TestCubeServer_ProbesOnTheProbeListener reads the servers' ports from their own args and
+// resolves the probes' ports against the container's: the probes reach the port the server
+// serves them on (--probe-listen), not the clients' (--listen), so the two cannot drift.
+func TestCubeServer_ProbesOnTheProbeListener(t *testing.T) {
+	set, err := RenderCube(Cube{Name: "cube", Namespace: "ads", DonefileURL: testDonefile, Port: 9027})
+	require.NoError(t, err)
+	tpl := podTemplates(t, set)["apps/v1/StatefulSet/cube-shard-0"]
+	ctr := tpl.Spec.Containers[0]
+	port := func(flag string) int32 {
+		_, p, err := net.SplitHostPort(argAfter(ctr.Args, flag))
+		require.NoError(t, err, flag)
+		n, err := strconv.ParseInt(p, 10, 32)
+		require.NoError(t, err, flag)
+		return int32(n)
+	}
+	probePort, clientPort := port("--probe-listen"), port("--listen")
+	assert.Equal(t, int32(9027), clientPort)
+	assert.NotEqual(t, clientPort, probePort)
+	for name, pr := range map[string]*corev1.Probe{"readiness": ctr.ReadinessProbe, "liveness": ctr.LivenessProbe} {
+		require.NotNil(t, pr, name)
+		require.NotNil(t, pr.HTTPGet, name)
+		p := pr.HTTPGet.Port
+		if p.Type == intstr.String {
+			assert.Equal(t, probePort, containerPort(t, tpl, p.StrVal), "%s probe", name)
+		} else {
+			assert.Equal(t, probePort, p.IntVal, "%s probe", name)
+		}
+	}
 }
 
 func argAfter(args []string, flag string) string {
@@ -421,6 +456,7 @@ func TestHardening_Validate(t *testing.T) {
 	okCube := Cube{Name: "c", Namespace: "n", DonefileURL: testDonefile}
 	for path, mut := range map[string]func(*Cube){
 		"transfer_files_port": func(c *Cube) { c.TransferFilesPort = DefaultTransferPort },
+		"port":                func(c *Cube) { c.Port = CubeProbePort },
 		"security_context.run_as_non_root": func(c *Cube) {
 			c.SecurityContext = &SecurityContext{RunAsUser: ptr.To[int64](0), RunAsNonRoot: ptr.To(true)}
 		},
