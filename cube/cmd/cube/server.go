@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -81,7 +82,7 @@ func runServer(args []string, stdout, stderr io.Writer) error {
 			ln.Close()
 			return fmt.Errorf("--probe-listen: %w", err)
 		}
-		ls = append(ls, listener{limited(pln, server.ProbeMaxConns), probeService(srv.ProbeHandler())})
+		ls = append(ls, listener{limited(pln, server.ProbeMaxConns), probeService(srv.ProbeHandler(), o.Log)})
 		logged = append(logged, "probe_addr", pln.Addr().String())
 	}
 	o.Log.Info("listening", logged...)
@@ -89,10 +90,12 @@ func runServer(args []string, stdout, stderr io.Writer) error {
 }
 
 // probeService serves the probe listener: every wait bounded by server.ProbeTimeout, so
-// that a connection opened and left frees its place among server.ProbeMaxConns soon.
-func probeService(h http.Handler) *http.Server {
+// that a connection opened and left frees its place among server.ProbeMaxConns soon. Its
+// connection errors are logged at debug level, as the main port's are.
+func probeService(h http.Handler, log *slog.Logger) *http.Server {
 	s := boundedService(h, server.ProbeTimeout, server.ProbeTimeout)
 	s.ReadHeaderTimeout, s.IdleTimeout = server.ProbeTimeout, server.ProbeTimeout
+	s.ErrorLog = slog.NewLogLogger(log.Handler(), slog.LevelDebug)
 	return s
 }
 
