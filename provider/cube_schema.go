@@ -68,7 +68,7 @@ func cubeSchema(ctx context.Context) schema.Schema {
 					"Setting it restarts the transfer, which rolls the pinned version out as any model (every replica prepared, then one switch instant for all), " +
 					"keeps healed replicas on it, and rolls no line of `donefile_url` out while it is set; the apply waits until every replica serves it. " +
 					"A version that is not kept is refused at plan when the last refresh read `kept_versions`. Removing it rolls the donefile's newest model out again."},
-			"port":          portAttribute("Port of the cube servers (baidu_std and HTTP).", stack.DefaultCubePort),
+			"port":          portAttribute(fmt.Sprintf("Port of the cube servers (baidu_std and HTTP). Must differ from %d, where each server answers the kubelet's probes apart from its clients.", stack.CubeProbePort), stack.DefaultCubePort),
 			"transfer_port": portAttribute("Port of the transfer's status API (`/status`, `/healthz`, `/metrics`, `POST /trigger`). Must differ from `port`.", stack.DefaultTransferPort),
 			"transfer_files_port": portAttribute("Port at which the transfer publishes built shards (`/files/`) for the cube servers to download; "+
 				"only cube servers may reach it while the network policies are enabled. Must differ from `port` and `transfer_port`.", stack.DefaultTransferFilesPort),

@@ -270,6 +270,7 @@ func TestCube_BadInput(t *testing.T) {
 		{"port = the transfer's default port", with(base, "port", 8099), "port", `8099 is also the transfer_port; .* each need a port of their own`},
 		{"files port = transfer port", with(base, "transfer_files_port", 8099), "transfer_files_port", `8099 is also the transfer_port`},
 		{"transfer port = port", with(base, "transfer_port", 9000, "port", 9000), "transfer_port", `9000 is also the port`},
+		{"port = the probe port", with(base, "port", stack.CubeProbePort), "port", `8028 is the cube servers' probe port .*; choose another`},
 		{"storage size", with(base, "storage", map[string]any{"size": "0"}), "storage.size", `"0" is not a positive storage quantity`},
 		{"transfer storage", with(base, "transfer_storage", "lots"), "transfer_storage", `"lots" is not a positive storage quantity`},
 		{"label key of the node selector", with(base, "node_selector", map[string]any{"-pool": "cube"}), `node_selector["-pool"]`, `"-pool" is not a label key`},

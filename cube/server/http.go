@@ -59,13 +59,27 @@ func (s *Server) httpHandler() http.Handler {
 	for _, svc := range []string{proto.ControlServiceShort, proto.ControlServiceFull} {
 		mux.HandleFunc("POST /"+svc+"/cmd", s.httpControl)
 	}
-	mux.HandleFunc("GET /healthz", s.httpHealth)
-	mux.HandleFunc("GET /readyz", s.httpReady)
+	s.probeRoutes(mux)
 	if s.agent != nil {
 		s.agent.routes(mux)
 	}
-	mux.Handle("GET /metrics", promhttp.HandlerFor(s.m.reg, promhttp.HandlerOpts{}))
 	return mux
+}
+
+// ProbeHandler serves only /healthz, /readyz and /metrics, as the main port does: for a
+// listener of its own (cube server --probe-listen) whose connections hold no client slot,
+// so that the kubelet's probes never compete with clients for them.
+func (s *Server) ProbeHandler() http.Handler {
+	mux := http.NewServeMux()
+	s.probeRoutes(mux)
+	return mux
+}
+
+// probeRoutes are the endpoints of ProbeHandler, on the main port too.
+func (s *Server) probeRoutes(mux *http.ServeMux) {
+	mux.HandleFunc("GET /healthz", s.httpHealth)
+	mux.HandleFunc("GET /readyz", s.httpReady)
+	mux.Handle("GET /metrics", promhttp.HandlerFor(s.m.reg, promhttp.HandlerOpts{}))
 }
 
 // httpSeek answers POST /DictService/seek. The body is bounded before it is

@@ -44,6 +44,16 @@ const (
 	DefaultDownloadTimeout   = 10 * time.Minute
 )
 
+// The probe listener's bounds (cube server --probe-listen, which serves ProbeHandler). The
+// kubelet opens a connection per probe and closes it, so a few suffice; a connection over
+// ProbeMaxConns waits in the listen backlog until one closes, and none is held longer than
+// ProbeTimeout without sending a whole request or idle between requests, nor longer than
+// ProbeTimeout writing its answer.
+const (
+	ProbeMaxConns = 8
+	ProbeTimeout  = 5 * time.Second
+)
+
 // Options configure a Server. Zero values take the documented defaults.
 type Options struct {
 	// DataDir holds published versions (see package layout). Required.

@@ -75,11 +75,13 @@ func Main(m *testing.M, binary *string) {
 
 // Server is a "cube server" process a test started.
 type Server struct {
-	Cmd    *exec.Cmd
-	Addr   string // where it listens (a kernel-chosen loopback port)
-	exited chan struct{}
-	mu     sync.Mutex
-	log    []string
+	Cmd  *exec.Cmd
+	Addr string // where it listens (a kernel-chosen loopback port)
+	// ProbeAddr is where it serves the probes alone, if extra flags gave it --probe-listen.
+	ProbeAddr string
+	exited    chan struct{}
+	mu        sync.Mutex
+	log       []string
 }
 
 // PID is the process's id.
@@ -116,7 +118,7 @@ func StartServer(tb testing.TB, data string, shard int, extra ...string) *Server
 	if err := s.Cmd.Start(); err != nil {
 		tb.Fatal(err)
 	}
-	addr := make(chan string, 1)
+	addr := make(chan [2]string, 1)
 	go func() {
 		sc := bufio.NewScanner(stderr)
 		sent := false
@@ -124,9 +126,12 @@ func StartServer(tb testing.TB, data string, shard int, extra ...string) *Server
 			s.mu.Lock()
 			s.log = append(s.log, sc.Text())
 			s.mu.Unlock()
-			var rec struct{ Msg, Addr string }
+			var rec struct {
+				Msg, Addr string
+				ProbeAddr string `json:"probe_addr"`
+			}
 			if !sent && json.Unmarshal(sc.Bytes(), &rec) == nil && rec.Msg == "listening" {
-				addr <- rec.Addr
+				addr <- [2]string{rec.Addr, rec.ProbeAddr}
 				sent = true
 			}
 		}
@@ -146,7 +151,8 @@ func StartServer(tb testing.TB, data string, shard int, extra ...string) *Server
 		}
 	})
 	select {
-	case s.Addr = <-addr:
+	case a := <-addr:
+		s.Addr, s.ProbeAddr = a[0], a[1]
 	case <-s.exited:
 		tb.Fatalf("server exited at start:\n%s", s.Logs())
 	case <-time.After(20 * time.Second):

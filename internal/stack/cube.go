@@ -48,6 +48,10 @@ const (
 	DefaultCubePort          = 8027
 	DefaultTransferPort      = 8099
 	DefaultTransferFilesPort = 8100
+	// CubeProbePort is where each cube server answers the kubelet's probes (cube server
+	// --probe-listen): apart from port, so that the probes hold none of the clients'
+	// connection slots and never wait for one. port must differ from it.
+	CubeProbePort = 8028
 	// DefaultCubeMemory is the memory request and limit of a cube server when resources name
 	// no memory; a memory request alone is also the limit (see serverResources).
 	DefaultCubeMemory        = "1Gi"
@@ -64,6 +68,7 @@ const (
 	labelShard               = "ctr.elasticctr.io/shard"
 	cubeUID                  = 65532
 	cubeDataDir              = "/data"
+	cubeProbePortName        = "probe" // the container port of CubeProbePort, which the probes name
 	cubeWorkDir              = "/work"
 	placeholderTokenForPlans = "(generated at apply)"
 )

@@ -39,10 +39,14 @@ func (c Cube) Validate() FieldErrors {
 }
 
 // checkPorts refuses two uses of one port: the servers, the transfer's status API and its
-// files (apart, so that a NetworkPolicy admits only cube servers to them) each need their own.
+// files (apart, so that a NetworkPolicy admits only cube servers to them) each need their own,
+// and the servers' port is not their probe port.
 // The port that was set is blamed, not one left at its default.
 func (c Cube) checkPorts(ch *checker) {
 	d := c.Defaulted()
+	if d.Port == CubeProbePort {
+		ch.bad("port", "%d is the cube servers' probe port (the kubelet's probes, apart from the clients); choose another", CubeProbePort)
+	}
 	ports := []struct {
 		path       string
 		given, eff int32

@@ -68,14 +68,17 @@ func (c Cube) shardStatefulSet(i int32) *appsv1.StatefulSet {
 		Image:           c.Image,
 		ImagePullPolicy: corev1.PullPolicy(c.ImagePullPolicy),
 		Args: []string{"server", "--data", cubeDataDir, "--shard", strconv.Itoa(int(i)),
-			"--listen", "0.0.0.0:" + strconv.Itoa(int(c.Port)),
+			"--listen", "0.0.0.0:" + strconv.Itoa(int(c.Port)), "--probe-listen", "0.0.0.0:" + strconv.Itoa(CubeProbePort),
 			"--control-token-file", cubeTokenDir + "/" + tokenKey,
 			"--agent", "--source-url", c.TransferFilesURL() + "/files/"},
-		Ports: []corev1.ContainerPort{{Name: "cube", ContainerPort: c.Port, Protocol: corev1.ProtocolTCP}},
+		Ports: []corev1.ContainerPort{{Name: "cube", ContainerPort: c.Port, Protocol: corev1.ProtocolTCP},
+			{Name: cubeProbePortName, ContainerPort: CubeProbePort, Protocol: corev1.ProtocolTCP}},
+		// The probes go to a port of their own, so that clients holding every connection
+		// slot of port cannot fail them (and have the pod restarted).
 		// Ready means "serving a version": brpc's naming then only returns replicas that answer.
-		ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/readyz", Port: intstr.FromString("cube")}},
+		ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/readyz", Port: intstr.FromString(cubeProbePortName)}},
 			PeriodSeconds: 2},
-		LivenessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/healthz", Port: intstr.FromString("cube")}},
+		LivenessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/healthz", Port: intstr.FromString(cubeProbePortName)}},
 			PeriodSeconds: 10, FailureThreshold: 3},
 		Resources:    c.serverResources(),
 		VolumeMounts: []corev1.VolumeMount{{Name: "data", MountPath: cubeDataDir}, tokMount},

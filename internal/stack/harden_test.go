@@ -1,6 +1,8 @@
 package stack
 
 import (
+	"net"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -10,6 +12,7 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	batchv1alpha1 "volcano.sh/apis/pkg/apis/batch/v1alpha1"
 )
@@ -81,6 +84,36 @@ func TestCubeTransfer_FilesOnTheirOwnPort(t *testing.T) {
 	}
 	assert.ElementsMatch(t, []int32{8099, 9100}, ports)
 	assert.Equal(t, "http://cube-transfer.ads.svc:8099", d.TransferURL(), "the status API stays on transfer_port")
+}
+
+// TestCubeServer_ProbesOnTheProbeListener reads the servers' ports from their own args and
+// resolves the probes' ports against the container's: the probes reach the port the server
+// serves them on (--probe-listen), not the clients' (--listen), so the two cannot drift.
+func TestCubeServer_ProbesOnTheProbeListener(t *testing.T) {
+	set, err := RenderCube(Cube{Name: "cube", Namespace: "ads", DonefileURL: testDonefile, Port: 9027})
+	require.NoError(t, err)
+	tpl := podTemplates(t, set)["apps/v1/StatefulSet/cube-shard-0"]
+	ctr := tpl.Spec.Containers[0]
+	port := func(flag string) int32 {
+		_, p, err := net.SplitHostPort(argAfter(ctr.Args, flag))
+		require.NoError(t, err, flag)
+		n, err := strconv.ParseInt(p, 10, 32)
+		require.NoError(t, err, flag)
+		return int32(n)
+	}
+	probePort, clientPort := port("--probe-listen"), port("--listen")
+	assert.Equal(t, int32(9027), clientPort)
+	assert.NotEqual(t, clientPort, probePort)
+	for name, pr := range map[string]*corev1.Probe{"readiness": ctr.ReadinessProbe, "liveness": ctr.LivenessProbe} {
+		require.NotNil(t, pr, name)
+		require.NotNil(t, pr.HTTPGet, name)
+		p := pr.HTTPGet.Port
+		if p.Type == intstr.String {
+			assert.Equal(t, probePort, containerPort(t, tpl, p.StrVal), "%s probe", name)
+		} else {
+			assert.Equal(t, probePort, p.IntVal, "%s probe", name)
+		}
+	}
 }
 
 func argAfter(args []string, flag string) string {
@@ -290,6 +323,7 @@ func TestHardening_Validate(t *testing.T) {
 	okCube := Cube{Name: "c", Namespace: "n", DonefileURL: testDonefile}
 	for path, mut := range map[string]func(*Cube){
 		"transfer_files_port": func(c *Cube) { c.TransferFilesPort = DefaultTransferPort },
+		"port":                func(c *Cube) { c.Port = CubeProbePort },
 		"security_context.run_as_non_root": func(c *Cube) {
 			c.SecurityContext = &SecurityContext{RunAsUser: ptr.To[int64](0), RunAsNonRoot: ptr.To(true)}
 		},
@@ -326,4 +360,16 @@ func TestServing_CubeConfNamingTwoCubesOfOneName(t *testing.T) {
 	errs := Serving{Name: "s", Namespace: "ads", CubeConf: conf}.Validate()
 	require.Len(t, errs, 1, "%v", errs)
 	assert.Contains(t, errs.Error(), `names two cubes called "cube"`)
+}
+
+// containerPort is the number of the first container's port called name.
+func containerPort(t *testing.T, tpl corev1.PodTemplateSpec, name string) int32 {
+	t.Helper()
+	for _, p := range tpl.Spec.Containers[0].Ports {
+		if p.Name == name {
+			return p.ContainerPort
+		}
+	}
+	t.Fatalf("no container port %q", name)
+	return 0
 }

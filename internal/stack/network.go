@@ -112,6 +112,10 @@ func (c Cube) networkPolicies() []*networkingv1.NetworkPolicy {
 			},
 		}
 	}
+	// The servers' probe port (CubeProbePort) has no rule: the kubelet probes from the pod's
+	// own node, whose traffic to its pods the policy does not stop (the servers' port admits
+	// no node either, and the probes went there until the probe port), while other pods, the
+	// clients among them, cannot reach it and take the few connections it holds.
 	return []*networkingv1.NetworkPolicy{
 		policy(cubeServerPolicyName(c.Name), componentCubeServer, c.serverSelector(),
 			networkingv1.NetworkPolicyIngressRule{Ports: []networkingv1.NetworkPolicyPort{port(c.Port)}, From: cubeFrom}),

@@ -4,7 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"strconv"
 	"strings"
@@ -20,6 +22,7 @@ func runServer(args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&o.DataDir, "data", "", "`directory` of published versions; the newest complete one holding the shard is served")
 	fs.IntVar(&o.Shard, "shard", 0, "shard index `I` to serve")
 	listen := fs.String("listen", "127.0.0.1:8027", "`HOST:PORT` for baidu_std and HTTP")
+	probeListen := fs.String("probe-listen", "", fmt.Sprintf("also serve /healthz, /readyz and /metrics, as --listen does, on this `HOST:PORT`, whose connections hold none of --max-conns: the kubelet's probes never wait for a client's slot. At most %d connections at once (the next waits until one closes), each closed when it sends no whole request within %v or writes no answer within %v (default: none)", server.ProbeMaxConns, server.ProbeTimeout, server.ProbeTimeout))
 	fs.IntVar(&o.MaxFrameSize, "max-frame-size", server.DefaultMaxFrameSize, "largest baidu_std frame body in `bytes`")
 	fs.IntVar(&o.MaxKeys, "max-keys", 0, "refuse seek requests with more keys (baidu_std: error 1003 EREQUEST, not retried by brpc; HTTP: 400); 0 = no limit, as Paddle's cube")
 	fs.IntVar(&o.MaxResponseBytes, "max-response-bytes", server.DefaultMaxResponseBytes, fmt.Sprintf("largest seek response in `bytes` (at most %d); a request whose response would be larger, or with more keys than such a response answers, is refused (baidu_std: error 1003 EREQUEST; HTTP: 413 or 400). The default is the -max_body_size Paddle Serving gives brpc, which refuses a larger response anyway", server.MaxResponseLimit))
@@ -46,6 +49,9 @@ func runServer(args []string, stdout, stderr io.Writer) error {
 	if o.DataDir == "" {
 		return errors.New("--data is required") // before the profile file is created
 	}
+	if err := checkProbeListen(*probeListen, *listen); err != nil {
+		return err
+	}
 	if o.MaxResponseBytes > server.MaxResponseLimit {
 		return fmt.Errorf("--max-response-bytes %d: at most %d (a frame's length is 32 bits)", o.MaxResponseBytes, server.MaxResponseLimit)
 	}
@@ -68,8 +74,48 @@ func runServer(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	o.Log.Info("listening", "addr", ln.Addr().String(), "shard", o.Shard, "version", version)
-	return serveUntilSignal(o.Log, listener{ln, srv})
+	ls := []listener{{ln, srv}}
+	logged := []any{"addr", ln.Addr().String(), "shard", o.Shard, "version", version}
+	if *probeListen != "" {
+		pln, err := net.Listen("tcp", *probeListen)
+		if err != nil {
+			ln.Close()
+			return fmt.Errorf("--probe-listen: %w", err)
+		}
+		ls = append(ls, listener{limited(pln, server.ProbeMaxConns), probeService(srv.ProbeHandler(), o.Log)})
+		logged = append(logged, "probe_addr", pln.Addr().String())
+	}
+	o.Log.Info("listening", logged...)
+	return serveUntilSignal(o.Log, ls...)
+}
+
+// probeService serves the probe listener: every wait bounded by server.ProbeTimeout, so
+// that a connection opened and left frees its place among server.ProbeMaxConns soon. Its
+// connection errors are logged at debug level, as the main port's are.
+func probeService(h http.Handler, log *slog.Logger) *http.Server {
+	s := boundedService(h, server.ProbeTimeout, server.ProbeTimeout)
+	s.ReadHeaderTimeout, s.IdleTimeout = server.ProbeTimeout, server.ProbeTimeout
+	s.ErrorLog = slog.NewLogLogger(log.Handler(), slog.LevelDebug)
+	return s
+}
+
+// checkProbeListen refuses a --probe-listen that is not HOST:PORT with a numeric port, or
+// that is --listen's own address.
+func checkProbeListen(addr, listen string) error {
+	if addr == "" {
+		return nil
+	}
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("--probe-listen %q: want HOST:PORT: %w", addr, err)
+	}
+	if _, err := strconv.ParseUint(port, 10, 16); err != nil {
+		return fmt.Errorf("--probe-listen %q: the port must be a number from 0 to 65535", addr)
+	}
+	if addr == listen && port != "0" {
+		return fmt.Errorf("--probe-listen %q is --listen's address; the probes need a port of their own", addr)
+	}
+	return nil
 }
 
 // readSecret reads a token from file, else from the environment variable
