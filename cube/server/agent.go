@@ -455,11 +455,27 @@ func (a *agent) commit(req api.CommitRequest) error {
 	if at.After(now.Add(api.MaxCommitAhead)) {
 		return fmt.Errorf("commit instant %s is more than %s ahead", at.UTC().Format(time.RFC3339Nano), api.MaxCommitAhead)
 	}
+	current := filepath.Join(a.s.opts.DataDir, CurrentFile)
 	a.s.store.mu.Lock()
 	old, _ := a.s.store.versionNames()
+	a.s.store.mu.Unlock()
+	// A switch due at once (a heal, a late commit) has no instant to keep with its siblings:
+	// the decision is recorded first, so that a commit that cannot record it (a volume turned
+	// read-only) fails with the old version still serving; a due switch made in memory could
+	// not be taken back.
+	immediate := !at.After(now)
+	if immediate {
+		if err := atomicfile.WriteFile(current, []byte(currentFileContent(req.Version, now.UnixMilli(), old)), 0o644); err != nil {
+			return err
+		}
+	}
+	a.s.store.mu.Lock()
 	at, err := a.s.store.schedule(req.Version, at)
 	a.s.store.mu.Unlock()
 	if err != nil {
+		if immediate {
+			_ = atomicfile.WriteFile(current, []byte(currentFileContent(old, 0, "")), 0o644)
+		}
 		return err
 	}
 	late := now.Sub(at)
@@ -473,11 +489,13 @@ func (a *agent) commit(req api.CommitRequest) error {
 		switched = now
 	}
 	// The instant written is the scheduled one: a retried commit keeps the first.
-	if err := atomicfile.WriteFile(filepath.Join(a.s.opts.DataDir, CurrentFile), []byte(currentFileContent(req.Version, at.UnixMilli(), old)), 0o644); err != nil {
-		a.s.store.mu.Lock()
-		a.s.store.unschedule(req.Version)
-		a.s.store.mu.Unlock()
-		return err
+	if !immediate {
+		if err := atomicfile.WriteFile(current, []byte(currentFileContent(req.Version, at.UnixMilli(), old)), 0o644); err != nil {
+			a.s.store.mu.Lock()
+			a.s.store.unschedule(req.Version)
+			a.s.store.mu.Unlock()
+			return err
+		}
 	}
 	time.Sleep(time.Until(at))
 	a.s.store.mu.Lock()
@@ -485,7 +503,7 @@ func (a *agent) commit(req api.CommitRequest) error {
 	a.s.store.mu.Unlock()
 	if cur, _ := a.s.store.versionNames(); cur != req.Version {
 		// Aborted before its instant: the decision on disk is undone too.
-		_ = atomicfile.WriteFile(filepath.Join(a.s.opts.DataDir, CurrentFile), []byte(currentFileContent(cur, 0, "")), 0o644)
+		_ = atomicfile.WriteFile(current, []byte(currentFileContent(cur, 0, "")), 0o644)
 		return fmt.Errorf("the switch to %q was aborted before its instant; serving %q", req.Version, cur)
 	}
 	a.mu.Lock()

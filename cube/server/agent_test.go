@@ -265,3 +265,44 @@ func TestAgentFence(t *testing.T) {
 		t.Fatal("not Ready after a commit")
 	}
 }
+
+// TestAgentCommitThatCannotBeRecordedKeepsServing: a commit due at once (a heal, a late
+// commit) whose decision cannot be written (VERSION cannot be replaced: a volume turned
+// read-only) fails and leaves the old version serving. Before, the switch was made in memory
+// first and, being due, could not be taken back: the agent answered an error while serving
+// the new version with no record of it on disk.
+func TestAgentCommitThatCannotBeRecordedKeepsServing(t *testing.T) {
+	e := startAgent(t, t.TempDir(), 1)
+	for i, v := range []string{"1000", "2000"} {
+		sm := publish(t, e.out, v, byte(i+1))
+		if code, raw := e.prepare(v, sm); code != http.StatusAccepted {
+			t.Fatalf("prepare %s: %d %s", v, code, raw)
+		}
+		e.waitState(api.AgentPrepared)
+		if v == "2000" {
+			break
+		}
+		if code, _, raw := e.call("POST", "/agent/commit", testToken, api.CommitRequest{Version: v}); code != 200 {
+			t.Fatalf("commit %s: %d %s", v, code, raw)
+		}
+	}
+	current := filepath.Join(e.data, CurrentFile)
+	if err := os.Remove(current); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(current, "in-the-way"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, _ := e.call("POST", "/agent/commit", testToken, api.CommitRequest{Version: "2000"}); code == 200 {
+		t.Fatal("a commit whose decision could not be written succeeded")
+	}
+	if _, st, _ := e.call("GET", "/agent/status", testToken, nil); st.ServedVersion != "1000" {
+		t.Fatalf("after the failed commit the agent serves %q, want 1000", st.ServedVersion)
+	}
+	if err := os.RemoveAll(current); err != nil {
+		t.Fatal(err)
+	}
+	if code, st, raw := e.call("POST", "/agent/commit", testToken, api.CommitRequest{Version: "2000"}); code != 200 || st.ServedVersion != "2000" {
+		t.Fatalf("commit once the fault is gone: %d %s", code, raw)
+	}
+}

@@ -133,12 +133,26 @@ func healTargets(decided string, rs []replica, reports []api.AgentStatus, errs [
 	return behind, unreachable
 }
 
-// canHeal reports whether heal may run: a version was rolled out, built for
-// the current shard count (otherwise the re-shard rollout reaches every
-// replica), and no decided commit is unfinished (its own retries bring
-// every replica to the new version).
-func canHeal(st State, builtFor, shards int) bool {
-	return st.Served != "" && builtFor == shards && (st.InFlight == nil || st.InFlight.Phase != api.PhaseCommitting)
+// healTarget is the version heal brings replicas to: the decided one. Once a commit is
+// decided and its switch instant has passed, that is the version being committed: the
+// replicas that switched serve it, so one that did not (it restarted, or did not answer in
+// time) is switched at the next heal pass, rather than at the commit's next retry minutes
+// later while it serves the old version beside siblings that serve the new one. Before the
+// instant no replica may switch: "" (no heal).
+func healTarget(st State, now time.Time) string {
+	if r := st.InFlight; r != nil && r.Phase == api.PhaseCommitting {
+		if r.CommitAt == 0 || now.Before(time.UnixMilli(r.CommitAt)) {
+			return ""
+		}
+		return r.Version
+	}
+	return st.Served
+}
+
+// canHeal reports whether heal may run: there is a version to heal to (healTarget), built for
+// the current shard count (otherwise the re-shard rollout reaches every replica).
+func canHeal(target string, builtFor, shards int) bool {
+	return target != "" && builtFor == shards
 }
 
 // kept are the versions a pin may name: the decided one and the one before it, the two

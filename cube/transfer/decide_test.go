@@ -133,21 +133,29 @@ func TestHealDecisions(t *testing.T) {
 	if len(behind) != 2 || behind[0].addr != "b" || behind[1].addr != "c" || unreachable != 1 {
 		t.Fatalf("behind %v unreachable %d; want b, c and 1", behind, unreachable)
 	}
+	now := time.UnixMilli(1700000000000)
+	committing := func(at time.Time) *api.Rollout {
+		return &api.Rollout{Version: "3", Phase: api.PhaseCommitting, CommitAt: at.UnixMilli()}
+	}
 	for _, c := range []struct {
 		name             string
 		st               State
 		builtFor, shards int
+		target           string
 		want             bool
 	}{
-		{"nothing rolled out", State{}, 0, 2, false},
-		{"served, same layout", State{Served: "2"}, 2, 2, true},
-		{"built for another layout: the re-shard does it", State{Served: "2"}, 3, 2, false},
-		{"a build in flight", State{Served: "2", InFlight: &api.Rollout{Phase: api.PhaseBuilding}}, 2, 2, true},
-		{"a prepare that failed, waiting to retry", State{Served: "2", InFlight: &api.Rollout{Phase: api.PhasePreparing}}, 2, 2, true},
-		{"a decided commit unfinished", State{Served: "2", InFlight: &api.Rollout{Phase: api.PhaseCommitting}}, 2, 2, false},
+		{"nothing rolled out", State{}, 0, 2, "", false},
+		{"served, same layout", State{Served: "2"}, 2, 2, "2", true},
+		{"built for another layout: the re-shard does it", State{Served: "2"}, 3, 2, "2", false},
+		{"a build in flight", State{Served: "2", InFlight: &api.Rollout{Phase: api.PhaseBuilding}}, 2, 2, "2", true},
+		{"a prepare that failed, waiting to retry", State{Served: "2", InFlight: &api.Rollout{Phase: api.PhasePreparing}}, 2, 2, "2", true},
+		{"a decided commit past its instant: to the new version", State{Served: "2", InFlight: committing(now.Add(-time.Second))}, 2, 2, "3", true},
+		{"a decided commit before its instant: none may switch", State{Served: "2", InFlight: committing(now.Add(time.Second))}, 2, 2, "", false},
+		{"a decided commit with no instant (older state)", State{Served: "2", InFlight: &api.Rollout{Version: "3", Phase: api.PhaseCommitting}}, 2, 2, "", false},
 	} {
-		if got := canHeal(c.st, c.builtFor, c.shards); got != c.want {
-			t.Errorf("%s: canHeal = %v, want %v", c.name, got, c.want)
+		target := healTarget(c.st, now)
+		if got := canHeal(target, c.builtFor, c.shards); target != c.target || got != c.want {
+			t.Errorf("%s: target %q, canHeal = %v; want %q, %v", c.name, target, got, c.target, c.want)
 		}
 	}
 }

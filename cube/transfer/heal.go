@@ -31,21 +31,21 @@ func (t *Transfer) healLoop(ctx context.Context) {
 // It holds t.switching, as a rollout does from its prepare phase to its
 // end, so the two never interleave: a replica is never healed to a version
 // that its siblings are about to leave, and a rollout never finds a replica
-// half-healed. While a decision is unfinished (phase committing), the
-// version every replica must reach is the new one, and the rollout's own
-// retries bring them there; heal leaves them to it.
+// half-healed. While a decision is unfinished (phase committing, between the
+// commit's attempts), the version every replica must reach is the new one:
+// heal brings replicas to it once its instant has passed (healTarget).
 func (t *Transfer) heal(ctx context.Context) {
 	t.switching.Lock()
 	defer t.switching.Unlock()
 	st := t.snapshot()
-	builtFor := t.builtFor(st.Served)
-	if !canHeal(st, builtFor, t.shards()) {
+	target := healTarget(st, time.Now())
+	if !canHeal(target, t.builtFor(target), t.shards()) {
 		return
 	}
 	rs := t.replicas()
 	reports, errs := t.askAll(ctx, rs, t.opts.StepTimeout)
 	var wg sync.WaitGroup
-	behind, unreachable := healTargets(st.Served, rs, reports, errs)
+	behind, unreachable := healTargets(target, rs, reports, errs)
 	serves := map[replica]string{}
 	for i, rp := range rs {
 		serves[rp] = reports[i].ServedVersion
@@ -59,8 +59,8 @@ func (t *Transfer) heal(ctx context.Context) {
 		go func() {
 			defer wg.Done()
 			start := time.Now()
-			err := t.healOne(ctx, rp, st.Served)
-			log := t.log.With("replica", rp.addr, "shard", rp.shard, "served", serves[rp], "version", st.Served)
+			err := t.healOne(ctx, rp, target)
+			log := t.log.With("replica", rp.addr, "shard", rp.shard, "served", serves[rp], "version", target)
 			if err != nil {
 				if ctx.Err() == nil {
 					t.m.heals.WithLabelValues("failed").Inc()
