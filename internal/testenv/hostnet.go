@@ -168,7 +168,7 @@ func containmentRules() [][]string {
 		append([]string{"-A", chainForward, "!", "-i", NodeBridge, "-o", NodeBridge}, append(comment("nothing is forwarded to pods"), "-j", "DROP")...),
 		{"-I", "FORWARD", "1", "-j", chainForward},
 		{"-N", chainInput},
-		append([]string{"-A", chainInput, "-i", NodeBridge, "-m", "conntrack", "--ctstate", "ESTABLISHED,RELATED"}, append(comment("replies to the host's own connections"), "-j", "RETURN")...),
+		append([]string{"-A", chainInput, "-i", NodeBridge, "-m", "conntrack", "--ctstate", "ESTABLISHED,RELATED"}, append(comment("replies to connections the host opened"), "-j", "RETURN")...),
 		append([]string{"-A", chainInput, "-i", NodeBridge, "-d", NodeIP, "-p", "udp", "--dport", "53"}, append(comment("cluster DNS"), "-j", "RETURN")...),
 		append([]string{"-A", chainInput, "-i", NodeBridge, "-d", NodeIP, "-p", "tcp", "--dport", "53"}, append(comment("cluster DNS"), "-j", "RETURN")...),
 		append([]string{"-A", chainInput, "-i", NodeBridge}, append(comment("pods reach the host for DNS only"), "-j", "DROP")...),

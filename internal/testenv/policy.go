@@ -110,5 +110,3 @@ func (c *client) createHostNetworkPod(ctx context.Context, name string, dryRun .
 	_, err := c.cs.CoreV1().Pods(p.Namespace).Create(ctx, p, metav1.CreateOptions{DryRun: dryRun})
 	return err
 }
-
-func ptrTo[T any](v T) *T { return &v }
