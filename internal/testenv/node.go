@@ -315,7 +315,7 @@ readOnlyPort: 0
 healthzBindAddress: 127.0.0.1
 healthzPort: %d
 # Only the apiserver's client certificate (KubeletClientUser) gets in: no anonymous requests,
-# no tokens (a pod's service-account token is refused), and each request is authorized by the
+# no tokens (not even the admin's), and each request is authorized by the
 # apiserver, where that user alone is bound to the kubelet API.
 authentication:
   anonymous: {enabled: false}

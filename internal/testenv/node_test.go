@@ -125,14 +125,18 @@ func TestRealNode(t *testing.T) {
 
 	t.Run("the kubelet refuses anonymous requests and admits the apiserver", func(t *testing.T) {
 		url := fmt.Sprintf("https://%s/pods", net.JoinHostPort(NodeIP, strconv.Itoa(env.Ports.Kubelet)))
-		if code := kubeletStatus(t, url, nil); code != http.StatusUnauthorized {
+		if code := kubeletStatus(t, url, nil, ""); code != http.StatusUnauthorized {
 			t.Errorf("anonymous GET %s from the host: HTTP %d, want %d", url, code, http.StatusUnauthorized)
+		}
+		// Not even the apiserver's admin token: the kubelet takes no tokens at all.
+		if code := kubeletStatus(t, url, nil, adminToken); code != http.StatusUnauthorized {
+			t.Errorf("GET %s with the admin's bearer token: HTTP %d, want %d", url, code, http.StatusUnauthorized)
 		}
 		cert, err := tls.LoadX509KeyPair(env.pkiPath(kubeletClientCert+".crt"), env.pkiPath(kubeletClientCert+".key"))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if code := kubeletStatus(t, url, &cert); code != http.StatusOK {
+		if code := kubeletStatus(t, url, &cert, ""); code != http.StatusOK {
 			t.Errorf("GET %s as %s (the apiserver's client certificate): HTTP %d, want %d", url, KubeletClientUser, code, http.StatusOK)
 		}
 	})
@@ -338,16 +342,24 @@ func TestHostSnapshotSeesChanges(t *testing.T) {
 }
 
 // kubeletStatus is the HTTP status of a GET of url on the kubelet, with cert as the client
-// certificate when given. The kubelet's serving certificate is its own self-signed one, which
-// the apiserver does not check either (no --kubelet-certificate-authority).
-func kubeletStatus(t *testing.T, url string, cert *tls.Certificate) int {
+// certificate and token as the bearer token when given. The kubelet's serving certificate is
+// its own self-signed one, which the apiserver does not check either (no
+// --kubelet-certificate-authority).
+func kubeletStatus(t *testing.T, url string, cert *tls.Certificate, token string) int {
 	t.Helper()
 	cfg := &tls.Config{InsecureSkipVerify: true} //nolint:gosec // see above
 	if cert != nil {
 		cfg.Certificates = []tls.Certificate{*cert}
 	}
 	hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: cfg}}
-	resp, err := hc.Get(url)
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := hc.Do(req)
 	if err != nil {
 		t.Fatalf("GET %s: %v", url, err)
 	}
