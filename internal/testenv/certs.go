@@ -16,7 +16,8 @@ import (
 )
 
 // pki is the throw-away certificate authority of one environment: it signs the apiserver's and
-// the Volcano webhook's serving certificates (SAN 127.0.0.1), and the service-account key pair.
+// the Volcano webhook's serving certificates (SAN 127.0.0.1) and the client certificate the
+// apiserver presents to the real node's kubelet; beside it, the service-account key pair.
 type pki struct {
 	dir    string
 	caCert *x509.Certificate
@@ -59,20 +60,33 @@ func (p *pki) path(name string) string { return filepath.Join(p.dir, name) }
 
 // serving writes NAME.crt and NAME.key, a serving certificate for 127.0.0.1 and localhost.
 func (p *pki) serving(name string, serial int64) error {
+	return p.leaf(name, &x509.Certificate{
+		SerialNumber: big.NewInt(serial),
+		Subject:      pkix.Name{CommonName: name},
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		IPAddresses:  []net.IP{net.ParseIP("127.0.0.1")},
+		DNSNames:     []string{"localhost"},
+	})
+}
+
+// clientCert writes NAME.crt and NAME.key, a client certificate whose common name is the
+// user it authenticates as (no groups).
+func (p *pki) clientCert(name, user string, serial int64) error {
+	return p.leaf(name, &x509.Certificate{
+		SerialNumber: big.NewInt(serial),
+		Subject:      pkix.Name{CommonName: user},
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	})
+}
+
+// leaf signs tmpl (valid as long as the CA) for a new key and writes NAME.crt and NAME.key.
+func (p *pki) leaf(name string, tmpl *x509.Certificate) error {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return err
 	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(serial),
-		Subject:      pkix.Name{CommonName: name},
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(7 * 24 * time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		IPAddresses:  []net.IP{net.ParseIP("127.0.0.1")},
-		DNSNames:     []string{"localhost"},
-	}
+	tmpl.NotBefore, tmpl.NotAfter = p.caCert.NotBefore, p.caCert.NotAfter
+	tmpl.KeyUsage = x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, p.caCert, &key.PublicKey, p.caKey)
 	if err != nil {
 		return err

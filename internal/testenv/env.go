@@ -24,7 +24,8 @@ import (
 //
 //	Dir/env.json      ports and paths of the running environment (written by Up)
 //	Dir/kubeconfig    admin kubeconfig (token auth, CA-verified TLS to 127.0.0.1)
-//	Dir/pki/          CA, serving certificates, service-account keys
+//	Dir/pki/          CA, serving certificates, the apiserver's kubelet client certificate,
+//	                  service-account keys
 //	Dir/pids/NAME     one pid file per process, removed by Down
 //	Dir/logs/NAME.log stdout and stderr of each process
 //	Dir/etcd/         etcd data
@@ -63,6 +64,11 @@ func (e *Env) NodeImage(repository string) string {
 		}
 	}
 	return ""
+}
+
+// pkiPath is the environment's pki folder, or a file in it.
+func (e *Env) pkiPath(name ...string) string {
+	return filepath.Join(append([]string{e.Dir, "pki"}, name...)...)
 }
 
 // Kubeconfig is the admin kubeconfig of the environment.
@@ -119,6 +125,10 @@ func Up(ctx context.Context, dir string, bin *Binaries, log io.Writer, node *Nod
 	if err != nil {
 		return nil, err
 	}
+	step(log, "refusing hostNetwork pods (ValidatingAdmissionPolicy %s)", HostNetworkPolicy)
+	if err := c.refuseHostNetwork(ctx, 60*time.Second); err != nil {
+		return nil, err
+	}
 	if err := e.startKwok(ctx, bin, c, log); err != nil {
 		return nil, err
 	}
@@ -159,7 +169,7 @@ func loop(port int) string { return "127.0.0.1:" + strconv.Itoa(port) }
 // writePKI writes the certificates, the service-account keys, the admin token file and the
 // kubeconfig; it returns the PKI and the token file.
 func (e *Env) writePKI() (*pki, string, error) {
-	p, err := newPKI(filepath.Join(e.Dir, "pki"))
+	p, err := newPKI(e.pkiPath())
 	if err != nil {
 		return nil, "", err
 	}
@@ -168,10 +178,15 @@ func (e *Env) writePKI() (*pki, string, error) {
 			return nil, "", err
 		}
 	}
+	// Signed by the CA the kubelet trusts for clients (see writeNodeConfigs): the apiserver's
+	// identity for logs, exec and port-forward, which the kubelet alone admits.
+	if err := p.clientCert(kubeletClientCert, KubeletClientUser, 4); err != nil {
+		return nil, "", err
+	}
 	if err := p.serviceAccountKeys(); err != nil {
 		return nil, "", err
 	}
-	tokens := filepath.Join(e.Dir, "pki", "tokens.csv")
+	tokens := e.pkiPath("tokens.csv")
 	if err := os.WriteFile(tokens, []byte(adminToken+",admin,admin,system:masters\n"), 0o600); err != nil {
 		return nil, "", err
 	}
@@ -200,6 +215,8 @@ func (e *Env) startAPIServer(ctx context.Context, bin *Binaries, p *pki, tokens 
 		"--service-cluster-ip-range="+ServiceCIDR,
 		// The real node's hostname resolves nowhere: logs and exec go to its InternalIP.
 		"--kubelet-preferred-address-types=InternalIP",
+		"--kubelet-client-certificate="+p.path(kubeletClientCert+".crt"),
+		"--kubelet-client-key="+p.path(kubeletClientCert+".key"),
 		"--allow-privileged=true",
 		// Namespace annotations place every pod of a namespace on the real node (see
 		// RealNodeNamespace): the end-to-end tests run the provider's objects there unchanged.

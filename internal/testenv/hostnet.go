@@ -23,12 +23,20 @@ import (
 // describes), so a start after a crash, or a down, can put back exactly what was there.
 const nodeStateDir = "/run/ctr-testenv-node"
 
-// Chains of our own containment rules, in the mangle table: its FORWARD and POSTROUTING hooks
-// run before the filter and nat chains kube-proxy writes, whatever order those take.
+// Chains of our own containment rules, in the mangle table: its FORWARD, INPUT and POSTROUTING
+// hooks run before the filter and nat chains kube-proxy writes, whatever order those take (and
+// mangle INPUT after nat PREROUTING, so a Service's or node port's DNAT to a pod has already
+// turned such a packet into one that is forwarded, not delivered to the host).
 const (
 	chainForward = "CTR-NODE-FORWARD"
+	chainInput   = "CTR-NODE-INPUT"
 	chainEgress  = "CTR-NODE-EGRESS"
 )
+
+// containmentHooks are the built-in mangle chains whose first rule jumps to one of ours.
+var containmentHooks = []struct{ builtin, chain string }{
+	{"FORWARD", chainForward}, {"INPUT", chainInput}, {"POSTROUTING", chainEgress},
+}
 
 // savedSysctls are the sysctls the node changes (we, kubelet, kube-proxy) or that the
 // containment depends on; their values before the start are put back on stop.
@@ -141,6 +149,13 @@ func setupHostNetwork() error {
 
 // containmentRules are the rules, in order, that keep the node's traffic on this machine:
 //   - nothing is forwarded from the bridge to another interface, or to the bridge from one;
+//   - what arrives on the bridge for the host itself is dropped, but for DNS to CoreDNS and
+//     the replies to connections the host opened (kubelet's probes, tests dialling a pod): a
+//     pod reaches neither the kubelet's port nor any other listener on the node's address.
+//     No pod the project renders or the tests start needs more from the host: Services and
+//     node ports are DNATed to pods before this hook, and none of them uses the Kubernetes
+//     API (the kubernetes Service's endpoint, on 127.0.0.1, is dropped here too). The last
+//     rule's counter is HostDropped;
 //   - nothing with a pod address as source, or a pod or Service address as destination,
 //     leaves by an interface other than the bridge (or loopback). The first, counting-only,
 //     rule of the egress chain is the witness: if it ever counts, something tried to leave.
@@ -152,6 +167,12 @@ func containmentRules() [][]string {
 		append([]string{"-A", chainForward, "-i", NodeBridge, "!", "-o", NodeBridge}, append(comment("pods reach only the bridge"), "-j", "DROP")...),
 		append([]string{"-A", chainForward, "!", "-i", NodeBridge, "-o", NodeBridge}, append(comment("nothing is forwarded to pods"), "-j", "DROP")...),
 		{"-I", "FORWARD", "1", "-j", chainForward},
+		{"-N", chainInput},
+		append([]string{"-A", chainInput, "-i", NodeBridge, "-m", "conntrack", "--ctstate", "ESTABLISHED,RELATED"}, append(comment("replies to connections the host opened"), "-j", "RETURN")...),
+		append([]string{"-A", chainInput, "-i", NodeBridge, "-d", NodeIP, "-p", "udp", "--dport", "53"}, append(comment("cluster DNS"), "-j", "RETURN")...),
+		append([]string{"-A", chainInput, "-i", NodeBridge, "-d", NodeIP, "-p", "tcp", "--dport", "53"}, append(comment("cluster DNS"), "-j", "RETURN")...),
+		append([]string{"-A", chainInput, "-i", NodeBridge}, append(comment("pods reach the host for DNS only"), "-j", "DROP")...),
+		{"-I", "INPUT", "1", "-j", chainInput},
 		{"-N", chainEgress},
 		append([]string{"-A", chainEgress, "-o", "lo"}, append(comment("loopback"), "-j", "RETURN")...),
 		append(append([]string{"-A", chainEgress, "-s", PodCIDR}, notBridge...), comment("witness: pod traffic leaving the bridge")...),
@@ -164,7 +185,7 @@ func containmentRules() [][]string {
 
 // checkContainment verifies what setupHostNetwork did is in place, before any pod starts.
 func checkContainment() error {
-	for _, hook := range []struct{ builtin, chain string }{{"FORWARD", chainForward}, {"POSTROUTING", chainEgress}} {
+	for _, hook := range containmentHooks {
 		out, err := exec.Command("iptables", "-w", "-t", "mangle", "-S", hook.builtin).Output()
 		if err != nil {
 			return fmt.Errorf("read mangle %s: %w", hook.builtin, err)
@@ -181,7 +202,8 @@ func checkContainment() error {
 		}
 	}
 	got := 0
-	for _, chain := range []string{chainForward, chainEgress} {
+	for _, hook := range containmentHooks {
+		chain := hook.chain
 		out, err := exec.Command("iptables", "-w", "-t", "mangle", "-S", chain).Output()
 		if err != nil {
 			return fmt.Errorf("read mangle %s: %w", chain, err)
@@ -198,9 +220,10 @@ func checkContainment() error {
 }
 
 // ContainmentCounters are the packet counts of the containment rules: Dropped counts what
-// the forward rules dropped (a pod's packet for elsewhere), Escaping what reached an outgoing
+// the forward rules dropped (a pod's packet for elsewhere), HostDropped what the input rule
+// dropped (a pod's packet for the host other than DNS), Escaping what reached an outgoing
 // interface other than the bridge with a pod source (the witness; it must stay 0).
-type ContainmentCounters struct{ Dropped, Escaping int64 }
+type ContainmentCounters struct{ Dropped, HostDropped, Escaping int64 }
 
 // ReadContainmentCounters reads the counters of the running node's containment rules.
 func ReadContainmentCounters() (ContainmentCounters, error) {
@@ -209,14 +232,19 @@ func ReadContainmentCounters() (ContainmentCounters, error) {
 	if err != nil {
 		return c, err
 	}
+	input, err := chainCounts(chainInput)
+	if err != nil {
+		return c, err
+	}
 	egress, err := chainCounts(chainEgress)
 	if err != nil {
 		return c, err
 	}
-	if len(fwd) < 1 || len(egress) < 2 {
-		return c, fmt.Errorf("containment chains are not in place (%d forward, %d egress rules)", len(fwd), len(egress))
+	if len(fwd) < 1 || len(input) < 1 || len(egress) < 2 {
+		return c, fmt.Errorf("containment chains are not in place (%d forward, %d input, %d egress rules)", len(fwd), len(input), len(egress))
 	}
 	c.Dropped = fwd[0]
+	c.HostDropped = input[len(input)-1]
 	c.Escaping = egress[1]
 	return c, nil
 }

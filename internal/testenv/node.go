@@ -129,6 +129,9 @@ func (e *Env) startNode(ctx context.Context, bin *Binaries, c *client, opts Node
 	if err := e.spawn("kube-proxy", bin.KCP, "kube-proxy", "--config", e.nodeDir("kube-proxy.yaml")); err != nil {
 		return err
 	}
+	if err := c.allowKubeletClient(ctx); err != nil {
+		return err
+	}
 	started := time.Now()
 	if err := e.spawn("kubelet", bin.KCP, "kubelet",
 		"--config", e.nodeDir("kubelet.yaml"),
@@ -311,11 +314,16 @@ port: %d
 readOnlyPort: 0
 healthzBindAddress: 127.0.0.1
 healthzPort: %d
-# The local apiserver presents no client certificate; the kubelet listens on the bridge only.
+# Only the apiserver's client certificate (KubeletClientUser) gets in: no anonymous requests,
+# no tokens (not even the admin's), and each request is authorized by the
+# apiserver, where that user alone is bound to the kubelet API.
 authentication:
-  anonymous: {enabled: true}
+  anonymous: {enabled: false}
   webhook: {enabled: false}
-authorization: {mode: AlwaysAllow}
+  x509: {clientCAFile: %q}
+authorization:
+  mode: Webhook
+  webhook: {cacheAuthorizedTTL: 5m0s, cacheUnauthorizedTTL: 30s}
 registerWithTaints:
 - {key: %s, value: "true", effect: NoSchedule}
 maxPods: 60
@@ -326,7 +334,8 @@ nodeStatusUpdateFrequency: 4s
 syncFrequency: 10s
 fileCheckFrequency: 0s
 staticPodPath: ""
-`, e.containerdSocket(), NodeIP, ClusterDomain, NodeIP, e.Ports.Kubelet, e.Ports.KubeletHealth, NodeTaintKey),
+`, e.containerdSocket(), NodeIP, ClusterDomain, NodeIP, e.Ports.Kubelet, e.Ports.KubeletHealth,
+			e.pkiPath("ca.crt"), NodeTaintKey),
 	}
 	for name, body := range files {
 		if err := os.WriteFile(e.nodeDir(name), []byte(body), 0o644); err != nil {

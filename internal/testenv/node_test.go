@@ -2,11 +2,16 @@ package testenv
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"io"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -26,6 +31,9 @@ const (
 
 // TestRealNode starts an environment with the real node and checks, in pods of the project's
 // image: a pod runs and reaches another through its Service's cluster DNS name and ClusterIP;
+// its log comes through the apiserver while the kubelet refuses anonymous requests; pods reach
+// neither the kubelet nor a listener on the node's address (only its DNS); a hostNetwork pod
+// is refused;
 // with kube-proxy stopped, a pod's connection to a ClusterIP is dropped by the containment rule
 // (its counter rises) and nothing reaches an outgoing interface; and the stop leaves the host
 // as it was (sysctls, links, addresses, routes, mounts, firewall, cgroups, folders).
@@ -101,6 +109,103 @@ func TestRealNode(t *testing.T) {
 		if phase := c.podPhase(ctx, "probe-client"); phase != corev1.PodSucceeded {
 			t.Fatalf("cube seek --addr %s from a pod: %s\n%s", addr, phase, c.podLog(ctx, "probe-client"))
 		}
+	})
+
+	t.Run("the apiserver fetches a pod's log from the kubelet", func(t *testing.T) {
+		// As kubectl logs does: through the apiserver, which presents its kubelet client
+		// certificate to the kubelet (anonymous requests are refused, below).
+		data, err := c.cs.CoreV1().Pods("default").GetLogs("probe-client", &corev1.PodLogOptions{}).DoRaw(ctx)
+		if err != nil {
+			t.Fatalf("GetLogs of probe-client through the apiserver: %v", err)
+		}
+		if !strings.Contains(string(data), "# version") {
+			t.Errorf("log of probe-client has no \"# version\" line of cube seek:\n%s", data)
+		}
+	})
+
+	t.Run("the kubelet refuses anonymous requests and admits the apiserver", func(t *testing.T) {
+		url := fmt.Sprintf("https://%s/pods", net.JoinHostPort(NodeIP, strconv.Itoa(env.Ports.Kubelet)))
+		if code := kubeletStatus(t, url, nil, ""); code != http.StatusUnauthorized {
+			t.Errorf("anonymous GET %s from the host: HTTP %d, want %d", url, code, http.StatusUnauthorized)
+		}
+		// Not even the apiserver's admin token: the kubelet takes no tokens at all.
+		if code := kubeletStatus(t, url, nil, adminToken); code != http.StatusUnauthorized {
+			t.Errorf("GET %s with the admin's bearer token: HTTP %d, want %d", url, code, http.StatusUnauthorized)
+		}
+		cert, err := tls.LoadX509KeyPair(env.pkiPath(kubeletClientCert+".crt"), env.pkiPath(kubeletClientCert+".key"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if code := kubeletStatus(t, url, &cert, ""); code != http.StatusOK {
+			t.Errorf("GET %s as %s (the apiserver's client certificate): HTTP %d, want %d", url, KubeletClientUser, code, http.StatusOK)
+		}
+	})
+
+	t.Run("pods reach the host for DNS only", func(t *testing.T) {
+		// DNS itself: the first subtest's client found its server by the Service's cluster
+		// DNS name, asking CoreDNS on the node's address through these rules.
+		ln, err := net.Listen("tcp", net.JoinHostPort(NodeIP, "0"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ln.Close()
+		var accepted atomic.Int64
+		go func() { // an echo server; it ends when ln is closed
+			for {
+				conn, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				accepted.Add(1)
+				go func() { defer conn.Close(); _, _ = io.Copy(conn, conn) }()
+			}
+		}()
+		before, err := ReadContainmentCounters()
+		if err != nil {
+			t.Fatal(err)
+		}
+		targets := map[string]string{
+			"probe-host-listener": ln.Addr().String(),
+			"probe-kubelet":       net.JoinHostPort(NodeIP, strconv.Itoa(env.Ports.Kubelet)),
+		}
+		for name, addr := range targets {
+			mustCreatePod(ctx, t, c, probePod(name, image, "seek", "--addr", addr, "--timeout", "5s", "1"))
+		}
+		for name, addr := range targets {
+			if err := c.waitPod(ctx, name, 2*time.Minute, podDone); err != nil {
+				t.Fatal(err)
+			}
+			if phase := c.podPhase(ctx, name); phase != corev1.PodFailed {
+				t.Errorf("cube seek --addr %s (the host) from a pod: %s, want Failed\n%s", addr, phase, c.podLog(ctx, name))
+			} else {
+				t.Logf("%s: cube seek --addr %s failed: %s", name, addr, strings.TrimSpace(c.podLog(ctx, name)))
+			}
+		}
+		after, err := ReadContainmentCounters()
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("containment counters before %+v, after %+v", before, after)
+		if n := accepted.Load(); n != 0 {
+			t.Errorf("the listener on the node's address %s accepted %d connections from pods, want 0", ln.Addr(), n)
+		}
+		if after.HostDropped <= before.HostDropped {
+			t.Errorf("the input drop rule counted nothing (%d -> %d): the pods' connections to the host were not dropped by it", before.HostDropped, after.HostDropped)
+		}
+		if after.Escaping != 0 {
+			t.Errorf("%d packets with a pod source reached an interface other than the bridge", after.Escaping)
+		}
+	})
+
+	t.Run("a hostNetwork pod is refused", func(t *testing.T) {
+		err := c.createHostNetworkPod(ctx, "probe-host-network")
+		if err == nil {
+			t.Fatal("a hostNetwork pod was created, want it refused")
+		}
+		if !strings.Contains(err.Error(), HostNetworkRefusal) {
+			t.Errorf("creating a hostNetwork pod: %v, want the refusal %q", err, HostNetworkRefusal)
+		}
+		t.Logf("refused: %v", err)
 	})
 
 	t.Run("without kube-proxy a ClusterIP connection is dropped and nothing leaves", func(t *testing.T) {
@@ -234,6 +339,32 @@ func TestHostSnapshotSeesChanges(t *testing.T) {
 			t.Errorf("no %q difference after adding a link and a chain:\n%s", want, joined)
 		}
 	}
+}
+
+// kubeletStatus is the HTTP status of a GET of url on the kubelet, with cert as the client
+// certificate and token as the bearer token when given. The kubelet's serving certificate is
+// its own self-signed one, which the apiserver does not check either (no
+// --kubelet-certificate-authority).
+func kubeletStatus(t *testing.T, url string, cert *tls.Certificate, token string) int {
+	t.Helper()
+	cfg := &tls.Config{InsecureSkipVerify: true} //nolint:gosec // see above
+	if cert != nil {
+		cfg.Certificates = []tls.Certificate{*cert}
+	}
+	hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: cfg}}
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+	defer resp.Body.Close()
+	return resp.StatusCode
 }
 
 func probePod(name, image string, args ...string) *corev1.Pod {
