@@ -235,7 +235,7 @@ func realNodeRolloutUnderLookups(t *testing.T) {
 			},
 			{
 				Config: cfg(2000, 2), ConfigVariables: config.Variables{"pin": config.StringVariable("1000000000")},
-				ExpectError: regexp.MustCompile(`(?s)Invalid Cube Setting.*does not keep version "1000000000"`),
+				ExpectError: regexp.MustCompile(`(?s)Invalid Cube Setting.*does not keep\s+version\s+"1000000000"`),
 			},
 			{
 				Config: cfg(2000, 2), ConfigPlanChecks: update,

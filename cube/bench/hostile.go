@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -128,9 +129,15 @@ type hostileResult struct {
 // An attack runs during one phase: it calls ready once it is in place,
 // stops when stop is closed, and returns a line on what it did.
 type attack struct {
-	name string
-	run  func(ctx context.Context, addr string, ready func(), stop <-chan struct{}) (string, error)
+	name       string
+	run        func(ctx context.Context, addr string, ready func(), stop <-chan struct{}) (string, error)
+	serverArgs []string // the phase's server flags beyond the bench's
 }
+
+// amplifyShare is the --heavy-cpu-share of the second byte-amplification phase: a quarter of
+// the cores, below the default half, for a machine whose every core is needed by ordinary
+// requests (on 2 cores the default gives large requests one of the two).
+const amplifyShare = "0.25"
 
 // RunHostile starts a cube server process on 127.0.0.1 and measures a
 // normal baidu_std client alone, then under each attack: o.Conns hostile
@@ -162,7 +169,7 @@ func RunHostile(ctx context.Context, o HostileOptions, w io.Writer) error {
 		bo.Keys, bo.ValueSize, bo.Batch, bo.Duration, o.Conns, o.Conns)
 
 	attacks := []attack{
-		{"alone", nil},
+		{"alone", nil, nil},
 		{"hostile conns", func(ctx context.Context, addr string, ready func(), stop <-chan struct{}) (string, error) {
 			start := time.Now()
 			conns, opened, failed := openHostile(ctx, addr, o.Conns)
@@ -180,8 +187,9 @@ func RunHostile(ctx context.Context, o HostileOptions, w io.Writer) error {
 				}
 			}
 			return line + fmt.Sprintf("; %d still open at the end (the server's timeouts close the rest)", alive), nil
-		}},
-		{"byte amplification", amplify},
+		}, nil},
+		{"byte amplification", amplify, nil},
+		{"amplification at share " + amplifyShare, amplify, []string{"--heavy-cpu-share", amplifyShare}},
 		{"slot holding", func(ctx context.Context, addr string, ready func(), stop <-chan struct{}) (string, error) {
 			start := time.Now()
 			conns, failed := holdSlots(ctx, addr, o.Conns)
@@ -197,13 +205,15 @@ func RunHostile(ctx context.Context, o HostileOptions, w io.Writer) error {
 			}
 			return fmt.Sprintf("slot holding: %d connections from %d loopback addresses each sent one request and waited (opened in %.1fs, %d failed); %d still open at the end (the others were closed to admit new ones)",
 				len(conns), (o.Conns+slotsPerClient-1)/slotsPerClient, opened.Seconds(), failed, alive), nil
-		}},
+		}, nil},
 	}
 	results := make([]hostileResult, len(attacks))
 	var failures []string
 	for i, a := range attacks {
 		// A server of its own for each phase: its peak memory is the phase's.
-		srv, err := startCube(ctx, bo, data)
+		po := bo
+		po.ServerArgs = append(slices.Clone(bo.ServerArgs), a.serverArgs...)
+		srv, err := startCube(ctx, po, data)
 		if err != nil {
 			return err
 		}

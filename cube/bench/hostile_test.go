@@ -27,7 +27,7 @@ func TestHostileSmoke(t *testing.T) {
 	}
 	for _, want := range []string{"p50 latency", "p99 latency", "fresh client", "peak RSS MiB", "80 hostile connections",
 		"20 half-sent baidu_std headers", "20 64 MiB-declared", "refused with error 1003, 0 answered in full", "80 connections from 1 loopback addresses",
-		"ratio p99_byte_amplification_vs_alone=", "ratio p99_slot_holding_vs_alone="} {
+		"ratio p99_byte_amplification_vs_alone=", "ratio p99_amplification_at_share_" + amplifyShare + "_vs_alone=", "ratio p99_slot_holding_vs_alone="} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("report lacks %q", want)
 		}

@@ -116,7 +116,7 @@ func (s *Server) httpSeek(w http.ResponseWriter, r *http.Request) {
 		httpError(w, code, fmt.Sprintf("fail to parse rec.mcube.DictRequest from JSON: %v", err))
 		return
 	}
-	if len(keys) > heavyKeys {
+	if len(keys) > HeavyKeys {
 		ok, done := s.heavyTurn()
 		if !ok {
 			s.httpRefuse(w, s.heavyBusyError())

@@ -3,7 +3,6 @@ package server
 import (
 	"cmp"
 	"fmt"
-	"runtime"
 	"runtime/debug"
 	"slices"
 	"time"
@@ -53,7 +52,7 @@ func (s *Server) handleRPC(out []byte, f *proto.Frame, keys []uint64) ([]byte, [
 		resp.ErrorText = []byte(s.tooManyKeys())
 		return proto.AppendFrame(out, &resp, nil), keys
 	}
-	if len(keys) > heavyKeys {
+	if len(keys) > HeavyKeys {
 		ok, done := s.heavyTurn()
 		if !ok {
 			return s.refuseRPC(out, &resp, s.heavyBusyError()), keys
@@ -186,13 +185,14 @@ var missSize = len(proto.AppendDictMiss(nil))
 // of out and may refuse it.
 func (s *Server) lookup(out []byte, v *version, keys []uint64, limit int, grow func(int) error) (_ []byte, misses, long int, err error) {
 	maxv := s.opts.MaxValueSize
+	slice := time.Now()
 	ferr := s.readGuarded(v, func() {
 		v.d.LookupBatch(keys, func(i int, val []byte, ok bool) {
 			if err != nil {
 				return
 			}
 			if i&yieldEvery == yieldEvery {
-				runtime.Gosched() // a large request lets the others on its core run (about every 0.5 ms)
+				s.pace(&slice) // a large request lets the others on its core run (about every 0.5 ms), within its share
 			}
 			if ok && maxv > 0 && len(val) > maxv {
 				long++
@@ -220,13 +220,14 @@ func (s *Server) lookup(out []byte, v *version, keys []uint64, limit int, grow f
 // found without building them; responseTooLarge once it passes limit.
 func (s *Server) responseSize(v *version, keys []uint64, limit int) (size int, err error) {
 	maxv := s.opts.MaxValueSize
+	slice := time.Now()
 	ferr := s.readGuarded(v, func() {
 		v.d.LookupBatch(keys, func(i int, val []byte, ok bool) {
 			if err != nil {
 				return
 			}
 			if i&yieldEvery == yieldEvery {
-				runtime.Gosched()
+				s.pace(&slice)
 			}
 			if !ok || (maxv > 0 && len(val) > maxv) {
 				size += missSize

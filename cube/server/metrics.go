@@ -24,6 +24,7 @@ type metrics struct {
 	closedConns                    *prometheus.CounterVec // cube_connections_closed_total{reason}
 	acceptErrors                   prometheus.Counter
 	dictFaults, dictCorrupt        prometheus.Counter
+	heavyPaused                    prometheus.Counter // cube_heavy_paused_seconds_total
 
 	info      *prometheus.GaugeVec // cube_dict_info{slot,version} 1
 	mapped    prometheus.Gauge
@@ -46,7 +47,7 @@ func newMetrics(shard int, inflight func() float64) *metrics {
 		return f.NewGauge(prometheus.GaugeOpts{Name: name, Help: help})
 	}
 	reqs := f.NewCounterVec(prometheus.CounterOpts{
-		Name: "cube_requests_total", Help: "Seek requests served, by protocol and result: ok, error, and the refused: too_many_keys (--max-keys, or more than a --max-response-bytes response answers), too_large (the response reached --max-response-bytes), memory (--max-inflight-bytes), busy (a request of more than " + strconv.Itoa(heavyKeys) + " keys found no turn within a second).",
+		Name: "cube_requests_total", Help: "Seek requests served, by protocol and result: ok, error, and the refused: too_many_keys (--max-keys, or more than a --max-response-bytes response answers), too_large (the response reached --max-response-bytes), memory (--max-inflight-bytes), busy (a request of more than " + strconv.Itoa(HeavyKeys) + " keys found no turn within a second).",
 	}, []string{"protocol", "result"})
 	f.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "cube_inflight_frame_bytes", Help: "Bytes of baidu_std frame bodies counted against --max-inflight-bytes."}, inflight)
@@ -69,6 +70,8 @@ func newMetrics(shard int, inflight func() float64) *metrics {
 		keys:         counter("cube_keys_total", "Keys looked up."),
 		misses:       counter("cube_key_misses_total", "Keys not found (status 4294967295)."),
 		longValues:   counter("cube_long_values_total", "Values over --max-value-size answered as misses."),
+		heavyPaused: counter("cube_heavy_paused_seconds_total", "Time requests of more than "+strconv.Itoa(HeavyKeys)+
+			" keys paused to keep within --heavy-cpu-share of the cores."),
 		rejectedConns: f.NewCounterVec(prometheus.CounterOpts{
 			Name: "cube_connections_rejected_total",
 			Help: "Connections closed at accept, none idle to make room for them, by reason: max_conns (--max-conns), per_client (--max-conns-per-client).",

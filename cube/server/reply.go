@@ -3,6 +3,8 @@ package server
 import (
 	"errors"
 	"fmt"
+	"runtime"
+	"sync"
 	"time"
 )
 
@@ -14,13 +16,16 @@ import (
 // request refused for any of these is answered EREQUEST (1003), which brpc
 // does not retry, and counted in cube_requests_total by its result.
 
-// Large requests take turns. A seek of more than heavyKeys keys holds one
-// of max(1, GOMAXPROCS/2) places while it is served, so that requests
-// asking for millions of values (whatever becomes of them) leave the other
-// cores to ordinary ones; one that waits longer than heavyWait for a place
-// is refused as busy.
+// Large requests take turns. A seek of more than HeavyKeys keys holds one
+// of ceil(HeavyShare × GOMAXPROCS) places while it is served (half the cores
+// by default), so that requests asking for millions of values (whatever
+// becomes of them) leave the other cores to ordinary ones; one that waits
+// longer than heavyWait for a place is refused as busy. Their work is also
+// paced (pacer) to HeavyShare of the cores over time, which a share below one
+// core's worth needs.
 const (
-	heavyKeys = 4096
+	// HeavyKeys: a seek of more keys is a large request.
+	HeavyKeys = 4096
 	heavyWait = time.Second
 )
 
@@ -42,7 +47,7 @@ func (s *Server) heavyTurn() (ok bool, done func()) {
 }
 
 func (s *Server) heavyBusyError() error {
-	return &refusal{"busy", fmt.Errorf("requests of more than %d keys are all being served (%d at a time); retry later", heavyKeys, cap(s.heavy))}
+	return &refusal{"busy", fmt.Errorf("requests of more than %d keys are all being served (%d at a time); retry later", HeavyKeys, cap(s.heavy))}
 }
 
 // keyLimit is the most keys one seek may ask for: Options.MaxKeys when set,
@@ -114,4 +119,44 @@ func isRefusal(err error) (*refusal, bool) {
 	var r *refusal
 	ok := errors.As(err, &r)
 	return r, ok
+}
+
+// pacer keeps the large requests' work within rate cores over time. Each slice of a large
+// request's work (yieldEvery+1 keys) is paid for: at rate r, d of work takes d/r of the lane's
+// time, and a slice that finishes ahead of what the lane has paid sleeps the difference. Time
+// the lane sat idle is not saved up.
+type pacer struct {
+	mu   sync.Mutex
+	rate float64   // cores
+	paid time.Time // when the work done so far is paid for at rate
+}
+
+// pay records a slice of work that ran from start to now, and returns how long its request
+// must pause before its next slice.
+func (p *pacer) pay(start, now time.Time) time.Duration {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.paid.Before(start) {
+		p.paid = start
+	}
+	p.paid = p.paid.Add(time.Duration(float64(now.Sub(start)) / p.rate))
+	return p.paid.Sub(now)
+}
+
+// minPause: a pause shorter than this is not taken (a sleep takes about that long anyway); what
+// it would have paid stays owed, so the share holds.
+const minPause = 100 * time.Microsecond
+
+// pace ends a slice of a large request's work begun at *start: it pauses the request when
+// the large requests run ahead of their share, else lets the others on its core run, and
+// starts the next slice.
+func (s *Server) pace(start *time.Time) {
+	now := time.Now()
+	if wait := s.heavyPace.pay(*start, now); wait > minPause {
+		time.Sleep(wait)
+		s.m.heavyPaused.Add(wait.Seconds())
+	} else {
+		runtime.Gosched()
+	}
+	*start = time.Now()
 }

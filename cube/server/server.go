@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"runtime"
@@ -35,13 +36,16 @@ const (
 	// channel (more when pooled, about one per request in flight).
 	DefaultMaxConnsPerClient = 256
 	DefaultMaxInflightBytes  = 4 * DefaultMaxFrameSize
-	DefaultHeaderTimeout     = 10 * time.Second
-	DefaultReadTimeout       = 30 * time.Second
-	DefaultWriteTimeout      = 30 * time.Second
-	DefaultIdleTimeout       = 5 * time.Minute
-	DefaultMaxHeaderBytes    = 64 << 10
-	DefaultDiskReserve       = 64 << 20
-	DefaultDownloadTimeout   = 10 * time.Minute
+	// DefaultHeavyShare: requests of more than HeavyKeys keys together use at most half of
+	// the cores, leaving the other half to ordinary ones.
+	DefaultHeavyShare      = 0.5
+	DefaultHeaderTimeout   = 10 * time.Second
+	DefaultReadTimeout     = 30 * time.Second
+	DefaultWriteTimeout    = 30 * time.Second
+	DefaultIdleTimeout     = 5 * time.Minute
+	DefaultMaxHeaderBytes  = 64 << 10
+	DefaultDiskReserve     = 64 << 20
+	DefaultDownloadTimeout = 10 * time.Minute
 )
 
 // The probe listener's bounds (cube server --probe-listen, which serves ProbeHandler). The
@@ -82,6 +86,11 @@ type Options struct {
 	// MaxConnsPerClient bounds the connections of one client (remote IP)
 	// the same way, within its own. If 0, DefaultMaxConnsPerClient.
 	MaxConnsPerClient int
+	// HeavyShare is the share of the cores (GOMAXPROCS) that requests of more than
+	// HeavyKeys keys may use together: they take turns, at most ceil(HeavyShare × cores) at
+	// once, and one that runs ahead of the share over time pauses between slices of its
+	// work (reply.go). In (0, 1]; if 0, DefaultHeavyShare.
+	HeavyShare float64
 	// MaxInflightBytes bounds the memory of requests being read and served,
 	// across all connections: baidu_std frame bodies beyond the first
 	// FreeFrameBytes of each (a frame that would exceed it closes its
@@ -170,6 +179,9 @@ func (o *Options) defaults() {
 	if o.MaxConnsPerClient <= 0 {
 		o.MaxConnsPerClient = DefaultMaxConnsPerClient
 	}
+	if o.HeavyShare <= 0 || o.HeavyShare > 1 {
+		o.HeavyShare = DefaultHeavyShare
+	}
 	if o.Log == nil {
 		o.Log = slog.Default()
 	}
@@ -213,11 +225,12 @@ type Server struct {
 	httpSrv *http.Server
 	httpLn  *portmux.Listener
 
-	handlers sync.WaitGroup // connection handlers (HTTP ones return after handing off)
-	inflight byteBudget     // baidu_std body bytes beyond FreeFrameBytes per connection, and replies beyond FreeReplyBytes
-	keyLimit int            // the most keys one seek may ask for (reply.go)
-	heavy    chan struct{}  // places of large requests (reply.go)
-	token    *token.Token   // the control token (Options.ControlToken or ControlTokenFile)
+	handlers  sync.WaitGroup // connection handlers (HTTP ones return after handing off)
+	inflight  byteBudget     // baidu_std body bytes beyond FreeFrameBytes per connection, and replies beyond FreeReplyBytes
+	keyLimit  int            // the most keys one seek may ask for (reply.go)
+	heavy     chan struct{}  // places of large requests (reply.go)
+	heavyPace *pacer         // their share of the cores over time (reply.go)
+	token     *token.Token   // the control token (Options.ControlToken or ControlTokenFile)
 	// fencedFor, when set, is the version this replica must serve to be Ready (agent fence).
 	fencedFor atomic.Pointer[string]
 	stopping  atomic.Bool             // set by Shutdown before it expires the baidu_std read deadlines
@@ -257,7 +270,9 @@ func New(opts Options) (*Server, error) {
 		s.token = tk
 	}
 	s.keyLimit = keyLimit(opts)
-	s.heavy = make(chan struct{}, max(1, runtime.GOMAXPROCS(0)/2))
+	cores := float64(runtime.GOMAXPROCS(0))
+	s.heavy = make(chan struct{}, max(1, int(math.Ceil(s.opts.HeavyShare*cores-1e-9))))
+	s.heavyPace = &pacer{rate: s.opts.HeavyShare * cores}
 	s.m = newMetrics(opts.Shard, func() float64 { return float64(s.inflight.used.Load()) })
 	s.store.onChange = s.dictChanged
 	s.store.warm = s.warmUp

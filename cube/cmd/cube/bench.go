@@ -63,7 +63,7 @@ func runBenchHostile(args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&o.Keys, "keys", 100_000, "distinct keys `N` in the dictionary")
 	fs.IntVar(&o.ValueSize, "value-size", 40, "value size in `bytes` (>= 8)")
 	fs.IntVar(&o.Batch, "batch", 1000, "keys per request `K` of the normal client")
-	fs.DurationVar(&o.Duration, "duration", 5e9, "measuring time `D` of each phase (alone, with the hostile connections, under byte amplification, under slot holding)")
+	fs.DurationVar(&o.Duration, "duration", 5e9, "measuring time `D` of each phase (alone, with the hostile connections, under byte amplification with the default --heavy-cpu-share and with a quarter, under slot holding)")
 	fs.StringVar(&o.WorkDir, "work-dir", "", "keep generated data in this `directory` (default: a removed temp dir)")
 	fs.StringVar(&o.CubeBinary, "server-binary", "", "run this cube `binary` as the server (default: this one), e.g. an older build to compare")
 	if err := parse(fs, args); err != nil {

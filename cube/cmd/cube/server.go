@@ -28,6 +28,7 @@ func runServer(args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&o.MaxResponseBytes, "max-response-bytes", server.DefaultMaxResponseBytes, fmt.Sprintf("largest seek response in `bytes` (at most %d); a request whose response would be larger, or with more keys than such a response answers, is refused (baidu_std: error 1003 EREQUEST; HTTP: 413 or 400). The default is the -max_body_size Paddle Serving gives brpc, which refuses a larger response anyway", server.MaxResponseLimit))
 	fs.IntVar(&o.MaxConns, "max-conns", server.DefaultMaxConns, "most concurrent client connections; a new one over it closes the longest-idle connection of the client holding the most, or is closed at accept when none is idle")
 	fs.IntVar(&o.MaxConnsPerClient, "max-conns-per-client", server.DefaultMaxConnsPerClient, "most connections of one client (remote IP), kept the same way within its own")
+	fs.Float64Var(&o.HeavyShare, "heavy-cpu-share", server.DefaultHeavyShare, fmt.Sprintf("share of the cores that requests of more than %d keys may use together, in (0, 1]: they take turns, at most share × cores at once (rounded up), and pause between slices of their work when they run ahead of the share, leaving the rest to ordinary requests", server.HeavyKeys))
 	fs.Int64Var(&o.MaxInflightBytes, "max-inflight-bytes", server.DefaultMaxInflightBytes, fmt.Sprintf("most `bytes` of requests being read and served across all connections: baidu_std frame bodies beyond %d KiB each (a frame over it closes its connection), and each request's keys and response beyond %d KiB (a request over it is refused: error 1003, HTTP 503)", server.FreeFrameBytes>>10, server.FreeReplyBytes>>10))
 	fs.DurationVar(&o.HeaderTimeout, "header-timeout", server.DefaultHeaderTimeout, "a new connection's first bytes and an HTTP request's header must arrive within this")
 	fs.DurationVar(&o.ReadTimeout, "read-timeout", server.DefaultReadTimeout, "a baidu_std frame (or an HTTP request with its body) must arrive within this once its first byte has")
@@ -51,6 +52,9 @@ func runServer(args []string, stdout, stderr io.Writer) error {
 	}
 	if err := checkProbeListen(*probeListen, *listen); err != nil {
 		return err
+	}
+	if o.HeavyShare <= 0 || o.HeavyShare > 1 {
+		return fmt.Errorf("--heavy-cpu-share %g: want a share of the cores in (0, 1]", o.HeavyShare)
 	}
 	if o.MaxResponseBytes > server.MaxResponseLimit {
 		return fmt.Errorf("--max-response-bytes %d: at most %d (a frame's length is 32 bits)", o.MaxResponseBytes, server.MaxResponseLimit)
