@@ -13,6 +13,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/elasticctr/terraform-provider-ctr/internal/stack"
 )
@@ -101,7 +102,7 @@ func (k *kubeClients) servingScale(ns, name string, want int32) resource.TestChe
 			return err
 		}
 		if d.Spec.Replicas == nil || *d.Spec.Replicas != want {
-			return fmt.Errorf("deployment %s: spec.replicas %v, want %d", name, d.Spec.Replicas, want)
+			return fmt.Errorf("deployment %s: spec.replicas %d, want %d", name, ptr.Deref(d.Spec.Replicas, 0), want)
 		}
 		return nil
 	}
@@ -119,7 +120,7 @@ func (k *kubeClients) servingAutoscaler(ns, name string, minReplicas, maxReplica
 			return fmt.Errorf("HPA %s targets %s %s/%s, want apps/v1 Deployment/%s", name, ref.APIVersion, ref.Kind, ref.Name, name)
 		}
 		if h.Spec.MinReplicas == nil || *h.Spec.MinReplicas != minReplicas || h.Spec.MaxReplicas != maxReplicas {
-			return fmt.Errorf("HPA %s scales within [%v, %d], want [%d, %d]", name, h.Spec.MinReplicas, h.Spec.MaxReplicas, minReplicas, maxReplicas)
+			return fmt.Errorf("HPA %s scales within [%d, %d], want [%d, %d]", name, ptr.Deref(h.Spec.MinReplicas, 0), h.Spec.MaxReplicas, minReplicas, maxReplicas)
 		}
 		if h.Labels[stack.OwnerLabel] != stack.Owner(stack.ServingType, name) {
 			return fmt.Errorf("HPA %s has owner label %q", name, h.Labels[stack.OwnerLabel])

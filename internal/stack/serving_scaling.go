@@ -105,21 +105,10 @@ func (c *checker) autoscaling(s Serving) {
 	if s.Replicas != 0 {
 		c.bad("replicas", "is set together with autoscaling, which sizes the Deployment: remove replicas (or autoscaling)")
 	}
+	// The schema holds each bound at 1 or more (0 is "default" here); what is left is their order.
 	given := *s.Autoscaling
 	a := given.Defaulted()
-	for _, f := range []struct {
-		path string
-		v    int32
-	}{{"autoscaling.min_replicas", given.MinReplicas}, {"autoscaling.target_cpu_utilization", given.TargetCPUUtilization},
-		{"autoscaling.target_memory_utilization", given.TargetMemoryUtilization}} {
-		if f.v < 0 {
-			c.bad(f.path, "is %d: it must be at least 1", f.v)
-		}
-	}
-	switch {
-	case a.MaxReplicas < 1:
-		c.bad("autoscaling.max_replicas", "is %d: it must be at least 1", a.MaxReplicas)
-	case a.MaxReplicas < a.MinReplicas:
+	if a.MaxReplicas >= 1 && a.MaxReplicas < a.MinReplicas {
 		c.bad("autoscaling.max_replicas", "is %d, below min_replicas (%d): it must be at least min_replicas", a.MaxReplicas, a.MinReplicas)
 	}
 	for _, t := range []struct {

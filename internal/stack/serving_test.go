@@ -66,8 +66,6 @@ func TestServing_Validate(t *testing.T) {
 			Requests: map[string]string{"cpu": "1"}, Autoscaling: &Autoscaling{MaxReplicas: 3}},
 		"autoscaling.max_replicas": {Name: "s", Namespace: "n", CubeConf: `[{"dict_name":"d","shard":1}]`,
 			Requests: map[string]string{"cpu": "1"}, Autoscaling: &Autoscaling{MinReplicas: 4, MaxReplicas: 3}},
-		"autoscaling.min_replicas": {Name: "s", Namespace: "n", CubeConf: `[{"dict_name":"d","shard":1}]`,
-			Requests: map[string]string{"cpu": "1"}, Autoscaling: &Autoscaling{MinReplicas: -1, MaxReplicas: 3}},
 		"autoscaling": {Name: "s", Namespace: "n", CubeConf: `[{"dict_name":"d","shard":1}]`,
 			Requests: map[string]string{"memory": "1Gi"}, Autoscaling: &Autoscaling{MaxReplicas: 3}},
 		"autoscaling.target_memory_utilization": {Name: "s", Namespace: "n", CubeConf: `[{"dict_name":"d","shard":1}]`,
