@@ -326,7 +326,7 @@ func releasesReplicas(u *unstructured.Unstructured, managed []metav1.ManagedFiel
 			continue
 		}
 		var fields map[string]map[string]any
-		if json.Unmarshal(m.FieldsV1.Raw, &fields) == nil {
+		if json.Unmarshal(m.FieldsV1.GetRawBytes(), &fields) == nil {
 			if _, ok := fields["f:spec"]["f:replicas"]; ok {
 				return true
 			}

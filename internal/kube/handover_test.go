@@ -11,7 +11,7 @@ import (
 // set it: then, and only then, the field is handed over before the apply.
 func TestReleasesReplicas(t *testing.T) {
 	entry := func(manager string, op metav1.ManagedFieldsOperationType, fields string) metav1.ManagedFieldsEntry {
-		return metav1.ManagedFieldsEntry{Manager: manager, Operation: op, FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(fields)}}
+		return metav1.ManagedFieldsEntry{Manager: manager, Operation: op, FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(fields)}
 	}
 	ours := entry(FieldManager, metav1.ManagedFieldsOperationApply, `{"f:spec":{"f:replicas":{},"f:template":{}}}`)
 	without := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{"template": map[string]any{}}}}
