@@ -19,6 +19,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-go/tfprotov6"
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	"github.com/hashicorp/terraform-plugin-testing/plancheck"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
@@ -151,12 +152,9 @@ func (c onlyChangesCheck) CheckPlan(_ context.Context, req plancheck.CheckPlanRe
 }
 
 func gvrOf(gvk schema.GroupVersionKind) schema.GroupVersionResource {
-	plural := map[string]string{
-		"ServiceAccount": "serviceaccounts", "Role": "roles", "RoleBinding": "rolebindings", "Secret": "secrets",
-		"ConfigMap": "configmaps", "PersistentVolumeClaim": "persistentvolumeclaims", "Deployment": "deployments",
-		"Service": "services", "NetworkPolicy": "networkpolicies", "Job": "jobs", "StatefulSet": "statefulsets", "Pod": "pods", "ReplicaSet": "replicasets", "PodGroup": "podgroups",
-	}[gvk.Kind]
-	return gvk.GroupVersion().WithResource(plural)
+	// Every kind ctr renders has a regular plural, the one the API server's discovery gives.
+	plural, _ := meta.UnsafeGuessKindToResource(gvk)
+	return plural
 }
 
 var devBuild struct {

@@ -20,6 +20,7 @@ type servingModel struct {
 	Image           types.String          `tfsdk:"image"`
 	PullSecrets     types.List            `tfsdk:"image_pull_secrets"`
 	Replicas        types.Int64           `tfsdk:"replicas"`
+	Autoscaling     *autoscalingModel     `tfsdk:"autoscaling"`
 	Port            types.Int64           `tfsdk:"port"`
 	ServiceType     types.String          `tfsdk:"service_type"`
 	ServiceAnnots   types.Map             `tfsdk:"service_annotations"`
@@ -60,6 +61,7 @@ func (m *servingModel) settings(ctx context.Context, images stack.Images) (stack
 	s.Requests, s.Limits = m.Resources.stack(ctx, &diags)
 	s.SecurityContext = m.SecurityContext.stack(ctx, &diags)
 	s.Pod = m.Pod.stack(ctx, &diags)
+	s.Autoscaling = m.Autoscaling.stack()
 	return s, diags
 }
 
@@ -76,7 +78,8 @@ func (m *servingModel) fromCluster(ctx context.Context, kc *kube.Client, diags *
 	}
 	s.RestoreEnv(live)
 	m.Name, m.Namespace, m.Stack, m.Image = types.StringValue(s.Name), types.StringValue(s.Namespace), optionalString(s.Stack), optionalString(s.Image)
-	m.Replicas, m.Port, m.ServiceType = types.Int64Value(int64(s.Replicas)), types.Int64Value(int64(s.Port)), optionalString(s.ServiceType)
+	m.Replicas, m.Port, m.ServiceType = plannedReplicas(s.Autoscaling != nil, types.Int64Value(int64(s.Defaulted().Replicas))), types.Int64Value(int64(s.Port)), optionalString(s.ServiceType)
+	m.Autoscaling = autoscalingFromStack(s.Autoscaling)
 	m.ModelURL, m.CubeConf, m.Env = optionalString(s.ModelURL), types.StringValue(s.CubeConf), optionalStringMap(ctx, s.Env, diags)
 	m.LauncherImage, m.CubeTransferURL = optionalString(s.LauncherImage), optionalString(s.CubeTransferURL)
 	m.Wait = types.StringValue(s.Defaulted().Wait)
@@ -87,6 +90,36 @@ func (m *servingModel) fromCluster(ctx context.Context, kc *kube.Client, diags *
 	m.SecurityContext = securityContextFromStack(ctx, s.SecurityContext, diags)
 	m.Pod = podFromStack(ctx, s.Pod, diags)
 	return !diags.HasError()
+}
+
+// autoscalingModel is ctr_serving's `autoscaling`.
+type autoscalingModel struct {
+	MinReplicas             types.Int64 `tfsdk:"min_replicas"`
+	MaxReplicas             types.Int64 `tfsdk:"max_replicas"`
+	TargetCPUUtilization    types.Int64 `tfsdk:"target_cpu_utilization"`
+	TargetMemoryUtilization types.Int64 `tfsdk:"target_memory_utilization"`
+}
+
+func (a *autoscalingModel) stack() *stack.Autoscaling {
+	if a == nil {
+		return nil
+	}
+	return &stack.Autoscaling{MinReplicas: int32(a.MinReplicas.ValueInt64()), MaxReplicas: int32(a.MaxReplicas.ValueInt64()),
+		TargetCPUUtilization: int32(a.TargetCPUUtilization.ValueInt64()), TargetMemoryUtilization: int32(a.TargetMemoryUtilization.ValueInt64())}
+}
+
+func autoscalingFromStack(a *stack.Autoscaling) *autoscalingModel {
+	if a == nil {
+		return nil
+	}
+	optional := func(v int32) types.Int64 {
+		if v == 0 {
+			return types.Int64Null()
+		}
+		return types.Int64Value(int64(v))
+	}
+	return &autoscalingModel{MinReplicas: types.Int64Value(int64(a.Defaulted().MinReplicas)), MaxReplicas: types.Int64Value(int64(a.MaxReplicas)),
+		TargetCPUUtilization: optional(a.TargetCPUUtilization), TargetMemoryUtilization: optional(a.TargetMemoryUtilization)}
 }
 
 // readLive reads the load balancer's address, and the dense model the pods serve (and how

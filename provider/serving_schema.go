@@ -9,8 +9,10 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
 	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
+	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/int64default"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringdefault"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
@@ -33,7 +35,11 @@ func servingSchema(ctx context.Context) schema.Schema {
 			"image as its non-root user). `security_context` relaxes these defaults. " +
 			"The serving pods carry `app.kubernetes.io/part-of = <stack>`, `app.kubernetes.io/component = serving` and, for each cube their `cube_conf` names, " +
 			"`" + stack.CubeClientLabel("<cube>") + " = <cube's namespace>`: that cube's NetworkPolicy admits them to its shards whatever their `stack` and namespace. " +
-			"A `cube_conf` that names two cubes of one name in two namespaces is refused.",
+			"A `cube_conf` that names two cubes of one name in two namespaces is refused.\n\n" +
+			fmt.Sprintf("**Disruptions.** A serving that can run more than one pod (`replicas`, or `autoscaling.max_replicas`, of 2 or more) has a "+
+				"PodDisruptionBudget of its name: a node drain evicts at most %d of its pods at a time (`maxUnavailable`), and pods that are not "+
+				"ready (waiting for their model) may always be evicted, so a drain never waits on them. A serving of one pod has none: it "+
+				"could only let its pod go, or block every drain.", stack.ServingMaxUnavailable),
 		Attributes: map[string]schema.Attribute{
 			"id":        idAttribute(),
 			"name":      nameAttribute("Name of the Deployment and Service."),
@@ -44,9 +50,11 @@ func servingSchema(ctx context.Context) schema.Schema {
 				MarkdownDescription: "Paddle Serving image with the CTR model's serving program. Defaults to `" + stack.DefaultServingImage + "` " +
 					"(from the provider's `image_registry` when set)."},
 			"image_pull_secrets": pullSecretsAttribute("the serving pods"),
-			"replicas": schema.Int64Attribute{Optional: true, Computed: true, Default: int64default.StaticInt64(stack.DefaultServingReplicas),
-				MarkdownDescription: fmt.Sprintf("Serving pods. Defaults to `%d`.", stack.DefaultServingReplicas),
-				Validators:          []validator.Int64{int64validator.AtLeast(1)}},
+			"replicas": schema.Int64Attribute{Optional: true, Computed: true, PlanModifiers: []planmodifier.Int64{replicasUnlessAutoscaled{}},
+				MarkdownDescription: fmt.Sprintf("Serving pods. Defaults to `%d`; with `autoscaling` it must not be set (it is null: the "+
+					"autoscaler sizes the Deployment).", stack.DefaultServingReplicas),
+				Validators: []validator.Int64{int64validator.AtLeast(1)}},
+			"autoscaling":         autoscalingAttribute(),
 			"port":                portAttribute("Port of the pods and the Service.", stack.DefaultServingPort),
 			"service_type":        serviceTypeAttribute(),
 			"service_annotations": serviceAnnotationsAttribute("the serving Service"),
@@ -96,6 +104,62 @@ func servingSchema(ctx context.Context) schema.Schema {
 					"`status.loadBalancer.ingress[0]`, and the Service's `port`. " + loadBalancerWaitDoc},
 		},
 	}
+}
+
+// autoscalingAttribute is ctr_serving's `autoscaling`.
+func autoscalingAttribute() schema.SingleNestedAttribute {
+	return schema.SingleNestedAttribute{Optional: true,
+		MarkdownDescription: "Sizes the serving Deployment with a HorizontalPodAutoscaler (`autoscaling/v2`, of the serving's name) instead of `replicas`: " +
+			"the Deployment is applied without `spec.replicas`, which is the autoscaler's, so its scaling is neither drift in `manifests` nor undone " +
+			"by an apply. Setting it on a serving that has `replicas` keeps the pods it runs (the autoscaler takes over from there); removing it " +
+			"deletes the autoscaler and sizes the Deployment by `replicas` again. Each utilization target is a percentage of the pods' request " +
+			"of that resource, so it needs that request in `resources.requests` (or a limit, which is the request when none is set): " +
+			"a plan without it is refused. The autoscaler reads utilization from the cluster's metrics API (e.g. metrics-server).",
+		Attributes: map[string]schema.Attribute{
+			"min_replicas": schema.Int64Attribute{Optional: true, Computed: true, Default: int64default.StaticInt64(stack.DefaultServingReplicas),
+				Validators:          []validator.Int64{int64validator.AtLeast(1)},
+				MarkdownDescription: fmt.Sprintf("Fewest pods. Defaults to `%d`; at most `max_replicas`.", stack.DefaultServingReplicas)},
+			"max_replicas": schema.Int64Attribute{Required: true, Validators: []validator.Int64{int64validator.AtLeast(1)},
+				MarkdownDescription: "Most pods."},
+			"target_cpu_utilization": schema.Int64Attribute{Optional: true, Validators: []validator.Int64{int64validator.AtLeast(1)},
+				MarkdownDescription: fmt.Sprintf("Average CPU use to keep, in percent of the pods' CPU request. Defaults to `%d` when "+
+					"`target_memory_utilization` is not set either.", stack.DefaultTargetCPUUtilization)},
+			"target_memory_utilization": schema.Int64Attribute{Optional: true, Validators: []validator.Int64{int64validator.AtLeast(1)},
+				MarkdownDescription: "Average memory use to keep, in percent of the pods' memory request. None by default."},
+		}}
+}
+
+// replicasUnlessAutoscaled plans an unset `replicas`: stack.DefaultServingReplicas, or null
+// with `autoscaling`, whose autoscaler sizes the Deployment.
+type replicasUnlessAutoscaled struct{}
+
+func (replicasUnlessAutoscaled) Description(context.Context) string {
+	return fmt.Sprintf("Defaults to %d, or null with autoscaling.", stack.DefaultServingReplicas)
+}
+
+func (m replicasUnlessAutoscaled) MarkdownDescription(ctx context.Context) string {
+	return m.Description(ctx)
+}
+
+func (replicasUnlessAutoscaled) PlanModifyInt64(ctx context.Context, req planmodifier.Int64Request, resp *planmodifier.Int64Response) {
+	if !req.ConfigValue.IsNull() {
+		return
+	}
+	var autoscaling types.Object
+	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root("autoscaling"), &autoscaling)...)
+	if autoscaling.IsUnknown() {
+		resp.PlanValue = types.Int64Unknown()
+		return
+	}
+	resp.PlanValue = plannedReplicas(!autoscaling.IsNull(), types.Int64Value(stack.DefaultServingReplicas))
+}
+
+// plannedReplicas is `replicas`: fixed, or null when autoscaled.
+func plannedReplicas(autoscaled bool, fixed types.Int64) types.Int64 {
+	if autoscaled {
+		return types.Int64Null()
+	}
+	return fixed
 }
 
 // listDoc writes a list of strings as HCL does, for the docs: ["a", "b"].

@@ -2,6 +2,7 @@ package kube
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"sort"
 	"sync"
@@ -184,8 +185,12 @@ func (c *Client) listExisting(ctx context.Context, set stack.Set) (map[kindIn]ma
 }
 
 // versions lists the resource version of every object of a kind in a namespace, by name.
-// existing is what a list tells of an object: its version and its owner label.
-type existing struct{ version, owner string }
+// existing is what a list tells of an object: its version, its owner label and who set which
+// of its fields.
+type existing struct {
+	version, owner string
+	managed        []metav1.ManagedFieldsEntry
+}
 
 func (c *Client) versions(ctx context.Context, k kindIn) (map[string]existing, error) {
 	lister, err := c.metadataOf(k.gvk, k.namespace)
@@ -200,7 +205,7 @@ func (c *Client) versions(ctx context.Context, k kindIn) (map[string]existing, e
 			return nil, fmt.Errorf("list %s in %q: %w", k.gvk.Kind, k.namespace, err)
 		}
 		for _, item := range list.Items {
-			versions[item.Name] = existing{item.ResourceVersion, item.Labels[stack.OwnerLabel]}
+			versions[item.Name] = existing{item.ResourceVersion, item.Labels[stack.OwnerLabel], item.ManagedFields}
 		}
 		if opts.Continue = list.Continue; opts.Continue == "" {
 			return versions, nil
@@ -221,7 +226,8 @@ func (c *Client) applyOne(ctx context.Context, u *unstructured.Unstructured, lis
 	var before *metav1.PartialObjectMetadata
 	if versions, ok := listed[kindIn{u.GroupVersionKind(), u.GetNamespace()}]; ok {
 		if e, exists := versions[u.GetName()]; exists {
-			before = &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{ResourceVersion: e.version, Labels: map[string]string{stack.OwnerLabel: e.owner}}}
+			before = &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{ResourceVersion: e.version, Labels: map[string]string{stack.OwnerLabel: e.owner},
+				ManagedFields: e.managed}}
 		}
 	} else if before, err = ri.Get(ctx, u.GetName(), metav1.GetOptions{}); err != nil {
 		if !apierrors.IsNotFound(err) {
@@ -233,6 +239,11 @@ func (c *Client) applyOne(ctx context.Context, u *unstructured.Unstructured, lis
 		have := before.Labels[stack.OwnerLabel]
 		if have != owner && (have != "" || !adopt) {
 			return "", &NotOwnedError{Object: Describe(u), Owner: owner, Have: have}
+		}
+	}
+	if before != nil && releasesReplicas(u, before.ManagedFields) {
+		if err := c.handOverReplicas(ctx, u); err != nil {
+			return "", err
 		}
 	}
 	body, err := u.MarshalJSON()
@@ -281,13 +292,15 @@ func (c *Client) applyOne(ctx context.Context, u *unstructured.Unstructured, lis
 var applyOptions = metav1.PatchOptions{FieldManager: FieldManager, Force: ptr.To(true), FieldValidation: metav1.FieldValidationIgnore}
 
 // kindOrder installs what others depend on first: namespaces and CRDs, then accounts and
-// RBAC, then configuration, claims and network policies (in force before any pod they
-// protect), Services, then workloads, and admission webhooks last (a webhook that
+// RBAC, then configuration, claims, network policies and disruption budgets (in force before
+// any pod they protect), Services, then workloads, then what acts on workloads (autoscalers,
+// which target a Deployment that exists by then), and admission webhooks last (a webhook that
 // points at a Service which is not up yet would block everything after it).
 var kindOrder = map[string]int{
 	"Namespace": 0, "CustomResourceDefinition": 1, "PriorityClass": 2,
 	"ServiceAccount": 3, "ClusterRole": 4, "ClusterRoleBinding": 5, "Role": 4, "RoleBinding": 5,
-	"Secret": 6, "ConfigMap": 6, "PersistentVolumeClaim": 6, "NetworkPolicy": 6, "Service": 7, "Deployment": 8, "StatefulSet": 8, "DaemonSet": 8, "Job": 9,
+	"Secret": 6, "ConfigMap": 6, "PersistentVolumeClaim": 6, "NetworkPolicy": 6, "PodDisruptionBudget": 6,
+	"Service": 7, "Deployment": 8, "StatefulSet": 8, "DaemonSet": 8, "Job": 9, "HorizontalPodAutoscaler": 9,
 	"MutatingWebhookConfiguration": 10, "ValidatingWebhookConfiguration": 10,
 }
 
@@ -296,4 +309,65 @@ func order(kind string) int {
 		return o
 	}
 	return 9
+}
+
+// HandoverManager is the field manager that keeps a workload's spec.replicas when an apply
+// stops setting it (a serving given an autoscaler): see handOverReplicas.
+const HandoverManager = FieldManager + "-handover"
+
+// releasesReplicas says whether applying u gives up spec.replicas: u leaves it out, and our
+// field manager's last apply set it (managed are the live object's managed fields).
+func releasesReplicas(u *unstructured.Unstructured, managed []metav1.ManagedFieldsEntry) bool {
+	if _, found, _ := unstructured.NestedFieldNoCopy(u.Object, "spec", "replicas"); found {
+		return false
+	}
+	for _, m := range managed {
+		if m.Manager != FieldManager || m.Operation != metav1.ManagedFieldsOperationApply || m.FieldsV1 == nil {
+			continue
+		}
+		var fields map[string]map[string]any
+		if json.Unmarshal(m.FieldsV1.GetRawBytes(), &fields) == nil {
+			if _, ok := fields["f:spec"]["f:replicas"]; ok {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// handOverReplicas makes HandoverManager co-owner of the live spec.replicas of u's object, at
+// the value it has. Server-side apply removes a field that an apply leaves out when no other
+// manager owns it, and the API server then defaults a Deployment's replicas to 1: a serving of
+// 3 pods given an autoscaler would drop to 1 until the autoscaler scales it up again. With a
+// co-owner the field stays; the autoscaler's first change of it takes it over
+// (Kubernetes' "transferring ownership" of server-side apply).
+func (c *Client) handOverReplicas(ctx context.Context, u *unstructured.Unstructured) error {
+	live, err := c.Get(ctx, u)
+	if err != nil || live == nil {
+		return err
+	}
+	replicas, found, _ := unstructured.NestedInt64(live.Object, "spec", "replicas")
+	if !found {
+		return nil
+	}
+	keep := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{"replicas": replicas}}}
+	keep.SetAPIVersion(u.GetAPIVersion())
+	keep.SetKind(u.GetKind())
+	keep.SetName(u.GetName())
+	keep.SetNamespace(u.GetNamespace())
+	body, err := keep.MarshalJSON()
+	if err != nil {
+		return err
+	}
+	ri, err := c.metadataOf(u.GroupVersionKind(), u.GetNamespace())
+	if err != nil {
+		return fmt.Errorf("apply %s: %w", Describe(u), err)
+	}
+	opts := applyOptions
+	opts.FieldManager = HandoverManager
+	if _, err := ri.Patch(ctx, u.GetName(), types.ApplyPatchType, body, opts); err != nil {
+		return apiError("hand over spec.replicas of", u, err)
+	}
+	c.logf("%s keeps its %d replicas; spec.replicas is handed over (%s)", Describe(u), replicas, HandoverManager)
+	return nil
 }

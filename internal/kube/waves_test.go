@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/elasticctr/terraform-provider-ctr/internal/stack"
 )
@@ -37,5 +38,21 @@ func TestWaves(t *testing.T) {
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Fatalf("waves:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// Every kind a resource renders has its own place in kindOrder: a serving's disruption budget
+// is in force before its pods, and its autoscaler comes after the Deployment it scales.
+func TestWaves_EveryRenderedKindIsOrdered(t *testing.T) {
+	for _, kinds := range [][]schema.GroupVersionKind{stack.TrainingJobKinds, stack.CubeKinds, stack.ServingKinds} {
+		for _, gvk := range kinds {
+			if _, ok := kindOrder[gvk.Kind]; !ok {
+				t.Errorf("%s has no place in kindOrder", gvk.Kind)
+			}
+		}
+	}
+	if !(order("PodDisruptionBudget") < order("Deployment") && order("Deployment") < order("HorizontalPodAutoscaler")) {
+		t.Errorf("a serving's PodDisruptionBudget (%d) goes before its Deployment (%d), its HorizontalPodAutoscaler (%d) after",
+			order("PodDisruptionBudget"), order("Deployment"), order("HorizontalPodAutoscaler"))
 	}
 }

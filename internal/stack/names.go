@@ -24,6 +24,8 @@ var (
 	kindStatefulSet    = metav1.TypeMeta{APIVersion: "apps/v1", Kind: "StatefulSet"}
 	kindNetworkPolicy  = metav1.TypeMeta{APIVersion: "networking.k8s.io/v1", Kind: "NetworkPolicy"}
 	kindVolcanoJob     = metav1.TypeMeta{APIVersion: "batch.volcano.sh/v1alpha1", Kind: "Job"}
+	kindAutoscaler     = metav1.TypeMeta{APIVersion: "autoscaling/v2", Kind: "HorizontalPodAutoscaler"}
+	kindDisruption     = metav1.TypeMeta{APIVersion: "policy/v1", Kind: "PodDisruptionBudget"}
 	// Made by controllers from ours, carrying our labels.
 	kindPod        = metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"}
 	kindReplicaSet = metav1.TypeMeta{APIVersion: "apps/v1", Kind: "ReplicaSet"}
@@ -43,7 +45,7 @@ var (
 	TrainingJobKinds = gvks(kindServiceAccount, kindRole, kindRoleBinding, kindSecret, kindConfigMap, kindClaim,
 		kindDeployment, kindService, kindVolcanoJob)
 	CubeKinds    = gvks(kindServiceAccount, kindSecret, kindNetworkPolicy, kindService, kindStatefulSet, kindClaim, kindDeployment)
-	ServingKinds = gvks(kindServiceAccount, kindConfigMap, kindDeployment, kindService)
+	ServingKinds = gvks(kindServiceAccount, kindConfigMap, kindDisruption, kindService, kindDeployment, kindAutoscaler)
 	// ControllerKinds are objects that controllers create from ours, carrying our labels:
 	// deletion waits for them too.
 	ControllerKinds = gvks(kindPod, kindReplicaSet, kindPodGroup)
@@ -78,7 +80,8 @@ func cubeShardName(cube string, i int32) string {
 	return fmt.Sprintf("%s-shard-%d", cube, i)
 }
 
-// Names of a serving's objects. Its Deployment and Service take the serving's own name.
+// Names of a serving's objects. Its Deployment, Service, HorizontalPodAutoscaler and
+// PodDisruptionBudget take the serving's own name.
 func servingConfName(serving string) string { return serving + "-cube-conf" }
 
 // VolcanoJobRef is a training job's Volcano Job, its primary object (with the settings).
@@ -127,6 +130,12 @@ func ServingDeploymentRef(namespace, name string) *unstructured.Unstructured {
 
 // ServingDeploymentKey is the manifests key of a serving's Deployment.
 func ServingDeploymentKey(name string) string { return Key(ServingDeploymentRef("", name)) }
+
+// ServingAutoscalerKey is the manifests key of a serving's HorizontalPodAutoscaler.
+func ServingAutoscalerKey(name string) string { return Key(ref(kindAutoscaler, "", name)) }
+
+// ServingDisruptionBudgetKey is the manifests key of a serving's PodDisruptionBudget.
+func ServingDisruptionBudgetKey(name string) string { return Key(ref(kindDisruption, "", name)) }
 
 // ServingServiceKey is the manifests key of a serving's Service.
 func ServingServiceKey(name string) string { return Key(ref(kindService, "", name)) }

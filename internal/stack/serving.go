@@ -15,7 +15,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/utils/ptr"
 
 	"github.com/elasticctr/terraform-provider-ctr/cube/api"
 )
@@ -73,9 +72,12 @@ type Serving struct {
 	ImagePullPolicy string `json:"image_pull_policy,omitempty"`
 	// ImagePullSecrets are Secrets (in the namespace) the serving pods pull with.
 	ImagePullSecrets []string `json:"image_pull_secrets,omitempty"`
-	Replicas         int32    `json:"replicas,omitempty"`
-	Port             int32    `json:"port,omitempty"`
-	ServiceType      string   `json:"service_type,omitempty"`
+	// Replicas is the Deployment's size; with Autoscaling it must be 0 (the autoscaler sizes it).
+	Replicas int32 `json:"replicas,omitempty"`
+	// Autoscaling, when set, renders a HorizontalPodAutoscaler that sizes the Deployment.
+	Autoscaling *Autoscaling `json:"autoscaling,omitempty"`
+	Port        int32        `json:"port,omitempty"`
+	ServiceType string       `json:"service_type,omitempty"`
 	// ServiceAnnotations go on the Service: cloud load balancers are configured by them.
 	ServiceAnnotations map[string]string `json:"service_annotations,omitempty"`
 	ModelURL           string            `json:"model_url,omitempty"`
@@ -112,7 +114,10 @@ func (s Serving) Defaulted() Serving {
 	d.Image = orDefault(d.Image, DefaultServingImage)
 	d.ImagePullPolicy = orDefault(d.ImagePullPolicy, DefaultPullPolicy)
 	d.ServiceType = orDefault(d.ServiceType, DefaultServiceType)
-	if d.Replicas == 0 {
+	if d.Autoscaling != nil {
+		a := d.Autoscaling.Defaulted()
+		d.Autoscaling = &a
+	} else if d.Replicas == 0 {
 		d.Replicas = DefaultServingReplicas
 	}
 	if d.Port == 0 {
@@ -190,11 +195,16 @@ func (s Serving) objects() Set {
 		ObjectMeta: meta(servingConfName(s.Name), s.Namespace, labels),
 		Data:       map[string]string{servingConfKey: s.CubeConf},
 	}))
+	if s.maxPods() > 1 {
+		set = append(set, toObject(s.disruptionBudget(labels, selector)))
+	}
 	dep := &appsv1.Deployment{
 		TypeMeta:   kindDeployment,
 		ObjectMeta: meta(s.Name, s.Namespace, labels),
 		Spec: appsv1.DeploymentSpec{
-			Replicas: ptr.To(s.Replicas),
+			// With autoscaling, spec.replicas is not ours: left out of what we apply, it is
+			// the autoscaler's to set, and neither an apply nor the drift check touches it.
+			Replicas: s.fixedReplicas(),
 			Selector: &metav1.LabelSelector{MatchLabels: selector},
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: s.podLabels(labels), Annotations: map[string]string{CubeConfChecksumAnnotation: hex.EncodeToString(sum[:])}},
@@ -236,6 +246,9 @@ func (s Serving) objects() Set {
 	cubeCtr.RunAsNonRoot, cubeCtr.RunAsUser, cubeCtr.RunAsGroup = cubePod.RunAsNonRoot, cubePod.RunAsUser, cubePod.RunAsGroup
 	dep.Spec.Template.Spec.InitContainers[0].SecurityContext = cubeCtr
 	set = append(set, toObject(dep))
+	if s.Autoscaling != nil {
+		set = append(set, toObject(s.Autoscaling.autoscaler(meta(s.Name, s.Namespace, labels))))
+	}
 	set = append(set, toObject(&corev1.Service{
 		TypeMeta:   kindService,
 		ObjectMeta: serviceMeta(meta(s.Name, s.Namespace, labels), s.ServiceAnnotations),
@@ -312,6 +325,7 @@ func (s Serving) Validate() FieldErrors {
 		}
 	}
 	c.resources("resources", s.Requests, s.Limits)
+	c.autoscaling(s)
 	if strings.Contains(s.ModelURL, ModelIDPlaceholder) && s.CubeTransferURL == "" {
 		c.bad("model_url", "has %s, the donefile id of the version the cube serves: set cube_transfer_url (ctr_cube.<name>.transfer_url) "+
 			"so that the pods know which version that is", ModelIDPlaceholder)
