@@ -13,17 +13,18 @@ import (
 // references the provider reads by name (at import) are built from the same declarations.
 
 var (
-	kindSecret         = metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"}
-	kindConfigMap      = metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"}
-	kindService        = metav1.TypeMeta{APIVersion: "v1", Kind: "Service"}
-	kindServiceAccount = metav1.TypeMeta{APIVersion: "v1", Kind: "ServiceAccount"}
-	kindClaim          = metav1.TypeMeta{APIVersion: "v1", Kind: "PersistentVolumeClaim"}
-	kindRole           = metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "Role"}
-	kindRoleBinding    = metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "RoleBinding"}
-	kindDeployment     = metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"}
-	kindStatefulSet    = metav1.TypeMeta{APIVersion: "apps/v1", Kind: "StatefulSet"}
-	kindNetworkPolicy  = metav1.TypeMeta{APIVersion: "networking.k8s.io/v1", Kind: "NetworkPolicy"}
-	kindVolcanoJob     = metav1.TypeMeta{APIVersion: "batch.volcano.sh/v1alpha1", Kind: "Job"}
+	kindSecret              = metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"}
+	kindConfigMap           = metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"}
+	kindService             = metav1.TypeMeta{APIVersion: "v1", Kind: "Service"}
+	kindServiceAccount      = metav1.TypeMeta{APIVersion: "v1", Kind: "ServiceAccount"}
+	kindClaim               = metav1.TypeMeta{APIVersion: "v1", Kind: "PersistentVolumeClaim"}
+	kindRole                = metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "Role"}
+	kindRoleBinding         = metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "RoleBinding"}
+	kindDeployment          = metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"}
+	kindStatefulSet         = metav1.TypeMeta{APIVersion: "apps/v1", Kind: "StatefulSet"}
+	kindNetworkPolicy       = metav1.TypeMeta{APIVersion: "networking.k8s.io/v1", Kind: "NetworkPolicy"}
+	kindPodDisruptionBudget = metav1.TypeMeta{APIVersion: "policy/v1", Kind: "PodDisruptionBudget"}
+	kindVolcanoJob          = metav1.TypeMeta{APIVersion: "batch.volcano.sh/v1alpha1", Kind: "Job"}
 	// Made by controllers from ours, carrying our labels.
 	kindPod        = metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"}
 	kindReplicaSet = metav1.TypeMeta{APIVersion: "apps/v1", Kind: "ReplicaSet"}
@@ -42,7 +43,8 @@ func gvks(kinds ...metav1.TypeMeta) []schema.GroupVersionKind {
 var (
 	TrainingJobKinds = gvks(kindServiceAccount, kindRole, kindRoleBinding, kindSecret, kindConfigMap, kindClaim,
 		kindDeployment, kindService, kindVolcanoJob)
-	CubeKinds    = gvks(kindServiceAccount, kindSecret, kindNetworkPolicy, kindService, kindStatefulSet, kindClaim, kindDeployment)
+	CubeKinds = gvks(kindServiceAccount, kindSecret, kindNetworkPolicy, kindService, kindPodDisruptionBudget, kindStatefulSet,
+		kindClaim, kindDeployment)
 	ServingKinds = gvks(kindServiceAccount, kindConfigMap, kindDeployment, kindService)
 	// ControllerKinds are objects that controllers create from ours, carrying our labels:
 	// deletion waits for them too.
