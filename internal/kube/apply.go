@@ -282,8 +282,9 @@ var applyOptions = metav1.PatchOptions{FieldManager: FieldManager, Force: ptr.To
 
 // kindOrder installs what others depend on first: namespaces and CRDs, then accounts and
 // RBAC, then configuration, claims and network policies (in force before any pod they
-// protect), Services and disruption budgets (in force before any pod they protect), then workloads, and admission webhooks last (a webhook that
-// points at a Service which is not up yet would block everything after it).
+// protect), Services and disruption budgets (a shard's, before its pods can be evicted), then
+// workloads, and admission webhooks last (a webhook that points at a Service which is not up
+// yet would block everything after it).
 var kindOrder = map[string]int{
 	"Namespace": 0, "CustomResourceDefinition": 1, "PriorityClass": 2,
 	"ServiceAccount": 3, "ClusterRole": 4, "ClusterRoleBinding": 5, "Role": 4, "RoleBinding": 5,

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/elasticctr/terraform-provider-ctr/internal/stack"
 )
@@ -37,5 +38,42 @@ func TestWaves(t *testing.T) {
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Fatalf("waves:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// TestKindOrder_RanksEveryOwnedKind: every kind a resource renders has a rank of its own in
+// kindOrder, rather than the fallback's, so that adding a kind to a resource's list means
+// deciding when it is applied.
+func TestKindOrder_RanksEveryOwnedKind(t *testing.T) {
+	for _, kinds := range [][]schema.GroupVersionKind{stack.TrainingJobKinds, stack.CubeKinds, stack.ServingKinds} {
+		for _, k := range kinds {
+			if _, ok := kindOrder[k.Kind]; !ok {
+				t.Errorf("%s has no rank in kindOrder", k.Kind)
+			}
+		}
+	}
+}
+
+// TestWaves_ShardBudgetsBeforeTheirPods: a rendered cube's PodDisruptionBudgets are applied
+// in a wave before its StatefulSets', so that no shard's pod exists unprotected.
+func TestWaves_ShardBudgetsBeforeTheirPods(t *testing.T) {
+	set, err := stack.RenderCube(stack.Cube{Name: "c", Namespace: "n", Image: "img", DonefileURL: "http://fs/base.txt", Shards: 2, Replicas: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wave := map[string]int{}
+	for i, w := range waves(set) {
+		for _, o := range w {
+			if k := o.Object.GetKind(); k == "PodDisruptionBudget" || k == "StatefulSet" {
+				wave[k+"/"+o.Object.GetName()] = i
+			}
+		}
+	}
+	for _, shard := range []string{"c-shard-0", "c-shard-1"} {
+		b, okB := wave["PodDisruptionBudget/"+shard]
+		s, okS := wave["StatefulSet/"+shard]
+		if !okB || !okS || b >= s {
+			t.Errorf("%s: budget in wave %d (rendered: %v), StatefulSet in wave %d (rendered: %v); want the budget first", shard, b, okB, s, okS)
+		}
 	}
 }
