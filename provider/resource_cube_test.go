@@ -278,6 +278,8 @@ func TestCube_BadInput(t *testing.T) {
 		{"toleration effect", with(base, "tolerations", []any{map[string]any{"key": "k", "effect": "NoRun"}}), "tolerations[0].effect", `value must be one of`},
 		{"toleration key", with(base, "tolerations", []any{map[string]any{"key": "a b", "operator": "Exists"}}), "tolerations[0].key", `"a b" is not a taint key`},
 		{"toleration of every taint without Exists", with(base, "tolerations", []any{map[string]any{"effect": "NoSchedule"}}), "tolerations[0].operator", `must be "Exists" when key is empty`},
+		{"spread over no label", with(base, "spread", map[string]any{"topology_key": "zone/"}), "spread.topology_key", `"zone/" is not a label key`},
+		{"spread over an empty key", with(base, "spread", map[string]any{"topology_key": ""}), "spread.topology_key", `string length must be at least 1`},
 		{"peer without labels", with(base, "network_policy", map[string]any{"allow_from": []any{map[string]any{"pod_labels": map[string]any{}}}}), "network_policy.allow_from[0]", `needs pod_labels, namespace_labels or both`},
 		{"peers with policies off", with(base, "network_policy", map[string]any{"enabled": false, "allow_from": []any{map[string]any{"pod_labels": map[string]any{"a": "b"}}}}),
 			"network_policy.allow_from", `has no effect with enabled = false`},
