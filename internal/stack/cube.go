@@ -356,7 +356,7 @@ func (c Cube) objects() Set {
 // StatefulSets, which label them with their selector, not with the owner label).
 func (c Cube) ServerClaimsSelector() map[string]string { return c.serverSelector() }
 
-// serverSelector selects the cube servers of every shard; shardSelector those of one.
+// serverSelector selects the cube servers of every shard.
 func (c Cube) serverSelector() map[string]string {
 	return map[string]string{LabelInstance: c.Name, LabelComponent: componentCubeServer}
 }
@@ -369,7 +369,10 @@ func (c Cube) shardLabels(i int32) map[string]string {
 	return l
 }
 
-func (c Cube) shardSelector(i int32) map[string]string {
+// ShardSelector selects the cube servers of shard i, and no other pod: what the shard's
+// Service, StatefulSet, PodDisruptionBudget and spread select, and what a budget of a
+// user's own selects.
+func (c Cube) ShardSelector(i int32) map[string]string {
 	l := c.serverSelector()
 	l[ShardLabel] = strconv.Itoa(int(i))
 	return l

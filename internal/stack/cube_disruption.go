@@ -65,7 +65,7 @@ func (c Cube) shardDisruptionBudget(i int32) *policyv1.PodDisruptionBudget {
 		ObjectMeta: meta(c.ShardService(i), c.Namespace, c.shardLabels(i)),
 		Spec: policyv1.PodDisruptionBudgetSpec{
 			MaxUnavailable:             &maxUnavailable,
-			Selector:                   &metav1.LabelSelector{MatchLabels: c.shardSelector(i)},
+			Selector:                   &metav1.LabelSelector{MatchLabels: c.ShardSelector(i)},
 			UnhealthyPodEvictionPolicy: &always,
 		},
 	}
@@ -76,7 +76,7 @@ func (c Cube) shardDisruptionBudget(i int32) *policyv1.PodDisruptionBudget {
 // the node affinity of the pod settings.
 func (c Cube) spreadShard(i int32, spec *corev1.PodSpec) {
 	key := c.Spread.topologyKey()
-	term := corev1.PodAffinityTerm{LabelSelector: &metav1.LabelSelector{MatchLabels: c.shardSelector(i)}, TopologyKey: key}
+	term := corev1.PodAffinityTerm{LabelSelector: &metav1.LabelSelector{MatchLabels: c.ShardSelector(i)}, TopologyKey: key}
 	anti := &corev1.PodAntiAffinity{}
 	when := corev1.ScheduleAnyway
 	if c.Spread.required() {
@@ -91,7 +91,7 @@ func (c Cube) spreadShard(i int32, spec *corev1.PodSpec) {
 	spec.Affinity.PodAntiAffinity = anti
 	spec.TopologySpreadConstraints = append(spec.TopologySpreadConstraints, corev1.TopologySpreadConstraint{
 		MaxSkew: 1, TopologyKey: key, WhenUnsatisfiable: when,
-		LabelSelector: &metav1.LabelSelector{MatchLabels: c.shardSelector(i)},
+		LabelSelector: &metav1.LabelSelector{MatchLabels: c.ShardSelector(i)},
 	})
 }
 

@@ -22,7 +22,7 @@ func (c Cube) shardService(i int32) *corev1.Service {
 			// Headless: the name resolves to the ready replicas themselves, what brpc's domain
 			// naming service balances over. (Each pod's own DNS name is ReplicasService's.)
 			ClusterIP: corev1.ClusterIPNone,
-			Selector:  c.shardSelector(i),
+			Selector:  c.ShardSelector(i),
 			Ports:     []corev1.ServicePort{{Name: "cube", Port: c.Port, TargetPort: intstr.FromString("cube"), Protocol: corev1.ProtocolTCP}},
 		},
 	}
@@ -91,7 +91,7 @@ func (c Cube) shardStatefulSet(i int32) *appsv1.StatefulSet {
 			// shardUpdateStrategy rolls one replica at a time.
 			PodManagementPolicy: appsv1.ParallelPodManagement,
 			UpdateStrategy:      shardUpdateStrategy(),
-			Selector:            &metav1.LabelSelector{MatchLabels: c.shardSelector(i)},
+			Selector:            &metav1.LabelSelector{MatchLabels: c.ShardSelector(i)},
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: l},
 				Spec: corev1.PodSpec{
