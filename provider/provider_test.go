@@ -19,6 +19,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-go/tfprotov6"
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	"github.com/hashicorp/terraform-plugin-testing/plancheck"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
@@ -151,12 +152,10 @@ func (c onlyChangesCheck) CheckPlan(_ context.Context, req plancheck.CheckPlanRe
 }
 
 func gvrOf(gvk schema.GroupVersionKind) schema.GroupVersionResource {
-	plural := map[string]string{
-		"ServiceAccount": "serviceaccounts", "Role": "roles", "RoleBinding": "rolebindings", "Secret": "secrets",
-		"ConfigMap": "configmaps", "PersistentVolumeClaim": "persistentvolumeclaims", "Deployment": "deployments",
-		"Service": "services", "NetworkPolicy": "networkpolicies", "Job": "jobs", "StatefulSet": "statefulsets", "Pod": "pods", "ReplicaSet": "replicasets", "PodGroup": "podgroups",
-	}[gvk.Kind]
-	return gvk.GroupVersion().WithResource(plural)
+	// Every kind ctr renders or makes takes Kubernetes' regular plural (lower case, "y" ->
+	// "ies", "s" -> "ses", else "s"), so a new kind in a list needs no entry here.
+	gvr, _ := meta.UnsafeGuessKindToResource(gvk)
+	return gvr
 }
 
 var devBuild struct {
