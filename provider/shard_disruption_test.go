@@ -157,12 +157,16 @@ func (k *kubeClients) drain(t *testing.T, ns string, cube stack.Cube, image stri
 		node := ""
 		pending := map[types.UID]corev1.Pod{} // the pods of the drained node not evicted yet
 		for i := range cube.Shards {
-			pods, ready, err := k.shardPods(ctx, cube, i)
+			// Readiness follows what the transfer reports by a probe period or two.
+			var pods []corev1.Pod
+			var ready int
+			err := wait.PollUntilContextTimeout(ctx, time.Second, time.Minute, true, func(ctx context.Context) (bool, error) {
+				var err error
+				pods, ready, err = k.shardPods(ctx, cube, i)
+				return err == nil && len(pods) == int(cube.Replicas) && ready == int(cube.Replicas), nil
+			})
 			if err != nil {
-				return err
-			}
-			if len(pods) != int(cube.Replicas) || ready != int(cube.Replicas) {
-				return fmt.Errorf("shard %d has %d pods, %d Ready; want %d of each before the drain", i, len(pods), ready, cube.Replicas)
+				return fmt.Errorf("shard %d has %d pods, %d Ready; want %d of each before the drain: %w", i, len(pods), ready, cube.Replicas, err)
 			}
 			for _, p := range pods {
 				if node == "" {
@@ -237,9 +241,9 @@ func (k *kubeClients) drain(t *testing.T, ns string, cube stack.Cube, image stri
 		for i := range cube.Shards {
 			shard := strconv.Itoa(int(i))
 			if evictedPerShard[shard] != 1 || refusedPerShard[shard] != int(cube.Replicas)-1 {
-				_ = stop()
-				return fmt.Errorf("first pass on shard %s: %d evicted, %d refused; want 1 evicted and %d refused (maxUnavailable 1)",
-					shard, evictedPerShard[shard], refusedPerShard[shard], cube.Replicas-1)
+				time.Sleep(5 * time.Second) // for the watch to see what the evictions did
+				return fmt.Errorf("first pass on shard %s: %d evicted, %d refused; want 1 evicted and %d refused (maxUnavailable 1); %v",
+					shard, evictedPerShard[shard], refusedPerShard[shard], cube.Replicas-1, stop())
 			}
 		}
 		// Each shard answers with its evicted replica away.
