@@ -16,36 +16,38 @@ import (
 // cubeModel is the Terraform state of ctr_cube.
 type cubeModel struct {
 	workloadAttrs
-	Dict            types.String          `tfsdk:"dict"`
-	Shards          types.Int64           `tfsdk:"shards"`
-	Replicas        types.Int64           `tfsdk:"replicas"`
-	Image           types.String          `tfsdk:"image"`
-	DonefileURL     types.String          `tfsdk:"donefile_url"`
-	Mode            types.String          `tfsdk:"mode"`
-	ServeVersion    types.String          `tfsdk:"serve_version"`
-	Port            types.Int64           `tfsdk:"port"`
-	TransferPort    types.Int64           `tfsdk:"transfer_port"`
-	FilesPort       types.Int64           `tfsdk:"transfer_files_port"`
-	Resources       *resourcesModel       `tfsdk:"resources"`
-	TransferRes     *resourcesModel       `tfsdk:"transfer_resources"`
-	Storage         *cubeStorageModel     `tfsdk:"storage"`
-	TransferStorage types.String          `tfsdk:"transfer_storage"`
-	NodeSelector    types.Map             `tfsdk:"node_selector"`
-	Tolerations     []tolerationModel     `tfsdk:"tolerations"`
-	PullSecrets     types.List            `tfsdk:"image_pull_secrets"`
-	TimeoutMS       types.Int64           `tfsdk:"timeout_ms"`
-	Retry           types.Int64           `tfsdk:"retry"`
-	BackupRequestMS types.Int64           `tfsdk:"backup_request_ms"`
-	SecurityContext *securityContextModel `tfsdk:"security_context"`
-	Pod             *podModel             `tfsdk:"pod"`
-	NetworkPolicy   *networkPolicyModel   `tfsdk:"network_policy"`
-	ControlToken    types.String          `tfsdk:"control_token"`
-	CubeConf        types.String          `tfsdk:"cube_conf"`
-	Endpoints       types.List            `tfsdk:"endpoints"`
-	TransferURL     types.String          `tfsdk:"transfer_url"`
-	ServedVersion   types.String          `tfsdk:"served_version"`
-	ServingReplicas types.List            `tfsdk:"serving_replicas"`
-	KeptVersions    types.List            `tfsdk:"kept_versions"`
+	Dict             types.String          `tfsdk:"dict"`
+	Shards           types.Int64           `tfsdk:"shards"`
+	Replicas         types.Int64           `tfsdk:"replicas"`
+	Image            types.String          `tfsdk:"image"`
+	DonefileURL      types.String          `tfsdk:"donefile_url"`
+	Mode             types.String          `tfsdk:"mode"`
+	ServeVersion     types.String          `tfsdk:"serve_version"`
+	Port             types.Int64           `tfsdk:"port"`
+	TransferPort     types.Int64           `tfsdk:"transfer_port"`
+	FilesPort        types.Int64           `tfsdk:"transfer_files_port"`
+	Resources        *resourcesModel       `tfsdk:"resources"`
+	TransferRes      *resourcesModel       `tfsdk:"transfer_resources"`
+	Storage          *cubeStorageModel     `tfsdk:"storage"`
+	TransferStorage  types.String          `tfsdk:"transfer_storage"`
+	NodeSelector     types.Map             `tfsdk:"node_selector"`
+	Tolerations      []tolerationModel     `tfsdk:"tolerations"`
+	PullSecrets      types.List            `tfsdk:"image_pull_secrets"`
+	TimeoutMS        types.Int64           `tfsdk:"timeout_ms"`
+	Retry            types.Int64           `tfsdk:"retry"`
+	BackupRequestMS  types.Int64           `tfsdk:"backup_request_ms"`
+	SecurityContext  *securityContextModel `tfsdk:"security_context"`
+	Pod              *podModel             `tfsdk:"pod"`
+	NetworkPolicy    *networkPolicyModel   `tfsdk:"network_policy"`
+	Spread           *spreadModel          `tfsdk:"spread"`
+	DisruptionBudget types.Bool            `tfsdk:"disruption_budget"`
+	ControlToken     types.String          `tfsdk:"control_token"`
+	CubeConf         types.String          `tfsdk:"cube_conf"`
+	Endpoints        types.List            `tfsdk:"endpoints"`
+	TransferURL      types.String          `tfsdk:"transfer_url"`
+	ServedVersion    types.String          `tfsdk:"served_version"`
+	ServingReplicas  types.List            `tfsdk:"serving_replicas"`
+	KeptVersions     types.List            `tfsdk:"kept_versions"`
 }
 
 var _ workloadModel[stack.Cube] = (*cubeModel)(nil)
@@ -58,6 +60,11 @@ type cubeStorageModel struct {
 type networkPolicyModel struct {
 	Enabled   types.Bool         `tfsdk:"enabled"`
 	AllowFrom []networkPeerModel `tfsdk:"allow_from"`
+}
+
+type spreadModel struct {
+	TopologyKey types.String `tfsdk:"topology_key"`
+	Required    types.Bool   `tfsdk:"required"`
 }
 
 type networkPeerModel struct {
@@ -96,6 +103,12 @@ func (m *cubeModel) settings(ctx context.Context, _ stack.Images) (stack.Cube, d
 			c.NetworkPolicy.AllowFrom = append(c.NetworkPolicy.AllowFrom, stack.NetworkPeer{
 				NamespaceLabels: stringMap(ctx, peer.NamespaceLabels, &diags), PodLabels: stringMap(ctx, peer.PodLabels, &diags)})
 		}
+	}
+	if s := m.Spread; s != nil {
+		c.Spread = &stack.Spread{TopologyKey: s.TopologyKey.ValueString(), Required: s.Required.ValueBool()}
+	}
+	if b := m.DisruptionBudget; !b.IsNull() && !b.IsUnknown() {
+		c.DisruptionBudget = b.ValueBoolPointer()
 	}
 	return c, diags
 }
@@ -151,6 +164,14 @@ func (m *cubeModel) fromCluster(ctx context.Context, kc *kube.Client, diags *dia
 				NamespaceLabels: optionalStringMap(ctx, peer.NamespaceLabels, diags), PodLabels: optionalStringMap(ctx, peer.PodLabels, diags)})
 		}
 	}
+	m.Spread = nil
+	if s := c.Spread; s != nil {
+		m.Spread = &spreadModel{TopologyKey: types.StringValue(s.TopologyKey), Required: types.BoolValue(s.Required)}
+		if s.TopologyKey == "" {
+			m.Spread.TopologyKey = types.StringValue(stack.DefaultSpreadTopologyKey)
+		}
+	}
+	m.DisruptionBudget = types.BoolValue(c.DisruptionBudget == nil || *c.DisruptionBudget)
 	return !diags.HasError()
 }
 

@@ -126,6 +126,24 @@ func cubeSchema(ctx context.Context) schema.Schema {
 								MarkdownDescription: "Labels of the peer pods, e.g. `{ \"app.kubernetes.io/name\" = \"prometheus\" }`."},
 						}}},
 				}},
+			"spread": schema.SingleNestedAttribute{Optional: true,
+				MarkdownDescription: "How each shard's replicas spread over the cluster, so that losing one node (or zone) leaves each shard a replica: " +
+					"a pod anti-affinity and a topology spread constraint (`maxSkew` 1) over `topology_key` among the replicas of one shard (other shards' pods do not count). " +
+					"Unset: spread over nodes (`" + stack.DefaultSpreadTopologyKey + "`) as a preference. A node affinity from `pod` is kept beside them. Changes roll the cube servers.",
+				Attributes: map[string]schema.Attribute{
+					"topology_key": schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString(stack.DefaultSpreadTopologyKey),
+						MarkdownDescription: "Node label whose values are the domains the replicas spread over, e.g. `topology.kubernetes.io/zone`. Defaults to `" + stack.DefaultSpreadTopologyKey + "`.",
+						Validators:          []validator.String{stringvalidator.LengthAtLeast(1)}},
+					"required": schema.BoolAttribute{Optional: true, Computed: true, Default: booldefault.StaticBool(false),
+						MarkdownDescription: "`false` (the default): a preference (`preferredDuringScheduling` anti-affinity, `whenUnsatisfiable: ScheduleAnyway`) that the scheduler gives up " +
+							"when the cluster has fewer domains than `replicas`. `true`: a rule (`requiredDuringScheduling`, `DoNotSchedule`): a replica that finds no domain " +
+							"without another replica of its shard stays Pending."},
+				}},
+			"disruption_budget": schema.BoolAttribute{Optional: true, Computed: true, Default: booldefault.StaticBool(true),
+				MarkdownDescription: fmt.Sprintf("Render a PodDisruptionBudget per shard (`<name>-shard-<i>`, `maxUnavailable: %d`, `unhealthyPodEvictionPolicy: AlwaysAllow`), "+
+					"so that a node drain or a cluster-autoscaler scale-down evicts one replica of a shard at a time and waits until its replacement is Ready (serves a version). "+
+					"Rendered only with `replicas` of 2 or more: one replica can only be kept by refusing every eviction, which would block node drains for good. "+
+					"Defaults to `true`; set `false` to write your own budget (the eviction API refuses to evict a pod that two budgets select).", stack.ShardMaxUnavailable)},
 			"control_token": schema.StringAttribute{Optional: true, Computed: true, Sensitive: true,
 				MarkdownDescription: "Shared token of the control endpoints (agent, transfer, ControlService), stored in a Secret. Generated when unset. " +
 					"Changing it rotates the token without restarting a pod: the cube servers and the transfer read the Secret's file again when the kubelet updates it (each pod within a minute or two), " +

@@ -152,9 +152,10 @@ func (c onlyChangesCheck) CheckPlan(_ context.Context, req plancheck.CheckPlanRe
 }
 
 func gvrOf(gvk schema.GroupVersionKind) schema.GroupVersionResource {
-	// Every kind ctr renders has a regular plural, the one the API server's discovery gives.
-	plural, _ := meta.UnsafeGuessKindToResource(gvk)
-	return plural
+	// Every kind ctr renders or makes takes Kubernetes' regular plural (lower case, "y" ->
+	// "ies", "s" -> "ses", else "s"), so a new kind in a list needs no entry here.
+	gvr, _ := meta.UnsafeGuessKindToResource(gvk)
+	return gvr
 }
 
 var devBuild struct {

@@ -45,6 +45,7 @@ func TestAccRealNode(t *testing.T) {
 		{"RolloutUnderLookups", realNodeRolloutUnderLookups},
 		{"Reshard", realNodeReshard},
 		{"ReplicaComesBack", realNodeReplicaComesBack},
+		{"DrainKeepsEveryShard", realNodeDrainKeepsEveryShard},
 		{"DestroyLeavesNothing", realNodeDestroyLeavesNothing},
 	} {
 		t.Run(c.name, c.test)

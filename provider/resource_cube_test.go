@@ -62,7 +62,7 @@ func TestAccCube_Create(t *testing.T) {
 			})),
 			statecheck.ExpectKnownValue(cubeAddr, tfjsonpath.New("cube_conf"), knownvalue.StringRegexp(regexp.MustCompile(`"ipport_list": "http://`+name+`-shard-1\.`))),
 			statecheck.ExpectKnownValue(cubeAddr, tfjsonpath.New("transfer_url"), knownvalue.StringExact(fmt.Sprintf("http://%s-transfer.%s.svc:8099", name, ns))),
-			statecheck.ExpectKnownValue(cubeAddr, tfjsonpath.New("manifests"), knownvalue.MapSizeExact(11)), // Secret, 2 NetworkPolicies, the replicas' Service, 2 × (Service, StatefulSet), transfer claim, Service, Deployment
+			statecheck.ExpectKnownValue(cubeAddr, tfjsonpath.New("manifests"), knownvalue.MapSizeExact(13)), // Secret, 2 NetworkPolicies, the replicas' Service, 2 × (Service, PodDisruptionBudget, StatefulSet), transfer claim, Service, Deployment
 			// No transfer runs on kwok nodes: nothing reports serving, and nothing is claimed.
 			statecheck.ExpectKnownValue(cubeAddr, tfjsonpath.New("serving_replicas"), knownvalue.Null()),
 			statecheck.ExpectKnownValue(cubeAddr, tfjsonpath.New("served_version"), knownvalue.StringExact("")),
@@ -199,6 +199,22 @@ func TestAccCube_Drift(t *testing.T) {
 	}...)
 }
 
+// TestAccCube_ShardBudgets: a cube of 2 shards × 2 replicas has a PodDisruptionBudget per
+// shard that selects exactly that shard's live pods, and StatefulSets whose pods spread;
+// disruption_budget = false deletes the budgets, and so does one replica per shard.
+func TestAccCube_ShardBudgets(t *testing.T) {
+	t.Parallel()
+	k, ns, name := cubeTest(t)
+	cube := stack.Cube{Name: name, Namespace: ns, Shards: 2, Replicas: 2}
+	update := resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectResourceAction(cubeAddr, plancheck.ResourceActionUpdate)}}
+	k.run(t, ns, stack.CubeType, name, stack.CubeKinds, []resource.TestStep{
+		{Config: cubeConfig(ns, name, "  replicas = 2"), Check: k.checkShardBudgets(cube, true)},
+		{Config: cubeConfig(ns, name, "  replicas = 2\n  disruption_budget = false"), ConfigPlanChecks: update, Check: k.checkShardBudgets(cube, false)},
+		{Config: cubeConfig(ns, name, "  replicas = 2"), ConfigPlanChecks: update, Check: k.checkShardBudgets(cube, true)},
+		{Config: cubeConfig(ns, name, "  replicas = 1"), ConfigPlanChecks: update, Check: k.checkShardBudgets(cube, false)},
+	}...)
+}
+
 // cubeEveryAttribute sets every configurable attribute of ctr_cube to a value other than its
 // default (retry to 0, a value that is its own), for the import round trip.
 const cubeEveryAttribute = `  stack               = "shop"
@@ -222,6 +238,8 @@ const cubeEveryAttribute = `  stack               = "shop"
     allow_privilege_escalation = false, seccomp_profile = "RuntimeDefault", add_capabilities = ["NET_BIND_SERVICE"] }
   network_policy      = { enabled = true, allow_from = [{ namespace_labels = { "kubernetes.io/metadata.name" = "monitoring" }, pod_labels = { app = "prometheus" } }] }
   control_token       = "an-operator-chosen-token"
+  spread              = { topology_key = "topology.kubernetes.io/zone", required = true }
+  disruption_budget   = false
 `
 
 // TestAccCube_Import: every attribute round-trips through the cluster: import reads the same
@@ -278,6 +296,8 @@ func TestCube_BadInput(t *testing.T) {
 		{"toleration effect", with(base, "tolerations", []any{map[string]any{"key": "k", "effect": "NoRun"}}), "tolerations[0].effect", `value must be one of`},
 		{"toleration key", with(base, "tolerations", []any{map[string]any{"key": "a b", "operator": "Exists"}}), "tolerations[0].key", `"a b" is not a taint key`},
 		{"toleration of every taint without Exists", with(base, "tolerations", []any{map[string]any{"effect": "NoSchedule"}}), "tolerations[0].operator", `must be "Exists" when key is empty`},
+		{"spread over no label", with(base, "spread", map[string]any{"topology_key": "zone/"}), "spread.topology_key", `"zone/" is not a label key`},
+		{"spread over an empty key", with(base, "spread", map[string]any{"topology_key": ""}), "spread.topology_key", `string length must be at least 1`},
 		{"peer without labels", with(base, "network_policy", map[string]any{"allow_from": []any{map[string]any{"pod_labels": map[string]any{}}}}), "network_policy.allow_from[0]", `needs pod_labels, namespace_labels or both`},
 		{"peers with policies off", with(base, "network_policy", map[string]any{"enabled": false, "allow_from": []any{map[string]any{"pod_labels": map[string]any{"a": "b"}}}}),
 			"network_policy.allow_from", `has no effect with enabled = false`},

@@ -56,3 +56,27 @@ func TestWaves_EveryRenderedKindIsOrdered(t *testing.T) {
 			order("PodDisruptionBudget"), order("Deployment"), order("HorizontalPodAutoscaler"))
 	}
 }
+
+// TestWaves_ShardBudgetsBeforeTheirPods: a rendered cube's PodDisruptionBudgets are applied
+// in a wave before its StatefulSets', so that no shard's pod exists unprotected.
+func TestWaves_ShardBudgetsBeforeTheirPods(t *testing.T) {
+	set, err := stack.RenderCube(stack.Cube{Name: "c", Namespace: "n", Image: "img", DonefileURL: "http://fs/base.txt", Shards: 2, Replicas: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wave := map[string]int{}
+	for i, w := range waves(set) {
+		for _, o := range w {
+			if k := o.Object.GetKind(); k == "PodDisruptionBudget" || k == "StatefulSet" {
+				wave[k+"/"+o.Object.GetName()] = i
+			}
+		}
+	}
+	for _, shard := range []string{"c-shard-0", "c-shard-1"} {
+		b, okB := wave["PodDisruptionBudget/"+shard]
+		s, okS := wave["StatefulSet/"+shard]
+		if !okB || !okS || b >= s {
+			t.Errorf("%s: budget in wave %d (rendered: %v), StatefulSet in wave %d (rendered: %v); want the budget first", shard, b, okB, s, okS)
+		}
+	}
+}

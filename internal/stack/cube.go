@@ -65,13 +65,17 @@ const (
 	componentCubeServer      = "cube-server"
 	componentCubeTransfer    = "cube-transfer"
 	componentCubeControl     = "cube-control"
-	labelShard               = "ctr.elasticctr.io/shard"
 	cubeUID                  = 65532
 	cubeDataDir              = "/data"
 	cubeProbePortName        = "probe" // the container port of CubeProbePort, which the probes name
 	cubeWorkDir              = "/work"
 	placeholderTokenForPlans = "(generated at apply)"
 )
+
+// ShardLabel is the label whose value is a cube server's shard number ("0", "1", ...). With
+// app.kubernetes.io/instance=<cube> and app.kubernetes.io/component=cube-server it selects
+// the replicas of one shard: what a user's own PodDisruptionBudget selects.
+const ShardLabel = "ctr.elasticctr.io/shard"
 
 // Bounds of a cube's settings.
 const (
@@ -139,6 +143,11 @@ type Cube struct {
 	Pod *PodSettings `json:"pod,omitempty"`
 	// NetworkPolicy says who may reach the cube; nil renders the default policies.
 	NetworkPolicy *NetworkPolicy `json:"network_policy,omitempty"`
+	// Spread spreads each shard's replicas over nodes; nil renders the default spread.
+	Spread *Spread `json:"spread,omitempty"`
+	// DisruptionBudget false renders no PodDisruptionBudget (a user's own takes its place);
+	// nil or true renders one per shard when replicas allow it (see disruptionBudget).
+	DisruptionBudget *bool `json:"disruption_budget,omitempty"`
 	// Token is the shared control token; never in the settings annotation.
 	Token string `json:"-"`
 }
@@ -315,6 +324,9 @@ func (c Cube) objects() Set {
 	}))
 	for i := int32(0); i < c.Shards; i++ {
 		add(toObject(c.shardService(i)))
+		if c.disruptionBudget() {
+			add(toObject(c.shardDisruptionBudget(i)))
+		}
 		add(toObject(c.shardStatefulSet(i)))
 	}
 	add(toObject(&corev1.PersistentVolumeClaim{
@@ -344,14 +356,25 @@ func (c Cube) objects() Set {
 // StatefulSets, which label them with their selector, not with the owner label).
 func (c Cube) ServerClaimsSelector() map[string]string { return c.serverSelector() }
 
-// serverSelector selects the cube servers of every shard; shardSelector those of one.
+// serverSelector selects the cube servers of every shard.
 func (c Cube) serverSelector() map[string]string {
 	return map[string]string{LabelInstance: c.Name, LabelComponent: componentCubeServer}
 }
 
-func (c Cube) shardSelector(i int32) map[string]string {
+// shardLabels are the labels of shard i's objects and pods: the cube servers' with the shard's
+// number under ShardLabel.
+func (c Cube) shardLabels(i int32) map[string]string {
+	l := c.labels(componentCubeServer)
+	l[ShardLabel] = strconv.Itoa(int(i))
+	return l
+}
+
+// ShardSelector selects the cube servers of shard i, and no other pod: what the shard's
+// Service, StatefulSet, PodDisruptionBudget and spread select, and what a budget of a
+// user's own selects.
+func (c Cube) ShardSelector(i int32) map[string]string {
 	l := c.serverSelector()
-	l[labelShard] = strconv.Itoa(int(i))
+	l[ShardLabel] = strconv.Itoa(int(i))
 	return l
 }
 

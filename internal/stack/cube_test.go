@@ -71,9 +71,10 @@ func TestRenderCube_ReshardAddsShardObjects(t *testing.T) {
 	require.NoError(t, err)
 	three, err := RenderCube(Cube{Name: "c", Namespace: "n", DonefileURL: testDonefile, Shards: 3})
 	require.NoError(t, err)
-	assert.Len(t, three, len(two)+2)
+	assert.Len(t, three, len(two)+3)
 	assert.NotNil(t, three.Find("apps/v1/StatefulSet/c-shard-2"))
 	assert.NotNil(t, three.Find("v1/Service/c-shard-2"))
+	assert.NotNil(t, three.Find("policy/v1/PodDisruptionBudget/c-shard-2"))
 	assert.Nil(t, two.Find("apps/v1/StatefulSet/c-shard-2"))
 }
 
@@ -90,6 +91,7 @@ func TestCube_Validate(t *testing.T) {
 		"tolerations[0].key":           func(c *Cube) { c.Tolerations = []Toleration{{Key: "bad key", Operator: "Exists"}} },
 		"tolerations[0].value":         func(c *Cube) { c.Tolerations = []Toleration{{Key: "k", Operator: "Exists", Value: "v"}} },
 		"tolerations[0].operator":      func(c *Cube) { c.Tolerations = []Toleration{{Effect: "NoSchedule"}} },
+		"spread.topology_key":          func(c *Cube) { c.Spread = &Spread{TopologyKey: "zone/"} },
 	} {
 		c := ok
 		mut(&c)

@@ -18,6 +18,7 @@ func (c Cube) Validate() FieldErrors {
 	ch.resources("transfer_resources", overDefaults(DefaultTransferRequests, c.TransferRequests), overDefaults(DefaultTransferLimits, c.TransferLimits))
 	ch.securityContext("security_context", c.SecurityContext)
 	ch.networkPolicy("network_policy", c.NetworkPolicy)
+	ch.spread("spread", c.Spread)
 	if c.Storage != nil {
 		ch.quantity("storage.size", c.Storage.Size, DefaultCubeStorageSize)
 		ch.dnsSubdomain("storage.storage_class", c.Storage.StorageClass, "StorageClass")

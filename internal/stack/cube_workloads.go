@@ -15,16 +15,14 @@ import (
 )
 
 func (c Cube) shardService(i int32) *corev1.Service {
-	l := c.labels(componentCubeServer)
-	l[labelShard] = strconv.Itoa(int(i))
 	return &corev1.Service{
 		TypeMeta:   kindService,
-		ObjectMeta: meta(c.ShardService(i), c.Namespace, l),
+		ObjectMeta: meta(c.ShardService(i), c.Namespace, c.shardLabels(i)),
 		Spec: corev1.ServiceSpec{
 			// Headless: the name resolves to the ready replicas themselves, what brpc's domain
 			// naming service balances over. (Each pod's own DNS name is ReplicasService's.)
 			ClusterIP: corev1.ClusterIPNone,
-			Selector:  c.shardSelector(i),
+			Selector:  c.ShardSelector(i),
 			Ports:     []corev1.ServicePort{{Name: "cube", Port: c.Port, TargetPort: intstr.FromString("cube"), Protocol: corev1.ProtocolTCP}},
 		},
 	}
@@ -60,8 +58,7 @@ func (c Cube) tokenVolume() (corev1.Volume, corev1.VolumeMount) {
 }
 
 func (c Cube) shardStatefulSet(i int32) *appsv1.StatefulSet {
-	l := c.labels(componentCubeServer)
-	l[labelShard] = strconv.Itoa(int(i))
+	l := c.shardLabels(i)
 	tokVol, tokMount := c.tokenVolume()
 	container := corev1.Container{
 		Name:            "cube",
@@ -87,10 +84,14 @@ func (c Cube) shardStatefulSet(i int32) *appsv1.StatefulSet {
 		TypeMeta:   kindStatefulSet,
 		ObjectMeta: meta(c.ShardService(i), c.Namespace, l),
 		Spec: appsv1.StatefulSetSpec{
-			ServiceName:         c.ReplicasService(),
-			Replicas:            ptr.To(c.Replicas),
+			ServiceName: c.ReplicasService(),
+			Replicas:    ptr.To(c.Replicas),
+			// Parallel: a shard's replicas start (and are scaled) together, as the transfer's first
+			// rollout prepares every replica before any serves. It changes scaling only;
+			// shardUpdateStrategy rolls one replica at a time.
 			PodManagementPolicy: appsv1.ParallelPodManagement,
-			Selector:            &metav1.LabelSelector{MatchLabels: c.shardSelector(i)},
+			UpdateStrategy:      shardUpdateStrategy(),
+			Selector:            &metav1.LabelSelector{MatchLabels: c.ShardSelector(i)},
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: l},
 				Spec: corev1.PodSpec{
@@ -124,6 +125,7 @@ func (c Cube) shardStatefulSet(i int32) *appsv1.StatefulSet {
 		sts.Spec.Template.Spec.Volumes = append(sts.Spec.Template.Spec.Volumes,
 			corev1.Volume{Name: "data", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
 	}
+	c.spreadShard(i, &sts.Spec.Template.Spec)
 	applyPod(&sts.Spec.Template, cubeImageUser, c.Pod, c.Pod.ownServiceAccount(c.Name))
 	return sts
 }

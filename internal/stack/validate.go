@@ -346,13 +346,18 @@ func (c *checker) labelValue(path, v string) {
 func (c *checker) labels(path string, m map[string]string) {
 	for _, k := range sortedKeys(m) {
 		at := fmt.Sprintf("%s[%q]", path, k)
-		if msgs := validation.IsQualifiedName(k); len(msgs) > 0 {
-			c.bad(at, "%q is not a label key (an optional DNS prefix and '/', then at most 63 letters, digits, '-', '_' or '.', "+
-				"starting and ending with a letter or digit): %s", k, strings.Join(msgs, "; "))
-		}
+		c.labelKey(at, k)
 		if msgs := validation.IsValidLabelValue(m[k]); len(msgs) > 0 {
 			c.bad(at, "%q is not a label value: %s", m[k], strings.Join(msgs, "; "))
 		}
+	}
+}
+
+// labelKey checks a label key (a map's key, or a topology key naming a node label).
+func (c *checker) labelKey(path, k string) {
+	if msgs := validation.IsQualifiedName(k); len(msgs) > 0 {
+		c.bad(path, "%q is not a label key (an optional DNS prefix and '/', then at most 63 letters, digits, '-', '_' or '.', "+
+			"starting and ending with a letter or digit): %s", k, strings.Join(msgs, "; "))
 	}
 }
 
