@@ -134,10 +134,9 @@ type attack struct {
 	serverArgs []string // the phase's server flags beyond the bench's
 }
 
-// amplifyShare is the --heavy-cpu-share of the second byte-amplification phase: a quarter of
-// the cores, below the default half, for a machine whose every core is needed by ordinary
-// requests (on 2 cores the default gives large requests one of the two).
-const amplifyShare = "0.25"
+// amplifyShare is the --heavy-cpu-share of the second byte-amplification phase: half the
+// cores, twice the default, to show what the share buys (on 2 cores, half is one of the two).
+const amplifyShare = "0.5"
 
 // RunHostile starts a cube server process on 127.0.0.1 and measures a
 // normal baidu_std client alone, then under each attack: o.Conns hostile

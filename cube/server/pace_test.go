@@ -29,7 +29,7 @@ func TestPacer(t *testing.T) {
 
 // TestHeavyRequestsKeepToTheirShare: with --heavy-cpu-share small, a large request pauses
 // between slices of its work (counted in cube_heavy_paused_seconds_total) and is still
-// answered in full; with the default share on this machine's cores, none pauses.
+// answered in full; with a share worth one core, one request alone never pauses.
 func TestHeavyRequestsKeepToTheirShare(t *testing.T) {
 	keys := make([]uint64, 100_000) // six slices of yieldEvery+1 keys
 	for i := range keys {
@@ -40,12 +40,9 @@ func TestHeavyRequestsKeepToTheirShare(t *testing.T) {
 	if n := metric(t, addr, "cube_heavy_paused_seconds_total"); n <= 0 {
 		t.Fatalf("paused %v s with --heavy-cpu-share 0.05; want pauses", n)
 	}
-	if runtime.GOMAXPROCS(0) == 1 {
-		return // with one core, the default share is half of it: pauses are right there
-	}
-	_, addr = serveSized(t, 100, 40, func(o *Options) {})
+	_, addr = serveSized(t, 100, 40, func(o *Options) { o.HeavyShare = 1 / float64(runtime.GOMAXPROCS(0)) })
 	seekOK(t, addr, keys)
 	if n := metric(t, addr, "cube_heavy_paused_seconds_total"); n != 0 {
-		t.Fatalf("paused %v s with the default share; want none", n)
+		t.Fatalf("paused %v s with a share of one core; want none", n)
 	}
 }

@@ -17,8 +17,8 @@ import (
 // does not retry, and counted in cube_requests_total by its result.
 
 // Large requests take turns. A seek of more than HeavyKeys keys holds one
-// of ceil(HeavyShare × GOMAXPROCS) places while it is served (half the cores
-// by default), so that requests asking for millions of values (whatever
+// of ceil(HeavyShare × GOMAXPROCS) places while it is served (a quarter of the
+// cores by default), so that requests asking for millions of values (whatever
 // becomes of them) leave the other cores to ordinary ones; one that waits
 // longer than heavyWait for a place is refused as busy. Their work is also
 // paced (pacer) to HeavyShare of the cores over time, which a share below one
