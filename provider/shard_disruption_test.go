@@ -300,16 +300,24 @@ func (k *kubeClients) checkShardBudgets(cube stack.Cube, want bool) resource.Tes
 	return func(*terraform.State) error {
 		ctx := context.Background()
 		ns := cube.Namespace
-		list, err := k.cs.PolicyV1().PodDisruptionBudgets(ns).List(ctx, metav1.ListOptions{
-			LabelSelector: labels.SelectorFromSet(map[string]string{stack.OwnerLabel: stack.Owner(stack.CubeType, cube.Name)}).String()})
-		if err != nil {
+		owned := metav1.ListOptions{LabelSelector: labels.SelectorFromSet(map[string]string{stack.OwnerLabel: stack.Owner(stack.CubeType, cube.Name)}).String()}
+		if !want {
+			// A pruned budget may still be listed for a moment while the garbage collector
+			// finishes its deletion.
+			var list *policyv1.PodDisruptionBudgetList
+			err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+				var err error
+				list, err = k.cs.PolicyV1().PodDisruptionBudgets(ns).List(ctx, owned)
+				return err == nil && len(list.Items) == 0, err
+			})
+			if err != nil && list != nil && len(list.Items) > 0 {
+				return fmt.Errorf("cube %s/%s still has %d PodDisruptionBudgets (%s ...) 30 s after the apply, want none", ns, cube.Name, len(list.Items), list.Items[0].Name)
+			}
 			return err
 		}
-		if !want {
-			if n := len(list.Items); n > 0 {
-				return fmt.Errorf("cube %s/%s has %d PodDisruptionBudgets (%s ...), want none", ns, cube.Name, n, list.Items[0].Name)
-			}
-			return nil
+		list, err := k.cs.PolicyV1().PodDisruptionBudgets(ns).List(ctx, owned)
+		if err != nil {
+			return err
 		}
 		if len(list.Items) != int(cube.Shards) {
 			return fmt.Errorf("cube %s/%s has %d PodDisruptionBudgets, want one per shard (%d)", ns, cube.Name, len(list.Items), cube.Shards)

@@ -195,3 +195,18 @@ func TestRenderCube_TransferReachesReplicasThatServeNothing(t *testing.T) {
 		assert.True(t, services[svc], "%s: Service %s must publish pods that are not ready", a, svc)
 	}
 }
+
+// TestCubeKinds_HaveEveryRenderedKind: what a cube renders, with every optional object
+// (claims, disruption budgets, network policies, a service account), is in CubeKinds, the
+// list prune and destroy work from: a kind missing there is never pruned.
+func TestCubeKinds_HaveEveryRenderedKind(t *testing.T) {
+	set, err := RenderCube(Cube{Name: "c", Namespace: "n", DonefileURL: testDonefile, Shards: 2, Replicas: 2,
+		Storage: &CubeStorage{Size: "1Gi"}, Pod: fullPod()})
+	require.NoError(t, err)
+	seen := map[string]bool{}
+	for _, o := range set {
+		assert.Contains(t, CubeKinds, o.Object.GroupVersionKind(), o.Key)
+		seen[o.Object.GetKind()] = true
+	}
+	assert.True(t, seen["PodDisruptionBudget"] && seen["NetworkPolicy"] && seen["ServiceAccount"], "rendered kinds %v", seen)
+}

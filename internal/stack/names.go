@@ -44,7 +44,8 @@ func gvks(kinds ...metav1.TypeMeta) []schema.GroupVersionKind {
 var (
 	TrainingJobKinds = gvks(kindServiceAccount, kindRole, kindRoleBinding, kindSecret, kindConfigMap, kindClaim,
 		kindDeployment, kindService, kindVolcanoJob)
-	CubeKinds    = gvks(kindServiceAccount, kindSecret, kindNetworkPolicy, kindService, kindStatefulSet, kindClaim, kindDeployment)
+	CubeKinds = gvks(kindServiceAccount, kindSecret, kindNetworkPolicy, kindService, kindDisruption, kindStatefulSet,
+		kindClaim, kindDeployment)
 	ServingKinds = gvks(kindServiceAccount, kindConfigMap, kindDisruption, kindService, kindDeployment, kindAutoscaler)
 	// ControllerKinds are objects that controllers create from ours, carrying our labels:
 	// deletion waits for them too.
