@@ -45,7 +45,6 @@ func TestAccRealNode(t *testing.T) {
 		{"RolloutUnderLookups", realNodeRolloutUnderLookups},
 		{"Reshard", realNodeReshard},
 		{"ReplicaComesBack", realNodeReplicaComesBack},
-		{"DrainKeepsEveryShard", realNodeDrainKeepsEveryShard},
 		{"DestroyLeavesNothing", realNodeDestroyLeavesNothing},
 	} {
 		t.Run(c.name, c.test)
@@ -302,8 +301,10 @@ func realNodeReshard(t *testing.T) {
 	})
 }
 
-// TestAccRealNode/ReplicaComesBack: a cube pod deleted (its disk is an emptyDir, so it comes
-// back empty) serves the current version again without a new model: the transfer heals it.
+// TestAccRealNode/ReplicaComesBack: the node drained through the eviction API keeps every
+// shard answering (drainChecks); then a cube pod deleted (its disk is an emptyDir, so it
+// comes back empty) serves the current version again without a new model: the transfer
+// heals it.
 func realNodeReplicaComesBack(t *testing.T) {
 	k, ns, image := requireRealNode(t)
 	const id, gen = 1000, 1
@@ -313,6 +314,7 @@ func realNodeReplicaComesBack(t *testing.T) {
 			Config: e2eStack(ns, image, id, gen),
 			Check: resource.ComposeTestCheckFunc(
 				k.waitServed(ns, "e2e-cube", strconv.Itoa(id), 4*time.Minute, &version),
+				k.drainChecks(t, ns, image, gen),
 				k.deletePodAndWaitServing(t, ns, "e2e-cube", "e2e-cube-shard-0-0", &version, 3*time.Minute),
 				k.lookupJob(t, ns, image, "lookup", gen)),
 		}},

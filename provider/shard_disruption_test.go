@@ -21,29 +21,21 @@ import (
 	"github.com/elasticctr/terraform-provider-ctr/internal/stack"
 )
 
-// TestAccRealNode/DrainKeepsEveryShard: the cube of 2 shards × 2 replicas, every replica on
-// the one real node (the spread is a preference, so sharing a node schedules), is drained as
-// `kubectl drain` does it: every cube pod of the node evicted through the eviction API
-// (policy/v1 Eviction). Each shard's PodDisruptionBudget selects exactly that shard's two
-// pods; in the first pass it lets one replica per shard go and refuses the other (429), so
-// every shard still answers every key; the drain then retries until each evicted replica's
-// replacement is Ready, and completes (no eviction is refused for good), with every shard
-// keeping a Ready replica the whole time and answering every key at the end.
-func realNodeDrainKeepsEveryShard(t *testing.T) {
-	k, ns, image := requireRealNode(t)
-	const id, gen = 1000, 1
-	var version string
+// drainChecks drain the e2e stack's cube of 2 shards × 2 replicas, every replica on the one
+// real node (the spread is a preference, so sharing a node schedules), as `kubectl drain`
+// does it: every cube pod of the node evicted through the eviction API (policy/v1 Eviction).
+// Each shard's PodDisruptionBudget selects exactly that shard's two pods; in the first pass it
+// lets one replica per shard go and refuses the other (429), so every shard still answers
+// every key; the drain then retries until each evicted replica's replacement is Ready, and
+// completes (no eviction is refused for good), with every shard keeping a Ready replica the
+// whole time and answering every key at the end. Part of TestAccRealNode/ReplicaComesBack,
+// which shares the stack.
+func (k *kubeClients) drainChecks(t *testing.T, ns, image string, gen int) resource.TestCheckFunc {
 	cube := stack.Cube{Name: "e2e-cube", Namespace: ns, Shards: 2, Replicas: 2}
-	k.testE2E(t, ns, resource.TestCase{
-		Steps: []resource.TestStep{{
-			Config: e2eStack(ns, image, id, gen),
-			Check: resource.ComposeTestCheckFunc(
-				k.waitServed(ns, cube.Name, strconv.Itoa(id), 4*time.Minute, &version),
-				k.shardBudgetsReady(ns, cube, time.Minute),
-				k.drain(t, ns, cube, image, gen, 5*time.Minute),
-				k.lookupJob(t, ns, image, "lookup-drained", gen)),
-		}},
-	})
+	return resource.ComposeTestCheckFunc(
+		k.shardBudgetsReady(ns, cube, time.Minute),
+		k.drain(t, ns, cube, image, gen, 5*time.Minute),
+		k.lookupJob(t, ns, image, "lookup-drained", gen))
 }
 
 // shardPods are the pods of one shard of cube that are not being deleted, and how many of
