@@ -36,6 +36,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/utils/ptr"
 	batchv1alpha1 "volcano.sh/apis/pkg/apis/batch/v1alpha1"
 
@@ -230,6 +231,55 @@ func (k *kubeClients) serviceAccountTokens(t *testing.T, ns string, n int) (toke
 		})
 	}
 	return tokens, revoke
+}
+
+// workloadsKubeconfig is a kubeconfig for a ServiceAccount of ns that holds only the RBAC
+// guide's ClusterRole (stack.WorkloadsClusterRole), granted in ns by a RoleBinding: what a
+// team's Terraform identity holds there.
+func (k *kubeClients) workloadsKubeconfig(t *testing.T, ns string) string {
+	t.Helper()
+	ctx := context.Background()
+	role := stack.WorkloadsClusterRole()
+	role.Name += "-" + ns // a ClusterRole of each test's own, deleted with it
+	if _, err := k.cs.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = k.cs.RbacV1().ClusterRoles().Delete(context.Background(), role.Name, metav1.DeleteOptions{})
+	})
+	sa := "terraform"
+	if _, err := k.cs.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: sa}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	binding := &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "terraform"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: role.Name},
+		Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Name: sa, Namespace: ns}},
+	}
+	if _, err := k.cs.RbacV1().RoleBindings(ns).Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	expiry := int64(3600)
+	tr, err := k.cs.CoreV1().ServiceAccounts(ns).CreateToken(ctx, sa, &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &expiry}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := clientcmdapi.NewConfig()
+	cluster := clientcmdapi.NewCluster()
+	cluster.Server, cluster.CertificateAuthorityData, cluster.CertificateAuthority = k.cfg.Host, k.cfg.CAData, k.cfg.CAFile
+	cfg.Clusters["local"] = cluster
+	user := clientcmdapi.NewAuthInfo()
+	user.Token = tr.Status.Token
+	cfg.AuthInfos["terraform"] = user
+	kctx := clientcmdapi.NewContext()
+	kctx.Cluster, kctx.AuthInfo, kctx.Namespace = "local", "terraform", ns
+	cfg.Contexts["terraform"] = kctx
+	cfg.CurrentContext = "terraform"
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
 
 // checkTrainerEnv checks the live trainers' variables: values by name, and the Secret each

@@ -173,7 +173,9 @@ func realNodeServingPredicts(t *testing.T) {
 	k.predictInput(t, ns, map[string]string{"lines.txt": string(data), "one.txt": first + "\n"})
 	var pods map[string]int32
 	const load = "150s"
-	k.testE2E(t, ns, resource.TestCase{
+	// Terraform holds only the RBAC guide's ClusterRole in ns: the waits, the live reads of
+	// what serving and the cube serve (through the API server's proxy) and destroy need no more.
+	k.testE2EAs(t, ns, k.workloadsKubeconfig(t, ns), resource.TestCase{
 		ProtoV6ProviderFactories: rec.factories(),
 		CheckDestroy:             k.checkNothingOwnedOf(ns, stack.Owner(stack.ServingType, "e2e-serving"), stack.ServingKinds),
 		Steps: []resource.TestStep{

@@ -67,6 +67,19 @@ func (k *kubeClients) testE2E(t *testing.T, ns string, c resource.TestCase) {
 	resource.Test(t, c)
 }
 
+// testE2EAs is testE2E with Terraform connecting as the identity of kubeconfig (a
+// provider block in front of every step's configuration).
+func (k *kubeClients) testE2EAs(t *testing.T, ns, kubeconfig string, c resource.TestCase) {
+	t.Helper()
+	provider := fmt.Sprintf("provider \"ctr\" {\n  kubernetes = { config_path = %q }\n}\n", kubeconfig)
+	for i := range c.Steps {
+		if c.Steps[i].Config != "" {
+			c.Steps[i].Config = provider + c.Steps[i].Config
+		}
+	}
+	k.testE2E(t, ns, c)
+}
+
 // e2eGone checks that destroy left nothing that the e2e stacks' training job ("e2e") and
 // cube ("e2e-cube") owned.
 func (k *kubeClients) e2eGone(ns string) resource.TestCheckFunc {

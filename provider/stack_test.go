@@ -1,7 +1,6 @@
 package provider
 
 import (
-	"os"
 	"testing"
 
 	"github.com/hashicorp/terraform-plugin-testing/config"
@@ -17,13 +16,16 @@ import (
 // TestAccStack_ExampleOneApply applies examples/stack as it is: training job -> cube ->
 // serving in one apply on the local control plane; the framework then checks that the next
 // plan is empty. A second step re-shards the cube, which rolls Serving (new cube.conf).
+// Terraform runs as an identity holding only the RBAC guide's ClusterRole in the namespace,
+// so every step, the waits and the destroy show that the guide's rules are enough.
 func TestAccStack_ExampleOneApply(t *testing.T) {
 	k := requireCluster(t)
 	ns := k.namespace(t)
+	kubeconfig := k.workloadsKubeconfig(t, ns)
 	t.Setenv("TF_ACC_PROVIDER_NAMESPACE", "elasticctr") // the example's required_providers source
 	vars := func(shards int) config.Variables {
 		return config.Variables{"namespace": config.StringVariable(ns), "cube_shards": config.IntegerVariable(shards),
-			"kubeconfig": config.StringVariable(os.Getenv("KUBECONFIG"))}
+			"kubeconfig": config.StringVariable(kubeconfig)}
 	}
 	resource.Test(t, resource.TestCase{
 		CheckDestroy: resource.ComposeTestCheckFunc(
