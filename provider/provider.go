@@ -58,7 +58,7 @@ type baiduCredentials struct {
 }
 
 func (p *ctrProvider) Metadata(_ context.Context, _ provider.MetadataRequest, resp *provider.MetadataResponse) {
-	resp.TypeName = "ctr"
+	resp.TypeName = providerTypeName
 	resp.Version = p.version
 }
 
@@ -193,8 +193,15 @@ func (p *ctrProvider) Resources(context.Context) []func() resource.Resource {
 	}
 }
 
+// providerTypeName is the provider's name, the prefix of every resource and data source type.
+const providerTypeName = "ctr"
+
 func (p *ctrProvider) DataSources(context.Context) []func() datasource.DataSource {
-	return nil
+	return []func() datasource.DataSource{
+		NewCubeDataSource,
+		NewServingDataSource,
+		NewTrainingJobDataSource,
+	}
 }
 
 func stringOr(v types.String, fallback string) string {

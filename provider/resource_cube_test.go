@@ -48,11 +48,12 @@ func cubeTest(t *testing.T) (*kubeClients, string, string) {
 	return k, k.namespace(t), "cube-" + jobName()[3:]
 }
 
-// TestAccCube_Create: the objects, the exported values, and the pods of a default cube.
+// TestAccCube_Create: the objects, the exported values, and the pods of a default cube; the
+// ctr_cube data source reads the same exported values back.
 func TestAccCube_Create(t *testing.T) {
 	t.Parallel()
 	k, ns, name := cubeTest(t)
-	k.run(t, ns, stack.CubeType, name, stack.CubeKinds, []resource.TestStep{{
+	k.run(t, ns, stack.CubeType, name, stack.CubeKinds, append([]resource.TestStep{{
 		Config: cubeConfig(ns, name, ""),
 		ConfigStateChecks: []statecheck.StateCheck{
 			statecheck.ExpectKnownValue(cubeAddr, tfjsonpath.New("id"), knownvalue.StringExact(ns+"/"+name)),
@@ -90,7 +91,7 @@ func TestAccCube_Create(t *testing.T) {
 				}
 				return nil
 			}),
-	}}...)
+	}}, dataSourceSteps(cubeConfig(ns, name, ""), cubeAddr, ns)...)...)
 }
 
 // TestAccCube_UpdateInPlace: more replicas per shard is an update of the StatefulSets.

@@ -39,11 +39,12 @@ func servingTest(t *testing.T) (*kubeClients, string, string) {
 	return k, k.namespace(t), "srv-" + jobName()[3:]
 }
 
-// TestAccServing_Create: rolled out, with its URL and its three objects.
+// TestAccServing_Create: rolled out, with its URL and its three objects; the ctr_serving data
+// source reads the same exported values back.
 func TestAccServing_Create(t *testing.T) {
 	t.Parallel()
 	k, ns, name := servingTest(t)
-	k.run(t, ns, stack.ServingType, name, stack.ServingKinds, []resource.TestStep{{
+	k.run(t, ns, stack.ServingType, name, stack.ServingKinds, append([]resource.TestStep{{
 		Config: servingConfig(ns, name, "1", ""),
 		ConfigStateChecks: []statecheck.StateCheck{
 			statecheck.ExpectKnownValue(servingAddr, tfjsonpath.New("id"), knownvalue.StringExact(ns+"/"+name)),
@@ -51,7 +52,7 @@ func TestAccServing_Create(t *testing.T) {
 			statecheck.ExpectKnownValue(servingAddr, tfjsonpath.New("manifests"), knownvalue.MapSizeExact(3)),
 		},
 		Check: resource.ComposeTestCheckFunc(k.deploymentAvailable(ns, name, 1), k.runsLauncher(ns, name, stack.CubeImage(testVersion))),
-	}}...)
+	}}, dataSourceSteps(servingConfig(ns, name, "1", ""), servingAddr, ns)...)...)
 }
 
 // TestAccServing_UpdateInPlace: scaling keeps the pods' cube.conf checksum; a new cube.conf

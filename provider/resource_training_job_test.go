@@ -49,11 +49,12 @@ func trainingJobTest(t *testing.T) (*kubeClients, string, string) {
 	return k, k.namespace(t), jobName()
 }
 
-// TestAccTrainingJob_Create: the job runs, its objects and exported values.
+// TestAccTrainingJob_Create: the job runs, its objects and exported values; the
+// ctr_training_job data source reads the same exported values back.
 func TestAccTrainingJob_Create(t *testing.T) {
 	t.Parallel()
 	k, ns, name := trainingJobTest(t)
-	k.run(t, ns, stack.TrainingJobType, name, stack.TrainingJobKinds, []resource.TestStep{{
+	k.run(t, ns, stack.TrainingJobType, name, stack.TrainingJobKinds, append([]resource.TestStep{{
 		Config: trainingJobConfig(ns, name, ""),
 		ConfigStateChecks: []statecheck.StateCheck{
 			statecheck.ExpectKnownValue(jobAddr, tfjsonpath.New("phase"), knownvalue.StringExact("Running")),
@@ -77,7 +78,7 @@ func TestAccTrainingJob_Create(t *testing.T) {
 				knownvalue.StringExact(fmt.Sprintf("http://%s-fileserver.%s.svc:8080/output/ctr_cube/donefile/base.txt", name, ns))),
 		},
 		Check: k.checkPodsRunning(ns, name, 2),
-	}}...)
+	}}, dataSourceSteps(trainingJobConfig(ns, name, ""), jobAddr, ns)...)...)
 }
 
 // TestAccTrainingJob_UpdateInPlace: file server settings, the gang size and naming the
