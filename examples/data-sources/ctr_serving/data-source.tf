@@ -4,10 +4,9 @@ data "ctr_serving" "ads" {
   name      = "ctr-serving"
 }
 
-output "serving_url" {
-  value = data.ctr_serving.ads.url
-}
-
-output "model_id" {
-  value = data.ctr_serving.ads.model_id
+output "serving" {
+  value = {
+    url      = data.ctr_serving.ads.url
+    model_id = data.ctr_serving.ads.model_id
+  }
 }
