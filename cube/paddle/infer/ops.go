@@ -215,11 +215,7 @@ func normAxis(axis, rank int) (int, error) {
 type mul struct{ xn, yn int }
 
 func newMul(op paddle.Op) (kernel, []string, error) {
-	x, err := single(op.Inputs, "input", "X")
-	if err != nil {
-		return nil, nil, err
-	}
-	y, err := single(op.Inputs, "input", "Y")
+	in, err := inputsXY(op)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -228,7 +224,7 @@ func newMul(op paddle.Op) (kernel, []string, error) {
 		return nil, nil, err
 	}
 	yn, err := intAttr(op, "y_num_col_dims", 1)
-	return mul{int(xn), int(yn)}, []string{x, y}, err
+	return mul{int(xn), int(yn)}, in, err
 }
 
 func (m mul) shape(in []shape) (shape, error) {
@@ -279,16 +275,12 @@ func (m mul) run(in []*value, out *value) {
 type elementwiseAdd struct{ axis int }
 
 func newElementwiseAdd(op paddle.Op) (kernel, []string, error) {
-	x, err := single(op.Inputs, "input", "X")
-	if err != nil {
-		return nil, nil, err
-	}
-	y, err := single(op.Inputs, "input", "Y")
+	in, err := inputsXY(op)
 	if err != nil {
 		return nil, nil, err
 	}
 	axis, err := intAttr(op, "axis", -1)
-	return elementwiseAdd{int(axis)}, []string{x, y}, err
+	return elementwiseAdd{int(axis)}, in, err
 }
 
 func (e elementwiseAdd) shape(in []shape) (shape, error) {
@@ -455,6 +447,16 @@ func single(m map[string][]string, what, param string) (string, error) {
 		return "", fmt.Errorf("%s %s: want 1 variable, got %d (%v)", what, param, len(vs), vs)
 	}
 	return m[param][0], nil
+}
+
+// inputsXY are the variables of a binary op's inputs X and Y, in that order.
+func inputsXY(op paddle.Op) ([]string, error) {
+	x, err := single(op.Inputs, "input", "X")
+	if err != nil {
+		return nil, err
+	}
+	y, err := single(op.Inputs, "input", "Y")
+	return []string{x, y}, err
 }
 
 // onlyInputs refuses an input parameter, bound to a variable, that the op's
