@@ -35,11 +35,7 @@ func TestTokenRotation(t *testing.T) {
 	tokFile := filepath.Join(dir, "token")
 	replaceFile(t, tokFile, "old\n")
 	lagging := (&fakeAgent{token: "old"}).start(t).addr
-	tr, err := New(Options{Donefile: filepath.Join(dir, "base.txt"), Dict: "d", Replicas: [][]string{{lagging}}, Work: filepath.Join(dir, "work"),
-		PublicURL: "http://127.0.0.1:1", TokenFile: tokFile, StepTimeout: 2 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
+	tr := newTestTransfer(t, Options{Replicas: [][]string{{lagging}}, TokenFile: tokFile, StepTimeout: 2 * time.Second})
 	ctx := retry.WithLog(context.Background(), tr.log)
 	if _, err := tr.call(ctx, replica{0, lagging}, "/agent/status", nil); err != nil {
 		t.Fatalf("before the rotation: %v", err)
