@@ -12,6 +12,7 @@ import (
 	"github.com/elasticctr/terraform-provider-ctr/cube/build"
 	"github.com/elasticctr/terraform-provider-ctr/cube/proto"
 	"github.com/elasticctr/terraform-provider-ctr/cube/seqfile"
+	"github.com/elasticctr/terraform-provider-ctr/internal/cubetest"
 )
 
 // serve builds one shard of n keys with 40-byte values and serves it on a
@@ -37,13 +38,7 @@ func serveOpts(tb testing.TB, opts Options) (*Server, string) {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	go srv.Serve(ln)
-	tb.Cleanup(func() { srv.Close() })
-	return srv, ln.Addr().String()
+	return srv, cubetest.ServeLoopback(tb, srv)
 }
 
 // dial connects to addr; the connection is closed when the test ends.

@@ -4,7 +4,6 @@
 package inproc
 
 import (
-	"net"
 	"os"
 	"path/filepath"
 	"testing"
@@ -12,6 +11,7 @@ import (
 	"github.com/elasticctr/terraform-provider-ctr/cube/build"
 	"github.com/elasticctr/terraform-provider-ctr/cube/seqfile"
 	"github.com/elasticctr/terraform-provider-ctr/cube/server"
+	"github.com/elasticctr/terraform-provider-ctr/internal/cubetest"
 )
 
 // Serve builds the records write appends (Writer errors are sticky: Serve checks them) into
@@ -49,13 +49,7 @@ func Serve(tb testing.TB, dict string, shards int, write func(w *seqfile.Writer)
 		if err != nil {
 			tb.Fatal(err)
 		}
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			tb.Fatal(err)
-		}
-		go srv.Serve(ln)
-		tb.Cleanup(func() { srv.Close() })
-		addrs[shard] = ln.Addr().String()
+		addrs[shard] = cubetest.ServeLoopback(tb, srv)
 	}
 	return addrs
 }
