@@ -20,17 +20,27 @@ var update = flag.Bool("update", false, "rewrite golden files under testdata")
 // dir and returns its path.
 func build(t testing.TB, entries [][2]any) (string, Stats) {
 	t.Helper()
-	dir := t.TempDir()
-	path := filepath.Join(dir, "d.cube")
+	return buildWith(t, func(add func(uint64, []byte)) {
+		for _, e := range entries {
+			add(e[0].(uint64), e[1].([]byte))
+		}
+	})
+}
+
+// buildWith writes the entries fill adds to a dictionary in a temp dir and
+// returns its path.
+func buildWith(t testing.TB, fill func(add func(key uint64, value []byte))) (string, Stats) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "d.cube")
 	w, err := NewWriter(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, e := range entries {
-		if err := w.Add(e[0].(uint64), e[1].([]byte)); err != nil {
+	fill(func(key uint64, value []byte) {
+		if err := w.Add(key, value); err != nil {
 			t.Fatal(err)
 		}
-	}
+	})
 	st, err := w.Finish()
 	if err != nil {
 		t.Fatal(err)
@@ -247,22 +257,13 @@ func openBench(t testing.TB, n, valueSize int) *Dict {
 
 func openBenchOpts(t testing.TB, n, valueSize int, opts Options) *Dict {
 	t.Helper()
-	dir := t.TempDir()
-	path := filepath.Join(dir, "b.cube")
-	w, err := NewWriter(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	v := make([]byte, valueSize)
-	for i := 0; i < n; i++ {
-		binary.LittleEndian.PutUint64(v, uint64(i))
-		if err := w.Add(uint64(i), v); err != nil {
-			t.Fatal(err)
+	path, _ := buildWith(t, func(add func(uint64, []byte)) {
+		v := make([]byte, valueSize)
+		for i := 0; i < n; i++ {
+			binary.LittleEndian.PutUint64(v, uint64(i))
+			add(uint64(i), v)
 		}
-	}
-	if _, err := w.Finish(); err != nil {
-		t.Fatal(err)
-	}
+	})
 	d, err := Open(path, opts)
 	if err != nil {
 		t.Fatal(err)
