@@ -4,11 +4,11 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
+	"github.com/elasticctr/terraform-provider-ctr/cube/atomicfile"
 	"github.com/elasticctr/terraform-provider-ctr/cube/retry"
 )
 
@@ -16,11 +16,7 @@ import (
 // as a Secret volume's update gives.
 func replaceFile(t *testing.T, path, content string) {
 	t.Helper()
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, []byte(content), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
+	if err := atomicfile.WriteFile(path, []byte(content), 0o600); err != nil {
 		t.Fatal(err)
 	}
 }
