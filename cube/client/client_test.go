@@ -5,16 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"os"
-	"path/filepath"
 	"slices"
 	"testing"
 	"time"
 
-	"github.com/elasticctr/terraform-provider-ctr/cube/build"
 	"github.com/elasticctr/terraform-provider-ctr/cube/proto"
 	"github.com/elasticctr/terraform-provider-ctr/cube/seqfile"
-	"github.com/elasticctr/terraform-provider-ctr/cube/server"
+	"github.com/elasticctr/terraform-provider-ctr/internal/cubetest/inproc"
 )
 
 func TestParseConf(t *testing.T) {
@@ -52,34 +49,14 @@ func TestParseConf(t *testing.T) {
 	}
 }
 
-// startShard builds one shard of keys 0..n-1 (value = decimal key) and serves
-// it in-process on a loopback port.
-func startShard(t *testing.T, shards, shard, n int) string {
-	t.Helper()
-	dir := t.TempDir()
-	in := filepath.Join(dir, "in")
-	os.MkdirAll(in, 0o755)
-	f, _ := os.Create(filepath.Join(in, "part-0"))
-	w, _ := seqfile.NewWriter(f, [16]byte{7})
-	for k := 0; k < n; k++ {
-		w.Append(uint64(k), fmt.Append(nil, k))
-	}
-	w.Close()
-	f.Close()
-	if _, err := build.Build(build.Options{Input: in, Output: filepath.Join(dir, "data"), Shards: shards, Dict: "d"}); err != nil {
-		t.Fatal(err)
-	}
-	srv, err := server.New(server.Options{DataDir: filepath.Join(dir, "data"), Shard: shard})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go srv.Serve(ln)
-	t.Cleanup(func() { srv.Close() })
-	return ln.Addr().String()
+// serveKeys builds keys 0..n-1 (value = decimal key) into shards shards and serves them
+// in-process on loopback ports, returning their addresses shard by shard.
+func serveKeys(t *testing.T, shards, n int) []string {
+	return inproc.Serve(t, "d", shards, func(w *seqfile.Writer) {
+		for k := 0; k < n; k++ {
+			w.Append(uint64(k), fmt.Append(nil, k))
+		}
+	})
 }
 
 func deadAddr(t *testing.T) string {
@@ -93,7 +70,8 @@ func deadAddr(t *testing.T) string {
 }
 
 func TestSeekFanOutAndRetry(t *testing.T) {
-	s0, s1 := startShard(t, 2, 0, 100), startShard(t, 2, 1, 100)
+	shards := serveKeys(t, 2, 100)
+	s0, s1 := shards[0], shards[1]
 	dead := deadAddr(t)
 	conf := DictConf{DictName: "d", Shard: 2, Timeout: 1000, Retry: 1, Type: "ipport_list", Nodes: []Node{
 		{IPPortList: "list://" + dead + "," + s0},
@@ -147,7 +125,7 @@ func TestSeekFanOutAndRetry(t *testing.T) {
 // TestBackupRequest puts a replica that accepts but never answers next to a
 // live one: with backup_request every seek returns long before the timeout.
 func TestBackupRequest(t *testing.T) {
-	live := startShard(t, 1, 0, 10)
+	live := serveKeys(t, 1, 10)[0]
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -20,17 +20,27 @@ var update = flag.Bool("update", false, "rewrite golden files under testdata")
 // dir and returns its path.
 func build(t testing.TB, entries [][2]any) (string, Stats) {
 	t.Helper()
-	dir := t.TempDir()
-	path := filepath.Join(dir, "d.cube")
+	return buildWith(t, func(add func(uint64, []byte)) {
+		for _, e := range entries {
+			add(e[0].(uint64), e[1].([]byte))
+		}
+	})
+}
+
+// buildWith writes the entries fill adds to a dictionary in a temp dir and
+// returns its path.
+func buildWith(t testing.TB, fill func(add func(key uint64, value []byte))) (string, Stats) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "d.cube")
 	w, err := NewWriter(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, e := range entries {
-		if err := w.Add(e[0].(uint64), e[1].([]byte)); err != nil {
+	fill(func(key uint64, value []byte) {
+		if err := w.Add(key, value); err != nil {
 			t.Fatal(err)
 		}
-	}
+	})
 	st, err := w.Finish()
 	if err != nil {
 		t.Fatal(err)
@@ -232,7 +242,7 @@ func TestOverhead(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds 1M keys")
 	}
-	const n, vs = 1_000_000, 40
+	const n, vs = benchKeys, benchValue
 	d := openBench(t, n, vs)
 	over := float64(d.Size()-int64(n)*(8+vs)) / n
 	t.Logf("1M x %d B: file %d bytes, %.2f bytes/entry overhead beyond key+value", vs, d.Size(), over)
@@ -247,22 +257,13 @@ func openBench(t testing.TB, n, valueSize int) *Dict {
 
 func openBenchOpts(t testing.TB, n, valueSize int, opts Options) *Dict {
 	t.Helper()
-	dir := t.TempDir()
-	path := filepath.Join(dir, "b.cube")
-	w, err := NewWriter(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	v := make([]byte, valueSize)
-	for i := 0; i < n; i++ {
-		binary.LittleEndian.PutUint64(v, uint64(i))
-		if err := w.Add(uint64(i), v); err != nil {
-			t.Fatal(err)
+	path, _ := buildWith(t, func(add func(uint64, []byte)) {
+		v := make([]byte, valueSize)
+		for i := 0; i < n; i++ {
+			binary.LittleEndian.PutUint64(v, uint64(i))
+			add(uint64(i), v)
 		}
-	}
-	if _, err := w.Finish(); err != nil {
-		t.Fatal(err)
-	}
+	})
 	d, err := Open(path, opts)
 	if err != nil {
 		t.Fatal(err)
@@ -271,25 +272,50 @@ func openBenchOpts(t testing.TB, n, valueSize int, opts Options) *Dict {
 	return d
 }
 
+// The benchmarks' reference workload: benchKeys keys of benchValue bytes each.
+const benchKeys, benchValue = 1_000_000, 40
+
+// keyStream draws pseudo-random keys below benchKeys (an LCG, one per goroutine: no lock,
+// no allocation).
+type keyStream uint64
+
+func newKeyStream() keyStream { return keyStream(rand.Uint32()) }
+
+func (k *keyStream) next() uint64 {
+	*k = *k*6364136223846793005 + 1442695040888963407
+	return uint64(*k>>20) % benchKeys
+}
+
+// runParallel reports allocations and bytesPerOp, and runs worker on every goroutine.
+func runParallel(b *testing.B, bytesPerOp int64, worker func(pb *testing.PB)) {
+	b.ReportAllocs()
+	b.SetBytes(bytesPerOp)
+	b.ResetTimer()
+	b.RunParallel(worker)
+}
+
+// benchModes runs worker over the reference dictionary, mapped (mmap) and copied into
+// memory (inmemory).
+func benchModes(b *testing.B, bytesPerOp int64, worker func(d *Dict, pb *testing.PB)) {
+	for _, m := range []struct {
+		name string
+		opts Options
+	}{{"mmap", Options{}}, {"inmemory", Options{InMemory: true}}} {
+		b.Run(m.name, func(b *testing.B) {
+			d := openBenchOpts(b, benchKeys, benchValue, m.opts)
+			runParallel(b, bytesPerOp, func(pb *testing.PB) { worker(d, pb) })
+		})
+	}
+}
+
 // BenchmarkGet measures lookups in a 1M x 40 B dictionary; compare with
 // BenchmarkGoMap, the obvious in-heap competitor.
 func BenchmarkGet(b *testing.B) {
-	b.Run("mmap", func(b *testing.B) { benchGet(b, Options{}) })
-	b.Run("inmemory", func(b *testing.B) { benchGet(b, Options{InMemory: true}) })
-}
-
-func benchGet(b *testing.B, opts Options) {
-	const n = 1_000_000
-	d := openBenchOpts(b, n, 40, opts)
-	b.ReportAllocs()
-	b.SetBytes(40)
-	b.ResetTimer()
-	b.RunParallel(func(pb *testing.PB) {
+	benchModes(b, benchValue, func(d *Dict, pb *testing.PB) {
 		buf := make([]byte, 0, 64)
-		k := uint64(rand.Uint32())
+		k := newKeyStream()
 		for pb.Next() {
-			k = k*6364136223846793005 + 1442695040888963407
-			buf, _ = d.Get(buf[:0], (k>>20)%n)
+			buf, _ = d.Get(buf[:0], k.next())
 		}
 	})
 }
@@ -297,24 +323,13 @@ func benchGet(b *testing.B, opts Options) {
 // BenchmarkLookupBatch is BenchmarkGet through LookupBatch, 1,000 keys per
 // call, as the server uses it.
 func BenchmarkLookupBatch(b *testing.B) {
-	b.Run("mmap", func(b *testing.B) { benchLookupBatch(b, Options{}) })
-	b.Run("inmemory", func(b *testing.B) { benchLookupBatch(b, Options{InMemory: true}) })
-}
-
-func benchLookupBatch(b *testing.B, opts Options) {
-	const n = 1_000_000
-	d := openBenchOpts(b, n, 40, opts)
-	b.ReportAllocs()
-	b.SetBytes(40 * 1000)
-	b.ResetTimer()
-	b.RunParallel(func(pb *testing.PB) {
+	benchModes(b, benchValue*1000, func(d *Dict, pb *testing.PB) {
 		keys := make([]uint64, 1000)
-		k := uint64(rand.Uint32())
+		k := newKeyStream()
 		buf := make([]byte, 0, 64<<10)
 		for pb.Next() {
 			for i := range keys {
-				k = k*6364136223846793005 + 1442695040888963407
-				keys[i] = (k >> 20) % n
+				keys[i] = k.next()
 			}
 			buf = buf[:0]
 			d.LookupBatch(keys, func(_ int, v []byte, _ bool) { buf = append(buf, v...) })
@@ -323,20 +338,15 @@ func benchLookupBatch(b *testing.B, opts Options) {
 }
 
 func BenchmarkGoMap(b *testing.B) {
-	const n = 1_000_000
-	m := make(map[uint64][]byte, n)
-	for i := 0; i < n; i++ {
-		m[uint64(i)] = make([]byte, 40)
+	m := make(map[uint64][]byte, benchKeys)
+	for i := 0; i < benchKeys; i++ {
+		m[uint64(i)] = make([]byte, benchValue)
 	}
-	b.ReportAllocs()
-	b.SetBytes(40)
-	b.ResetTimer()
-	b.RunParallel(func(pb *testing.PB) {
+	runParallel(b, benchValue, func(pb *testing.PB) {
 		buf := make([]byte, 0, 64)
-		k := uint64(rand.Uint32())
+		k := newKeyStream()
 		for pb.Next() {
-			k = k*6364136223846793005 + 1442695040888963407
-			buf = append(buf[:0], m[(k>>20)%n]...)
+			buf = append(buf[:0], m[k.next()]...)
 		}
 	})
 }

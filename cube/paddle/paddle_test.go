@@ -73,7 +73,7 @@ func TestLoDTensorRealFiles(t *testing.T) {
 				t.Fatalf("got %s lod %v, want FP32 %v and no LoD", tn, tn.LoD, c.dims)
 			}
 			// What a stand-in trainer writes is Paddle's header byte for byte.
-			real, _ := os.ReadFile(cubetest.PaddleData(t, c.file))
+			real := cubetest.ReadPaddleData(t, c.file)
 			if h := AppendLoDTensorHeader(nil, FP32, c.dims, nil); !bytes.Equal(h, real[:tn.Data]) {
 				t.Errorf("AppendLoDTensorHeader = %x, Paddle wrote %x", h, real[:tn.Data])
 			}
@@ -109,10 +109,7 @@ func TestLoDTensorRealFiles(t *testing.T) {
 
 // A combined .pdiparams holds its program's persistables sorted by name.
 func TestCombinedParamsNamedByTheirProgram(t *testing.T) {
-	prog, err := os.ReadFile(cubetest.PaddleData(t, "paddle-lite-simple-model/model.pdmodel"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	prog := cubetest.ReadPaddleData(t, "paddle-lite-simple-model/model.pdmodel")
 	vars, err := ProgramVars(prog)
 	if err != nil {
 		t.Fatal(err)
@@ -149,10 +146,7 @@ func TestCombinedParamsNamedByTheirProgram(t *testing.T) {
 // Fluid's CTR __model__ lists its 8 fc parameters as persistables, not its
 // feed and fetch variables.
 func TestProgramVarsOfTheServingCTRModel(t *testing.T) {
-	b, err := os.ReadFile(cubetest.PaddleData(t, "serving-ctr-model/ctr_prediction/__model__"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := cubetest.ReadPaddleData(t, "serving-ctr-model/ctr_prediction/__model__")
 	vars, err := ProgramVars(b)
 	if err != nil {
 		t.Fatal(err)
@@ -258,10 +252,7 @@ func TestLoDTensorRefusesBadHeaders(t *testing.T) {
 			t.Errorf("%s: got %v, want a FormatError containing %q", c.name, err, c.want)
 		}
 	}
-	real, err := os.ReadFile(cubetest.PaddleData(t, "serving-ctr-model/ctr_prediction/fc_3.w_0"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	real := cubetest.ReadPaddleData(t, "serving-ctr-model/ctr_prediction/fc_3.w_0")
 	for n := range len(real) {
 		if _, err := mem("cut", real[:n]).LoDTensor(); err == nil {
 			t.Fatalf("the first %d of %d bytes were accepted", n, len(real))

@@ -19,10 +19,7 @@ import (
 
 func parseFixture(t *testing.T, rel string) *Program {
 	t.Helper()
-	b, err := os.ReadFile(cubetest.PaddleData(t, rel))
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := cubetest.ReadPaddleData(t, rel)
 	p, err := ParseProgram(b)
 	if err != nil {
 		t.Fatal(err)
@@ -266,10 +263,7 @@ func TestParseProgramRefuses(t *testing.T) {
 		lt := msg(bytesField(1, msg(td...)), num(2, lod))
 		return msg(str(1, "v"), bytesField(2, msg(num(1, 7), bytesField(3, lt))))
 	}
-	real, err := os.ReadFile(cubetest.PaddleData(t, "serving-uci-housing/uci_housing_model/__model__"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	real := cubetest.ReadPaddleData(t, "serving-uci-housing/uci_housing_model/__model__")
 	manyArgs := make([][]byte, MaxProgramItems+1)
 	for i := range manyArgs {
 		manyArgs[i] = str(2, "a")

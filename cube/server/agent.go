@@ -180,11 +180,7 @@ func (a *agent) status() api.AgentStatus {
 // api.FenceRequest).
 func (a *agent) httpFence(w http.ResponseWriter, r *http.Request) {
 	var req api.FenceRequest
-	if !decodeBody(w, r, &req) {
-		return
-	}
-	if !validVersion(req.Version) {
-		httpError(w, http.StatusBadRequest, fmt.Sprintf("bad version %q", req.Version))
+	if !decodeBody(w, r, &req) || !versionOK(w, req.Version) {
 		return
 	}
 	a.s.fencedFor.Store(&req.Version)
@@ -196,6 +192,15 @@ func (a *agent) httpFence(w http.ResponseWriter, r *http.Request) {
 func validVersion(v string) bool {
 	_, _, ok := layout.ParseVersion(v)
 	return ok && !strings.ContainsAny(v, `/\.`)
+}
+
+// versionOK answers 400 to a request that names no valid version.
+func versionOK(w http.ResponseWriter, v string) bool {
+	if !validVersion(v) {
+		httpError(w, http.StatusBadRequest, fmt.Sprintf("bad version %q", v))
+		return false
+	}
+	return true
 }
 
 func (a *agent) httpPrepare(w http.ResponseWriter, r *http.Request) {
@@ -399,11 +404,7 @@ func (a *agent) checkDisk(need int64) error {
 
 func (a *agent) httpCommit(w http.ResponseWriter, r *http.Request) {
 	var req api.CommitRequest
-	if !decodeBody(w, r, &req) {
-		return
-	}
-	if !validVersion(req.Version) {
-		httpError(w, http.StatusBadRequest, fmt.Sprintf("bad version %q", req.Version))
+	if !decodeBody(w, r, &req) || !versionOK(w, req.Version) {
 		return
 	}
 	if err := a.commit(req); err != nil {

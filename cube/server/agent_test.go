@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -19,6 +18,7 @@ import (
 	"github.com/elasticctr/terraform-provider-ctr/cube/build"
 	"github.com/elasticctr/terraform-provider-ctr/cube/layout"
 	"github.com/elasticctr/terraform-provider-ctr/cube/seqfile"
+	"github.com/elasticctr/terraform-provider-ctr/internal/cubetest"
 )
 
 const testToken = "s3cret"
@@ -68,13 +68,7 @@ func (e *agentEnv) start(reserve int64) {
 	if srv == nil {
 		e.t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	go srv.Serve(ln)
-	e.t.Cleanup(func() { srv.Close() })
-	e.srv, e.addr = srv, ln.Addr().String()
+	e.srv, e.addr = srv, cubetest.ServeLoopback(e.t, srv)
 }
 
 func (e *agentEnv) call(method, path, token string, body any) (int, api.AgentStatus, string) {

@@ -174,11 +174,7 @@ func TestSlowPeersAreClosed(t *testing.T) {
 	const bound = 4 * limit // the deadline, plus slack for a loaded machine
 	var wg sync.WaitGroup
 	for _, p := range peers {
-		c, err := net.Dial("tcp", addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
+		c := dial(t, addr)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -215,11 +211,7 @@ func TestSlowPeersAreClosed(t *testing.T) {
 func TestPeerThatDoesNotReadIsClosed(t *testing.T) {
 	const limit = 300 * time.Millisecond
 	_, addr := serveWith(t, 1000, func(o *Options) { o.WriteTimeout = limit })
-	c, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := dial(t, addr)
 	keys := make([]uint64, 1000)
 	for i := range keys {
 		keys[i] = uint64(i)
@@ -311,11 +303,7 @@ func TestKeyLimit(t *testing.T) {
 // the rest of the body.
 func TestHTTPKeyLimitRefusedEarly(t *testing.T) {
 	_, addr := serveWith(t, 100, func(o *Options) { o.MaxKeys = 10 })
-	c, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := dial(t, addr)
 	fmt.Fprintf(c, "POST /DictService/seek HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 50000000\r\n\r\n")
 	fmt.Fprintf(c, `{"keys":[1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,`)
 	c.SetReadDeadline(time.Now().Add(5 * time.Second))

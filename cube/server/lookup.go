@@ -184,41 +184,50 @@ var missSize = len(proto.AppendDictMiss(nil))
 // (beyond it: responseTooLarge); grow, if not nil, is told each new capacity
 // of out and may refuse it.
 func (s *Server) lookup(out []byte, v *version, keys []uint64, limit int, grow func(int) error) (_ []byte, misses, long int, err error) {
-	maxv := s.opts.MaxValueSize
-	slice := time.Now()
-	ferr := s.readGuarded(v, func() {
-		v.d.LookupBatch(keys, func(i int, val []byte, ok bool) {
-			if err != nil {
-				return
-			}
-			if i&yieldEvery == yieldEvery {
-				s.pace(&slice) // a large request lets the others on its core run (about every 0.5 ms), within its share
-			}
-			if ok && maxv > 0 && len(val) > maxv {
-				long++
-				ok = false
-			}
-			c := cap(out)
-			if !ok {
-				misses++
-				out = proto.AppendDictMiss(out)
-			} else {
-				out = proto.AppendDictValue(out, 0, val)
-			}
-			switch {
-			case len(out) > limit:
-				err = s.responseTooLarge()
-			case cap(out) != c && grow != nil:
-				err = grow(cap(out))
-			}
-		})
+	err = s.eachValue(v, keys, func(val []byte, ok, tooLong bool) error {
+		c := cap(out)
+		if tooLong {
+			long++
+		}
+		if !ok {
+			misses++
+			out = proto.AppendDictMiss(out)
+		} else {
+			out = proto.AppendDictValue(out, 0, val)
+		}
+		switch {
+		case len(out) > limit:
+			return s.responseTooLarge()
+		case cap(out) != c && grow != nil:
+			return grow(cap(out))
+		}
+		return nil
 	})
-	return out, misses, long, cmp.Or(ferr, err)
+	return out, misses, long, err
 }
 
 // responseSize is the size of the values lookup would append for keys,
 // found without building them; responseTooLarge once it passes limit.
 func (s *Server) responseSize(v *version, keys []uint64, limit int) (size int, err error) {
+	err = s.eachValue(v, keys, func(val []byte, ok, _ bool) error {
+		if !ok {
+			size += missSize
+		} else {
+			size += proto.SizeDictValue(0, len(val))
+		}
+		if size > limit {
+			return s.responseTooLarge()
+		}
+		return nil
+	})
+	return size, err
+}
+
+// eachValue calls f with each key's value in v, in order, until f returns an error: ok is
+// false for a missing key and for one whose value is over MaxValueSize, which tooLong tells
+// apart (both are answered as misses). It reads under readGuarded, and a large request lets
+// the others on its core run (about every 0.5 ms), within its share.
+func (s *Server) eachValue(v *version, keys []uint64, f func(val []byte, ok, tooLong bool) error) (err error) {
 	maxv := s.opts.MaxValueSize
 	slice := time.Now()
 	ferr := s.readGuarded(v, func() {
@@ -229,17 +238,11 @@ func (s *Server) responseSize(v *version, keys []uint64, limit int) (size int, e
 			if i&yieldEvery == yieldEvery {
 				s.pace(&slice)
 			}
-			if !ok || (maxv > 0 && len(val) > maxv) {
-				size += missSize
-			} else {
-				size += proto.SizeDictValue(0, len(val))
-			}
-			if size > limit {
-				err = s.responseTooLarge()
-			}
+			tooLong := ok && maxv > 0 && len(val) > maxv
+			err = f(val, ok && !tooLong, tooLong)
 		})
 	})
-	return size, cmp.Or(ferr, err)
+	return cmp.Or(ferr, err)
 }
 
 // readGuarded runs read, which reads v's mapping, with the runtime's

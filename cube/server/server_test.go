@@ -12,6 +12,7 @@ import (
 	"github.com/elasticctr/terraform-provider-ctr/cube/build"
 	"github.com/elasticctr/terraform-provider-ctr/cube/proto"
 	"github.com/elasticctr/terraform-provider-ctr/cube/seqfile"
+	"github.com/elasticctr/terraform-provider-ctr/internal/cubetest"
 )
 
 // serve builds one shard of n keys with 40-byte values and serves it on a
@@ -37,13 +38,18 @@ func serveOpts(tb testing.TB, opts Options) (*Server, string) {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	return srv, cubetest.ServeLoopback(tb, srv)
+}
+
+// dial connects to addr; the connection is closed when the test ends.
+func dial(tb testing.TB, addr string) net.Conn {
+	tb.Helper()
+	c, err := net.Dial("tcp", addr)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	go srv.Serve(ln)
-	tb.Cleanup(func() { srv.Close() })
-	return srv, ln.Addr().String()
+	tb.Cleanup(func() { c.Close() })
+	return c
 }
 
 // rawSeek sends one request frame and reads the response frame.
@@ -72,11 +78,7 @@ func rawSeek(tb testing.TB, c net.Conn, keys []uint64, corr int64, out, in []byt
 
 func TestSeekValues(t *testing.T) {
 	_, addr := serve(t, 1000)
-	c, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := dial(t, addr)
 	_, _, vals := rawSeek(t, c, []uint64{3, 5000, 999}, 42, nil, nil)
 	if len(vals) != 3 || binary.LittleEndian.Uint64(vals[0].Value) != 3 || vals[1].Status != proto.StatusMiss ||
 		len(vals[1].Value) != 0 || binary.LittleEndian.Uint64(vals[2].Value) != 999 {
@@ -90,11 +92,7 @@ func TestSeekValues(t *testing.T) {
 func BenchmarkRPCSeek1000(b *testing.B) {
 	const n = 1_000_000
 	_, addr := serve(b, n)
-	c, err := net.Dial("tcp", addr)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer c.Close()
+	c := dial(b, addr)
 	keys := make([]uint64, 1000)
 	var out, in []byte
 	x := uint64(1)
@@ -200,11 +198,7 @@ func TestSwapRace(t *testing.T) {
 // before the connection closes.
 func TestShutdownFinishesPipelinedRequests(t *testing.T) {
 	srv, addr := serve(t, 100)
-	c, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := dial(t, addr)
 	var frames []byte
 	for i := 1; i <= 20; i++ {
 		meta := proto.RpcMeta{HasRequest: true, Service: []byte(proto.DictServiceShort), Method: []byte("seek"), CorrelationID: int64(i)}
@@ -216,6 +210,7 @@ func TestShutdownFinishesPipelinedRequests(t *testing.T) {
 	c.SetReadDeadline(time.Now().Add(5 * time.Second))
 	var f proto.Frame
 	var buf []byte
+	var err error
 	for i := 1; i <= 20; i++ {
 		if buf, err = proto.ReadFrame(c, buf, 1<<20, &f); err != nil {
 			t.Fatalf("response %d: %v", i, err)

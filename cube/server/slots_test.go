@@ -144,12 +144,7 @@ func TestPerClientShare(t *testing.T) {
 	srv, addr := serveWith(t, 100, func(o *Options) { o.MaxConns = 40; o.MaxConnsPerClient = 20 })
 	holdMany(t, addr, 20, 20, halfFrame) // all from 127.0.0.2, all busy
 	waitConns(t, srv, func(_ int, _ map[string]int, busy int) bool { return busy == 20 })
-	c, err := halfFrame("127.0.0.2", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	if !closedByServer(c) {
+	if !halfFrameClosed(t, "127.0.0.2", addr) {
 		t.Fatal("the client's 21st connection was not closed at accept")
 	}
 	if n := metric(t, addr, "cube_connections_rejected_total", `reason="per_client"`); n != 1 {
@@ -164,18 +159,25 @@ func TestPerClientShare(t *testing.T) {
 	waitConns(t, srv, func(_ int, per map[string]int, _ int) bool { return per["127.0.0.1"] == 0 })
 	holdMany(t, addr, 20, 20, func(_, addr string) (net.Conn, error) { return halfFrame("127.0.0.3", addr) })
 	waitConns(t, srv, func(_ int, _ map[string]int, busy int) bool { return busy == 40 })
-	c2, err := halfFrame("127.0.0.4", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c2.Close()
-	if !closedByServer(c2) {
+	if !halfFrameClosed(t, "127.0.0.4", addr) {
 		t.Fatal("a connection over --max-conns, every slot busy, was not closed at accept")
 	}
 	// Read in the process: a GET /metrics would be refused too.
 	if n := gathered(t, srv, "cube_connections_rejected_total", "max_conns"); n < 1 {
 		t.Fatalf("max_conns rejections = %v, want at least 1", n)
 	}
+}
+
+// halfFrameClosed connects from from, sends half a frame and tells whether the server closes
+// the connection (closedByServer).
+func halfFrameClosed(t *testing.T, from, addr string) bool {
+	t.Helper()
+	c, err := halfFrame(from, addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	return closedByServer(c)
 }
 
 // closedByServer tells whether the server closes c within 5 s (EOF or a

@@ -2,11 +2,12 @@ package server
 
 import (
 	"net/http"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/elasticctr/terraform-provider-ctr/cube/atomicfile"
 )
 
 // TestControlTokenRotation: with --control-token-file, a rotated token file
@@ -17,10 +18,7 @@ func TestControlTokenRotation(t *testing.T) {
 	dir := t.TempDir()
 	tokFile := filepath.Join(dir, "token")
 	write := func(tok string) {
-		if err := os.WriteFile(tokFile+".tmp", []byte(tok+"\n"), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Rename(tokFile+".tmp", tokFile); err != nil {
+		if err := atomicfile.WriteFile(tokFile, []byte(tok+"\n"), 0o600); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -20,14 +20,13 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
-	"github.com/elasticctr/terraform-provider-ctr/cube/build"
 	"github.com/elasticctr/terraform-provider-ctr/cube/paddle/servingpb"
 	"github.com/elasticctr/terraform-provider-ctr/cube/predict"
 	cproto "github.com/elasticctr/terraform-provider-ctr/cube/proto"
 	"github.com/elasticctr/terraform-provider-ctr/cube/seqfile"
-	cubeserver "github.com/elasticctr/terraform-provider-ctr/cube/server"
 	"github.com/elasticctr/terraform-provider-ctr/cube/servingconf"
 	"github.com/elasticctr/terraform-provider-ctr/internal/cubetest/ctrmodel"
+	"github.com/elasticctr/terraform-provider-ctr/internal/cubetest/inproc"
 	"github.com/elasticctr/terraform-provider-ctr/internal/loopback"
 )
 
@@ -55,43 +54,14 @@ func embedding(k uint64) []byte {
 // returns the cube.conf of that table (the first) and a second table nobody serves.
 func startCube(t *testing.T) []byte {
 	t.Helper()
-	dir := t.TempDir()
-	in := filepath.Join(dir, "in")
-	if err := os.MkdirAll(in, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	f, err := os.Create(filepath.Join(in, "part-0"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, err := seqfile.NewWriter(f, [16]byte{7})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for k := uint64(1); k <= keysInCub; k++ {
-		w.Append(k, embedding(k))
-	}
-	w.Append(zeroKey, embedding(zeroKey))
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	f.Close()
-	if _, err := build.Build(build.Options{Input: in, Output: filepath.Join(dir, "data"), Shards: 2, Dict: "test_dict"}); err != nil {
-		t.Fatal(err)
-	}
 	var nodes []string
-	for shard := range 2 {
-		srv, err := cubeserver.New(cubeserver.Options{DataDir: filepath.Join(dir, "data"), Shard: shard})
-		if err != nil {
-			t.Fatal(err)
+	for _, addr := range inproc.Serve(t, "test_dict", 2, func(w *seqfile.Writer) {
+		for k := uint64(1); k <= keysInCub; k++ {
+			w.Append(k, embedding(k))
 		}
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		go srv.Serve(ln)
-		t.Cleanup(func() { srv.Close() })
-		nodes = append(nodes, fmt.Sprintf(`{"ipport_list":"list://%s"}`, ln.Addr()))
+		w.Append(zeroKey, embedding(zeroKey))
+	}) {
+		nodes = append(nodes, fmt.Sprintf(`{"ipport_list":"list://%s"}`, addr))
 	}
 	return fmt.Appendf(nil, `[{"dict_name":"test_dict","shard":2,"dup":1,"timeout":2000,"type":"ipport_list","nodes":[%s]},`+
 		`{"dict_name":"other","shard":1,"dup":1,"type":"ipport_list","nodes":[{"ipport_list":"list://127.0.0.1:1"}]}]`, strings.Join(nodes, ","))

@@ -2,7 +2,6 @@ package transfer
 
 import (
 	"context"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -13,13 +12,8 @@ import (
 
 func committingTransfer(t *testing.T, replicas [][]string) *Transfer {
 	t.Helper()
-	dir := t.TempDir()
-	tr, err := New(Options{Donefile: filepath.Join(dir, "base.txt"), Dict: "d", Replicas: replicas, Work: filepath.Join(dir, "work"),
-		PublicURL: "http://127.0.0.1:1", Token: "t", CommitTimeout: 300 * time.Millisecond, Retries: 1, Backoff: time.Millisecond,
+	tr := newTestTransfer(t, Options{Replicas: replicas, CommitTimeout: 300 * time.Millisecond, Retries: 1, Backoff: time.Millisecond,
 		RetryAfter: 20 * time.Millisecond, MaxRetryAfter: 20 * time.Millisecond, StepTimeout: time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
 	r := &api.Rollout{ID: "1700000000", Version: "1700000000", Mode: "base", Phase: api.PhaseCommitting, CommitAt: time.Now().Add(50 * time.Millisecond).UnixMilli()}
 	if err := tr.update(func(s *State) { s.InFlight = r }); err != nil {
 		t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promauto"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/elasticctr/terraform-provider-ctr/cube/api"
@@ -31,30 +32,31 @@ type metrics struct {
 }
 
 func newMetrics() *metrics {
-	m := &metrics{
-		reg: prometheus.NewRegistry(),
-		rollouts: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "cube_transfer_rollouts_total",
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	// Every series is registered as it is made.
+	f := promauto.With(reg)
+	gauge := func(name, help string) prometheus.Gauge {
+		return f.NewGauge(prometheus.GaugeOpts{Name: name, Help: help})
+	}
+	return &metrics{
+		reg: reg,
+		rollouts: f.NewCounterVec(prometheus.CounterOpts{Name: "cube_transfer_rollouts_total",
 			Help: "Rollout attempts by result (served, failed)."}, []string{"result"}),
-		donefileWarnings: prometheus.NewCounter(prometheus.CounterOpts{Name: "cube_transfer_donefile_warnings_total",
+		donefileWarnings: f.NewCounter(prometheus.CounterOpts{Name: "cube_transfer_donefile_warnings_total",
 			Help: "Donefile lines skipped (garbage, partial, an id not above the served one)."}),
-		info: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "cube_transfer_served_version_info",
+		info: f.NewGaugeVec(prometheus.GaugeOpts{Name: "cube_transfer_served_version_info",
 			Help: "1 for the version the transfer last rolled out to every replica (the one it heals replicas to)."}, []string{"version"}),
-		phase: prometheus.NewGauge(prometheus.GaugeOpts{Name: "cube_transfer_phase",
-			Help: "Rollout phase now: 0 idle/building, 1 preparing, 2 committing."}),
-		window: prometheus.NewGauge(prometheus.GaugeOpts{Name: "cube_transfer_switch_window_seconds",
-			Help: "Last rollout: first to last replica switching, on the transfer's clock (each corrected by its clock offset)."}),
-		clockOffset: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "cube_transfer_clock_offset_seconds",
+		phase:  gauge("cube_transfer_phase", "Rollout phase now: 0 idle/building, 1 preparing, 2 committing."),
+		window: gauge("cube_transfer_switch_window_seconds", "Last rollout: first to last replica switching, on the transfer's clock (each corrected by its clock offset)."),
+		clockOffset: f.NewGaugeVec(prometheus.GaugeOpts{Name: "cube_transfer_clock_offset_seconds",
 			Help: "How far each replica's clock is ahead of the transfer's (negative: behind), from its last answer."}, []string{"replica"}),
-		duration: prometheus.NewGauge(prometheus.GaugeOpts{Name: "cube_transfer_rollout_seconds",
-			Help: "Last rollout: donefile line seen to every replica serving."}),
-		heals: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "cube_transfer_heals_total",
+		duration: gauge("cube_transfer_rollout_seconds", "Last rollout: donefile line seen to every replica serving."),
+		heals: f.NewCounterVec(prometheus.CounterOpts{Name: "cube_transfer_heals_total",
 			Help: "Replicas brought back to the decided version without a new model, by result (healed, failed)."}, []string{"result"}),
-		replicas: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "cube_transfer_replicas",
+		replicas: f.NewGaugeVec(prometheus.GaugeOpts{Name: "cube_transfer_replicas",
 			Help: "Replicas at the last heal pass, by state: serving the decided version, behind it, unreachable."}, []string{"state"}),
 	}
-	m.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		m.rollouts, m.donefileWarnings, m.info, m.phase, m.window, m.duration, m.heals, m.replicas, m.clockOffset)
-	return m
 }
 
 func (m *metrics) served(v string) {

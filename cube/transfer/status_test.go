@@ -2,21 +2,15 @@ package transfer
 
 import (
 	"context"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
 )
 
+// transferOver is a transfer of the given replicas, with the options' defaults.
 func transferOver(t *testing.T, replicas [][]string) *Transfer {
 	t.Helper()
-	dir := t.TempDir()
-	tr, err := New(Options{Donefile: filepath.Join(dir, "base.txt"), Dict: "d", Replicas: replicas, Work: filepath.Join(dir, "work"),
-		PublicURL: "http://127.0.0.1:1", Token: "t"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tr
+	return newTestTransfer(t, Options{Replicas: replicas})
 }
 
 // TestStatusSharesOneFanOut: 50 concurrent GET /status ask each replica

@@ -4,11 +4,11 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
+	"github.com/elasticctr/terraform-provider-ctr/cube/atomicfile"
 	"github.com/elasticctr/terraform-provider-ctr/cube/retry"
 )
 
@@ -16,11 +16,7 @@ import (
 // as a Secret volume's update gives.
 func replaceFile(t *testing.T, path, content string) {
 	t.Helper()
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, []byte(content), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
+	if err := atomicfile.WriteFile(path, []byte(content), 0o600); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -35,11 +31,7 @@ func TestTokenRotation(t *testing.T) {
 	tokFile := filepath.Join(dir, "token")
 	replaceFile(t, tokFile, "old\n")
 	lagging := (&fakeAgent{token: "old"}).start(t).addr
-	tr, err := New(Options{Donefile: filepath.Join(dir, "base.txt"), Dict: "d", Replicas: [][]string{{lagging}}, Work: filepath.Join(dir, "work"),
-		PublicURL: "http://127.0.0.1:1", TokenFile: tokFile, StepTimeout: 2 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
+	tr := newTestTransfer(t, Options{Replicas: [][]string{{lagging}}, TokenFile: tokFile, StepTimeout: 2 * time.Second})
 	ctx := retry.WithLog(context.Background(), tr.log)
 	if _, err := tr.call(ctx, replica{0, lagging}, "/agent/status", nil); err != nil {
 		t.Fatalf("before the rotation: %v", err)

@@ -1,6 +1,7 @@
 package transfer
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"os"
@@ -16,17 +17,33 @@ import (
 	"github.com/elasticctr/terraform-provider-ctr/cube/retry"
 )
 
-// testTransfer is a transfer over a local donefile whose replica is a
-// closed port: enough to drive the build phase.
-func testTransfer(t *testing.T, work, donefile string) *Transfer {
+// newTestTransfer is the transfer of o, with what o leaves empty filled in: a donefile and
+// a work folder in a temporary folder, dictionary "d", a public URL on a closed port, and
+// token "t" unless o names a token file.
+func newTestTransfer(t *testing.T, o Options) *Transfer {
 	t.Helper()
-	tr, err := New(Options{Donefile: donefile, Dict: "d", Replicas: [][]string{{"127.0.0.1:1"}}, Work: work,
-		PublicURL: "http://127.0.0.1:1", Token: "t", Poll: time.Millisecond, RetryAfter: time.Millisecond,
-		MaxRetryAfter: 5 * time.Millisecond, BuildAttempts: 2, StepTimeout: 200 * time.Millisecond})
+	dir := t.TempDir()
+	o.Donefile = cmp.Or(o.Donefile, filepath.Join(dir, "base.txt"))
+	o.Work = cmp.Or(o.Work, filepath.Join(dir, "work"))
+	o.Dict = cmp.Or(o.Dict, "d")
+	o.PublicURL = cmp.Or(o.PublicURL, "http://127.0.0.1:1")
+	if o.TokenFile == "" {
+		o.Token = cmp.Or(o.Token, "t")
+	}
+	tr, err := New(o)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return tr
+}
+
+// testTransfer is a transfer over a local donefile whose replica is a
+// closed port: enough to drive the build phase.
+func testTransfer(t *testing.T, work, donefile string) *Transfer {
+	t.Helper()
+	return newTestTransfer(t, Options{Donefile: donefile, Replicas: [][]string{{"127.0.0.1:1"}}, Work: work,
+		Poll: time.Millisecond, RetryAfter: time.Millisecond, MaxRetryAfter: 5 * time.Millisecond, BuildAttempts: 2,
+		StepTimeout: 200 * time.Millisecond})
 }
 
 func appendLine(t *testing.T, donefile, line string) {

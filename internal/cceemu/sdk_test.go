@@ -109,14 +109,21 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 
 func createRunningCluster(t *testing.T, c *ccev2.Client) string {
 	t.Helper()
-	res, err := c.CreateCluster(clusterArgs("demo", "1.34.2"))
+	id := createCluster(t, c, "demo")
+	waitFor(t, "running", func() bool {
+		got, err := c.GetCluster(id)
+		return err == nil && got.Cluster.Status.ClusterPhase == types.ClusterPhaseRunning
+	})
+	return id
+}
+
+// createCluster asks for a cluster of Kubernetes 1.34.2 named name and returns its ID.
+func createCluster(t *testing.T, c *ccev2.Client, name string) string {
+	t.Helper()
+	res, err := c.CreateCluster(clusterArgs(name, "1.34.2"))
 	if err != nil {
 		t.Fatalf("create: %v", err)
 	}
-	waitFor(t, "running", func() bool {
-		got, err := c.GetCluster(res.ClusterID)
-		return err == nil && got.Cluster.Status.ClusterPhase == types.ClusterPhaseRunning
-	})
 	return res.ClusterID
 }
 
@@ -312,16 +319,13 @@ func TestSDK_DeleteEndsInClusterNotFound(t *testing.T) {
 func TestSDK_DeleteOutOfBand(t *testing.T) {
 	s, ep := startEmu(t)
 	c := newClient(t, ep, testAK, testSK)
-	res, err := c.CreateCluster(clusterArgs("demo", "1.34.2"))
-	if err != nil {
+	id := createCluster(t, c, "demo")
+	if err := s.DeleteClusterOutOfBand(id); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.DeleteClusterOutOfBand(res.ClusterID); err != nil {
-		t.Fatal(err)
-	}
-	_, err = c.GetCluster(res.ClusterID)
+	_, err := c.GetCluster(id)
 	serviceError(t, err, http.StatusNotFound, cceemu.CodeClusterNotFound)
-	if err := s.DeleteClusterOutOfBand(res.ClusterID); err == nil {
+	if err := s.DeleteClusterOutOfBand(id); err == nil {
 		t.Fatal("deleting a missing cluster out of band succeeded")
 	}
 }
@@ -393,20 +397,17 @@ func TestSDK_FailNextCreateEndsInCreateFailedWithReasons(t *testing.T) {
 func TestSDK_ServerErrorsAreRetriedByTheSDK(t *testing.T) {
 	s, ep := startEmu(t)
 	c := newClient(t, ep, testAK, testSK)
-	res, err := c.CreateCluster(clusterArgs("demo", "1.34.2"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	id := createCluster(t, c, "demo")
 	s.FailRequests(http.MethodGet, "/cluster/", http.StatusInternalServerError, cceemu.CodeInternalError, 3)
-	if _, err := c.GetCluster(res.ClusterID); err != nil {
+	if _, err := c.GetCluster(id); err != nil {
 		t.Fatalf("3 failures then success should succeed after SDK retries: %v", err)
 	}
-	if n := len(s.Requests(http.MethodGet, "/cluster/"+res.ClusterID)); n != 4 {
+	if n := len(s.Requests(http.MethodGet, "/cluster/"+id)); n != 4 {
 		t.Fatalf("%d GETs, want 4 (1 + 3 retries)", n)
 	}
 
 	s.FailRequests(http.MethodGet, "/cluster/", http.StatusServiceUnavailable, "ServiceUnavailable", 4)
-	_, err = c.GetCluster(res.ClusterID)
+	_, err := c.GetCluster(id)
 	serviceError(t, err, http.StatusServiceUnavailable, "ServiceUnavailable")
 
 	// POST bodies are replayed on retry, and the replay must still verify (same signature, same MD5).

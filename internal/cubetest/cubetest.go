@@ -6,6 +6,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -159,4 +160,24 @@ func StartServer(tb testing.TB, data string, shard int, extra ...string) *Server
 		tb.Fatal("server did not start")
 	}
 	return s
+}
+
+// Serving is what ServeLoopback serves: cube/server's Server, or anything with its Serve and
+// Close.
+type Serving interface {
+	Serve(net.Listener) error
+	Close() error
+}
+
+// ServeLoopback serves s in this process on a kernel-chosen loopback port until the test
+// ends, and returns the address.
+func ServeLoopback(tb testing.TB, s Serving) string {
+	tb.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	go s.Serve(ln) //nolint:errcheck // it returns when the cleanup closes s; the test checks what it served
+	tb.Cleanup(func() { s.Close() })
+	return ln.Addr().String()
 }

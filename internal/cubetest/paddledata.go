@@ -41,3 +41,13 @@ func PaddleData(t testing.TB, rel string) string {
 	}
 	return p
 }
+
+// ReadPaddleData is the content of PaddleData's file.
+func ReadPaddleData(t testing.TB, rel string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(PaddleData(t, rel))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}

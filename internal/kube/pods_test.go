@@ -118,6 +118,13 @@ func setRequests(job *unstructured.Unstructured, requests map[string]any) {
 	_ = unstructured.SetNestedSlice(job.Object, tasks, "spec", "tasks")
 }
 
+// applyOne applies u alone.
+func applyOne(t *testing.T, c *Client, u *unstructured.Unstructured) {
+	t.Helper()
+	_, err := c.Apply(context.Background(), stack.Set{{Key: stack.Key(u), Object: u}})
+	require.NoError(t, err)
+}
+
 // deploymentOn is a Deployment whose one pod fits only on node.
 func deploymentOn(ns, name string, node *kubetest.Node) *unstructured.Unstructured {
 	res := map[string]any{string(node.Resource): "1"}
@@ -137,11 +144,10 @@ func TestWaitFor_NamesWhatPodsReport(t *testing.T) {
 	node := kubetest.StartNode(t, cs)
 	node.SetPodStatus(kubetest.Waiting(corev1.PodPending, health.ReasonImagePullBackOff, "429 Too Many Requests: toomanyrequests", 0, nil))
 	dep := deploymentOn(ns, "throttled", node)
-	_, err := c.Apply(context.Background(), stack.Set{{Key: stack.Key(dep), Object: dep}})
-	require.NoError(t, err)
+	applyOne(t, c, dep)
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Second)
 	defer cancel()
-	_, err = c.WaitFor(ctx, dep, DeploymentAvailable)
+	_, err := c.WaitFor(ctx, dep, DeploymentAvailable)
 	require.ErrorIs(t, err, context.DeadlineExceeded)
 	assert.Regexp(t, `Deployment .*/throttled did not become ready in time \(last state: 0/1 replicas available; pod throttled-\w+-\w+ container c: `+
 		`ImagePullBackOff: 429 Too Many Requests: toomanyrequests\)`, err.Error())
@@ -155,12 +161,11 @@ func TestWaitFor_PermanentProblemEndsTheWait(t *testing.T) {
 	node := kubetest.StartNode(t, cs)
 	node.SetPodStatus(kubetest.Waiting(corev1.PodPending, health.ReasonErrImagePull, `example.com/nope:v1: not found`, 0, nil))
 	dep := deploymentOn(ns, "missing", node)
-	_, err := c.Apply(context.Background(), stack.Set{{Key: stack.Key(dep), Object: dep}})
-	require.NoError(t, err)
+	applyOne(t, c, dep)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	start := time.Now()
-	_, err = c.WaitFor(ctx, dep, DeploymentAvailable)
+	_, err := c.WaitFor(ctx, dep, DeploymentAvailable)
 	var failed *FailedError
 	require.True(t, errors.As(err, &failed), "want a FailedError, got %v", err)
 	assert.Less(t, time.Since(start), 20*time.Second)
@@ -174,11 +179,10 @@ func TestWaitFor_GangUnschedulable(t *testing.T) {
 	c, _, ns, _ := liveClient(t)
 	job := volcanoJob(ns, "big", nil, "ps")
 	setRequests(job, map[string]any{"cpu": "40"}) // more than a node has
-	_, err := c.Apply(context.Background(), stack.Set{{Key: stack.Key(job), Object: job}})
-	require.NoError(t, err)
+	applyOne(t, c, job)
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Second)
 	defer cancel()
-	_, err = c.WaitFor(ctx, job, VolcanoJobRunning)
+	_, err := c.WaitFor(ctx, job, VolcanoJobRunning)
 	require.ErrorIs(t, err, context.DeadlineExceeded)
 	assert.Regexp(t, `phase Pending, 0 pods running, 1 pending, gang of 1; pod group big-[-0-9a-f]+: Unschedulable \(NotEnoughResources\): .*Insufficient cpu`, err.Error())
 }
@@ -191,8 +195,7 @@ func TestWaitPodsReady_CrashLoop(t *testing.T) {
 	node.SetPodStatus(kubetest.Waiting(corev1.PodRunning, health.ReasonCrashLoopBackOff, "back-off", health.CrashLoopLimit,
 		&corev1.ContainerStateTerminated{Reason: "Error", ExitCode: 1}))
 	dep := deploymentOn(ns, "crashing", node)
-	_, err := c.Apply(context.Background(), stack.Set{{Key: stack.Key(dep), Object: dep}})
-	require.NoError(t, err)
+	applyOne(t, c, dep)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	live, err := c.Get(ctx, dep)

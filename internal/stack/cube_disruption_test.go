@@ -14,18 +14,6 @@ import (
 	"k8s.io/utils/ptr"
 )
 
-// shardBudgets returns a rendered cube's PodDisruptionBudgets by name.
-func shardBudgets(t *testing.T, set Set) map[string]*policyv1.PodDisruptionBudget {
-	t.Helper()
-	out := map[string]*policyv1.PodDisruptionBudget{}
-	for _, o := range set {
-		if o.Object.GetKind() == kindDisruption.Kind {
-			out[o.Object.GetName()] = typed[policyv1.PodDisruptionBudget](t, o.Object)
-		}
-	}
-	return out
-}
-
 func selects(t *testing.T, sel *metav1.LabelSelector, podLabels map[string]string) bool {
 	t.Helper()
 	s, err := metav1.LabelSelectorAsSelector(sel)
@@ -43,7 +31,7 @@ func TestRenderCube_ShardBudgetSelectsItsShardOnly(t *testing.T) {
 	require.NoError(t, err)
 	other, err := RenderCube(Cube{Name: "d", Namespace: "n", DonefileURL: testDonefile, Shards: 3, Replicas: 2})
 	require.NoError(t, err)
-	budgets := shardBudgets(t, set)
+	budgets := ofKind[policyv1.PodDisruptionBudget](t, set, kindDisruption)
 	require.Len(t, budgets, 3)
 	pods := podTemplates(t, set)
 	for key, tpl := range podTemplates(t, other) {
@@ -73,23 +61,11 @@ func TestRenderCube_NoBudgetWhenNothingToSpare(t *testing.T) {
 	} {
 		set, err := RenderCube(c)
 		require.NoError(t, err, name)
-		assert.Empty(t, shardBudgets(t, set), name)
+		assert.Empty(t, ofKind[policyv1.PodDisruptionBudget](t, set, kindDisruption), name)
 	}
 	set, err := RenderCube(Cube{Name: "c", Namespace: "n", DonefileURL: testDonefile, Replicas: 2, DisruptionBudget: ptr.To(true)})
 	require.NoError(t, err)
-	assert.Len(t, shardBudgets(t, set), DefaultCubeShards)
-}
-
-// shardStatefulSets returns a rendered cube's StatefulSets by name.
-func shardStatefulSets(t *testing.T, set Set) map[string]*appsv1.StatefulSet {
-	t.Helper()
-	out := map[string]*appsv1.StatefulSet{}
-	for _, o := range set {
-		if o.Object.GetKind() == kindStatefulSet.Kind {
-			out[o.Object.GetName()] = typed[appsv1.StatefulSet](t, o.Object)
-		}
-	}
-	return out
+	assert.Len(t, ofKind[policyv1.PodDisruptionBudget](t, set, kindDisruption), DefaultCubeShards)
 }
 
 // TestRenderCube_SpreadsEachShardsReplicas: by default a shard's pods prefer nodes without
@@ -111,7 +87,7 @@ func TestRenderCube_SpreadsEachShardsReplicas(t *testing.T) {
 		c := Cube{Name: "c", Namespace: "n", DonefileURL: testDonefile, Shards: 2, Replicas: 3, Spread: tc.spread, Pod: tc.pod}
 		set, err := RenderCube(c)
 		require.NoError(t, err, name)
-		all := shardStatefulSets(t, set)
+		all := ofKind[appsv1.StatefulSet](t, set, kindStatefulSet)
 		require.Len(t, all, 2, name)
 		for i := range int32(2) {
 			sts := all[c.ShardService(i)]
@@ -163,7 +139,7 @@ func TestRenderCube_ShardsRollOneReplicaAtATime(t *testing.T) {
 	c := Cube{Name: "c", Namespace: "n", DonefileURL: testDonefile, Shards: 2, Replicas: 2}
 	set, err := RenderCube(c)
 	require.NoError(t, err)
-	for name, sts := range shardStatefulSets(t, set) {
+	for name, sts := range ofKind[appsv1.StatefulSet](t, set, kindStatefulSet) {
 		u := sts.Spec.UpdateStrategy
 		assert.Equal(t, appsv1.RollingUpdateStatefulSetStrategyType, u.Type, name)
 		if r := u.RollingUpdate; r != nil {

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -24,6 +25,18 @@ func typed[T any](t *testing.T, u *unstructured.Unstructured) *T {
 	var v T
 	require.NoError(t, runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &v))
 	return &v
+}
+
+// ofKind returns the rendered objects of a kind by name, typed.
+func ofKind[T any](t *testing.T, set Set, kind metav1.TypeMeta) map[string]*T {
+	t.Helper()
+	out := map[string]*T{}
+	for _, o := range set {
+		if o.Object.GetKind() == kind.Kind {
+			out[o.Object.GetName()] = typed[T](t, o.Object)
+		}
+	}
+	return out
 }
 
 // eachPodTemplate renders each of sets and calls fn with every pod template of each (see

@@ -29,6 +29,9 @@ type Recipe struct {
 	// pserversSave mounts the model volume into the parameter servers too: they write their
 	// own part of a sparse table when the trainers save.
 	pserversSave bool
+	// psTrainer names the image's training program when it trains with parameter servers
+	// only (mode must be ps); empty: it trains in either mode.
+	psTrainer string
 	// env is what the recipe adds to every task's environment (pod.env still wins).
 	env func(j TrainingJob) []corev1.EnvVar
 	// check reports the settings the image's scripts cannot work with (on the job as given;
@@ -100,9 +103,10 @@ var Recipes = []Recipe{
 		Entry: DefaultEntry,
 	},
 	{
-		Name:  RecipeFleetCTR,
-		Image: FleetCTRImage,
-		Entry: FleetCTREntry,
+		Name:      RecipeFleetCTR,
+		Image:     FleetCTRImage,
+		Entry:     FleetCTREntry,
+		psTrainer: "train_with_mlflow.py",
 		env: func(j TrainingJob) []corev1.EnvVar {
 			// train_with_mlflow.py fetches slot.conf with `wget $HOST:$PORT/slot.conf`, the
 			// variables Kubernetes would set for a Service named file-server; the file server
@@ -118,9 +122,6 @@ var Recipes = []Recipe{
 		},
 		check: func(j, d TrainingJob, c *checker) {
 			const with = ` with recipe = "` + RecipeFleetCTR + `"`
-			if d.Mode != ModePS {
-				c.bad("mode", "%q"+with+": train_with_mlflow.py trains with parameter servers; use mode = %q", d.Mode, ModePS)
-			}
 			// What is missing is blamed on recipe, the line a user can see.
 			if j.SlotConfig == "" {
 				c.bad("recipe", "%q needs slot_config: train_with_mlflow.py fetches slot.conf from the file server's root, and exits 1 without it", RecipeFleetCTR)
@@ -152,6 +153,7 @@ var Recipes = []Recipe{
 		Command:      ShellCommand,
 		namedPods:    true,
 		pserversSave: true,
+		psTrainer:    "PaddleRec's static_ps_trainer.py",
 		env: func(j TrainingJob) []corev1.EnvVar {
 			// Paddle 2.x's PaddleCloudRoleMaker in ps mode: the servers' list; a server finds
 			// its index as POD_IP:PADDLE_PORT in it, so POD_IP is the pod's own name there,
@@ -170,9 +172,6 @@ var Recipes = []Recipe{
 		},
 		check: func(j, d TrainingJob, c *checker) {
 			const with = ` with recipe = "` + RecipePaddleRec + `"`
-			if d.Mode != ModePS {
-				c.bad("mode", "%q"+with+": PaddleRec's static_ps_trainer.py trains with parameter servers; use mode = %q", d.Mode, ModePS)
-			}
 			if j.Image == "" {
 				c.bad("recipe", "%q needs image: PaddleRec publishes no training image; give one with Paddle 2.x and PaddleRec's source", RecipePaddleRec)
 			}
@@ -184,6 +183,17 @@ var Recipes = []Recipe{
 			}
 		},
 	},
+}
+
+// validate reports the settings the recipe's image cannot work with (on the job as given; d
+// is the defaulted job).
+func (r *Recipe) validate(j, d TrainingJob, c *checker) {
+	if r.psTrainer != "" && d.Mode != ModePS {
+		c.bad("mode", "%q with recipe = %q: %s trains with parameter servers; use mode = %q", d.Mode, r.Name, r.psTrainer, ModePS)
+	}
+	if r.check != nil {
+		r.check(j, d, c)
+	}
 }
 
 // RecipeNames lists the recipes, for the schema's validator and docs.

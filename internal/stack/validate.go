@@ -144,8 +144,8 @@ func (j TrainingJob) Validate() FieldErrors {
 			c.bad("pserver.gpus", "%d: parameter servers keep and update the tables on CPUs and would leave a GPU idle; give the GPUs to the trainers (trainer.gpus)", *tk.t.GPUs)
 		}
 	}
-	if r := j.recipe(); r != nil && r.check != nil {
-		r.check(j, j.Defaulted(), &c)
+	if r := j.recipe(); r != nil {
+		r.validate(j, j.Defaulted(), &c)
 	}
 	if j.Command == nil && j.Entry == "" && j.recipe() == nil {
 		c.bad("image", "%q with the default command needs entry: paddle_k8s start_fluid runs `sh -c \"$ENTRY\"`, and an empty ENTRY exits 0, "+

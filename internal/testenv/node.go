@@ -19,7 +19,9 @@ import (
 
 // The real node: kubelet, containerd and runc, a CNI bridge, CoreDNS and kube-proxy, beside
 // the kwok nodes. Its names and addresses are fixed, so there is one per machine (see
-// nodeLock). What it changes on the host, and how each change is undone, is in hostnet.go.
+// nodeLock). What it changes on the host, and how each change is undone, is in hoststate.go (the
+// record of the host and restoreHost), hostnet.go (bridge and containment rules) and
+// hostcleanup.go (processes, mounts, cgroups).
 const (
 	// NodeName is the real node's name. It carries NodeTaint, so only pods that tolerate it
 	// (the project's own images) run there; everything else stays on the kwok nodes.

@@ -215,11 +215,7 @@ func normAxis(axis, rank int) (int, error) {
 type mul struct{ xn, yn int }
 
 func newMul(op paddle.Op) (kernel, []string, error) {
-	x, err := single(op.Inputs, "input", "X")
-	if err != nil {
-		return nil, nil, err
-	}
-	y, err := single(op.Inputs, "input", "Y")
+	in, err := inputsXY(op)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -228,7 +224,7 @@ func newMul(op paddle.Op) (kernel, []string, error) {
 		return nil, nil, err
 	}
 	yn, err := intAttr(op, "y_num_col_dims", 1)
-	return mul{int(xn), int(yn)}, []string{x, y}, err
+	return mul{int(xn), int(yn)}, in, err
 }
 
 func (m mul) shape(in []shape) (shape, error) {
@@ -279,16 +275,12 @@ func (m mul) run(in []*value, out *value) {
 type elementwiseAdd struct{ axis int }
 
 func newElementwiseAdd(op paddle.Op) (kernel, []string, error) {
-	x, err := single(op.Inputs, "input", "X")
-	if err != nil {
-		return nil, nil, err
-	}
-	y, err := single(op.Inputs, "input", "Y")
+	in, err := inputsXY(op)
 	if err != nil {
 		return nil, nil, err
 	}
 	axis, err := intAttr(op, "axis", -1)
-	return elementwiseAdd{int(axis)}, []string{x, y}, err
+	return elementwiseAdd{int(axis)}, in, err
 }
 
 func (e elementwiseAdd) shape(in []shape) (shape, error) {
@@ -457,6 +449,16 @@ func single(m map[string][]string, what, param string) (string, error) {
 	return m[param][0], nil
 }
 
+// inputsXY are the variables of a binary op's inputs X and Y, in that order.
+func inputsXY(op paddle.Op) ([]string, error) {
+	x, err := single(op.Inputs, "input", "X")
+	if err != nil {
+		return nil, err
+	}
+	y, err := single(op.Inputs, "input", "Y")
+	return []string{x, y}, err
+}
+
 // onlyInputs refuses an input parameter, bound to a variable, that the op's
 // kernel does not take.
 func onlyInputs(op paddle.Op, allowed []string) error {
@@ -468,55 +470,41 @@ func onlyInputs(op paddle.Op, allowed []string) error {
 	return nil
 }
 
-// The attribute readers return def for an attribute the op does not have
-// (a program older than the attribute), and refuse one of another type.
+// attr reads op's attribute name as get does, which also says whether the attribute has
+// the type wanted (named in the error); an attribute the op does not have (a program older
+// than the attribute) is def.
+func attr[T any](op paddle.Op, name string, def T, want string, get func(paddle.Attr) (T, bool)) (T, error) {
+	a, ok := op.Attrs[name]
+	if !ok {
+		return def, nil
+	}
+	if v, ok := get(a); ok {
+		return v, nil
+	}
+	var zero T
+	return zero, fmt.Errorf("attribute %q is %s, want %s", name, a.Type, want)
+}
 
 func intAttr(op paddle.Op, name string, def int64) (int64, error) {
-	a, ok := op.Attrs[name]
-	switch {
-	case !ok:
-		return def, nil
-	case a.Type == paddle.AttrInt:
-		return int64(a.Int), nil
-	case a.Type == paddle.AttrLong:
-		return a.Long, nil
-	}
-	return 0, attrTypeError(name, a, "INT or LONG")
+	return attr(op, name, def, "INT or LONG", func(a paddle.Attr) (int64, bool) {
+		switch a.Type {
+		case paddle.AttrInt:
+			return int64(a.Int), true
+		case paddle.AttrLong:
+			return a.Long, true
+		}
+		return 0, false
+	})
 }
 
 func floatAttr(op paddle.Op, name string, def float32) (float32, error) {
-	a, ok := op.Attrs[name]
-	switch {
-	case !ok:
-		return def, nil
-	case a.Type == paddle.AttrFloat:
-		return a.Float, nil
-	}
-	return 0, attrTypeError(name, a, "FLOAT")
+	return attr(op, name, def, "FLOAT", func(a paddle.Attr) (float32, bool) { return a.Float, a.Type == paddle.AttrFloat })
 }
 
 func stringAttr(op paddle.Op, name, def string) (string, error) {
-	a, ok := op.Attrs[name]
-	switch {
-	case !ok:
-		return def, nil
-	case a.Type == paddle.AttrString:
-		return a.String, nil
-	}
-	return "", attrTypeError(name, a, "STRING")
+	return attr(op, name, def, "STRING", func(a paddle.Attr) (string, bool) { return a.String, a.Type == paddle.AttrString })
 }
 
 func boolAttr(op paddle.Op, name string, def bool) (bool, error) {
-	a, ok := op.Attrs[name]
-	switch {
-	case !ok:
-		return def, nil
-	case a.Type == paddle.AttrBool:
-		return a.Bool, nil
-	}
-	return false, attrTypeError(name, a, "BOOLEAN")
-}
-
-func attrTypeError(name string, a paddle.Attr, want string) error {
-	return fmt.Errorf("attribute %q is %s, want %s", name, a.Type, want)
+	return attr(op, name, def, "BOOLEAN", func(a paddle.Attr) (bool, bool) { return a.Bool, a.Type == paddle.AttrBool })
 }

@@ -74,89 +74,43 @@ variable "create_namespace" {
   default     = false
 }
 
-# The stack's settings, passed to the elastic-ctr module as they are: the attributes and their
-# meaning are that module's (see its variables.tf and README), and so are the defaults, which
-# apply to whatever is left unset here.
+# The stack's settings, passed to the elastic-ctr module as they are: their attributes, types,
+# defaults and checks are that module's (see its variables.tf and README), declared there
+# only, and apply to whatever is left unset here.
 
 variable "training" {
   description = "Training job; see the elastic-ctr module's variable of the same name."
-  type = object({
-    image    = optional(string)
-    entry    = optional(string)
-    mode     = optional(string)
-    pservers = optional(number)
-    trainers = optional(number)
-    workers  = optional(number)
-    gpus     = optional(number)
-    requests = optional(map(string))
-    limits   = optional(map(string))
-  })
-  default = {}
+  type        = any
+  default     = {}
 }
 
 variable "dataset" {
   description = "ElasticCTR's data.config; see the elastic-ctr module's variable of the same name. Null: none."
-  type = object({
-    hdfs_address = string
-    hdfs_ugi     = optional(string)
-    path         = string
-    start_hour   = string
-    end_hour     = string
-    sparse_dim   = optional(number)
-  })
-  default   = null
-  sensitive = true
+  type        = any
+  default     = null
+  sensitive   = true
 }
 
 variable "model_output" {
   description = "The model-output volume; see the elastic-ctr module's variable of the same name."
-  type = object({
-    size          = optional(string)
-    storage_class = optional(string)
-    access_mode   = optional(string)
-  })
-  default = {}
+  type        = any
+  default     = {}
 }
 
 variable "model_export" {
   description = "The model-output step; see the elastic-ctr module's variable of the same name. Null: none."
-  type = object({
-    format           = optional(string)
-    path             = optional(string)
-    var              = optional(string)
-    embedx_dim       = optional(number)
-    interval_seconds = optional(number)
-  })
-  default = {}
+  type        = any
+  default     = {}
 }
 
 variable "cube" {
   description = "Cube; see the elastic-ctr module's variable of the same name."
-  type = object({
-    shards   = optional(number)
-    replicas = optional(number)
-    image    = optional(string)
-    mode     = optional(string)
-    requests = optional(map(string))
-    limits   = optional(map(string))
-    storage = optional(object({
-      size          = optional(string)
-      storage_class = optional(string)
-    }))
-  })
-  default = {}
+  type        = any
+  default     = {}
 }
 
 variable "serving" {
   description = "Paddle Serving; see the elastic-ctr module's variable of the same name."
-  type = object({
-    image        = optional(string)
-    model_url    = optional(string)
-    wait         = optional(string)
-    replicas     = optional(number)
-    service_type = optional(string)
-    requests     = optional(map(string))
-    limits       = optional(map(string))
-  })
-  default = {}
+  type        = any
+  default     = {}
 }
