@@ -20,9 +20,15 @@ import (
 )
 
 // NewCubeResource is the ctr_cube resource.
-func NewCubeResource() resource.Resource { return &cubeResource{} }
+func NewCubeResource() resource.Resource {
+	r := &cubeResource{}
+	r.workloadResource = workloadResource[stack.Cube, cubeModel, *cubeModel]{w: &cubeWorkload, apply: r.apply}
+	return r
+}
 
-type cubeResource struct{ resourceBase }
+type cubeResource struct {
+	workloadResource[stack.Cube, cubeModel, *cubeModel]
+}
 
 var cubeWorkload = workload[stack.Cube, cubeModel, *cubeModel]{
 	kind: "Cube", typ: stack.CubeType, kinds: stack.CubeKinds, nested: cubeObjects, render: stack.Cube.Render,
@@ -49,10 +55,6 @@ func (r *cubeResource) Metadata(_ context.Context, req resource.MetadataRequest,
 
 func (r *cubeResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
 	resp.Schema = cubeSchema(ctx)
-}
-
-func (r *cubeResource) ValidateConfig(ctx context.Context, req resource.ValidateConfigRequest, resp *resource.ValidateConfigResponse) {
-	cubeWorkload.validate(ctx, req.Config, r.images(), &resp.Diagnostics)
 }
 
 // ModifyPlan renders the objects at plan time and says when the cube will be re-sharded.
@@ -102,26 +104,6 @@ func (r *cubeResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRe
 		}
 	}
 	resp.Diagnostics.Append(resp.Plan.Set(ctx, plan)...)
-}
-
-func (r *cubeResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
-	cubeWorkload.create(ctx, req, resp, r.apply)
-}
-
-func (r *cubeResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
-	cubeWorkload.read(ctx, r.data, r.images(), req, resp)
-}
-
-func (r *cubeResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
-	cubeWorkload.update(ctx, req, resp, r.apply)
-}
-
-func (r *cubeResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
-	cubeWorkload.delete(ctx, r.data, req, resp)
-}
-
-func (r *cubeResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
-	importByNamespaceName(ctx, req, resp)
 }
 
 // apply converges and waits until every cube pod exists at the current revision and the

@@ -21,9 +21,15 @@ import (
 )
 
 // NewServingResource is the ctr_serving resource.
-func NewServingResource() resource.Resource { return &servingResource{} }
+func NewServingResource() resource.Resource {
+	r := &servingResource{}
+	r.workloadResource = workloadResource[stack.Serving, servingModel, *servingModel]{w: &servingWorkload, apply: r.apply}
+	return r
+}
 
-type servingResource struct{ resourceBase }
+type servingResource struct {
+	workloadResource[stack.Serving, servingModel, *servingModel]
+}
 
 var servingWorkload = workload[stack.Serving, servingModel, *servingModel]{
 	kind: "Serving", typ: stack.ServingType, kinds: stack.ServingKinds, nested: servingObjects, render: stack.Serving.Render,
@@ -37,10 +43,6 @@ func (r *servingResource) Metadata(_ context.Context, req resource.MetadataReque
 
 func (r *servingResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
 	resp.Schema = servingSchema(ctx)
-}
-
-func (r *servingResource) ValidateConfig(ctx context.Context, req resource.ValidateConfigRequest, resp *resource.ValidateConfigResponse) {
-	servingWorkload.validate(ctx, req.Config, r.images(), &resp.Diagnostics)
 }
 
 // ModifyPlan renders the objects at plan time, so that `manifests` shows the field-level change.
@@ -75,26 +77,6 @@ func (r *servingResource) ModifyPlan(ctx context.Context, req resource.ModifyPla
 		plan.ModelID = types.StringUnknown()
 	}
 	resp.Diagnostics.Append(resp.Plan.Set(ctx, plan)...)
-}
-
-func (r *servingResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
-	servingWorkload.create(ctx, req, resp, r.apply)
-}
-
-func (r *servingResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
-	servingWorkload.read(ctx, r.data, r.images(), req, resp)
-}
-
-func (r *servingResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
-	servingWorkload.update(ctx, req, resp, r.apply)
-}
-
-func (r *servingResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
-	servingWorkload.delete(ctx, r.data, req, resp)
-}
-
-func (r *servingResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
-	importByNamespaceName(ctx, req, resp)
 }
 
 // apply converges, saves the state, and waits (wait = "available") for the rollout: a failed

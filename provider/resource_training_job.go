@@ -20,9 +20,15 @@ import (
 )
 
 // NewTrainingJobResource is the ctr_training_job resource.
-func NewTrainingJobResource() resource.Resource { return &trainingJobResource{} }
+func NewTrainingJobResource() resource.Resource {
+	r := &trainingJobResource{}
+	r.workloadResource = workloadResource[stack.TrainingJob, trainingJobModel, *trainingJobModel]{w: &trainingJobWorkload, apply: r.apply}
+	return r
+}
 
-type trainingJobResource struct{ resourceBase }
+type trainingJobResource struct {
+	workloadResource[stack.TrainingJob, trainingJobModel, *trainingJobModel]
+}
 
 var trainingJobWorkload = workload[stack.TrainingJob, trainingJobModel, *trainingJobModel]{
 	kind: "Training Job", typ: stack.TrainingJobType, kinds: stack.TrainingJobKinds, nested: trainingJobObjects, render: stack.TrainingJob.Render,
@@ -46,10 +52,6 @@ func (r *trainingJobResource) Metadata(_ context.Context, req resource.MetadataR
 
 func (r *trainingJobResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
 	resp.Schema = trainingJobSchema(ctx)
-}
-
-func (r *trainingJobResource) ValidateConfig(ctx context.Context, req resource.ValidateConfigRequest, resp *resource.ValidateConfigResponse) {
-	trainingJobWorkload.validate(ctx, req.Config, r.images(), &resp.Diagnostics)
 }
 
 // ModifyPlan renders the Kubernetes objects at plan time, so that `manifests` shows the
@@ -141,26 +143,6 @@ func (r *trainingJobResource) ModifyPlan(ctx context.Context, req resource.Modif
 				"(only min_available changes in place). The running job and its pods are deleted and training starts "+
 				"again from the beginning", strings.Join(reasons, ", "), plan.describe("Training Job")), keep))
 	}
-}
-
-func (r *trainingJobResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
-	trainingJobWorkload.create(ctx, req, resp, r.apply)
-}
-
-func (r *trainingJobResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
-	trainingJobWorkload.read(ctx, r.data, r.images(), req, resp)
-}
-
-func (r *trainingJobResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
-	trainingJobWorkload.update(ctx, req, resp, r.apply)
-}
-
-func (r *trainingJobResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
-	trainingJobWorkload.delete(ctx, r.data, req, resp)
-}
-
-func (r *trainingJobResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
-	importByNamespaceName(ctx, req, resp)
 }
 
 // apply converges the cluster to the plan: server-side apply, prune, then wait as far as

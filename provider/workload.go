@@ -125,6 +125,43 @@ type workload[S interface{ Validate() stack.FieldErrors }, M any, P interface {
 	afterDelete func(ctx context.Context, kc *kube.Client, m P) error
 }
 
+// workloadResource is what the three workload resources share of the resource.Resource
+// methods: each hands over to the resource's workload (w) and, for create and update, to
+// the resource's own apply. A resource embeds it and adds Metadata, Schema, ModifyPlan and
+// apply.
+type workloadResource[S interface{ Validate() stack.FieldErrors }, M any, P interface {
+	*M
+	workloadModel[S]
+}] struct {
+	resourceBase
+	w     *workload[S, M, P]
+	apply func(ctx context.Context, plan, prior P, state stateLike, diags *diag.Diagnostics)
+}
+
+func (r *workloadResource[S, M, P]) ValidateConfig(ctx context.Context, req resource.ValidateConfigRequest, resp *resource.ValidateConfigResponse) {
+	r.w.validate(ctx, req.Config, r.images(), &resp.Diagnostics)
+}
+
+func (r *workloadResource[S, M, P]) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
+	r.w.create(ctx, req, resp, r.apply)
+}
+
+func (r *workloadResource[S, M, P]) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
+	r.w.read(ctx, r.data, r.images(), req, resp)
+}
+
+func (r *workloadResource[S, M, P]) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
+	r.w.update(ctx, req, resp, r.apply)
+}
+
+func (r *workloadResource[S, M, P]) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
+	r.w.delete(ctx, r.data, req, resp)
+}
+
+func (r *workloadResource[S, M, P]) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
+	importByNamespaceName(ctx, req, resp)
+}
+
 // stateLike is the part of tfsdk.State that apply needs.
 type stateLike interface {
 	Set(context.Context, any) diag.Diagnostics
