@@ -22,7 +22,7 @@ import (
 // NewCubeResource is the ctr_cube resource.
 func NewCubeResource() resource.Resource {
 	r := &cubeResource{}
-	r.workloadResource = workloadResource[stack.Cube, cubeModel, *cubeModel]{w: &cubeWorkload, apply: r.apply}
+	r.workloadResource = cubeWorkload.resource(cubeSchema, r.apply)
 	return r
 }
 
@@ -47,14 +47,6 @@ func waitServerClaimsGone(ctx context.Context, kc *kube.Client, m *cubeModel) er
 		return fmt.Errorf("the cube servers' claims did not go: %w", err)
 	}
 	return nil
-}
-
-func (r *cubeResource) Metadata(_ context.Context, req resource.MetadataRequest, resp *resource.MetadataResponse) {
-	resp.TypeName = req.ProviderTypeName + "_cube"
-}
-
-func (r *cubeResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
-	resp.Schema = cubeSchema(ctx)
 }
 
 // ModifyPlan renders the objects at plan time and says when the cube will be re-sharded.

@@ -23,7 +23,7 @@ import (
 // NewServingResource is the ctr_serving resource.
 func NewServingResource() resource.Resource {
 	r := &servingResource{}
-	r.workloadResource = workloadResource[stack.Serving, servingModel, *servingModel]{w: &servingWorkload, apply: r.apply}
+	r.workloadResource = servingWorkload.resource(servingSchema, r.apply)
 	return r
 }
 
@@ -35,14 +35,6 @@ var servingWorkload = workload[stack.Serving, servingModel, *servingModel]{
 	kind: "Serving", typ: stack.ServingType, kinds: stack.ServingKinds, nested: servingObjects, render: stack.Serving.Render,
 	applyTimeout: 15 * time.Minute, deleteTimeout: 10 * time.Minute,
 	defaultImage: func(_ context.Context, _ tfsdk.Config, i stack.Images) (string, bool) { return i.Serving(), true },
-}
-
-func (r *servingResource) Metadata(_ context.Context, req resource.MetadataRequest, resp *resource.MetadataResponse) {
-	resp.TypeName = req.ProviderTypeName + "_serving"
-}
-
-func (r *servingResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
-	resp.Schema = servingSchema(ctx)
 }
 
 // ModifyPlan renders the objects at plan time, so that `manifests` shows the field-level change.

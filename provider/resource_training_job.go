@@ -22,7 +22,7 @@ import (
 // NewTrainingJobResource is the ctr_training_job resource.
 func NewTrainingJobResource() resource.Resource {
 	r := &trainingJobResource{}
-	r.workloadResource = workloadResource[stack.TrainingJob, trainingJobModel, *trainingJobModel]{w: &trainingJobWorkload, apply: r.apply}
+	r.workloadResource = trainingJobWorkload.resource(trainingJobSchema, r.apply)
 	return r
 }
 
@@ -44,14 +44,6 @@ func trainingDefaultImage(ctx context.Context, config tfsdk.Config, images stack
 		return "", false
 	}
 	return images.Training(recipe.ValueString()), true
-}
-
-func (r *trainingJobResource) Metadata(_ context.Context, req resource.MetadataRequest, resp *resource.MetadataResponse) {
-	resp.TypeName = req.ProviderTypeName + "_training_job"
-}
-
-func (r *trainingJobResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
-	resp.Schema = trainingJobSchema(ctx)
 }
 
 // ModifyPlan renders the Kubernetes objects at plan time, so that `manifests` shows the

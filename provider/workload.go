@@ -13,6 +13,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
+	rschema "github.com/hashicorp/terraform-plugin-framework/resource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/tfsdk"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-log/tflog"
@@ -127,15 +128,30 @@ type workload[S interface{ Validate() stack.FieldErrors }, M any, P interface {
 
 // workloadResource is what the three workload resources share of the resource.Resource
 // methods: each hands over to the resource's workload (w) and, for create and update, to
-// the resource's own apply. A resource embeds it and adds Metadata, Schema, ModifyPlan and
-// apply.
+// the resource's own apply. A resource embeds it and adds ModifyPlan and apply.
 type workloadResource[S interface{ Validate() stack.FieldErrors }, M any, P interface {
 	*M
 	workloadModel[S]
 }] struct {
 	resourceBase
-	w     *workload[S, M, P]
-	apply func(ctx context.Context, plan, prior P, state stateLike, diags *diag.Diagnostics)
+	w      *workload[S, M, P]
+	schema func(context.Context) rschema.Schema
+	apply  func(ctx context.Context, plan, prior P, state stateLike, diags *diag.Diagnostics)
+}
+
+// resource is the shared part of w's resource, with its schema and its apply.
+func (w *workload[S, M, P]) resource(schema func(context.Context) rschema.Schema,
+	apply func(ctx context.Context, plan, prior P, state stateLike, diags *diag.Diagnostics)) workloadResource[S, M, P] {
+	return workloadResource[S, M, P]{w: w, schema: schema, apply: apply}
+}
+
+// Metadata names the resource by the type its owner labels carry (stack.CubeType, ...).
+func (r *workloadResource[S, M, P]) Metadata(_ context.Context, _ resource.MetadataRequest, resp *resource.MetadataResponse) {
+	resp.TypeName = r.w.typ
+}
+
+func (r *workloadResource[S, M, P]) Schema(ctx context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
+	resp.Schema = r.schema(ctx)
 }
 
 func (r *workloadResource[S, M, P]) ValidateConfig(ctx context.Context, req resource.ValidateConfigRequest, resp *resource.ValidateConfigResponse) {
