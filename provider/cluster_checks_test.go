@@ -72,9 +72,15 @@ func requireClusterTB(t testing.TB) *kubeClients {
 	if kc == "" {
 		t.Fatal("TF_ACC is set but KUBECONFIG is not: start the local control plane with make testenv-up")
 	}
-	cfg, err := clientcmd.BuildConfigFromFlags("", kc)
+	return clientsFor(t, kc)
+}
+
+// clientsFor are clients of the cluster of a kubeconfig.
+func clientsFor(t testing.TB, kubeconfig string) *kubeClients {
+	t.Helper()
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {
-		t.Fatalf("load KUBECONFIG: %v", err)
+		t.Fatalf("load kubeconfig %s: %v", kubeconfig, err)
 	}
 	return &kubeClients{cfg: cfg, cs: kubernetes.NewForConfigOrDie(cfg), dyn: dynamic.NewForConfigOrDie(cfg)}
 }
@@ -302,6 +308,13 @@ func (k *kubeClients) podTemplates(ctx context.Context, ns, owner string) (map[s
 
 // checkPods checks every pod template of an owner; want picks the expectation per template.
 func (k *kubeClients) checkPods(ns, owner string, count int, want func(key string) hardening) resource.TestCheckFunc {
+	return k.checkPodTemplates(ns, owner, count, func(key string, tpl corev1.PodTemplateSpec) error {
+		return checkHardening(key, tpl, want(key))
+	})
+}
+
+// checkPodTemplates checks that an owner has count live pod templates, and each with check.
+func (k *kubeClients) checkPodTemplates(ns, owner string, count int, check func(key string, tpl corev1.PodTemplateSpec) error) resource.TestCheckFunc {
 	return func(*terraform.State) error {
 		tpls, err := k.podTemplates(context.Background(), ns, owner)
 		if err != nil {
@@ -311,7 +324,7 @@ func (k *kubeClients) checkPods(ns, owner string, count int, want func(key strin
 			return fmt.Errorf("%d pod templates owned by %s, want %d: %v", len(tpls), owner, count, keysOf(tpls))
 		}
 		for key, tpl := range tpls {
-			if err := checkHardening(key, tpl, want(key)); err != nil {
+			if err := check(key, tpl); err != nil {
 				return err
 			}
 		}
@@ -591,21 +604,12 @@ func (k *kubeClients) claim(t *testing.T, ns, name string) {
 // checkPodKnobs checks every knob on every live pod template of an owner; sa is the
 // ServiceAccount the pods must run as.
 func (k *kubeClients) checkPodKnobs(ns, owner string, count int, sa func(key string) string) resource.TestCheckFunc {
-	return func(*terraform.State) error {
-		tpls, err := k.podTemplates(context.Background(), ns, owner)
-		if err != nil {
-			return err
-		}
-		if len(tpls) != count {
-			return fmt.Errorf("%d pod templates owned by %s, want %d: %v", len(tpls), owner, count, keysOf(tpls))
-		}
-		for key, tpl := range tpls {
-			if err := podKnobs(tpl, sa(key)); err != nil {
-				return fmt.Errorf("%s: %w", key, err)
-			}
+	return k.checkPodTemplates(ns, owner, count, func(key string, tpl corev1.PodTemplateSpec) error {
+		if err := podKnobs(tpl, sa(key)); err != nil {
+			return fmt.Errorf("%s: %w", key, err)
 		}
 		return nil
-	}
+	})
 }
 
 // checkServiceAccount checks the annotations of a ServiceAccount ctr created.

@@ -378,19 +378,22 @@ func TestAccCluster_CCE_UpdatePoolInPlace(t *testing.T) {
 	emu, endpoint := emulator(t)
 	manifest := volcanoManifest(t)
 	var clusterID, poolID string
-	configure := func() (map[string]any, error) {
+	// configure is the body of the last configure call, and its instance template and the
+	// template's instance resource.
+	configure := func() (body, tmpl, res map[string]any, err error) {
 		r, ok := emu.LastRequest("PUT", "/cluster/"+clusterID+"/instancegroup/"+poolID+"/configure")
 		if !ok {
-			return nil, fmt.Errorf("no configure call reached CCE")
+			return nil, nil, nil, fmt.Errorf("no configure call reached CCE")
 		}
-		var body map[string]any
 		if err := json.Unmarshal([]byte(r.Body), &body); err != nil {
-			return nil, err
+			return nil, nil, nil, err
 		}
 		if r.Status != 200 {
-			return nil, fmt.Errorf("CCE answered the configure call with %d %s", r.Status, r.Code)
+			return nil, nil, nil, fmt.Errorf("CCE answered the configure call with %d %s", r.Status, r.Code)
 		}
-		return body, nil
+		tmpl, _ = body["instanceTemplate"].(map[string]any)
+		res, _ = tmpl["instanceResource"].(map[string]any)
+		return body, tmpl, res, nil
 	}
 	changed := `      labels         = { role = "train", tier = "gpu" }
       taints         = [{ key = "dedicated", value = "ctr", effect = "NoSchedule" }]
@@ -417,12 +420,10 @@ func TestAccCluster_CCE_UpdatePoolInPlace(t *testing.T) {
 					statecheck.ExpectKnownValue("ctr_cluster.this", tfjsonpath.New("cce").AtMapKey("worker_pool").AtMapKey("root_disk_size"), knownvalue.Int64Exact(200)),
 				},
 				Check: func(*terraform.State) error {
-					body, err := configure()
+					body, tmpl, res, err := configure()
 					if err != nil {
 						return err
 					}
-					tmpl, _ := body["instanceTemplate"].(map[string]any)
-					res, _ := tmpl["instanceResource"].(map[string]any)
 					switch {
 					case body["syncMeta"] != true || body["passwordNeedUpdate"] != false:
 						return fmt.Errorf("configure flags: syncMeta %v, passwordNeedUpdate %v", body["syncMeta"], body["passwordNeedUpdate"])
@@ -459,11 +460,11 @@ func TestAccCluster_CCE_UpdatePoolInPlace(t *testing.T) {
 						knownvalue.MapExact(map[string]knownvalue.Check{"role": knownvalue.StringExact("train"), "tier": knownvalue.StringExact("gpu")})),
 				}},
 				Check: func(*terraform.State) error {
-					body, err := configure()
+					_, tmpl, _, err := configure()
 					if err != nil {
 						return err
 					}
-					if tmpl, _ := body["instanceTemplate"].(map[string]any); fmt.Sprint(tmpl["labels"]) != "map[role:train tier:gpu]" {
+					if fmt.Sprint(tmpl["labels"]) != "map[role:train tier:gpu]" {
 						return fmt.Errorf("the drift was not repaired: configure sent labels %v", tmpl["labels"])
 					}
 					return nil
@@ -495,12 +496,10 @@ func TestAccCluster_CCE_UpdatePoolInPlace(t *testing.T) {
 					plancheck.ExpectKnownValue("ctr_cluster.this", tfjsonpath.New("cce").AtMapKey("worker_pool").AtMapKey("root_disk_size"), knownvalue.Int64Exact(200)),
 				}},
 				Check: func(*terraform.State) error {
-					body, err := configure()
+					_, tmpl, res, err := configure()
 					if err != nil {
 						return err
 					}
-					tmpl, _ := body["instanceTemplate"].(map[string]any)
-					res, _ := tmpl["instanceResource"].(map[string]any)
 					if taints := fmt.Sprint(tmpl["taints"]); !strings.Contains(taints, "value:ctr") || !strings.Contains(taints, "effect:NoSchedule") {
 						return fmt.Errorf("the taint drift was not repaired: configure sent taints %v", tmpl["taints"])
 					}

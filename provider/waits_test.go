@@ -40,11 +40,16 @@ type diagRecorder struct {
 func (r *diagRecorder) ReadResource(ctx context.Context, req *tfprotov6.ReadResourceRequest) (*tfprotov6.ReadResourceResponse, error) {
 	resp, err := r.ProviderServer.ReadResource(ctx, req)
 	if resp != nil {
-		r.mu.Lock()
-		r.reads = append(r.reads, resp.Diagnostics...)
-		r.mu.Unlock()
+		r.keep(&r.reads, resp.Diagnostics)
 	}
 	return resp, err
+}
+
+// keep adds a response's diagnostics to one of the recorder's lists.
+func (r *diagRecorder) keep(list *[]*tfprotov6.Diagnostic, diags []*tfprotov6.Diagnostic) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	*list = append(*list, diags...)
 }
 
 // expectRead checks that a refresh warned with a summary and detail matching pattern.
@@ -75,9 +80,7 @@ func newDiagRecorder(t *testing.T) *diagRecorder {
 func (r *diagRecorder) ApplyResourceChange(ctx context.Context, req *tfprotov6.ApplyResourceChangeRequest) (*tfprotov6.ApplyResourceChangeResponse, error) {
 	resp, err := r.ProviderServer.ApplyResourceChange(ctx, req)
 	if resp != nil {
-		r.mu.Lock()
-		r.diags = append(r.diags, resp.Diagnostics...)
-		r.mu.Unlock()
+		r.keep(&r.diags, resp.Diagnostics)
 	}
 	return resp, err
 }
