@@ -204,8 +204,6 @@ func realNodeRolloutUnderLookups(t *testing.T) {
 	cfg := func(id, gen int) string {
 		return e2eStack(ns, image, id, gen, "  serve_version = var.pin") + pinVariable
 	}
-	update := resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectResourceAction("ctr_cube.cube", plancheck.ResourceActionUpdate),
-		plancheck.ExpectResourceAction("ctr_training_job.train", plancheck.ResourceActionNoop)}}
 	k.testE2E(t, ns, resource.TestCase{
 		Steps: []resource.TestStep{
 			{
@@ -227,7 +225,7 @@ func realNodeRolloutUnderLookups(t *testing.T) {
 					}),
 			},
 			{
-				Config: cfg(2000, 2), ConfigVariables: config.Variables{"pin": lazyString{&v1}}, ConfigPlanChecks: update,
+				Config: cfg(2000, 2), ConfigVariables: config.Variables{"pin": lazyString{&v1}}, ConfigPlanChecks: cubeUpdateOnly,
 				Check: resource.ComposeTestCheckFunc(
 					stateServes(&v1),
 					k.loadLasted(t, ns, "load-pin", load, "the pinned version served", &v2, &v1),
@@ -238,7 +236,7 @@ func realNodeRolloutUnderLookups(t *testing.T) {
 				ExpectError: regexp.MustCompile(`(?s)Invalid Cube Setting.*does not keep\s+version\s+"1000000000"`),
 			},
 			{
-				Config: cfg(2000, 2), ConfigPlanChecks: update,
+				Config: cfg(2000, 2), ConfigPlanChecks: cubeUpdateOnly,
 				Check: resource.ComposeTestCheckFunc(
 					k.waitServedShards(ns, "e2e-cube", "2000", 0, 4*time.Minute, &v3, v2),
 					k.lookupJob(t, ns, image, "lookup-unpinned", 2)),
@@ -246,6 +244,10 @@ func realNodeRolloutUnderLookups(t *testing.T) {
 		},
 	})
 }
+
+// cubeUpdateOnly: the plan changes the cube in place and leaves the training job as it is.
+var cubeUpdateOnly = resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectResourceAction("ctr_cube.cube", plancheck.ResourceActionUpdate),
+	plancheck.ExpectResourceAction("ctr_training_job.train", plancheck.ResourceActionNoop)}}
 
 // loadLasted checks that the lookup Job name (running for load) was still running when what
 // happened, so that it looked keys up across the switch from *from to *to, and then that it
@@ -273,8 +275,6 @@ func realNodeReshard(t *testing.T) {
 	k, ns, image := requireRealNode(t)
 	const id, gen = 1000, 1
 	var v2, v3, v2again string
-	update := resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectResourceAction("ctr_cube.cube", plancheck.ResourceActionUpdate),
-		plancheck.ExpectResourceAction("ctr_training_job.train", plancheck.ResourceActionNoop)}}
 	k.testE2E(t, ns, resource.TestCase{
 		Steps: []resource.TestStep{
 			{
@@ -283,14 +283,14 @@ func realNodeReshard(t *testing.T) {
 			},
 			{
 				Config:           e2eStackShards(ns, image, id, gen, 3),
-				ConfigPlanChecks: update,
+				ConfigPlanChecks: cubeUpdateOnly,
 				Check: resource.ComposeTestCheckFunc(
 					k.waitServedShards(ns, "e2e-cube", strconv.Itoa(id), 3, 4*time.Minute, &v3, v2),
 					k.lookupJob(t, ns, image, "lookup-3", gen)),
 			},
 			{
 				Config:           e2eStackShards(ns, image, id, gen, 2),
-				ConfigPlanChecks: update,
+				ConfigPlanChecks: cubeUpdateOnly,
 				Check: resource.ComposeTestCheckFunc(
 					// The apply returns only once the 2-shard layout serves; shard 2 is gone.
 					k.servesNow(ns, "e2e-cube", strconv.Itoa(id), 2, &v2again, v3),

@@ -57,24 +57,30 @@ provider "ctr" {
 }
 
 func cceConfig(endpoint, secret, manifest, extra string, replicas int) string {
+	return cceCluster(endpoint, secret, manifest, "", fmt.Sprintf(`
+      replicas       = %d
+      admin_password = %q`, replicas, adminPassword)) + extra
+}
+
+// cceCluster is a ctr_cluster of a CCE cluster (the rest of cce: more) of one worker pool
+// (the rest of worker_pool: pool), which takes over the emulated cluster's Volcano.
+func cceCluster(endpoint, secret, manifest, more, pool string) string {
 	return cceProvider(endpoint, secret) + fmt.Sprintf(`
 resource "ctr_cluster" "this" {
   cce = {
     name        = "ctr-test"
     k8s_version = "1.34.2"
-    vpc_id      = "vpc-test"
+    vpc_id      = "vpc-test"%[2]s
     worker_pool = {
-      replicas       = %[2]d
-      machine_spec   = "bcc.g5.c8m32"
-      subnet_id      = "sbn-test"
-      admin_password = %[3]q
+      machine_spec = "bcc.g5.c8m32"
+      subnet_id    = "sbn-test"%[3]s
     }
   }
   # The emulated cluster is the local control plane, which has Volcano: take it over, to install.
   volcano  = { mode = "adopt", manifest_url = %[1]q }
   timeouts = { create = "2m", delete = "2m" }
 }
-%[4]s`, manifest, replicas, adminPassword, extra)
+`, manifest, more, pool)
 }
 
 func clusterGone(emu *cceemu.Server) resource.TestCheckFunc {
@@ -348,26 +354,11 @@ func TestAccCluster_CCE_DeletedBehindOurBack(t *testing.T) {
 
 // ccePoolConfig is a cluster with a public API server, whose pool's in-place settings are pool.
 func ccePoolConfig(endpoint, manifest, kubeconfigType, pool string) string {
-	return cceProvider(endpoint, testSK) + fmt.Sprintf(`
-resource "ctr_cluster" "this" {
-  cce = {
-    name        = "ctr-test"
-    k8s_version = "1.34.2"
-    vpc_id      = "vpc-test"
-    master      = { exposed_public = true }
-    worker_pool = {
-      replicas     = 1
-      machine_spec = "bcc.g5.c8m32"
-      subnet_id    = "sbn-test"
-%[3]s
-    }
-    kubeconfig_type = %[2]q
-  }
-  # The emulated cluster is the local control plane, which has Volcano: take it over, to install.
-  volcano  = { mode = "adopt", manifest_url = %[1]q }
-  timeouts = { create = "2m", delete = "2m" }
-}
-`, manifest, kubeconfigType, pool)
+	return cceCluster(endpoint, testSK, manifest, fmt.Sprintf(`
+    master          = { exposed_public = true }
+    kubeconfig_type = %q`, kubeconfigType), `
+      replicas = 1
+`+pool)
 }
 
 // TestAccCluster_CCE_UpdatePoolInPlace: the pool's labels, taints and root disk size change in
