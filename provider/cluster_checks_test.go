@@ -109,24 +109,42 @@ func (k *kubeClients) namespaceTB(t testing.TB) string {
 	return name
 }
 
-// run runs one scenario of a resource's lifecycle against the local control plane; at its end
-// destroy must leave nothing that the resource (type, name) owned, nor pods made of it.
-func (k *kubeClients) run(t *testing.T, ns, typ, name string, kinds []schema.GroupVersionKind, steps ...resource.TestStep) {
+// run runs one scenario of a workload resource's lifecycle against the local control plane;
+// at its end destroy must leave nothing that the resource (type, name) owned, nor pods made of it.
+func (k *kubeClients) run(t *testing.T, ns, typ, name string, steps ...resource.TestStep) {
 	t.Helper()
 	resource.Test(t, resource.TestCase{
 		ProtoV6ProviderFactories: providerFactories,
-		CheckDestroy:             k.checkNothingOwnedOf(ns, stack.Owner(typ, name), kinds),
+		CheckDestroy:             k.nothingLeftOf(ns, typ, name),
 		Steps:                    steps,
 	})
+}
+
+// kindsOf are the kinds each workload resource owns, by its type (stack.CubeType, ...): what
+// the provider prunes and deletes.
+var kindsOf = map[string][]schema.GroupVersionKind{
+	cubeWorkload.typ:        cubeWorkload.kinds,
+	servingWorkload.typ:     servingWorkload.kinds,
+	trainingJobWorkload.typ: trainingJobWorkload.kinds,
+}
+
+// nothingLeftOf checks that nothing a workload resource (type, name) owned is left, nor pods
+// made of it.
+func (k *kubeClients) nothingLeftOf(ns, typ, name string) resource.TestCheckFunc {
+	kinds, ok := kindsOf[typ]
+	if !ok {
+		panic("no workload resource of type " + typ)
+	}
+	return k.checkNothingOwnedOf(ns, stack.Owner(typ, name), kinds)
 }
 
 // runFailsEarly is one apply of config that must fail with an error matching want long
 // before the resource's create timeout: apply and destroy (of what the failed apply left,
 // tainted) take at most 2 minutes, so the wait ended at the failure, not at the timeout.
-func (k *kubeClients) runFailsEarly(t *testing.T, ns, typ, name string, kinds []schema.GroupVersionKind, config, want string) {
+func (k *kubeClients) runFailsEarly(t *testing.T, ns, typ, name, config, want string) {
 	t.Helper()
 	start := time.Now()
-	k.run(t, ns, typ, name, kinds, resource.TestStep{Config: config, ExpectError: detailRE(want)})
+	k.run(t, ns, typ, name, resource.TestStep{Config: config, ExpectError: detailRE(want)})
 	if took := time.Since(start); took > 2*time.Minute {
 		t.Errorf("the apply and destroy took %s: the failure did not end the wait early", took)
 	}
@@ -1196,10 +1214,6 @@ func (k *kubeClients) deploymentAvailable(ns, name string, want int32) resource.
 		}
 		return nil
 	}
-}
-
-func (k *kubeClients) checkNothingOwned(ns, owner string) resource.TestCheckFunc {
-	return k.checkNothingOwnedOf(ns, owner, stack.TrainingJobKinds)
 }
 
 func (k *kubeClients) checkPodsRunning(ns, job string, want int) resource.TestCheckFunc {

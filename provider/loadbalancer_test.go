@@ -46,7 +46,7 @@ func TestAccServing_LoadBalancerAddress(t *testing.T) {
 	t.Parallel()
 	k, ns, name := servingTest(t)
 	config := servingConfig(ns, name, "1", servingLoadBalancer)
-	k.run(t, ns, stack.ServingType, name, stack.ServingKinds, append([]resource.TestStep{{
+	k.run(t, ns, stack.ServingType, name, append([]resource.TestStep{{
 		PreConfig: func() { k.loadBalance(t, ns, name, corev1.LoadBalancerIngress{IP: "203.0.113.10"}) },
 		Config:    config,
 		ConfigStateChecks: []statecheck.StateCheck{
@@ -68,7 +68,7 @@ func TestAccServing_LoadBalancerAddressLate(t *testing.T) {
 	shortLoadBalancerWait(t)
 	k, ns, name := servingTest(t)
 	config := servingConfig(ns, name, "1", servingLoadBalancer)
-	k.run(t, ns, stack.ServingType, name, stack.ServingKinds, k.addressLate(t, config, servingAddr, "load_balancer_address",
+	k.run(t, ns, stack.ServingType, name, k.addressLate(t, config, servingAddr, "load_balancer_address",
 		ns, name, corev1.LoadBalancerIngress{Hostname: "a1b2.elb.example.com"}, "a1b2.elb.example.com:8010")...)
 }
 
@@ -105,7 +105,7 @@ func TestAccTrainingJob_FileServerLoadBalancer(t *testing.T) {
 	config := trainingJobConfig(ns, name, `  file_server = { service_type = "LoadBalancer", port = 8081,
     service_annotations = { "service.beta.kubernetes.io/cce-load-balancer-internal-vpc" = "true" } }
 `)
-	k.run(t, ns, stack.TrainingJobType, name, stack.TrainingJobKinds, append([]resource.TestStep{{
+	k.run(t, ns, stack.TrainingJobType, name, append([]resource.TestStep{{
 		PreConfig: func() {
 			k.loadBalance(t, ns, name+"-fileserver", corev1.LoadBalancerIngress{Hostname: "fs.lb.example.com"})
 		},
@@ -124,7 +124,7 @@ func TestAccTrainingJob_FileServerLoadBalancerLate(t *testing.T) {
 	k, ns, name := trainingJobTest(t)
 	config := trainingJobConfig(ns, name, `  file_server = { service_type = "LoadBalancer" }
 `)
-	k.run(t, ns, stack.TrainingJobType, name, stack.TrainingJobKinds, k.addressLate(t, config, jobAddr, "file_server_external_url",
+	k.run(t, ns, stack.TrainingJobType, name, k.addressLate(t, config, jobAddr, "file_server_external_url",
 		ns, name+"-fileserver", corev1.LoadBalancerIngress{IP: "203.0.113.20"}, "http://203.0.113.20:8080")...)
 }
 

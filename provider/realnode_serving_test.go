@@ -175,7 +175,7 @@ func realNodeServingPredicts(t *testing.T) {
 	const load = "150s"
 	k.testE2E(t, ns, resource.TestCase{
 		ProtoV6ProviderFactories: rec.factories(),
-		CheckDestroy:             k.checkNothingOwnedOf(ns, stack.Owner(stack.ServingType, "e2e-serving"), stack.ServingKinds),
+		CheckDestroy:             k.nothingLeftOf(ns, stack.ServingType, "e2e-serving"),
 		Steps: []resource.TestStep{
 			{
 				Config: e2eServingStack(ns, image, dense, 0),

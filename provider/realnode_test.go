@@ -71,8 +71,8 @@ func (k *kubeClients) testE2E(t *testing.T, ns string, c resource.TestCase) {
 // cube ("e2e-cube") owned.
 func (k *kubeClients) e2eGone(ns string) resource.TestCheckFunc {
 	return resource.ComposeTestCheckFunc(
-		k.checkNothingOwnedOf(ns, stack.Owner(stack.TrainingJobType, "e2e"), stack.TrainingJobKinds),
-		k.checkNothingOwnedOf(ns, stack.Owner(stack.CubeType, "e2e-cube"), stack.CubeKinds))
+		k.nothingLeftOf(ns, stack.TrainingJobType, "e2e"),
+		k.nothingLeftOf(ns, stack.CubeType, "e2e-cube"))
 }
 
 // e2eStack is a training job whose trainer is the stand-in (`cube model`, generation gen,

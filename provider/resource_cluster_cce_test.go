@@ -304,7 +304,7 @@ resource "ctr_serving" "test" {
 	t.Setenv("TF_CLI_CONFIG_FILE", localProvider(t))
 	resource.Test(t, resource.TestCase{
 		ExternalProviders: map[string]resource.ExternalProvider{"ctr": {Source: "elasticctr/ctr", VersionConstraint: devProviderVersion}},
-		CheckDestroy:      resource.ComposeTestCheckFunc(clusterGone(emu), k.checkNothingOwned(ns, stack.Owner(stack.TrainingJobType, name))),
+		CheckDestroy:      resource.ComposeTestCheckFunc(clusterGone(emu), k.nothingLeftOf(ns, stack.TrainingJobType, name)),
 		Steps: []resource.TestStep{{
 			Config: config,
 			ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
