@@ -22,7 +22,7 @@ import (
 // NewCubeResource is the ctr_cube resource.
 func NewCubeResource() resource.Resource {
 	r := &cubeResource{}
-	r.workloadResource = cubeWorkload.resource(cubeSchema, r.apply)
+	r.workloadResource = cubeWorkload.resource(r.apply)
 	return r
 }
 
@@ -30,11 +30,11 @@ type cubeResource struct {
 	workloadResource[stack.Cube, cubeModel, *cubeModel]
 }
 
-var cubeWorkload = workload[stack.Cube, cubeModel, *cubeModel]{
-	kind: "Cube", typ: stack.CubeType, kinds: stack.CubeKinds, nested: cubeObjects, render: stack.Cube.Render,
+var cubeWorkload = newWorkload(workload[stack.Cube, cubeModel, *cubeModel]{
+	kind: "Cube", typ: stack.CubeType, kinds: stack.CubeKinds, schema: cubeSchema, render: stack.Cube.Render,
 	applyTimeout: 20 * time.Minute, deleteTimeout: 10 * time.Minute,
 	afterDelete: waitServerClaimsGone,
-}
+})
 
 // waitServerClaimsGone waits for the servers' claims (storage), which go after their
 // StatefulSets by its retention policy.
@@ -63,7 +63,7 @@ func (r *cubeResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRe
 			return
 		}
 	}
-	if !plan.known() {
+	if !cubeWorkload.known(plan) {
 		plan.Manifests, plan.CubeConf = unknownManifests(), types.StringUnknown()
 		resp.Diagnostics.Append(resp.Plan.Set(ctx, plan)...)
 		return

@@ -23,7 +23,7 @@ import (
 // NewServingResource is the ctr_serving resource.
 func NewServingResource() resource.Resource {
 	r := &servingResource{}
-	r.workloadResource = servingWorkload.resource(servingSchema, r.apply)
+	r.workloadResource = servingWorkload.resource(r.apply)
 	return r
 }
 
@@ -31,11 +31,11 @@ type servingResource struct {
 	workloadResource[stack.Serving, servingModel, *servingModel]
 }
 
-var servingWorkload = workload[stack.Serving, servingModel, *servingModel]{
-	kind: "Serving", typ: stack.ServingType, kinds: stack.ServingKinds, nested: servingObjects, render: stack.Serving.Render,
+var servingWorkload = newWorkload(workload[stack.Serving, servingModel, *servingModel]{
+	kind: "Serving", typ: stack.ServingType, kinds: stack.ServingKinds, schema: servingSchema, render: stack.Serving.Render,
 	applyTimeout: 15 * time.Minute, deleteTimeout: 10 * time.Minute,
 	defaultImage: func(_ context.Context, _ tfsdk.Config, i stack.Images) (string, bool) { return i.Serving(), true },
-}
+})
 
 // ModifyPlan renders the objects at plan time, so that `manifests` shows the field-level change.
 func (r *servingResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
@@ -43,7 +43,7 @@ func (r *servingResource) ModifyPlan(ctx context.Context, req resource.ModifyPla
 	if plan == nil {
 		return
 	}
-	if plan.known() {
+	if servingWorkload.known(plan) {
 		s, _, ok := servingWorkload.rendered(ctx, plan, r.images(), &resp.Diagnostics)
 		if !ok {
 			return

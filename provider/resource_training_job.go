@@ -22,7 +22,7 @@ import (
 // NewTrainingJobResource is the ctr_training_job resource.
 func NewTrainingJobResource() resource.Resource {
 	r := &trainingJobResource{}
-	r.workloadResource = trainingJobWorkload.resource(trainingJobSchema, r.apply)
+	r.workloadResource = trainingJobWorkload.resource(r.apply)
 	return r
 }
 
@@ -30,12 +30,15 @@ type trainingJobResource struct {
 	workloadResource[stack.TrainingJob, trainingJobModel, *trainingJobModel]
 }
 
-var trainingJobWorkload = workload[stack.TrainingJob, trainingJobModel, *trainingJobModel]{
-	kind: "Training Job", typ: stack.TrainingJobType, kinds: stack.TrainingJobKinds, nested: trainingJobObjects, render: stack.TrainingJob.Render,
-	applyTimeout: 20 * time.Minute, deleteTimeout: 10 * time.Minute,
+// trainingJobApplyTimeout is the default timeout of create and update (named in the schema's docs).
+const trainingJobApplyTimeout = 20 * time.Minute
+
+var trainingJobWorkload = newWorkload(workload[stack.TrainingJob, trainingJobModel, *trainingJobModel]{
+	kind: "Training Job", typ: stack.TrainingJobType, kinds: stack.TrainingJobKinds, schema: trainingJobSchema, render: stack.TrainingJob.Render,
+	applyTimeout: trainingJobApplyTimeout, deleteTimeout: 10 * time.Minute,
 	defaultImage: trainingDefaultImage, imageReplaces: true,
 	unrendered: map[string]attr.Value{"min_available": types.Int64Unknown(), "upload_token": types.StringUnknown()},
-}
+})
 
 // trainingDefaultImage is the image of the configuration's recipe (EDL's without one).
 func trainingDefaultImage(ctx context.Context, config tfsdk.Config, images stack.Images) (string, bool) {
@@ -60,7 +63,7 @@ func (r *trainingJobResource) ModifyPlan(ctx context.Context, req resource.Modif
 	}
 	// The gang is the whole job unless configured: it follows replica changes.
 	plan.MinAvailable = config.MinAvailable
-	if !plan.known() {
+	if !trainingJobWorkload.known(plan) {
 		plan.Manifests = unknownManifests()
 		plan.FileServerURL, plan.DonefileURL, plan.ExternalURL = types.StringUnknown(), types.StringUnknown(), types.StringUnknown()
 		plan.UploadToken = types.StringUnknown() // whether uploads take a token may depend on what is unknown

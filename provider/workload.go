@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
@@ -84,8 +85,6 @@ func (a *workloadAttrs) describe(kind string) string {
 // resource's settings in internal/stack (stack.Cube, ...).
 type workloadModel[S any] interface {
 	attrs() *workloadAttrs
-	// known reports whether every value rendering needs is known (not "known after apply").
-	known() bool
 	// settings converts the model to stack's settings, with this provider's default images.
 	settings(ctx context.Context, images stack.Images) (S, diag.Diagnostics)
 	// setComputed sets what rendering determines besides manifests (id, URLs, cube_conf).
@@ -103,10 +102,10 @@ type workload[S interface{ Validate() stack.FieldErrors }, M any, P interface {
 	*M
 	workloadModel[S]
 }] struct {
-	kind   string                    // in diagnostics: "Cube" -> "Invalid Cube Setting", "Apply Cube Error"
-	typ    string                    // the Terraform type in owner labels: stack.CubeType
-	kinds  []schema.GroupVersionKind // what it prunes and deletes: stack.CubeKinds
-	nested []string                  // nested objects, read into pointers (unknownAttrs)
+	kind   string                               // in diagnostics: "Cube" -> "Invalid Cube Setting", "Apply Cube Error"
+	typ    string                               // the Terraform type in owner labels: stack.CubeType
+	kinds  []schema.GroupVersionKind            // what it prunes and deletes: stack.CubeKinds
+	schema func(context.Context) rschema.Schema // the resource's schema: cubeSchema
 	// render renders the settings: the objects, and the settings with every default filled in
 	// (what callers read back, so that none needs a Defaulted() of its own).
 	render func(S) (S, stack.Set, error)
@@ -124,7 +123,27 @@ type workload[S interface{ Validate() stack.FieldErrors }, M any, P interface {
 	// afterDelete, if set, waits for what goes only after the deleted objects (the cube
 	// servers' claims), inside the same delete timeout and with the same client.
 	afterDelete func(ctx context.Context, kc *kube.Client, m P) error
+
+	// Derived by newWorkload from the model and the schema.
+	nested []string               // the nested objects, read into pointers (unknownAttrs)
+	skips  func() map[string]bool // the attributes rendering does not read (rendererSkips)
 }
+
+// newWorkload completes a workload with what its model and schema say: the nested objects
+// (see nestedObjects) and the attributes rendering does not read (see rendererSkips).
+func newWorkload[S interface{ Validate() stack.FieldErrors }, M any, P interface {
+	*M
+	workloadModel[S]
+}](w workload[S, M, P]) workload[S, M, P] {
+	var m M
+	w.nested = nestedObjects(m)
+	w.skips = sync.OnceValue(func() map[string]bool { return rendererSkips(w.schema(context.Background())) })
+	return w
+}
+
+// known reports whether every value of m that rendering reads is known (not "known after
+// apply"): see modelKnown.
+func (w workload[S, M, P]) known(m P) bool { return modelKnown(m, w.skips()) }
 
 // workloadResource is what the three workload resources share of the resource.Resource
 // methods: each hands over to the resource's workload (w) and, for create and update, to
@@ -134,15 +153,13 @@ type workloadResource[S interface{ Validate() stack.FieldErrors }, M any, P inte
 	workloadModel[S]
 }] struct {
 	resourceBase
-	w      *workload[S, M, P]
-	schema func(context.Context) rschema.Schema
-	apply  func(ctx context.Context, plan, prior P, state stateLike, diags *diag.Diagnostics)
+	w     *workload[S, M, P]
+	apply func(ctx context.Context, plan, prior P, state stateLike, diags *diag.Diagnostics)
 }
 
-// resource is the shared part of w's resource, with its schema and its apply.
-func (w *workload[S, M, P]) resource(schema func(context.Context) rschema.Schema,
-	apply func(ctx context.Context, plan, prior P, state stateLike, diags *diag.Diagnostics)) workloadResource[S, M, P] {
-	return workloadResource[S, M, P]{w: w, schema: schema, apply: apply}
+// resource is the shared part of w's resource, with its apply.
+func (w *workload[S, M, P]) resource(apply func(ctx context.Context, plan, prior P, state stateLike, diags *diag.Diagnostics)) workloadResource[S, M, P] {
+	return workloadResource[S, M, P]{w: w, apply: apply}
 }
 
 // Metadata names the resource by the type its owner labels carry (stack.CubeType, ...).
@@ -151,7 +168,7 @@ func (r *workloadResource[S, M, P]) Metadata(_ context.Context, _ resource.Metad
 }
 
 func (r *workloadResource[S, M, P]) Schema(ctx context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
-	resp.Schema = r.schema(ctx)
+	resp.Schema = r.w.schema(ctx)
 }
 
 func (r *workloadResource[S, M, P]) ValidateConfig(ctx context.Context, req resource.ValidateConfigRequest, resp *resource.ValidateConfigResponse) {
@@ -191,7 +208,7 @@ func (w workload[S, M, P]) validate(ctx context.Context, config tfsdk.Config, im
 	}
 	var m M
 	diags.Append(config.Get(ctx, &m)...)
-	if diags.HasError() || !P(&m).known() {
+	if diags.HasError() || !w.known(&m) {
 		return
 	}
 	s, d := P(&m).settings(ctx, images)
