@@ -73,9 +73,15 @@ func requireClusterTB(t testing.TB) *kubeClients {
 	if kc == "" {
 		t.Fatal("TF_ACC is set but KUBECONFIG is not: start the local control plane with make testenv-up")
 	}
-	cfg, err := clientcmd.BuildConfigFromFlags("", kc)
+	return clientsFor(t, kc)
+}
+
+// clientsFor are clients of the cluster of a kubeconfig.
+func clientsFor(t testing.TB, kubeconfig string) *kubeClients {
+	t.Helper()
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {
-		t.Fatalf("load KUBECONFIG: %v", err)
+		t.Fatalf("load kubeconfig %s: %v", kubeconfig, err)
 	}
 	return &kubeClients{cfg: cfg, cs: kubernetes.NewForConfigOrDie(cfg), dyn: dynamic.NewForConfigOrDie(cfg)}
 }
@@ -104,24 +110,42 @@ func (k *kubeClients) namespaceTB(t testing.TB) string {
 	return name
 }
 
-// run runs one scenario of a resource's lifecycle against the local control plane; at its end
-// destroy must leave nothing that the resource (type, name) owned, nor pods made of it.
-func (k *kubeClients) run(t *testing.T, ns, typ, name string, kinds []schema.GroupVersionKind, steps ...resource.TestStep) {
+// run runs one scenario of a workload resource's lifecycle against the local control plane;
+// at its end destroy must leave nothing that the resource (type, name) owned, nor pods made of it.
+func (k *kubeClients) run(t *testing.T, ns, typ, name string, steps ...resource.TestStep) {
 	t.Helper()
 	resource.Test(t, resource.TestCase{
 		ProtoV6ProviderFactories: providerFactories,
-		CheckDestroy:             k.checkNothingOwnedOf(ns, stack.Owner(typ, name), kinds),
+		CheckDestroy:             k.nothingLeftOf(ns, typ, name),
 		Steps:                    steps,
 	})
+}
+
+// kindsOf are the kinds each workload resource owns, by its type (stack.CubeType, ...): what
+// the provider prunes and deletes.
+var kindsOf = map[string][]schema.GroupVersionKind{
+	cubeWorkload.typ:        cubeWorkload.kinds,
+	servingWorkload.typ:     servingWorkload.kinds,
+	trainingJobWorkload.typ: trainingJobWorkload.kinds,
+}
+
+// nothingLeftOf checks that nothing a workload resource (type, name) owned is left, nor pods
+// made of it.
+func (k *kubeClients) nothingLeftOf(ns, typ, name string) resource.TestCheckFunc {
+	kinds, ok := kindsOf[typ]
+	if !ok {
+		panic("no workload resource of type " + typ)
+	}
+	return k.checkNothingOwnedOf(ns, stack.Owner(typ, name), kinds)
 }
 
 // runFailsEarly is one apply of config that must fail with an error matching want long
 // before the resource's create timeout: apply and destroy (of what the failed apply left,
 // tainted) take at most 2 minutes, so the wait ended at the failure, not at the timeout.
-func (k *kubeClients) runFailsEarly(t *testing.T, ns, typ, name string, kinds []schema.GroupVersionKind, config, want string) {
+func (k *kubeClients) runFailsEarly(t *testing.T, ns, typ, name, config, want string) {
 	t.Helper()
 	start := time.Now()
-	k.run(t, ns, typ, name, kinds, resource.TestStep{Config: config, ExpectError: detailRE(want)})
+	k.run(t, ns, typ, name, resource.TestStep{Config: config, ExpectError: detailRE(want)})
 	if took := time.Since(start); took > 2*time.Minute {
 		t.Errorf("the apply and destroy took %s: the failure did not end the wait early", took)
 	}
@@ -352,6 +376,13 @@ func (k *kubeClients) podTemplates(ctx context.Context, ns, owner string) (map[s
 
 // checkPods checks every pod template of an owner; want picks the expectation per template.
 func (k *kubeClients) checkPods(ns, owner string, count int, want func(key string) hardening) resource.TestCheckFunc {
+	return k.checkPodTemplates(ns, owner, count, func(key string, tpl corev1.PodTemplateSpec) error {
+		return checkHardening(key, tpl, want(key))
+	})
+}
+
+// checkPodTemplates checks that an owner has count live pod templates, and each with check.
+func (k *kubeClients) checkPodTemplates(ns, owner string, count int, check func(key string, tpl corev1.PodTemplateSpec) error) resource.TestCheckFunc {
 	return func(*terraform.State) error {
 		tpls, err := k.podTemplates(context.Background(), ns, owner)
 		if err != nil {
@@ -361,7 +392,7 @@ func (k *kubeClients) checkPods(ns, owner string, count int, want func(key strin
 			return fmt.Errorf("%d pod templates owned by %s, want %d: %v", len(tpls), owner, count, keysOf(tpls))
 		}
 		for key, tpl := range tpls {
-			if err := checkHardening(key, tpl, want(key)); err != nil {
+			if err := check(key, tpl); err != nil {
 				return err
 			}
 		}
@@ -641,21 +672,12 @@ func (k *kubeClients) claim(t *testing.T, ns, name string) {
 // checkPodKnobs checks every knob on every live pod template of an owner; sa is the
 // ServiceAccount the pods must run as.
 func (k *kubeClients) checkPodKnobs(ns, owner string, count int, sa func(key string) string) resource.TestCheckFunc {
-	return func(*terraform.State) error {
-		tpls, err := k.podTemplates(context.Background(), ns, owner)
-		if err != nil {
-			return err
-		}
-		if len(tpls) != count {
-			return fmt.Errorf("%d pod templates owned by %s, want %d: %v", len(tpls), owner, count, keysOf(tpls))
-		}
-		for key, tpl := range tpls {
-			if err := podKnobs(tpl, sa(key)); err != nil {
-				return fmt.Errorf("%s: %w", key, err)
-			}
+	return k.checkPodTemplates(ns, owner, count, func(key string, tpl corev1.PodTemplateSpec) error {
+		if err := podKnobs(tpl, sa(key)); err != nil {
+			return fmt.Errorf("%s: %w", key, err)
 		}
 		return nil
-	}
+	})
 }
 
 // checkServiceAccount checks the annotations of a ServiceAccount ctr created.
@@ -1242,10 +1264,6 @@ func (k *kubeClients) deploymentAvailable(ns, name string, want int32) resource.
 		}
 		return nil
 	}
-}
-
-func (k *kubeClients) checkNothingOwned(ns, owner string) resource.TestCheckFunc {
-	return k.checkNothingOwnedOf(ns, owner, stack.TrainingJobKinds)
 }
 
 func (k *kubeClients) checkPodsRunning(ns, job string, want int) resource.TestCheckFunc {

@@ -76,7 +76,7 @@ func homeWithKubeconfig(t *testing.T) {
 func TestAccConnection_HomeKubeconfig(t *testing.T) {
 	k, ns, name, _ := connectionTest(t)
 	homeWithKubeconfig(t)
-	k.run(t, ns, stack.ServingType, name, stack.ServingKinds, resource.TestStep{
+	k.run(t, ns, stack.ServingType, name, resource.TestStep{
 		Config: servingWith(`provider "ctr" {
   kubernetes = { config_path = "~/.kube/config" }
 }`, ns, name, ""),
@@ -95,7 +95,7 @@ func TestAccConnection_ConfigPaths(t *testing.T) {
 		t.Fatal(err)
 	}
 	own := fmt.Sprintf("  kubernetes = { config_paths = [\"~/first.yaml\", %q, %q] }", filepath.Join(home, "missing.yaml"), os.Getenv("KUBECONFIG"))
-	k.run(t, ns, stack.ServingType, name, stack.ServingKinds,
+	k.run(t, ns, stack.ServingType, name,
 		resource.TestStep{
 			Config: servingWith(`provider "ctr" {}`, ns, name, own),
 			Check:  k.deploymentAvailable(ns, name, 1),
@@ -140,7 +140,7 @@ func TestAccConnection_TokenRotation(t *testing.T) {
 }`, cluster.Server, string(cluster.CertificateAuthorityData), token)
 	}
 	moved := filepath.Join(t.TempDir(), "moved", "kubeconfig")
-	k.run(t, ns, stack.ServingType, name, stack.ServingKinds,
+	k.run(t, ns, stack.ServingType, name,
 		resource.TestStep{
 			Config:            servingWith(withToken(tokens[0]), ns, name, ""),
 			Check:             k.deploymentAvailable(ns, name, 1),
@@ -214,7 +214,7 @@ func testExecPlugin(t *testing.T, resourceLevel bool) {
 	if resourceLevel {
 		provider, own = `provider "ctr" {}`, "  kubernetes = "+conn
 	}
-	k.run(t, ns, stack.ServingType, name, stack.ServingKinds,
+	k.run(t, ns, stack.ServingType, name,
 		resource.TestStep{
 			Config:            servingWith(provider, ns, name, own),
 			Check:             resource.ComposeTestCheckFunc(k.deploymentAvailable(ns, name, 1), ran),

@@ -2,7 +2,6 @@ package provider
 
 import (
 	"context"
-	"sync"
 
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/types"
@@ -71,12 +70,6 @@ type networkPeerModel struct {
 	NamespaceLabels types.Map `tfsdk:"namespace_labels"`
 	PodLabels       types.Map `tfsdk:"pod_labels"`
 }
-
-// known reports whether every value rendering reads is known (see modelKnown).
-func (m *cubeModel) known() bool { return modelKnown(m, cubeSkips()) }
-
-// cubeSkips are the attributes of its schema rendering does not read (see rendererSkips).
-var cubeSkips = sync.OnceValue(func() map[string]bool { return rendererSkips(cubeSchema(context.Background())) })
 
 func (m *cubeModel) settings(ctx context.Context, _ stack.Images) (stack.Cube, diag.Diagnostics) {
 	var diags diag.Diagnostics

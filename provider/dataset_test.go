@@ -83,5 +83,5 @@ func TestAccTrainingJob_Datasets(t *testing.T) {
 			},
 		})
 	steps = append(steps, importRoundTrip(stack.TrainingJobType, ns+"/"+name, volume, "last_condition", "tasks")...)
-	k.run(t, ns, stack.TrainingJobType, name, stack.TrainingJobKinds, steps...)
+	k.run(t, ns, stack.TrainingJobType, name, steps...)
 }

@@ -115,8 +115,8 @@ resource "ctr_serving" "test" {
 	servingDefaults := func(string) hardening { return hardening{seccomp: corev1.SeccompProfileTypeRuntimeDefault} }
 	resource.Test(t, resource.TestCase{
 		ProtoV6ProviderFactories: providerFactories,
-		CheckDestroy: resource.ComposeTestCheckFunc(k.checkNothingOwnedOf(ns, owner, stack.CubeKinds),
-			k.checkNothingOwnedOf(ns, servingOwner, stack.ServingKinds)),
+		CheckDestroy: resource.ComposeTestCheckFunc(k.nothingLeftOf(ns, stack.CubeType, name),
+			k.nothingLeftOf(ns, stack.ServingType, "srv")),
 		Steps: []resource.TestStep{
 			{
 				Config: config(""),
@@ -256,7 +256,7 @@ func TestAccTrainingJob_UploadTokenAndHardenedPods(t *testing.T) {
 	}
 	resource.Test(t, resource.TestCase{
 		ProtoV6ProviderFactories: providerFactories,
-		CheckDestroy:             k.checkNothingOwned(ns, owner),
+		CheckDestroy:             k.nothingLeftOf(ns, stack.TrainingJobType, name),
 		Steps: []resource.TestStep{
 			{
 				Config: trainingJobConfig(ns, name, `  file_server = { upload = true }`),

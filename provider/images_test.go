@@ -89,9 +89,9 @@ func TestAccImages_MirrorAndPullSecrets(t *testing.T) {
 	resource.Test(t, resource.TestCase{
 		ProtoV6ProviderFactories: providerFactories,
 		CheckDestroy: resource.ComposeTestCheckFunc(
-			k.checkNothingOwnedOf(ns, stack.Owner(stack.TrainingJobType, name), stack.TrainingJobKinds),
-			k.checkNothingOwnedOf(ns, stack.Owner(stack.CubeType, name+"-cube"), stack.CubeKinds),
-			k.checkNothingOwnedOf(ns, stack.Owner(stack.ServingType, name+"-serving"), stack.ServingKinds)),
+			k.nothingLeftOf(ns, stack.TrainingJobType, name),
+			k.nothingLeftOf(ns, stack.CubeType, name+"-cube"),
+			k.nothingLeftOf(ns, stack.ServingType, name+"-serving")),
 		Steps: []resource.TestStep{
 			{
 				Config: imagesStack(ns, name, ""),
@@ -145,7 +145,7 @@ func TestAccImages_RegistryKnownOnlyAtApply(t *testing.T) {
 	cube := stack.MirrorImage(testMirror, stack.CubeImage(testVersion))
 	resource.Test(t, resource.TestCase{
 		ProtoV6ProviderFactories: providerFactories,
-		CheckDestroy:             k.checkNothingOwnedOf(ns, stack.Owner(stack.CubeType, name), stack.CubeKinds),
+		CheckDestroy:             k.nothingLeftOf(ns, stack.CubeType, name),
 		Steps: []resource.TestStep{{
 			Config: fmt.Sprintf(`
 resource "terraform_data" "registry" {

@@ -46,7 +46,7 @@ func TestAccServing_LoadBalancerAddress(t *testing.T) {
 	t.Parallel()
 	k, ns, name := servingTest(t)
 	config := servingConfig(ns, name, "1", servingLoadBalancer)
-	k.run(t, ns, stack.ServingType, name, stack.ServingKinds, append([]resource.TestStep{{
+	k.run(t, ns, stack.ServingType, name, append([]resource.TestStep{{
 		PreConfig: func() { k.loadBalance(t, ns, name, corev1.LoadBalancerIngress{IP: "203.0.113.10"}) },
 		Config:    config,
 		ConfigStateChecks: []statecheck.StateCheck{
@@ -68,24 +68,33 @@ func TestAccServing_LoadBalancerAddressLate(t *testing.T) {
 	shortLoadBalancerWait(t)
 	k, ns, name := servingTest(t)
 	config := servingConfig(ns, name, "1", servingLoadBalancer)
-	k.run(t, ns, stack.ServingType, name, stack.ServingKinds,
-		resource.TestStep{
+	k.run(t, ns, stack.ServingType, name, k.addressLate(t, config, servingAddr, "load_balancer_address",
+		ns, name, corev1.LoadBalancerIngress{Hostname: "a1b2.elb.example.com"}, "a1b2.elb.example.com:8010")...)
+}
+
+// addressLate are the steps of an address that comes after the apply's bounded wait: the
+// apply leaves the attribute (addr's attr) null and nothing tainted (the next plan is empty);
+// once the Service (ns/svc) has ingress, a refresh reads it as want, and the plan stays empty.
+func (k *kubeClients) addressLate(t *testing.T, config, addr, attr, ns, svc string, ingress corev1.LoadBalancerIngress, want string) []resource.TestStep {
+	return []resource.TestStep{
+		{
 			Config: config,
 			ConfigStateChecks: []statecheck.StateCheck{
-				statecheck.ExpectKnownValue(servingAddr, tfjsonpath.New("load_balancer_address"), knownvalue.Null()),
+				statecheck.ExpectKnownValue(addr, tfjsonpath.New(attr), knownvalue.Null()),
 			},
 			ConfigPlanChecks: resource.ConfigPlanChecks{PostApplyPostRefresh: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}},
 		},
-		resource.TestStep{
+		{
 			PreConfig: func() {
-				require.NoError(t, k.setIngress(context.Background(), ns, name, corev1.LoadBalancerIngress{Hostname: "a1b2.elb.example.com"}))
+				require.NoError(t, k.setIngress(context.Background(), ns, svc, ingress))
 			},
 			Config:           config,
 			ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}},
 			ConfigStateChecks: []statecheck.StateCheck{
-				statecheck.ExpectKnownValue(servingAddr, tfjsonpath.New("load_balancer_address"), knownvalue.StringExact("a1b2.elb.example.com:8010")),
+				statecheck.ExpectKnownValue(addr, tfjsonpath.New(attr), knownvalue.StringExact(want)),
 			},
-		})
+		},
+	}
 }
 
 // TestAccTrainingJob_FileServerLoadBalancer: the file server's Service carries the
@@ -96,7 +105,7 @@ func TestAccTrainingJob_FileServerLoadBalancer(t *testing.T) {
 	config := trainingJobConfig(ns, name, `  file_server = { service_type = "LoadBalancer", port = 8081,
     service_annotations = { "service.beta.kubernetes.io/cce-load-balancer-internal-vpc" = "true" } }
 `)
-	k.run(t, ns, stack.TrainingJobType, name, stack.TrainingJobKinds, append([]resource.TestStep{{
+	k.run(t, ns, stack.TrainingJobType, name, append([]resource.TestStep{{
 		PreConfig: func() {
 			k.loadBalance(t, ns, name+"-fileserver", corev1.LoadBalancerIngress{Hostname: "fs.lb.example.com"})
 		},
@@ -115,24 +124,8 @@ func TestAccTrainingJob_FileServerLoadBalancerLate(t *testing.T) {
 	k, ns, name := trainingJobTest(t)
 	config := trainingJobConfig(ns, name, `  file_server = { service_type = "LoadBalancer" }
 `)
-	k.run(t, ns, stack.TrainingJobType, name, stack.TrainingJobKinds,
-		resource.TestStep{
-			Config: config,
-			ConfigStateChecks: []statecheck.StateCheck{
-				statecheck.ExpectKnownValue(jobAddr, tfjsonpath.New("file_server_external_url"), knownvalue.Null()),
-			},
-			ConfigPlanChecks: resource.ConfigPlanChecks{PostApplyPostRefresh: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}},
-		},
-		resource.TestStep{
-			PreConfig: func() {
-				require.NoError(t, k.setIngress(context.Background(), ns, name+"-fileserver", corev1.LoadBalancerIngress{IP: "203.0.113.20"}))
-			},
-			Config:           config,
-			ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}},
-			ConfigStateChecks: []statecheck.StateCheck{
-				statecheck.ExpectKnownValue(jobAddr, tfjsonpath.New("file_server_external_url"), knownvalue.StringExact("http://203.0.113.20:8080")),
-			},
-		})
+	k.run(t, ns, stack.TrainingJobType, name, k.addressLate(t, config, jobAddr, "file_server_external_url",
+		ns, name+"-fileserver", corev1.LoadBalancerIngress{IP: "203.0.113.20"}, "http://203.0.113.20:8080")...)
 }
 
 // TestAwaitAddress: the bounded wait itself, on a live Service: the address when it comes,

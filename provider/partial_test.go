@@ -38,7 +38,7 @@ func TestAccTrainingJob_FailedCreateLeavesNothing(t *testing.T) {
 	allowDeployments := denyDeployments(t, k, ns)
 	owner := stack.Owner(stack.TrainingJobType, name)
 	config := trainingJobConfig(ns, name, `  dataset = { hdfs_ugi = "user,secret" }`)
-	k.run(t, ns, stack.TrainingJobType, name, stack.TrainingJobKinds,
+	k.run(t, ns, stack.TrainingJobType, name,
 		resource.TestStep{
 			Config: config,
 			ExpectError: detailRE(`Could not apply the objects of training job ` + ns + `/` + name + `: apply Deployment ` + ns + `/` + name +
@@ -183,7 +183,7 @@ func TestAccTrainingJob_FailedCleanupNamesWhatIsLeft(t *testing.T) {
 	allowDeployments := denyDeployments(t, k, ns)
 	lift := denyDeletes(t, k, ns)
 	config := trainingJobConfig(ns, name, "")
-	k.run(t, ns, stack.TrainingJobType, name, stack.TrainingJobKinds,
+	k.run(t, ns, stack.TrainingJobType, name,
 		resource.TestStep{
 			Config: config,
 			ExpectError: detailRE(`exceeded quota: no-deployments.*could not all be removed \(delete Service ` + ns + `/` + name + `-fileserver: .*deleting Services is held by the test.*\)\. ` +
@@ -219,7 +219,7 @@ func TestAccTrainingJob_DestroyLeavesWhatLostItsLabel(t *testing.T) {
 		}
 		_ = k.cs.CoreV1().Services(ns).Delete(ctx, name+"-fileserver", metav1.DeleteOptions{})
 		_ = k.dyn.Resource(job).Namespace(ns).Delete(ctx, name, metav1.DeleteOptions{})
-		return k.checkNothingOwned(ns, stack.Owner(stack.TrainingJobType, name))(nil)
+		return k.nothingLeftOf(ns, stack.TrainingJobType, name)(nil)
 	}
 	unlabel := []byte(fmt.Sprintf(`{"metadata":{"labels":{%q:null}}}`, stack.OwnerLabel))
 	resource.Test(t, resource.TestCase{

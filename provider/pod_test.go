@@ -141,7 +141,7 @@ func TestAccPod_TrainingJob(t *testing.T) {
 	k.podPrerequisites(t, ns)
 	owner := stack.Owner(stack.TrainingJobType, name)
 	config := trainingJobConfig(ns, name, podBlock("pod", "")+"  file_server = {\n"+podBlock("pod", "mine")+"  }\n")
-	k.run(t, ns, stack.TrainingJobType, name, stack.TrainingJobKinds, append([]resource.TestStep{{
+	k.run(t, ns, stack.TrainingJobType, name, append([]resource.TestStep{{
 		Config: config,
 		Check: resource.ComposeTestCheckFunc(
 			k.checkPodKnobs(ns, owner, 3, func(key string) string {
@@ -164,7 +164,7 @@ func TestAccPod_Cube(t *testing.T) {
 	k.podPrerequisites(t, ns)
 	owner := stack.Owner(stack.CubeType, name)
 	config := cubeConfig(ns, name, "  replicas = 1\n"+podBlock("pod", ""))
-	k.run(t, ns, stack.CubeType, name, stack.CubeKinds, append([]resource.TestStep{{
+	k.run(t, ns, stack.CubeType, name, append([]resource.TestStep{{
 		Config: config,
 		Check: resource.ComposeTestCheckFunc(
 			k.checkPodKnobs(ns, owner, 3, func(string) string { return name }),
@@ -192,7 +192,7 @@ resource "ctr_serving" "test" {
 }
 `, ns, name, stack.Cube{Name: "c", Namespace: ns, DonefileURL: "http://x/base.txt"}.Defaulted().CubeConf(), podBlock("pod", sa))
 	}
-	k.run(t, ns, stack.ServingType, name, stack.ServingKinds, append([]resource.TestStep{
+	k.run(t, ns, stack.ServingType, name, append([]resource.TestStep{
 		{
 			Config: config("mine"),
 			Check: resource.ComposeTestCheckFunc(

@@ -177,7 +177,7 @@ func realNodeServingPredicts(t *testing.T) {
 	// what serving and the cube serve (through the API server's proxy) and destroy need no more.
 	k.testE2EAs(t, ns, k.workloadsKubeconfig(t, ns), resource.TestCase{
 		ProtoV6ProviderFactories: rec.factories(),
-		CheckDestroy:             k.checkNothingOwnedOf(ns, stack.Owner(stack.ServingType, "e2e-serving"), stack.ServingKinds),
+		CheckDestroy:             k.nothingLeftOf(ns, stack.ServingType, "e2e-serving"),
 		Steps: []resource.TestStep{
 			{
 				Config: e2eServingStack(ns, image, dense, 0),

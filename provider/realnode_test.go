@@ -84,8 +84,8 @@ func (k *kubeClients) testE2EAs(t *testing.T, ns, kubeconfig string, c resource.
 // cube ("e2e-cube") owned.
 func (k *kubeClients) e2eGone(ns string) resource.TestCheckFunc {
 	return resource.ComposeTestCheckFunc(
-		k.checkNothingOwnedOf(ns, stack.Owner(stack.TrainingJobType, "e2e"), stack.TrainingJobKinds),
-		k.checkNothingOwnedOf(ns, stack.Owner(stack.CubeType, "e2e-cube"), stack.CubeKinds))
+		k.nothingLeftOf(ns, stack.TrainingJobType, "e2e"),
+		k.nothingLeftOf(ns, stack.CubeType, "e2e-cube"))
 }
 
 // e2eStack is a training job whose trainer is the stand-in (`cube model`, generation gen,
@@ -217,8 +217,6 @@ func realNodeRolloutUnderLookups(t *testing.T) {
 	cfg := func(id, gen int) string {
 		return e2eStack(ns, image, id, gen, "  serve_version = var.pin") + pinVariable
 	}
-	update := resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectResourceAction("ctr_cube.cube", plancheck.ResourceActionUpdate),
-		plancheck.ExpectResourceAction("ctr_training_job.train", plancheck.ResourceActionNoop)}}
 	k.testE2E(t, ns, resource.TestCase{
 		Steps: []resource.TestStep{
 			{
@@ -240,7 +238,7 @@ func realNodeRolloutUnderLookups(t *testing.T) {
 					}),
 			},
 			{
-				Config: cfg(2000, 2), ConfigVariables: config.Variables{"pin": lazyString{&v1}}, ConfigPlanChecks: update,
+				Config: cfg(2000, 2), ConfigVariables: config.Variables{"pin": lazyString{&v1}}, ConfigPlanChecks: cubeUpdateOnly,
 				Check: resource.ComposeTestCheckFunc(
 					stateServes(&v1),
 					k.loadLasted(t, ns, "load-pin", load, "the pinned version served", &v2, &v1),
@@ -251,7 +249,7 @@ func realNodeRolloutUnderLookups(t *testing.T) {
 				ExpectError: regexp.MustCompile(`(?s)Invalid Cube Setting.*does not keep\s+version\s+"1000000000"`),
 			},
 			{
-				Config: cfg(2000, 2), ConfigPlanChecks: update,
+				Config: cfg(2000, 2), ConfigPlanChecks: cubeUpdateOnly,
 				Check: resource.ComposeTestCheckFunc(
 					k.waitServedShards(ns, "e2e-cube", "2000", 0, 4*time.Minute, &v3, v2),
 					k.lookupJob(t, ns, image, "lookup-unpinned", 2)),
@@ -259,6 +257,10 @@ func realNodeRolloutUnderLookups(t *testing.T) {
 		},
 	})
 }
+
+// cubeUpdateOnly: the plan changes the cube in place and leaves the training job as it is.
+var cubeUpdateOnly = resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectResourceAction("ctr_cube.cube", plancheck.ResourceActionUpdate),
+	plancheck.ExpectResourceAction("ctr_training_job.train", plancheck.ResourceActionNoop)}}
 
 // loadLasted checks that the lookup Job name (running for load) was still running when what
 // happened, so that it looked keys up across the switch from *from to *to, and then that it
@@ -286,8 +288,6 @@ func realNodeReshard(t *testing.T) {
 	k, ns, image := requireRealNode(t)
 	const id, gen = 1000, 1
 	var v2, v3, v2again string
-	update := resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectResourceAction("ctr_cube.cube", plancheck.ResourceActionUpdate),
-		plancheck.ExpectResourceAction("ctr_training_job.train", plancheck.ResourceActionNoop)}}
 	k.testE2E(t, ns, resource.TestCase{
 		Steps: []resource.TestStep{
 			{
@@ -296,14 +296,14 @@ func realNodeReshard(t *testing.T) {
 			},
 			{
 				Config:           e2eStackShards(ns, image, id, gen, 3),
-				ConfigPlanChecks: update,
+				ConfigPlanChecks: cubeUpdateOnly,
 				Check: resource.ComposeTestCheckFunc(
 					k.waitServedShards(ns, "e2e-cube", strconv.Itoa(id), 3, 4*time.Minute, &v3, v2),
 					k.lookupJob(t, ns, image, "lookup-3", gen)),
 			},
 			{
 				Config:           e2eStackShards(ns, image, id, gen, 2),
-				ConfigPlanChecks: update,
+				ConfigPlanChecks: cubeUpdateOnly,
 				Check: resource.ComposeTestCheckFunc(
 					// The apply returns only once the 2-shard layout serves; shard 2 is gone.
 					k.servesNow(ns, "e2e-cube", strconv.Itoa(id), 2, &v2again, v3),

@@ -57,24 +57,30 @@ provider "ctr" {
 }
 
 func cceConfig(endpoint, secret, manifest, extra string, replicas int) string {
+	return cceCluster(endpoint, secret, manifest, "", fmt.Sprintf(`
+      replicas       = %d
+      admin_password = %q`, replicas, adminPassword)) + extra
+}
+
+// cceCluster is a ctr_cluster of a CCE cluster (the rest of cce: more) of one worker pool
+// (the rest of worker_pool: pool), which takes over the emulated cluster's Volcano.
+func cceCluster(endpoint, secret, manifest, more, pool string) string {
 	return cceProvider(endpoint, secret) + fmt.Sprintf(`
 resource "ctr_cluster" "this" {
   cce = {
     name        = "ctr-test"
     k8s_version = "1.34.2"
-    vpc_id      = "vpc-test"
+    vpc_id      = "vpc-test"%[2]s
     worker_pool = {
-      replicas       = %[2]d
-      machine_spec   = "bcc.g5.c8m32"
-      subnet_id      = "sbn-test"
-      admin_password = %[3]q
+      machine_spec = "bcc.g5.c8m32"
+      subnet_id    = "sbn-test"%[3]s
     }
   }
   # The emulated cluster is the local control plane, which has Volcano: take it over, to install.
   volcano  = { mode = "adopt", manifest_url = %[1]q }
   timeouts = { create = "2m", delete = "2m" }
 }
-%[4]s`, manifest, replicas, adminPassword, extra)
+`, manifest, more, pool)
 }
 
 func clusterGone(emu *cceemu.Server) resource.TestCheckFunc {
@@ -298,7 +304,7 @@ resource "ctr_serving" "test" {
 	t.Setenv("TF_CLI_CONFIG_FILE", localProvider(t))
 	resource.Test(t, resource.TestCase{
 		ExternalProviders: map[string]resource.ExternalProvider{"ctr": {Source: "elasticctr/ctr", VersionConstraint: devProviderVersion}},
-		CheckDestroy:      resource.ComposeTestCheckFunc(clusterGone(emu), k.checkNothingOwned(ns, stack.Owner(stack.TrainingJobType, name))),
+		CheckDestroy:      resource.ComposeTestCheckFunc(clusterGone(emu), k.nothingLeftOf(ns, stack.TrainingJobType, name)),
 		Steps: []resource.TestStep{{
 			Config: config,
 			ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
@@ -348,26 +354,11 @@ func TestAccCluster_CCE_DeletedBehindOurBack(t *testing.T) {
 
 // ccePoolConfig is a cluster with a public API server, whose pool's in-place settings are pool.
 func ccePoolConfig(endpoint, manifest, kubeconfigType, pool string) string {
-	return cceProvider(endpoint, testSK) + fmt.Sprintf(`
-resource "ctr_cluster" "this" {
-  cce = {
-    name        = "ctr-test"
-    k8s_version = "1.34.2"
-    vpc_id      = "vpc-test"
-    master      = { exposed_public = true }
-    worker_pool = {
-      replicas     = 1
-      machine_spec = "bcc.g5.c8m32"
-      subnet_id    = "sbn-test"
-%[3]s
-    }
-    kubeconfig_type = %[2]q
-  }
-  # The emulated cluster is the local control plane, which has Volcano: take it over, to install.
-  volcano  = { mode = "adopt", manifest_url = %[1]q }
-  timeouts = { create = "2m", delete = "2m" }
-}
-`, manifest, kubeconfigType, pool)
+	return cceCluster(endpoint, testSK, manifest, fmt.Sprintf(`
+    master          = { exposed_public = true }
+    kubeconfig_type = %q`, kubeconfigType), `
+      replicas = 1
+`+pool)
 }
 
 // TestAccCluster_CCE_UpdatePoolInPlace: the pool's labels, taints and root disk size change in
@@ -378,19 +369,22 @@ func TestAccCluster_CCE_UpdatePoolInPlace(t *testing.T) {
 	emu, endpoint := emulator(t)
 	manifest := volcanoManifest(t)
 	var clusterID, poolID string
-	configure := func() (map[string]any, error) {
+	// configure is the body of the last configure call, and its instance template and the
+	// template's instance resource.
+	configure := func() (body, tmpl, res map[string]any, err error) {
 		r, ok := emu.LastRequest("PUT", "/cluster/"+clusterID+"/instancegroup/"+poolID+"/configure")
 		if !ok {
-			return nil, fmt.Errorf("no configure call reached CCE")
+			return nil, nil, nil, fmt.Errorf("no configure call reached CCE")
 		}
-		var body map[string]any
 		if err := json.Unmarshal([]byte(r.Body), &body); err != nil {
-			return nil, err
+			return nil, nil, nil, err
 		}
 		if r.Status != 200 {
-			return nil, fmt.Errorf("CCE answered the configure call with %d %s", r.Status, r.Code)
+			return nil, nil, nil, fmt.Errorf("CCE answered the configure call with %d %s", r.Status, r.Code)
 		}
-		return body, nil
+		tmpl, _ = body["instanceTemplate"].(map[string]any)
+		res, _ = tmpl["instanceResource"].(map[string]any)
+		return body, tmpl, res, nil
 	}
 	changed := `      labels         = { role = "train", tier = "gpu" }
       taints         = [{ key = "dedicated", value = "ctr", effect = "NoSchedule" }]
@@ -417,12 +411,10 @@ func TestAccCluster_CCE_UpdatePoolInPlace(t *testing.T) {
 					statecheck.ExpectKnownValue("ctr_cluster.this", tfjsonpath.New("cce").AtMapKey("worker_pool").AtMapKey("root_disk_size"), knownvalue.Int64Exact(200)),
 				},
 				Check: func(*terraform.State) error {
-					body, err := configure()
+					body, tmpl, res, err := configure()
 					if err != nil {
 						return err
 					}
-					tmpl, _ := body["instanceTemplate"].(map[string]any)
-					res, _ := tmpl["instanceResource"].(map[string]any)
 					switch {
 					case body["syncMeta"] != true || body["passwordNeedUpdate"] != false:
 						return fmt.Errorf("configure flags: syncMeta %v, passwordNeedUpdate %v", body["syncMeta"], body["passwordNeedUpdate"])
@@ -459,11 +451,11 @@ func TestAccCluster_CCE_UpdatePoolInPlace(t *testing.T) {
 						knownvalue.MapExact(map[string]knownvalue.Check{"role": knownvalue.StringExact("train"), "tier": knownvalue.StringExact("gpu")})),
 				}},
 				Check: func(*terraform.State) error {
-					body, err := configure()
+					_, tmpl, _, err := configure()
 					if err != nil {
 						return err
 					}
-					if tmpl, _ := body["instanceTemplate"].(map[string]any); fmt.Sprint(tmpl["labels"]) != "map[role:train tier:gpu]" {
+					if fmt.Sprint(tmpl["labels"]) != "map[role:train tier:gpu]" {
 						return fmt.Errorf("the drift was not repaired: configure sent labels %v", tmpl["labels"])
 					}
 					return nil
@@ -495,12 +487,10 @@ func TestAccCluster_CCE_UpdatePoolInPlace(t *testing.T) {
 					plancheck.ExpectKnownValue("ctr_cluster.this", tfjsonpath.New("cce").AtMapKey("worker_pool").AtMapKey("root_disk_size"), knownvalue.Int64Exact(200)),
 				}},
 				Check: func(*terraform.State) error {
-					body, err := configure()
+					_, tmpl, res, err := configure()
 					if err != nil {
 						return err
 					}
-					tmpl, _ := body["instanceTemplate"].(map[string]any)
-					res, _ := tmpl["instanceResource"].(map[string]any)
 					if taints := fmt.Sprint(tmpl["taints"]); !strings.Contains(taints, "value:ctr") || !strings.Contains(taints, "effect:NoSchedule") {
 						return fmt.Errorf("the taint drift was not repaired: configure sent taints %v", tmpl["taints"])
 					}

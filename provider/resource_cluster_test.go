@@ -25,8 +25,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/elasticctr/terraform-provider-ctr/internal/kube"
 	"github.com/elasticctr/terraform-provider-ctr/internal/stack"
@@ -182,12 +180,7 @@ func runVolcanoJob(t *testing.T, k *kubeClients, ns, name string) {
 // (and runs a Volcano job on it) is adopted with the defaults: ctr finds that Volcano, changes
 // none of it, and destroy removes none of it; the job runs on.
 func TestAccCluster_AdoptLeavesExistingVolcano(t *testing.T) {
-	kubeconfig := dedicatedEnv(t)
-	env, err := testenv.Load(filepath.Dir(kubeconfig))
-	if err != nil {
-		t.Fatal(err)
-	}
-	k := clientsFor(t, kubeconfig)
+	env, kubeconfig, k := dedicatedEnv(t)
 	pre := preinstallVolcano(t, k, env.VolcanoManifest)
 	ns := k.namespace(t)
 	runVolcanoJob(t, k, ns, "theirs")
@@ -219,12 +212,7 @@ resource "ctr_cluster" "this" {
 // and the next apply restores it. Destroy deletes only what ctr created and hands the rest
 // back, and the Volcano job that ran all along runs on.
 func TestAccCluster_AdoptTakesOver(t *testing.T) {
-	kubeconfig := dedicatedEnv(t)
-	env, err := testenv.Load(filepath.Dir(kubeconfig))
-	if err != nil {
-		t.Fatal(err)
-	}
-	k := clientsFor(t, kubeconfig)
+	env, kubeconfig, k := dedicatedEnv(t)
 	pre := preinstallVolcano(t, k, env.VolcanoManifest, "volcano-admission")
 	ns := k.namespace(t)
 	runVolcanoJob(t, k, ns, "theirs")
@@ -371,8 +359,7 @@ func realVolcanoManifest(t *testing.T) string {
 // an argument someone changes in the scheduler does show, and the next apply restores it;
 // destroy removes every object, CRDs included.
 func TestAccCluster_RealVolcanoRelease(t *testing.T) {
-	kubeconfig := dedicatedEnv(t)
-	k := clientsFor(t, kubeconfig)
+	_, kubeconfig, k := dedicatedEnv(t)
 	withoutVolcano(t, k)
 	manifest := realVolcanoManifest(t)
 	config := fmt.Sprintf(`
@@ -469,8 +456,9 @@ func parseForTest(data []byte) (int, error) {
 }
 
 // dedicatedEnv starts a control plane of the test's own (from the cached binaries), for tests
-// that break what other tests rely on, such as deleting Volcano's CRDs.
-func dedicatedEnv(t *testing.T) string {
+// that break what other tests rely on, such as deleting Volcano's CRDs: its description, its
+// kubeconfig and clients of it.
+func dedicatedEnv(t *testing.T) (*testenv.Env, string, *kubeClients) {
 	t.Helper()
 	requireCluster(t)
 	cache, err := testenv.CacheDir()
@@ -496,17 +484,13 @@ func dedicatedEnv(t *testing.T) string {
 			t.Errorf("stop the dedicated control plane: %v", err)
 		}
 	})
-	return env.Kubeconfig()
+	return env, env.Kubeconfig(), clientsFor(t, env.Kubeconfig())
 }
 
 // TestAccCluster_AdoptUninstallAndUpgrade: Volcano is installed, upgraded to a manifest that
 // drops a component (its objects are removed), and uninstalled on destroy.
 func TestAccCluster_AdoptUninstallAndUpgrade(t *testing.T) {
-	kubeconfig := dedicatedEnv(t)
-	env, err := testenv.Load(filepath.Dir(kubeconfig))
-	if err != nil {
-		t.Fatal(err)
-	}
+	env, kubeconfig, k := dedicatedEnv(t)
 	full, err := os.ReadFile(env.VolcanoManifest)
 	if err != nil {
 		t.Fatal(err)
@@ -528,7 +512,6 @@ resource "ctr_cluster" "this" {
 }
 `, kubeconfig, url)
 	}
-	k := clientsFor(t, kubeconfig)
 	withoutVolcano(t, k)
 	deployment := func(name string) (bool, error) {
 		_, err := k.cs.AppsV1().Deployments("volcano-system").Get(context.Background(), name, metav1.GetOptions{})
@@ -575,15 +558,6 @@ resource "ctr_cluster" "this" {
 			},
 		},
 	})
-}
-
-func clientsFor(t *testing.T, kubeconfig string) *kubeClients {
-	t.Helper()
-	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &kubeClients{cfg: cfg, cs: kubernetes.NewForConfigOrDie(cfg), dyn: dynamic.NewForConfigOrDie(cfg)}
 }
 
 // TestCluster_BadInput: refused at plan time, once, at the attribute; no cluster or cloud needed.

@@ -20,15 +20,21 @@ import (
 )
 
 // NewCubeResource is the ctr_cube resource.
-func NewCubeResource() resource.Resource { return &cubeResource{} }
+func NewCubeResource() resource.Resource {
+	r := &cubeResource{}
+	r.workloadResource = cubeWorkload.resource(r.apply)
+	return r
+}
 
-type cubeResource struct{ resourceBase }
+type cubeResource struct {
+	workloadResource[stack.Cube, cubeModel, *cubeModel]
+}
 
-var cubeWorkload = workload[stack.Cube, cubeModel, *cubeModel]{
-	kind: "Cube", typ: stack.CubeType, kinds: stack.CubeKinds, nested: cubeObjects, render: stack.Cube.Render,
+var cubeWorkload = newWorkload(workload[stack.Cube, cubeModel, *cubeModel]{
+	kind: "Cube", typ: stack.CubeType, kinds: stack.CubeKinds, schema: cubeSchema, render: stack.Cube.Render,
 	applyTimeout: 20 * time.Minute, deleteTimeout: 10 * time.Minute,
 	afterDelete: waitServerClaimsGone,
-}
+})
 
 // waitServerClaimsGone waits for the servers' claims (storage), which go after their
 // StatefulSets by its retention policy.
@@ -41,18 +47,6 @@ func waitServerClaimsGone(ctx context.Context, kc *kube.Client, m *cubeModel) er
 		return fmt.Errorf("the cube servers' claims did not go: %w", err)
 	}
 	return nil
-}
-
-func (r *cubeResource) Metadata(_ context.Context, req resource.MetadataRequest, resp *resource.MetadataResponse) {
-	resp.TypeName = req.ProviderTypeName + "_cube"
-}
-
-func (r *cubeResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
-	resp.Schema = cubeSchema(ctx)
-}
-
-func (r *cubeResource) ValidateConfig(ctx context.Context, req resource.ValidateConfigRequest, resp *resource.ValidateConfigResponse) {
-	cubeWorkload.validate(ctx, req.Config, r.images(), &resp.Diagnostics)
 }
 
 // ModifyPlan renders the objects at plan time and says when the cube will be re-sharded.
@@ -69,7 +63,7 @@ func (r *cubeResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRe
 			return
 		}
 	}
-	if !plan.known() {
+	if !cubeWorkload.known(plan) {
 		plan.Manifests, plan.CubeConf = unknownManifests(), types.StringUnknown()
 		resp.Diagnostics.Append(resp.Plan.Set(ctx, plan)...)
 		return
@@ -102,26 +96,6 @@ func (r *cubeResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRe
 		}
 	}
 	resp.Diagnostics.Append(resp.Plan.Set(ctx, plan)...)
-}
-
-func (r *cubeResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
-	cubeWorkload.create(ctx, req, resp, r.apply)
-}
-
-func (r *cubeResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
-	cubeWorkload.read(ctx, r.data, r.images(), req, resp)
-}
-
-func (r *cubeResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
-	cubeWorkload.update(ctx, req, resp, r.apply)
-}
-
-func (r *cubeResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
-	cubeWorkload.delete(ctx, r.data, req, resp)
-}
-
-func (r *cubeResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
-	importByNamespaceName(ctx, req, resp)
 }
 
 // apply converges and waits until every cube pod exists at the current revision and the

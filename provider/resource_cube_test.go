@@ -53,7 +53,7 @@ func cubeTest(t *testing.T) (*kubeClients, string, string) {
 func TestAccCube_Create(t *testing.T) {
 	t.Parallel()
 	k, ns, name := cubeTest(t)
-	k.run(t, ns, stack.CubeType, name, stack.CubeKinds, append([]resource.TestStep{{
+	k.run(t, ns, stack.CubeType, name, append([]resource.TestStep{{
 		Config: cubeConfig(ns, name, ""),
 		ConfigStateChecks: []statecheck.StateCheck{
 			statecheck.ExpectKnownValue(cubeAddr, tfjsonpath.New("id"), knownvalue.StringExact(ns+"/"+name)),
@@ -98,7 +98,7 @@ func TestAccCube_Create(t *testing.T) {
 func TestAccCube_UpdateInPlace(t *testing.T) {
 	t.Parallel()
 	k, ns, name := cubeTest(t)
-	k.run(t, ns, stack.CubeType, name, stack.CubeKinds, []resource.TestStep{
+	k.run(t, ns, stack.CubeType, name, []resource.TestStep{
 		{Config: cubeConfig(ns, name, "  replicas = 1")},
 		{
 			Config: cubeConfig(ns, name, "  replicas = 3\n  retry = 0"),
@@ -118,7 +118,7 @@ func TestAccCube_UpdateInPlace(t *testing.T) {
 func TestAccCube_Replace(t *testing.T) {
 	t.Parallel()
 	k, ns, name := cubeTest(t)
-	k.run(t, ns, stack.CubeType, name, stack.CubeKinds, []resource.TestStep{
+	k.run(t, ns, stack.CubeType, name, []resource.TestStep{
 		{Config: cubeConfig(ns, name, "  replicas = 1")},
 		{
 			Config: cubeConfig(ns, name, "  replicas = 1\n  storage = { size = \"1Gi\" }"),
@@ -144,7 +144,7 @@ func TestAccCube_Replace(t *testing.T) {
 func TestAccCube_Reshard(t *testing.T) {
 	t.Parallel()
 	k, ns, name := cubeTest(t)
-	k.run(t, ns, stack.CubeType, name, stack.CubeKinds, []resource.TestStep{
+	k.run(t, ns, stack.CubeType, name, []resource.TestStep{
 		{Config: cubeConfig(ns, name, "  replicas = 1")},
 		{
 			Config: cubeConfig(ns, name, "  replicas = 1\n  shards = 3"),
@@ -172,7 +172,7 @@ func TestAccCube_Drift(t *testing.T) {
 	t.Parallel()
 	k, ns, name := cubeTest(t)
 	ctx := context.Background()
-	k.run(t, ns, stack.CubeType, name, stack.CubeKinds, []resource.TestStep{
+	k.run(t, ns, stack.CubeType, name, []resource.TestStep{
 		{Config: cubeConfig(ns, name, "")},
 		{
 			PreConfig: func() {
@@ -208,7 +208,7 @@ func TestAccCube_ShardBudgets(t *testing.T) {
 	k, ns, name := cubeTest(t)
 	cube := stack.Cube{Name: name, Namespace: ns, Shards: 2, Replicas: 2}
 	update := resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectResourceAction(cubeAddr, plancheck.ResourceActionUpdate)}}
-	k.run(t, ns, stack.CubeType, name, stack.CubeKinds, []resource.TestStep{
+	k.run(t, ns, stack.CubeType, name, []resource.TestStep{
 		{Config: cubeConfig(ns, name, "  replicas = 2"), Check: k.checkShardBudgets(cube, true)},
 		{Config: cubeConfig(ns, name, "  replicas = 2\n  disruption_budget = false"), ConfigPlanChecks: update, Check: k.checkShardBudgets(cube, false)},
 		{Config: cubeConfig(ns, name, "  replicas = 2"), ConfigPlanChecks: update, Check: k.checkShardBudgets(cube, true)},
@@ -249,7 +249,7 @@ func TestAccCube_Import(t *testing.T) {
 	t.Parallel()
 	k, ns, name := cubeTest(t)
 	config := cubeConfig(ns, name, cubeEveryAttribute)
-	k.run(t, ns, stack.CubeType, name, stack.CubeKinds, append([]resource.TestStep{{
+	k.run(t, ns, stack.CubeType, name, append([]resource.TestStep{{
 		Config: config,
 		ConfigStateChecks: []statecheck.StateCheck{
 			statecheck.ExpectKnownValue(cubeAddr, tfjsonpath.New("retry"), knownvalue.Int64Exact(0)),
@@ -261,7 +261,7 @@ func TestAccCube_Import(t *testing.T) {
 func TestAccCube_Destroy(t *testing.T) {
 	t.Parallel()
 	k, ns, name := cubeTest(t)
-	k.run(t, ns, stack.CubeType, name, stack.CubeKinds, resource.TestStep{Config: cubeConfig(ns, name, "")})
+	k.run(t, ns, stack.CubeType, name, resource.TestStep{Config: cubeConfig(ns, name, "")})
 }
 
 // TestCube_BadInput: every class of bad value is refused at plan time, once, at its
@@ -357,7 +357,7 @@ func TestAccCube_CreateWaitTimesOutWithWarning(t *testing.T) {
 		`timeouts = { create = "3m", update = "3m", delete = "3m" }`, `timeouts = { create = "15s", delete = "3m" }`, 1)
 	resource.Test(t, resource.TestCase{
 		ProtoV6ProviderFactories: rec.factories(),
-		CheckDestroy:             k.checkNothingOwnedOf(ns, stack.Owner(stack.CubeType, name), stack.CubeKinds),
+		CheckDestroy:             k.nothingLeftOf(ns, stack.CubeType, name),
 		Steps: []resource.TestStep{
 			{
 				Config: config,

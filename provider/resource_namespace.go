@@ -36,8 +36,9 @@ const importedKey = "imported"
 // defaultNamespaceTimeout bounds create and delete (which waits until everything in it is gone).
 const defaultNamespaceTimeout = 10 * time.Minute
 
-func (r *namespaceResource) Metadata(_ context.Context, req resource.MetadataRequest, resp *resource.MetadataResponse) {
-	resp.TypeName = req.ProviderTypeName + "_namespace"
+// Metadata names the resource by the type its owner label carries.
+func (r *namespaceResource) Metadata(_ context.Context, _ resource.MetadataRequest, resp *resource.MetadataResponse) {
+	resp.TypeName = stack.NamespaceType
 }
 
 func (r *namespaceResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {

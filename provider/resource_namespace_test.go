@@ -97,7 +97,7 @@ func TestAccNamespace_ExistingLeftAlone(t *testing.T) {
 	k, ns, name := servingTest(t)
 	resource.Test(t, resource.TestCase{
 		ProtoV6ProviderFactories: providerFactories,
-		CheckDestroy:             resource.ComposeTestCheckFunc(k.namespaceActive(ns), k.checkNothingOwnedOf(ns, stack.Owner(stack.ServingType, name), stack.ServingKinds)),
+		CheckDestroy:             resource.ComposeTestCheckFunc(k.namespaceActive(ns), k.nothingLeftOf(ns, stack.ServingType, name)),
 		Steps: []resource.TestStep{
 			{
 				Config:      namespaceStack(ns, name, "null"),

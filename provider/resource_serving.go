@@ -21,27 +21,21 @@ import (
 )
 
 // NewServingResource is the ctr_serving resource.
-func NewServingResource() resource.Resource { return &servingResource{} }
+func NewServingResource() resource.Resource {
+	r := &servingResource{}
+	r.workloadResource = servingWorkload.resource(r.apply)
+	return r
+}
 
-type servingResource struct{ resourceBase }
+type servingResource struct {
+	workloadResource[stack.Serving, servingModel, *servingModel]
+}
 
-var servingWorkload = workload[stack.Serving, servingModel, *servingModel]{
-	kind: "Serving", typ: stack.ServingType, kinds: stack.ServingKinds, nested: servingObjects, render: stack.Serving.Render,
+var servingWorkload = newWorkload(workload[stack.Serving, servingModel, *servingModel]{
+	kind: "Serving", typ: stack.ServingType, kinds: stack.ServingKinds, schema: servingSchema, render: stack.Serving.Render,
 	applyTimeout: 15 * time.Minute, deleteTimeout: 10 * time.Minute,
 	defaultImage: func(_ context.Context, _ tfsdk.Config, i stack.Images) (string, bool) { return i.Serving(), true },
-}
-
-func (r *servingResource) Metadata(_ context.Context, req resource.MetadataRequest, resp *resource.MetadataResponse) {
-	resp.TypeName = req.ProviderTypeName + "_serving"
-}
-
-func (r *servingResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
-	resp.Schema = servingSchema(ctx)
-}
-
-func (r *servingResource) ValidateConfig(ctx context.Context, req resource.ValidateConfigRequest, resp *resource.ValidateConfigResponse) {
-	servingWorkload.validate(ctx, req.Config, r.images(), &resp.Diagnostics)
-}
+})
 
 // ModifyPlan renders the objects at plan time, so that `manifests` shows the field-level change.
 func (r *servingResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
@@ -49,7 +43,7 @@ func (r *servingResource) ModifyPlan(ctx context.Context, req resource.ModifyPla
 	if plan == nil {
 		return
 	}
-	if plan.known() {
+	if servingWorkload.known(plan) {
 		s, _, ok := servingWorkload.rendered(ctx, plan, r.images(), &resp.Diagnostics)
 		if !ok {
 			return
@@ -75,26 +69,6 @@ func (r *servingResource) ModifyPlan(ctx context.Context, req resource.ModifyPla
 		plan.ModelID = types.StringUnknown()
 	}
 	resp.Diagnostics.Append(resp.Plan.Set(ctx, plan)...)
-}
-
-func (r *servingResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
-	servingWorkload.create(ctx, req, resp, r.apply)
-}
-
-func (r *servingResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
-	servingWorkload.read(ctx, r.data, r.images(), req, resp)
-}
-
-func (r *servingResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
-	servingWorkload.update(ctx, req, resp, r.apply)
-}
-
-func (r *servingResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
-	servingWorkload.delete(ctx, r.data, req, resp)
-}
-
-func (r *servingResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
-	importByNamespaceName(ctx, req, resp)
 }
 
 // apply converges, saves the state, and waits (wait = "available") for the rollout: a failed

@@ -44,7 +44,7 @@ func servingTest(t *testing.T) (*kubeClients, string, string) {
 func TestAccServing_Create(t *testing.T) {
 	t.Parallel()
 	k, ns, name := servingTest(t)
-	k.run(t, ns, stack.ServingType, name, stack.ServingKinds, append([]resource.TestStep{{
+	k.run(t, ns, stack.ServingType, name, append([]resource.TestStep{{
 		Config: servingConfig(ns, name, "1", ""),
 		ConfigStateChecks: []statecheck.StateCheck{
 			statecheck.ExpectKnownValue(servingAddr, tfjsonpath.New("id"), knownvalue.StringExact(ns+"/"+name)),
@@ -61,7 +61,7 @@ func TestAccServing_UpdateInPlace(t *testing.T) {
 	t.Parallel()
 	k, ns, name := servingTest(t)
 	var first string
-	k.run(t, ns, stack.ServingType, name, stack.ServingKinds, []resource.TestStep{
+	k.run(t, ns, stack.ServingType, name, []resource.TestStep{
 		{
 			Config: servingConfig(ns, name, "1", ""),
 			Check:  func(*terraform.State) (err error) { first, err = k.cubeConfChecksum(ns, name); return err },
@@ -96,8 +96,8 @@ func TestAccServing_Replace(t *testing.T) {
 	k, ns, name := servingTest(t)
 	resource.Test(t, resource.TestCase{
 		ProtoV6ProviderFactories: providerFactories,
-		CheckDestroy: resource.ComposeTestCheckFunc(k.checkNothingOwnedOf(ns, stack.Owner(stack.ServingType, name), stack.ServingKinds),
-			k.checkNothingOwnedOf(ns, stack.Owner(stack.ServingType, name+"-b"), stack.ServingKinds)),
+		CheckDestroy: resource.ComposeTestCheckFunc(k.nothingLeftOf(ns, stack.ServingType, name),
+			k.nothingLeftOf(ns, stack.ServingType, name+"-b")),
 		Steps: []resource.TestStep{
 			{Config: servingConfig(ns, name, "1", "")},
 			{
@@ -106,7 +106,7 @@ func TestAccServing_Replace(t *testing.T) {
 					plancheck.ExpectResourceAction(servingAddr, plancheck.ResourceActionDestroyBeforeCreate),
 				}},
 				Check: resource.ComposeTestCheckFunc(k.deploymentAvailable(ns, name+"-b", 1),
-					k.checkNothingOwnedOf(ns, stack.Owner(stack.ServingType, name), stack.ServingKinds)),
+					k.nothingLeftOf(ns, stack.ServingType, name)),
 			},
 		},
 	})
@@ -117,7 +117,7 @@ func TestAccServing_Replace(t *testing.T) {
 func TestAccServing_Drift(t *testing.T) {
 	t.Parallel()
 	k, ns, name := servingTest(t)
-	k.run(t, ns, stack.ServingType, name, stack.ServingKinds, []resource.TestStep{
+	k.run(t, ns, stack.ServingType, name, []resource.TestStep{
 		{Config: servingConfig(ns, name, "1", "")},
 		{
 			PreConfig: func() {
@@ -159,7 +159,7 @@ func TestAccServing_Import(t *testing.T) {
 	t.Parallel()
 	k, ns, name := servingTest(t)
 	config := servingConfig(ns, name, "1", servingEveryAttribute)
-	k.run(t, ns, stack.ServingType, name, stack.ServingKinds, append([]resource.TestStep{{
+	k.run(t, ns, stack.ServingType, name, append([]resource.TestStep{{
 		Config: config,
 	}}, importRoundTrip("ctr_serving", ns+"/"+name, config)...)...)
 }
@@ -168,7 +168,7 @@ func TestAccServing_Import(t *testing.T) {
 func TestAccServing_Destroy(t *testing.T) {
 	t.Parallel()
 	k, ns, name := servingTest(t)
-	k.run(t, ns, stack.ServingType, name, stack.ServingKinds, resource.TestStep{Config: servingConfig(ns, name, "1", "  replicas = 2"), Check: k.deploymentAvailable(ns, name, 2)})
+	k.run(t, ns, stack.ServingType, name, resource.TestStep{Config: servingConfig(ns, name, "1", "  replicas = 2"), Check: k.deploymentAvailable(ns, name, 2)})
 }
 
 // TestServing_BadInput: refused at plan time, once, at the attribute; no cluster needed.
@@ -233,7 +233,7 @@ resource "ctr_serving" "test" {
 `, ns, name)
 	resource.Test(t, resource.TestCase{
 		ProtoV6ProviderFactories: rec.factories(),
-		CheckDestroy:             k.checkNothingOwnedOf(ns, stack.Owner(stack.ServingType, name), stack.ServingKinds),
+		CheckDestroy:             k.nothingLeftOf(ns, stack.ServingType, name),
 		Steps: []resource.TestStep{
 			{
 				Config: config,

@@ -20,16 +20,25 @@ import (
 )
 
 // NewTrainingJobResource is the ctr_training_job resource.
-func NewTrainingJobResource() resource.Resource { return &trainingJobResource{} }
+func NewTrainingJobResource() resource.Resource {
+	r := &trainingJobResource{}
+	r.workloadResource = trainingJobWorkload.resource(r.apply)
+	return r
+}
 
-type trainingJobResource struct{ resourceBase }
+type trainingJobResource struct {
+	workloadResource[stack.TrainingJob, trainingJobModel, *trainingJobModel]
+}
 
-var trainingJobWorkload = workload[stack.TrainingJob, trainingJobModel, *trainingJobModel]{
-	kind: "Training Job", typ: stack.TrainingJobType, kinds: stack.TrainingJobKinds, nested: trainingJobObjects, render: stack.TrainingJob.Render,
-	applyTimeout: 20 * time.Minute, deleteTimeout: 10 * time.Minute,
+// trainingJobApplyTimeout is the default timeout of create and update (named in the schema's docs).
+const trainingJobApplyTimeout = 20 * time.Minute
+
+var trainingJobWorkload = newWorkload(workload[stack.TrainingJob, trainingJobModel, *trainingJobModel]{
+	kind: "Training Job", typ: stack.TrainingJobType, kinds: stack.TrainingJobKinds, schema: trainingJobSchema, render: stack.TrainingJob.Render,
+	applyTimeout: trainingJobApplyTimeout, deleteTimeout: 10 * time.Minute,
 	defaultImage: trainingDefaultImage, imageReplaces: true,
 	unrendered: map[string]attr.Value{"min_available": types.Int64Unknown(), "upload_token": types.StringUnknown()},
-}
+})
 
 // trainingDefaultImage is the image of the configuration's recipe (EDL's without one).
 func trainingDefaultImage(ctx context.Context, config tfsdk.Config, images stack.Images) (string, bool) {
@@ -38,18 +47,6 @@ func trainingDefaultImage(ctx context.Context, config tfsdk.Config, images stack
 		return "", false
 	}
 	return images.Training(recipe.ValueString()), true
-}
-
-func (r *trainingJobResource) Metadata(_ context.Context, req resource.MetadataRequest, resp *resource.MetadataResponse) {
-	resp.TypeName = req.ProviderTypeName + "_training_job"
-}
-
-func (r *trainingJobResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
-	resp.Schema = trainingJobSchema(ctx)
-}
-
-func (r *trainingJobResource) ValidateConfig(ctx context.Context, req resource.ValidateConfigRequest, resp *resource.ValidateConfigResponse) {
-	trainingJobWorkload.validate(ctx, req.Config, r.images(), &resp.Diagnostics)
 }
 
 // ModifyPlan renders the Kubernetes objects at plan time, so that `manifests` shows the
@@ -66,7 +63,7 @@ func (r *trainingJobResource) ModifyPlan(ctx context.Context, req resource.Modif
 	}
 	// The gang is the whole job unless configured: it follows replica changes.
 	plan.MinAvailable = config.MinAvailable
-	if !plan.known() {
+	if !trainingJobWorkload.known(plan) {
 		plan.Manifests = unknownManifests()
 		plan.FileServerURL, plan.DonefileURL, plan.ExternalURL = types.StringUnknown(), types.StringUnknown(), types.StringUnknown()
 		plan.UploadToken = types.StringUnknown() // whether uploads take a token may depend on what is unknown
@@ -141,26 +138,6 @@ func (r *trainingJobResource) ModifyPlan(ctx context.Context, req resource.Modif
 				"(only min_available changes in place). The running job and its pods are deleted and training starts "+
 				"again from the beginning", strings.Join(reasons, ", "), plan.describe("Training Job")), keep))
 	}
-}
-
-func (r *trainingJobResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
-	trainingJobWorkload.create(ctx, req, resp, r.apply)
-}
-
-func (r *trainingJobResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
-	trainingJobWorkload.read(ctx, r.data, r.images(), req, resp)
-}
-
-func (r *trainingJobResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
-	trainingJobWorkload.update(ctx, req, resp, r.apply)
-}
-
-func (r *trainingJobResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
-	trainingJobWorkload.delete(ctx, r.data, req, resp)
-}
-
-func (r *trainingJobResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
-	importByNamespaceName(ctx, req, resp)
 }
 
 // apply converges the cluster to the plan: server-side apply, prune, then wait as far as

@@ -54,7 +54,7 @@ func trainingJobTest(t *testing.T) (*kubeClients, string, string) {
 func TestAccTrainingJob_Create(t *testing.T) {
 	t.Parallel()
 	k, ns, name := trainingJobTest(t)
-	k.run(t, ns, stack.TrainingJobType, name, stack.TrainingJobKinds, append([]resource.TestStep{{
+	k.run(t, ns, stack.TrainingJobType, name, append([]resource.TestStep{{
 		Config: trainingJobConfig(ns, name, ""),
 		ConfigStateChecks: []statecheck.StateCheck{
 			statecheck.ExpectKnownValue(jobAddr, tfjsonpath.New("phase"), knownvalue.StringExact("Running")),
@@ -86,7 +86,7 @@ func TestAccTrainingJob_Create(t *testing.T) {
 func TestAccTrainingJob_UpdateInPlace(t *testing.T) {
 	t.Parallel()
 	k, ns, name := trainingJobTest(t)
-	k.run(t, ns, stack.TrainingJobType, name, stack.TrainingJobKinds, []resource.TestStep{
+	k.run(t, ns, stack.TrainingJobType, name, []resource.TestStep{
 		{Config: trainingJobConfig(ns, name, "")},
 		{
 			Config: trainingJobConfig(ns, name, `
@@ -135,7 +135,7 @@ func TestAccTrainingJob_UpdateInPlace(t *testing.T) {
 func TestAccTrainingJob_Replace(t *testing.T) {
 	t.Parallel()
 	k, ns, name := trainingJobTest(t)
-	k.run(t, ns, stack.TrainingJobType, name, stack.TrainingJobKinds, []resource.TestStep{
+	k.run(t, ns, stack.TrainingJobType, name, []resource.TestStep{
 		{Config: trainingJobConfig(ns, name, "")},
 		{
 			Config: trainingJobConfig(ns, name, `  image = "volcanosh/edlctr:v2"
@@ -196,7 +196,7 @@ func TestAccTrainingJob_ModelOutputOutlivesTheJob(t *testing.T) {
 			if len(list.Items) > 0 {
 				return fmt.Errorf("destroy with retain = false left the claim %s", list.Items[0].Name)
 			}
-			return k.checkNothingOwnedOf(ns, stack.Owner(stack.TrainingJobType, name), stack.TrainingJobKinds)(nil)
+			return k.nothingLeftOf(ns, stack.TrainingJobType, name)(nil)
 		},
 		Steps: []resource.TestStep{
 			{Config: trainingJobConfig(ns, name, ""), Check: claimUID("true")},
@@ -248,7 +248,7 @@ func TestAccTrainingJob_Import(t *testing.T) {
 	k, ns, name := trainingJobTest(t)
 	config := trainingJobConfig(ns, name, trainingJobEveryAttribute(k.defaultStorageClass(t)))
 	config = strings.Replace(config, "  pserver   = { replicas = 1 }\n  trainer   = { replicas = 1 }\n", "", 1)
-	k.run(t, ns, stack.TrainingJobType, name, stack.TrainingJobKinds, append([]resource.TestStep{{
+	k.run(t, ns, stack.TrainingJobType, name, append([]resource.TestStep{{
 		Config: config,
 		ConfigStateChecks: []statecheck.StateCheck{
 			statecheck.ExpectKnownValue(jobAddr, tfjsonpath.New("phase"), knownvalue.StringExact("Running")),
@@ -262,7 +262,7 @@ func TestAccTrainingJob_Import(t *testing.T) {
 func TestAccTrainingJob_Destroy(t *testing.T) {
 	t.Parallel()
 	k, ns, name := trainingJobTest(t)
-	k.run(t, ns, stack.TrainingJobType, name, stack.TrainingJobKinds, resource.TestStep{Config: trainingJobConfig(ns, name, ""), Check: k.checkPodsRunning(ns, name, 2)})
+	k.run(t, ns, stack.TrainingJobType, name, resource.TestStep{Config: trainingJobConfig(ns, name, ""), Check: k.checkPodsRunning(ns, name, 2)})
 }
 
 // TestAccTrainingJob_Drift: kubectl-style edits and deletions show in the plan and the next
@@ -272,7 +272,7 @@ func TestAccTrainingJob_Drift(t *testing.T) {
 	k := requireCluster(t)
 	ns, name := k.namespace(t), jobName()
 	ctx := context.Background()
-	k.run(t, ns, stack.TrainingJobType, name, stack.TrainingJobKinds, []resource.TestStep{
+	k.run(t, ns, stack.TrainingJobType, name, []resource.TestStep{
 		{Config: trainingJobConfig(ns, name, "")},
 		{
 			PreConfig: func() {
@@ -323,7 +323,7 @@ func TestAccTrainingJob_RemovedBehindOurBack(t *testing.T) {
 	owner := stack.Owner(stack.TrainingJobType, name)
 	resource.Test(t, resource.TestCase{
 		ProtoV6ProviderFactories: providerFactories,
-		CheckDestroy:             k.checkNothingOwned(ns, owner),
+		CheckDestroy:             k.nothingLeftOf(ns, stack.TrainingJobType, name),
 		Steps: []resource.TestStep{
 			{Config: trainingJobConfig(ns, name, "")},
 			{
@@ -498,7 +498,7 @@ func TestAccTrainingJob_CreateRefusesAnObjectItDoesNotOwnUnlessAdopted(t *testin
 	if _, err := k.cs.CoreV1().Services(ns).Create(ctx, theirs, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	k.run(t, ns, stack.TrainingJobType, name, stack.TrainingJobKinds, resource.TestStep{
+	k.run(t, ns, stack.TrainingJobType, name, resource.TestStep{
 		Config:      trainingJobConfig(ns, name, ""),
 		ExpectError: regexp.MustCompile(`Service\s+` + ns + `/` + name + `-fileserver\s+exists\s+and\s+is\s+not\s+ctr_training_job\.` + name + `'s`),
 	})
@@ -511,7 +511,7 @@ func TestAccTrainingJob_CreateRefusesAnObjectItDoesNotOwnUnlessAdopted(t *testin
 	}
 	// Asked to adopt, the job takes the Service over (it has no owner label), and owns it
 	// from then on: the destroy at the end of the run deletes it with the rest.
-	k.run(t, ns, stack.TrainingJobType, name, stack.TrainingJobKinds, resource.TestStep{
+	k.run(t, ns, stack.TrainingJobType, name, resource.TestStep{
 		Config: trainingJobConfig(ns, name, "  adopt = true"),
 		Check: func(*terraform.State) error {
 			svc, err := k.cs.CoreV1().Services(ns).Get(ctx, name+"-fileserver", metav1.GetOptions{})

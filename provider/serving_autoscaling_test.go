@@ -31,7 +31,7 @@ func TestAccServing_Autoscaling(t *testing.T) {
 	autoscaled := func(extra string) string {
 		return servingConfig(ns, name, "1", cpu+"  autoscaling = { min_replicas = 1, max_replicas = 4, target_cpu_utilization = 60 }\n"+extra)
 	}
-	k.run(t, ns, stack.ServingType, name, stack.ServingKinds, append(append([]resource.TestStep{
+	k.run(t, ns, stack.ServingType, name, append(append([]resource.TestStep{
 		{
 			Config: fixed,
 			Check:  resource.ComposeTestCheckFunc(k.deploymentAvailable(ns, name, 2), k.servingScale(ns, name, 2), k.disruptionBudget(ns, name)),

@@ -3,7 +3,6 @@ package provider
 import (
 	"context"
 	"fmt"
-	"sync"
 
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/types"
@@ -41,12 +40,6 @@ type servingModel struct {
 }
 
 var _ workloadModel[stack.Serving] = (*servingModel)(nil)
-
-// known reports whether every value rendering reads is known (see modelKnown).
-func (m *servingModel) known() bool { return modelKnown(m, servingSkips()) }
-
-// servingSkips are the attributes of its schema rendering does not read (see rendererSkips).
-var servingSkips = sync.OnceValue(func() map[string]bool { return rendererSkips(servingSchema(context.Background())) })
 
 func (m *servingModel) settings(ctx context.Context, images stack.Images) (stack.Serving, diag.Diagnostics) {
 	var diags diag.Diagnostics

@@ -29,9 +29,9 @@ func TestAccStack_ExampleOneApply(t *testing.T) {
 	}
 	resource.Test(t, resource.TestCase{
 		CheckDestroy: resource.ComposeTestCheckFunc(
-			k.checkNothingOwnedOf(ns, stack.Owner(stack.TrainingJobType, "ctr-demo"), stack.TrainingJobKinds),
-			k.checkNothingOwnedOf(ns, stack.Owner(stack.CubeType, "ctr-cube"), stack.CubeKinds),
-			k.checkNothingOwnedOf(ns, stack.Owner(stack.ServingType, "ctr-serving"), stack.ServingKinds)),
+			k.nothingLeftOf(ns, stack.TrainingJobType, "ctr-demo"),
+			k.nothingLeftOf(ns, stack.CubeType, "ctr-cube"),
+			k.nothingLeftOf(ns, stack.ServingType, "ctr-serving")),
 		Steps: []resource.TestStep{
 			{
 				ProtoV6ProviderFactories: providerFactories,

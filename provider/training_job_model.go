@@ -3,7 +3,6 @@ package provider
 import (
 	"context"
 	"reflect"
-	"sync"
 
 	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
@@ -122,12 +121,6 @@ type fileServerModel struct {
 	Pod             *podModel             `tfsdk:"pod"`
 	Resources       *resourcesModel       `tfsdk:"resources"`
 }
-
-// known reports whether every value rendering reads is known (see modelKnown).
-func (m *trainingJobModel) known() bool { return modelKnown(m, trainingJobSkips()) }
-
-// trainingJobSkips are the attributes of its schema rendering does not read (see rendererSkips).
-var trainingJobSkips = sync.OnceValue(func() map[string]bool { return rendererSkips(trainingJobSchema(context.Background())) })
 
 // settings converts the model to the stack's settings. A min_available left to its default
 // is null here (ModifyPlan sets the plan's from the configuration), so that it follows the

@@ -315,7 +315,7 @@ func trainingJobSchema(ctx context.Context) schema.Schema {
 				Validators: []validator.String{stringvalidator.OneOf(waitModes...)}},
 			"kubernetes": connectionResourceAttribute(),
 			"timeouts": timeoutsAttribute(ctx, timeouts.Opts{Create: true, Update: true, Delete: true,
-				CreateDescription: "How long apply waits for what `wait` names. " + defaultsTo(trainingJobWorkload.applyTimeout)}),
+				CreateDescription: "How long apply waits for what `wait` names. " + defaultsTo(trainingJobApplyTimeout)}),
 			"manifests": manifestsAttribute(),
 			"adopt":     adoptAttribute(),
 			"phase": schema.StringAttribute{Computed: true,

@@ -48,13 +48,8 @@ func nestedObjects(model any) []string {
 	return out
 }
 
-// Nested objects of each resource.
-var (
-	trainingJobObjects = nestedObjects(trainingJobModel{})
-	cubeObjects        = nestedObjects(cubeModel{})
-	servingObjects     = nestedObjects(servingModel{})
-	clusterObjects     = nestedObjects(clusterModel{})
-)
+// clusterObjects are ctr_cluster's nested objects (the workloads' are their workload's nested).
+var clusterObjects = nestedObjects(clusterModel{})
 
 // notRendered are the inputs rendering does not read: the connection, how long and how far to
 // wait, whether to adopt existing objects, and the secrets generated when unset, the training job's upload token and the cube's

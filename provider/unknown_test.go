@@ -13,25 +13,25 @@ import (
 func TestModelKnown_WalksEveryAttributeRenderingReads(t *testing.T) {
 	t.Parallel()
 	m := trainingJobModel{ModelExport: &modelExportModel{Var: types.StringUnknown()}}
-	if modelKnown(&m, trainingJobSkips()) {
+	if modelKnown(&m, trainingJobWorkload.skips()) {
 		t.Error("an unknown model_export.var was not noticed")
 	}
 	m = trainingJobModel{Wait: types.StringUnknown(), UploadToken: types.StringUnknown()}
 	m.Kubernetes = types.ObjectUnknown(nil)
-	if !modelKnown(&m, trainingJobSkips()) {
+	if !modelKnown(&m, trainingJobWorkload.skips()) {
 		t.Error("wait, upload_token or kubernetes unknown made the model unknown; rendering reads none of them")
 	}
 	m = trainingJobModel{Phase: types.StringUnknown(), FileServerURL: types.StringUnknown()}
-	if !modelKnown(&m, trainingJobSkips()) {
+	if !modelKnown(&m, trainingJobWorkload.skips()) {
 		t.Error("what only the provider sets (phase, file_server_url), unknown in every plan, made the model unknown")
 	}
 	m = trainingJobModel{}
 	m.Name = types.StringUnknown()
-	if modelKnown(&m, trainingJobSkips()) {
+	if modelKnown(&m, trainingJobWorkload.skips()) {
 		t.Error("an unknown name (an embedded field) was not noticed")
 	}
 	c := cubeModel{Tolerations: []tolerationModel{{Key: types.StringUnknown()}}}
-	if modelKnown(&c, cubeSkips()) {
+	if modelKnown(&c, cubeWorkload.skips()) {
 		t.Error("an unknown toleration key was not noticed")
 	}
 }
@@ -40,11 +40,11 @@ func TestModelKnown_WalksEveryAttributeRenderingReads(t *testing.T) {
 func TestNestedObjects_FromTheModels(t *testing.T) {
 	t.Parallel()
 	for _, want := range []string{"pserver", "trainer", "worker", "policies", "dataset", "model_output", "model_export", "file_server", "security_context", "pod"} {
-		if !slices.Contains(trainingJobObjects, want) {
-			t.Errorf("training job: %s missing from %v", want, trainingJobObjects)
+		if !slices.Contains(trainingJobWorkload.nested, want) {
+			t.Errorf("training job: %s missing from %v", want, trainingJobWorkload.nested)
 		}
 	}
-	if slices.Contains(trainingJobObjects, "name") || slices.Contains(trainingJobObjects, "timeouts") {
-		t.Errorf("training job: a plain attribute listed as a nested object: %v", trainingJobObjects)
+	if slices.Contains(trainingJobWorkload.nested, "name") || slices.Contains(trainingJobWorkload.nested, "timeouts") {
+		t.Errorf("training job: a plain attribute listed as a nested object: %v", trainingJobWorkload.nested)
 	}
 }

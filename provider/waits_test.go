@@ -40,11 +40,16 @@ type diagRecorder struct {
 func (r *diagRecorder) ReadResource(ctx context.Context, req *tfprotov6.ReadResourceRequest) (*tfprotov6.ReadResourceResponse, error) {
 	resp, err := r.ProviderServer.ReadResource(ctx, req)
 	if resp != nil {
-		r.mu.Lock()
-		r.reads = append(r.reads, resp.Diagnostics...)
-		r.mu.Unlock()
+		r.keep(&r.reads, resp.Diagnostics)
 	}
 	return resp, err
+}
+
+// keep adds a response's diagnostics to one of the recorder's lists.
+func (r *diagRecorder) keep(list *[]*tfprotov6.Diagnostic, diags []*tfprotov6.Diagnostic) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	*list = append(*list, diags...)
 }
 
 // expectRead checks that a refresh warned with a summary and detail matching pattern.
@@ -75,9 +80,7 @@ func newDiagRecorder(t *testing.T) *diagRecorder {
 func (r *diagRecorder) ApplyResourceChange(ctx context.Context, req *tfprotov6.ApplyResourceChangeRequest) (*tfprotov6.ApplyResourceChangeResponse, error) {
 	resp, err := r.ProviderServer.ApplyResourceChange(ctx, req)
 	if resp != nil {
-		r.mu.Lock()
-		r.diags = append(r.diags, resp.Diagnostics...)
-		r.mu.Unlock()
+		r.keep(&r.diags, resp.Diagnostics)
 	}
 	return resp, err
 }
@@ -144,7 +147,7 @@ func failsEarly(t *testing.T, status kubetest.PodStatus, want string) {
 	k, ns, name := trainingJobTest(t)
 	node := kubetest.StartNode(t, k.cs)
 	node.SetPodStatus(status)
-	k.runFailsEarly(t, ns, stack.TrainingJobType, name, stack.TrainingJobKinds, onTestNode(ns, name, node, ""),
+	k.runFailsEarly(t, ns, stack.TrainingJobType, name, onTestNode(ns, name, node, ""),
 		want)
 }
 
@@ -184,7 +187,7 @@ func TestAccTrainingJob_JobFailedFailsEarly(t *testing.T) {
 	k, ns, name := trainingJobTest(t)
 	node := kubetest.StartNode(t, k.cs)
 	node.SetPodStatus(kubetest.ByName(map[string]kubetest.PodStatus{"pserver": kubetest.Running(), "trainer": kubetest.Failed(1, "train.py crashed")}))
-	k.runFailsEarly(t, ns, stack.TrainingJobType, name, stack.TrainingJobKinds, onTestNode(ns, name, node, "  max_retry = 1"),
+	k.runFailsEarly(t, ns, stack.TrainingJobType, name, onTestNode(ns, name, node, "  max_retry = 1"),
 		`Apply Training Job Error.*Job `+ns+`/`+name+`: the job is Failed \(last state: .*pod `+name+`-trainer-0: Failed: container \w+ exited with code 1 \(Error\): train.py crashed.*kubectl -n `+ns+` get pods -l volcano.sh/job-name=`+name)
 }
 
@@ -196,7 +199,7 @@ func TestAccTrainingJob_JobAbortedFailsEarly(t *testing.T) {
 	k, ns, name := trainingJobTest(t)
 	node := kubetest.StartNode(t, k.cs)
 	node.SetPodStatus(kubetest.ByName(map[string]kubetest.PodStatus{"pserver": kubetest.Running(), "trainer": kubetest.Failed(3, "bad slot config")}))
-	k.runFailsEarly(t, ns, stack.TrainingJobType, name, stack.TrainingJobKinds, onTestNode(ns, name, node, `  policies = [{ event = "PodFailed", action = "AbortJob" }]`),
+	k.runFailsEarly(t, ns, stack.TrainingJobType, name, onTestNode(ns, name, node, `  policies = [{ event = "PodFailed", action = "AbortJob" }]`),
 		`Apply Training Job Error.*Job `+ns+`/`+name+`: the job is Aborted.*pod `+name+`-trainer-0: Failed: container \w+ exited with code 3 \(Error\): bad slot config`)
 }
 
@@ -219,7 +222,7 @@ resource "ctr_training_job" "test" {
 `, ns, name)
 	resource.Test(t, resource.TestCase{
 		ProtoV6ProviderFactories: rec.factories(),
-		CheckDestroy:             k.checkNothingOwned(ns, stack.Owner(stack.TrainingJobType, name)),
+		CheckDestroy:             k.nothingLeftOf(ns, stack.TrainingJobType, name),
 		Steps: []resource.TestStep{
 			{
 				Config: config,
@@ -275,7 +278,7 @@ func testWaitReturnsAtOnce(t *testing.T, wait string) {
 	rec := newDiagRecorder(t)
 	resource.Test(t, resource.TestCase{
 		ProtoV6ProviderFactories: rec.factories(),
-		CheckDestroy:             k.checkNothingOwned(ns, stack.Owner(stack.TrainingJobType, name)),
+		CheckDestroy:             k.nothingLeftOf(ns, stack.TrainingJobType, name),
 		Steps: []resource.TestStep{{
 			Config: fmt.Sprintf(`
 resource "ctr_training_job" "test" {
@@ -303,7 +306,7 @@ func TestAccTrainingJob_WaitCompleted(t *testing.T) {
 	k, ns, name := trainingJobTest(t)
 	node := kubetest.StartNode(t, k.cs)
 	node.SetPodStatus(kubetest.ByName(map[string]kubetest.PodStatus{"pserver": kubetest.Running(), "trainer": kubetest.Succeeded()}))
-	k.run(t, ns, stack.TrainingJobType, name, stack.TrainingJobKinds, resource.TestStep{
+	k.run(t, ns, stack.TrainingJobType, name, resource.TestStep{
 		Config: onTestNode(ns, name, node, `  wait = "completed"`),
 		ConfigStateChecks: []statecheck.StateCheck{
 			statecheck.ExpectKnownValue(jobAddr, tfjsonpath.New("phase"), knownvalue.StringExact("Completed")),
@@ -323,7 +326,7 @@ func TestAccServing_ImageNotFoundFailsEarly(t *testing.T) {
 	node := kubetest.StartNode(t, k.cs)
 	node.SetPodStatus(kubetest.Waiting(corev1.PodPending, health.ReasonErrImagePull,
 		`failed to pull and unpack image "docker.io/paddlepaddle/serving:nope": not found`, 0, nil))
-	k.runFailsEarly(t, ns, stack.ServingType, name, stack.ServingKinds, servingConfig(ns, name, "1", fmt.Sprintf("  resources = { requests = %[1]s, limits = %[1]s }", node.Requests())),
+	k.runFailsEarly(t, ns, stack.ServingType, name, servingConfig(ns, name, "1", fmt.Sprintf("  resources = { requests = %[1]s, limits = %[1]s }", node.Requests())),
 		`Paddle Serving did not roll out.*ErrImagePull: failed to pull and unpack image.*not found.*Check the image name`)
 }
 
@@ -338,6 +341,6 @@ func TestAccCube_TransferCrashLoopFailsEarly(t *testing.T) {
 		"-transfer-": kubetest.Waiting(corev1.PodRunning, health.ReasonCrashLoopBackOff, "back-off 40s", health.CrashLoopLimit,
 			&corev1.ContainerStateTerminated{Reason: "Error", ExitCode: 1, Message: "donefile: connection refused"}),
 	}))
-	k.runFailsEarly(t, ns, stack.CubeType, name, stack.CubeKinds, cubeConfig(ns, name, fmt.Sprintf("  node_selector = { %q = %q }", "kubernetes.io/hostname", node.Name)),
+	k.runFailsEarly(t, ns, stack.CubeType, name, cubeConfig(ns, name, fmt.Sprintf("  node_selector = { %q = %q }", "kubernetes.io/hostname", node.Name)),
 		`The transfer did not become available.*CrashLoopBackOff: restarted 3 times, last exit code 1 \(Error\): donefile: connection refused.*kubectl logs`)
 }

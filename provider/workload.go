@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
@@ -13,6 +14,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
+	rschema "github.com/hashicorp/terraform-plugin-framework/resource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/tfsdk"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-log/tflog"
@@ -83,8 +85,6 @@ func (a *workloadAttrs) describe(kind string) string {
 // resource's settings in internal/stack (stack.Cube, ...).
 type workloadModel[S any] interface {
 	attrs() *workloadAttrs
-	// known reports whether every value rendering needs is known (not "known after apply").
-	known() bool
 	// settings converts the model to stack's settings, with this provider's default images.
 	settings(ctx context.Context, images stack.Images) (S, diag.Diagnostics)
 	// setComputed sets what rendering determines besides manifests (id, URLs, cube_conf).
@@ -102,10 +102,10 @@ type workload[S interface{ Validate() stack.FieldErrors }, M any, P interface {
 	*M
 	workloadModel[S]
 }] struct {
-	kind   string                    // in diagnostics: "Cube" -> "Invalid Cube Setting", "Apply Cube Error"
-	typ    string                    // the Terraform type in owner labels: stack.CubeType
-	kinds  []schema.GroupVersionKind // what it prunes and deletes: stack.CubeKinds
-	nested []string                  // nested objects, read into pointers (unknownAttrs)
+	kind   string                               // in diagnostics: "Cube" -> "Invalid Cube Setting", "Apply Cube Error"
+	typ    string                               // the Terraform type in owner labels: stack.CubeType
+	kinds  []schema.GroupVersionKind            // what it prunes and deletes: stack.CubeKinds
+	schema func(context.Context) rschema.Schema // the resource's schema: cubeSchema
 	// render renders the settings: the objects, and the settings with every default filled in
 	// (what callers read back, so that none needs a Defaulted() of its own).
 	render func(S) (S, stack.Set, error)
@@ -123,6 +123,76 @@ type workload[S interface{ Validate() stack.FieldErrors }, M any, P interface {
 	// afterDelete, if set, waits for what goes only after the deleted objects (the cube
 	// servers' claims), inside the same delete timeout and with the same client.
 	afterDelete func(ctx context.Context, kc *kube.Client, m P) error
+
+	// Derived by newWorkload from the model and the schema.
+	nested []string               // the nested objects, read into pointers (unknownAttrs)
+	skips  func() map[string]bool // the attributes rendering does not read (rendererSkips)
+}
+
+// newWorkload completes a workload with what its model and schema say: the nested objects
+// (see nestedObjects) and the attributes rendering does not read (see rendererSkips).
+func newWorkload[S interface{ Validate() stack.FieldErrors }, M any, P interface {
+	*M
+	workloadModel[S]
+}](w workload[S, M, P]) workload[S, M, P] {
+	var m M
+	w.nested = nestedObjects(m)
+	w.skips = sync.OnceValue(func() map[string]bool { return rendererSkips(w.schema(context.Background())) })
+	return w
+}
+
+// known reports whether every value of m that rendering reads is known (not "known after
+// apply"): see modelKnown.
+func (w workload[S, M, P]) known(m P) bool { return modelKnown(m, w.skips()) }
+
+// workloadResource is what the three workload resources share of the resource.Resource
+// methods: each hands over to the resource's workload (w) and, for create and update, to
+// the resource's own apply. A resource embeds it and adds ModifyPlan and apply.
+type workloadResource[S interface{ Validate() stack.FieldErrors }, M any, P interface {
+	*M
+	workloadModel[S]
+}] struct {
+	resourceBase
+	w     *workload[S, M, P]
+	apply func(ctx context.Context, plan, prior P, state stateLike, diags *diag.Diagnostics)
+}
+
+// resource is the shared part of w's resource, with its apply.
+func (w *workload[S, M, P]) resource(apply func(ctx context.Context, plan, prior P, state stateLike, diags *diag.Diagnostics)) workloadResource[S, M, P] {
+	return workloadResource[S, M, P]{w: w, apply: apply}
+}
+
+// Metadata names the resource by the type its owner labels carry (stack.CubeType, ...).
+func (r *workloadResource[S, M, P]) Metadata(_ context.Context, _ resource.MetadataRequest, resp *resource.MetadataResponse) {
+	resp.TypeName = r.w.typ
+}
+
+func (r *workloadResource[S, M, P]) Schema(ctx context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
+	resp.Schema = r.w.schema(ctx)
+}
+
+func (r *workloadResource[S, M, P]) ValidateConfig(ctx context.Context, req resource.ValidateConfigRequest, resp *resource.ValidateConfigResponse) {
+	r.w.validate(ctx, req.Config, r.images(), &resp.Diagnostics)
+}
+
+func (r *workloadResource[S, M, P]) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
+	r.w.create(ctx, req, resp, r.apply)
+}
+
+func (r *workloadResource[S, M, P]) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
+	r.w.read(ctx, r.data, r.images(), req, resp)
+}
+
+func (r *workloadResource[S, M, P]) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
+	r.w.update(ctx, req, resp, r.apply)
+}
+
+func (r *workloadResource[S, M, P]) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
+	r.w.delete(ctx, r.data, req, resp)
+}
+
+func (r *workloadResource[S, M, P]) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
+	importByNamespaceName(ctx, req, resp)
 }
 
 // stateLike is the part of tfsdk.State that apply needs.
@@ -138,7 +208,7 @@ func (w workload[S, M, P]) validate(ctx context.Context, config tfsdk.Config, im
 	}
 	var m M
 	diags.Append(config.Get(ctx, &m)...)
-	if diags.HasError() || !P(&m).known() {
+	if diags.HasError() || !w.known(&m) {
 		return
 	}
 	s, d := P(&m).settings(ctx, images)
