@@ -196,7 +196,7 @@ func exportTensor(w *modelout.Writer, sp exportSpec, in string) (int64, error) {
 		if program == "" || varName == "" {
 			return 0, errors.New("--format combined needs --program (the __model__ or .pdmodel file; found beside the params when --in is their folder) and --var (the embedding's name): a combined file stores no names")
 		}
-		b, err := readBounded(program, paddle.MaxProgramBytes)
+		b, err := bounded.ReadFile(program, paddle.MaxProgramBytes)
 		if err != nil {
 			return 0, err
 		}
@@ -279,7 +279,7 @@ func exportShard(w *modelout.Writer, kind, shard string, layout paddle.CtrLayout
 	defer r.Close()
 	var rows paddle.TableRows
 	if kind == "common" {
-		b, err := readBounded(paddle.CommonMetaPath(shard), 1<<20)
+		b, err := bounded.ReadFile(paddle.CommonMetaPath(shard), 1<<20)
 		if err != nil {
 			return fmt.Errorf("%s: its meta: %w", shard, err)
 		}
@@ -322,18 +322,4 @@ func savedFile(dir, name, def, ext, what string) (string, error) {
 		return "", fmt.Errorf("%s: no %s file (%s, or one *%s; %d found): name it with --%s", dir, what, def, ext, len(m), what)
 	}
 	return m[0], nil
-}
-
-// readBounded reads a small file whole, refusing one over max bytes.
-func readBounded(path string, max int64) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	b, err := bounded.ReadAll(f, max)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return b, nil
 }

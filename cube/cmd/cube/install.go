@@ -32,14 +32,9 @@ func runInstall(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	f, err := os.Open(self)
+	bin, err := bounded.ReadFile(self, maxBinaryBytes)
 	if err != nil {
 		return err
-	}
-	defer f.Close()
-	bin, err := bounded.ReadAll(f, maxBinaryBytes)
-	if err != nil {
-		return fmt.Errorf("read %s: %w", self, err)
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
