@@ -16,12 +16,11 @@ import (
 // runBenchExport measures the model-output step (`cube export`) on tables of growing size
 // saved as Paddle saves them: its throughput (MB/s of LoDTensor input, rows/s) and its peak
 // memory, which must stay flat as the table grows (rows are streamed, never held).
-func runBenchExport(args []string, stdout, stderr io.Writer) error {
-	fs := flags("bench export", "[--rows N,N,...] [--width W] [--work-dir DIR]", stdout, stderr)
+func runBenchExport(fs flagSet, stdout, stderr io.Writer) error {
 	rowsFlag := fs.String("rows", "1000000,10000000", "table sizes in `rows`, comma-separated")
 	width := fs.Int("width", 10, "float32s per row (EDL's SparseFeatFactors has 10, ElasticCTR's 9)")
 	work := fs.String("work-dir", "", "where the tables and outputs go (default: a removed temp dir)")
-	if err := parse(fs, args); err != nil {
+	if err := fs.parse(); err != nil {
 		return err
 	}
 	var sizes []int

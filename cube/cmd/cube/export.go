@@ -37,13 +37,12 @@ type exportSpec struct {
 // runExport is the model-output step: it turns what Paddle saved into the cube's input
 // (SequenceFiles under data/<id>/ and a donefile line), with no Paddle installed, publishing
 // all or nothing; with --watch it keeps doing so for every new save a trainer makes.
-func runExport(args []string, stdout, stderr io.Writer) error {
+func runExport(fs flagSet, stdout, stderr io.Writer) error {
 	names := api.ExportFormats
 	var formats strings.Builder
 	for _, n := range names {
 		fmt.Fprintf(&formats, "\n  %s: %s", n, exportFormatHelp[n])
 	}
-	fs := flags("export", "--format F --in PATH --out DIR [--var NAME] [--program FILE] [--id ID] [--patch-of BASE_ID] [--watch]", stdout, stderr)
 	format := fs.String("format", "", "what --in holds:"+formats.String())
 	in := fs.String("in", "", "the `path` Paddle saved: a variable's file, a folder holding it (with --var), a combined params file or its folder, a SelectedRows file, or a sparse table's shard folder; with --watch, the folder the trainer saves into (each sub-folder one save, e.g. pass-0)")
 	out := fs.String("out", "", "model-output `directory` (what the training file server serves): writes data/<id>/part-NNNNN and appends donefile/base.txt (patch.txt)")
@@ -62,7 +61,7 @@ func runExport(args []string, stdout, stderr io.Writer) error {
 	watch := fs.Bool("watch", false, "keep watching --in: publish the newest save (sub-folder) once it has settled, as a new version each time it changes; never exits on a bad save")
 	interval := fs.Duration("interval", 10*time.Second, "--watch: how often to look; a save is exported once it is unchanged over one interval")
 	logLevel := fs.String("log-level", "info", "--watch: debug, info, warn or error")
-	if err := parse(fs, args); err != nil {
+	if err := fs.parse(); err != nil {
 		return err
 	}
 	sp.format = *format

@@ -18,9 +18,8 @@ const maxBinaryBytes = 512 << 20
 // does: the serving container (Paddle's image, which has no cube) then runs
 // DIR/cube serving. It also links DIR/paddle-serving-standin to it, the name under which the
 // binary is the tests' stand-in for Paddle's server (used only where SERVING_BIN points there).
-func runInstall(args []string, stdout, stderr io.Writer) error {
-	fs := flags("install", "DIR", stdout, stderr)
-	if err := parse(fs, args); err != nil {
+func runInstall(fs flagSet, stdout, stderr io.Writer) error {
+	if err := fs.parse(); err != nil {
 		return err
 	}
 	if fs.NArg() != 1 {

@@ -16,8 +16,7 @@ import (
 	"github.com/elasticctr/terraform-provider-ctr/cube/server"
 )
 
-func runServer(args []string, stdout, stderr io.Writer) error {
-	fs := flags("server", "--data DIR --shard I --listen HOST:PORT", stdout, stderr)
+func runServer(fs flagSet, stdout, stderr io.Writer) error {
 	var o server.Options
 	fs.StringVar(&o.DataDir, "data", "", "`directory` of published versions; the newest complete one holding the shard is served")
 	fs.IntVar(&o.Shard, "shard", 0, "shard index `I` to serve")
@@ -44,7 +43,7 @@ func runServer(args []string, stdout, stderr io.Writer) error {
 	fs.Int64Var(&o.DiskReserve, "disk-reserve", server.DefaultDiskReserve, "free `bytes` the agent keeps on --data beyond a download (refuses prepare otherwise)")
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn, error")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile to this `file` until the server stops (for benchmarking)")
-	if err := parse(fs, args); err != nil {
+	if err := fs.parse(); err != nil {
 		return err
 	}
 	if o.DataDir == "" {
