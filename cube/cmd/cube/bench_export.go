@@ -8,7 +8,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"syscall"
 	"time"
 )
@@ -23,25 +22,15 @@ func runBenchExport(fs flagSet, stdout, stderr io.Writer) error {
 	if err := fs.parse(); err != nil {
 		return err
 	}
-	var sizes []int
-	for _, s := range strings.Split(*rowsFlag, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(s))
-		if err != nil || n < 1 {
-			return fmt.Errorf("--rows %q: want positive integers", *rowsFlag)
-		}
-		sizes = append(sizes, n)
-	}
-	self, err := os.Executable()
+	sizes, err := intList("--rows", *rowsFlag)
 	if err != nil {
 		return err
 	}
-	dir := *work
-	if dir == "" {
-		if dir, err = os.MkdirTemp("", "cube-bench-export-"); err != nil {
-			return err
-		}
-		defer os.RemoveAll(dir)
+	self, dir, cleanup, err := workspace(*work, "cube-bench-export-")
+	if err != nil {
+		return err
 	}
+	defer cleanup()
 	fmt.Fprintf(stdout, "%-12s %10s %9s %9s %12s %14s\n", "rows", "input MB", "seconds", "MB/s", "rows/s", "peak RSS MiB")
 	var rss []int64
 	var rates []float64

@@ -27,11 +27,11 @@ func runBuild(fs flagSet, stdout, stderr io.Writer) error {
 	fs.StringVar(&o.Base, "base", "", "make a delta: the base `VERSION` under --output that this input patches (upsert)")
 	fs.StringVar(&o.Version, "version", "", "version name (default <unix seconds>, or <depend>_<unix seconds> for a delta)")
 	inputFlags(fs.FlagSet, &o.Seq, &o.AllowEmpty)
-	logLevel := fs.String("log-level", "info", "log level: debug, info, warn, error")
+	newLogger := logFlag(fs, logLevelHelp)
 	if err := fs.parse(); err != nil {
 		return err
 	}
-	o.Log = logger(stderr, *logLevel)
+	o.Log = newLogger(stderr)
 	m, err := build.Build(o)
 	if err != nil {
 		return err

@@ -19,17 +19,17 @@ import (
 	"github.com/elasticctr/terraform-provider-ctr/cube/transfer"
 )
 
-// workspace is what the demo and the rollout benchmark run on: this binary (the pipeline
-// starts its servers from it) and a work directory, keep or else a temporary one that
-// cleanup removes.
-func workspace(keep string) (bin, dir string, cleanup func(), err error) {
+// workspace is what the demo and the benchmarks that run processes run on: this binary (they
+// start their processes from it) and a work directory, keep or else a temporary one (named
+// prefix and a number) that cleanup removes.
+func workspace(keep, prefix string) (bin, dir string, cleanup func(), err error) {
 	if bin, err = os.Executable(); err != nil {
 		return "", "", nil, fmt.Errorf("find the cube binary: %w", err)
 	}
 	if keep != "" {
 		return bin, keep, func() {}, os.MkdirAll(keep, 0o755)
 	}
-	dir, err = os.MkdirTemp("", "cube-demo-")
+	dir, err = os.MkdirTemp("", prefix)
 	return bin, dir, func() { os.RemoveAll(dir) }, err
 }
 
@@ -42,7 +42,7 @@ func runDemo(fs flagSet, stdout, stderr io.Writer) error {
 	if err := fs.parse(); err != nil {
 		return err
 	}
-	bin, dir, cleanup, err := workspace(*keep)
+	bin, dir, cleanup, err := workspace(*keep, "cube-demo-")
 	if err != nil {
 		return err
 	}
@@ -250,7 +250,7 @@ func runBenchRollout(fs flagSet, stdout, stderr io.Writer) error {
 	if err := fs.parse(); err != nil {
 		return err
 	}
-	bin, dir, cleanup, err := workspace(*keep)
+	bin, dir, cleanup, err := workspace(*keep, "cube-demo-")
 	if err != nil {
 		return err
 	}

@@ -60,7 +60,7 @@ func runExport(fs flagSet, stdout, stderr io.Writer) error {
 	fs.BoolVar(&sp.layout.Pull, "pull", false, "ps-table MemorySparseTable: export what a trainer's pull returns (show, click, embed_w, embedx_w…) instead of embed_w, embedx_w…")
 	watch := fs.Bool("watch", false, "keep watching --in: publish the newest save (sub-folder) once it has settled, as a new version each time it changes; never exits on a bad save")
 	interval := fs.Duration("interval", 10*time.Second, "--watch: how often to look; a save is exported once it is unchanged over one interval")
-	logLevel := fs.String("log-level", "info", "--watch: debug, info, warn or error")
+	newLogger := logFlag(fs, "--watch: debug, info, warn or error")
 	if err := fs.parse(); err != nil {
 		return err
 	}
@@ -80,7 +80,7 @@ func runExport(fs flagSet, stdout, stderr io.Writer) error {
 		}
 		ctx, stop := untilSignal()
 		defer stop()
-		return watchExports(ctx, logger(stderr, *logLevel), sp, *in, *out, *partBytes, *interval)
+		return watchExports(ctx, newLogger(stderr), sp, *in, *out, *partBytes, *interval)
 	}
 	res, err := exportOnce(sp, *in, *out, modelout.Version{ID: *id, PatchOf: *patchOf, PartBytes: *partBytes})
 	if err != nil {

@@ -16,7 +16,7 @@ func runFileserver(fs flagSet, stdout, stderr io.Writer) error {
 	tokenFile := fs.String("upload-token-file", "", "`file` holding the bearer token every upload must send (or $CUBE_UPLOAD_TOKEN)")
 	fs.BoolVar(&o.UploadInsecure, "upload-insecure", false, "accept uploads from anyone, without a token (trusted networks only)")
 	fs.Int64Var(&o.MaxUpload, "max-upload", 1<<30, "largest upload in `bytes`")
-	logLevel := fs.String("log-level", "info", "log level: debug, info, warn, error")
+	newLogger := logFlag(fs, logLevelHelp)
 	if err := fs.parse(); err != nil {
 		return err
 	}
@@ -33,7 +33,7 @@ func runFileserver(fs flagSet, stdout, stderr io.Writer) error {
 		}
 		o.UploadToken = tok
 	}
-	o.Log = logger(stderr, *logLevel)
+	o.Log = newLogger(stderr)
 	h, err := fileserver.New(o)
 	if err != nil {
 		return err

@@ -178,10 +178,18 @@ func (fs flagSet) parse() error {
 	return nil
 }
 
-func logger(w io.Writer, level string) *slog.Logger {
-	var l slog.Level
-	_ = l.UnmarshalText([]byte(level))
-	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: l}))
+// logLevelHelp is --log-level's help where the whole command logs.
+const logLevelHelp = "log level: debug, info, warn, error"
+
+// logFlag declares --log-level (default info); the logger it makes writes JSON lines to w
+// at that level.
+func logFlag(fs flagSet, help string) (newLogger func(w io.Writer) *slog.Logger) {
+	level := fs.String("log-level", "info", help)
+	return func(w io.Writer) *slog.Logger {
+		var l slog.Level
+		_ = l.UnmarshalText([]byte(*level))
+		return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: l}))
+	}
 }
 
 func runVersion(fs flagSet, stdout, stderr io.Writer) error {

@@ -27,7 +27,7 @@ func runServing(fs flagSet, stdout, stderr io.Writer) error {
 	gpus := fs.String("gpu-ids", "", "comma-separated GPU `ids` for the engine; empty runs on the CPU")
 	fs.DurationVar(&o.Poll, "poll", launch.DefaultPoll, "how often to ask for the first model, and (following the cube) which version the cube serves")
 	fs.Int64Var(&o.MaxModelBytes, "max-model-bytes", launch.DefaultMaxModelBytes, "largest unpacked model in `bytes`")
-	logLevel := fs.String("log-level", "info", "log level: debug, info, warn, error")
+	newLogger := logFlag(fs, logLevelHelp)
 	if err := fs.parse(); err != nil {
 		return err
 	}
@@ -39,7 +39,7 @@ func runServing(fs flagSet, stdout, stderr io.Writer) error {
 		return fmt.Errorf("--gpu-ids: %w", err)
 	}
 	o.GPUIDs = ids
-	o.Log = logger(stderr, *logLevel)
+	o.Log = newLogger(stderr)
 	o.Stdout, o.Stderr = stdout, stderr
 	var code int
 	err = interruptible(func(ctx context.Context) (err error) {

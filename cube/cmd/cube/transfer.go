@@ -68,7 +68,7 @@ func runTransfer(fs flagSet, stdout, stderr io.Writer) error {
 	fs.DurationVar(&o.MaxRetryAfter, "max-retry-after", transfer.DefaultMaxRetryAfter, "longest pause between rollout attempts")
 	maxConns := fs.Int("max-conns", transfer.DefaultMaxConns, "most connections served at once on each listener; more wait in the listen backlog")
 	inputFlags(fs.FlagSet, &o.Seq, &o.AllowEmpty)
-	logLevel := fs.String("log-level", "info", "log level: debug, info, warn, error")
+	newLogger := logFlag(fs, logLevelHelp)
 	if err := fs.parse(); err != nil {
 		return err
 	}
@@ -86,7 +86,7 @@ func runTransfer(fs flagSet, stdout, stderr io.Writer) error {
 	} else if o.Token = strings.TrimSpace(os.Getenv("CUBE_CONTROL_TOKEN")); o.Token == "" {
 		return errors.New("a control token is required (--control-token-file or $CUBE_CONTROL_TOKEN)")
 	}
-	o.Log = logger(stderr, *logLevel)
+	o.Log = newLogger(stderr)
 	t, err := transfer.New(o)
 	if err != nil {
 		return err
