@@ -21,8 +21,8 @@ func dialRedis(addr string) (*redisConn, error) {
 	return &redisConn{lineConn: c}, nil
 }
 
-// redisServer runs Debian's redis-server as a cache: no persistence, ioThreads I/O threads
-// for cores server CPUs, logging to work.
+// redisServer runs Debian's redis-server as a cache (no persistence), with the I/O threads
+// redis.conf advises for cores CPUs, its log and files in work.
 func redisServer(o Options, work string, cores int) peerServer[*redisConn] {
 	threads := redisIOThreads(cores)
 	return peerServer[*redisConn]{
