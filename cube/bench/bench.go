@@ -331,34 +331,10 @@ func Run(ctx context.Context, o Options, w io.Writer) error {
 
 // startPeer starts peer p on the server CPUs and loads every key into it.
 func startPeer(ctx context.Context, w io.Writer, p string, o Options, work string, cores int) (*system, error) {
-	t0 := time.Now()
-	switch p {
-	case "redis":
-		threads := redisIOThreads(cores)
-		pr, err := startRedis(ctx, o, work, threads)
-		if err != nil {
-			return nil, err
-		}
-		s := &system{name: "redis (MGET)", proc: pr, worker: peerWorker(func() (*redisConn, error) { return dialRedis(pr.addr) }, o)}
-		if err := loadRedis(pr.addr, o); err != nil {
-			return s, err
-		}
-		fmt.Fprintf(w, "redis: %s, io-threads %d (redis.conf: I/O threads only from 4 cores up); loaded %d keys in %.1fs\n",
-			programVersion(o.RedisServer, "--version"), threads, o.Keys, time.Since(t0).Seconds())
-		return s, nil
-	default:
-		pr, err := startMemcached(ctx, o, cores)
-		if err != nil {
-			return nil, err
-		}
-		s := &system{name: "memcached (get)", proc: pr, worker: peerWorker(func() (*memcachedConn, error) { return dialMemcached(pr.addr) }, o)}
-		if err := loadMemcached(pr.addr, o); err != nil {
-			return s, err
-		}
-		fmt.Fprintf(w, "memcached: %s, -t %d (one worker thread per core, as its manual advises), -m %d; loaded %d keys in %.1fs\n",
-			programVersion(o.MemcachedServer, "-V"), memcachedThreads(cores), memcachedMemoryMB(o), o.Keys, time.Since(t0).Seconds())
-		return s, nil
+	if p == "redis" {
+		return redisServer(o, work, cores).start(ctx, o, w)
 	}
+	return memcachedServer(o, cores).start(ctx, o, w)
 }
 
 // programVersion is the first line a program prints for its version flag.
@@ -418,40 +394,4 @@ func writeInput(dir string, n, valueSize int) (int64, error) {
 		return 0, err
 	}
 	return st.Size(), f.Close()
-}
-
-// loadRedis writes every key with pipelined MSETs of 1,000 keys.
-func loadRedis(addr string, o Options) error {
-	c, err := dialRedis(addr)
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	buf := make([]byte, o.ValueSize)
-	keys := make([]uint64, 0, 1000)
-	pending := 0
-	flush := func() error {
-		if err := c.bw.Flush(); err != nil {
-			return err
-		}
-		for ; pending > 0; pending-- {
-			if err := c.simple(); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	for k := 0; k < o.Keys; k++ {
-		keys = append(keys, uint64(k))
-		if len(keys) == cap(keys) || k == o.Keys-1 {
-			c.mset(keys, func(k uint64) []byte { return value(buf, k) })
-			keys = keys[:0]
-			if pending++; pending == 16 {
-				if err := flush(); err != nil {
-					return err
-				}
-			}
-		}
-	}
-	return flush()
 }

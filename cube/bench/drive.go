@@ -85,11 +85,7 @@ func drive(ctx context.Context, o Options, name string, pid int, newWorker worke
 	// Warm up (page in the dictionary, grow buffers) for a tenth of the run.
 	warm := min(o.Duration/10, 2*time.Second)
 	runFor(ctx, workers, o, warm, nil)
-	cpu0, err := processCPU(pid)
-	if err != nil {
-		return res, err
-	}
-	self0, err := processCPU(os.Getpid())
+	cpu0, self0, err := cpuTimes(pid)
 	if err != nil {
 		return res, err
 	}
@@ -106,11 +102,7 @@ func drive(ctx context.Context, o Options, name string, pid int, newWorker worke
 		s.lat = append(s.lat, lat)
 	})
 	res.Elapsed = time.Since(start)
-	cpu1, err := processCPU(pid)
-	if err != nil {
-		return res, err
-	}
-	self1, err := processCPU(os.Getpid())
+	cpu1, self1, err := cpuTimes(pid)
 	if err != nil {
 		return res, err
 	}
@@ -130,6 +122,16 @@ func drive(ctx context.Context, o Options, name string, pid int, newWorker worke
 		res.P99 = all[min(len(all)-1, len(all)*99/100)]
 	}
 	return res, nil
+}
+
+// cpuTimes returns the CPU seconds the server pid and this process (the load generator) have
+// used so far.
+func cpuTimes(pid int) (server, self float64, err error) {
+	if server, err = processCPU(pid); err != nil {
+		return 0, 0, err
+	}
+	self, err = processCPU(os.Getpid())
+	return server, self, err
 }
 
 func runFor(ctx context.Context, workers []func([]uint64) (int, error), o Options, d time.Duration,

@@ -426,37 +426,29 @@ func attacker(i int) *net.Dialer {
 // read its answer, and returns those that opened and how many failed.
 func holdSlots(ctx context.Context, addr string, n int) ([]net.Conn, int) {
 	conns := make([]net.Conn, n)
-	sem := make(chan struct{}, 64)
-	var wg sync.WaitGroup
 	meta := proto.RpcMeta{HasRequest: true, Service: []byte(proto.DictServiceFull), Method: []byte(proto.SeekMethod)}
 	req, start, ms := proto.BeginFrame(nil, &meta)
 	req = proto.FinishFrame(proto.AppendDictRequest(req, []uint64{1}, false), start, ms)
-	for i := range n {
-		sem <- struct{}{}
-		wg.Add(1)
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			if ctx.Err() != nil {
-				return
-			}
-			c, err := attacker(i).Dial("tcp", addr)
-			if err != nil {
-				return
-			}
-			var f proto.Frame
-			_ = c.SetDeadline(time.Now().Add(10 * time.Second))
-			if _, err = c.Write(req); err == nil {
-				_, err = proto.ReadFrame(c, nil, 1<<20, &f)
-			}
-			_ = c.SetDeadline(time.Time{})
-			if err != nil {
-				c.Close()
-				return
-			}
-			conns[i] = c
-		}()
-	}
-	wg.Wait()
+	openEach(n, func(i int) {
+		if ctx.Err() != nil {
+			return
+		}
+		c, err := attacker(i).Dial("tcp", addr)
+		if err != nil {
+			return
+		}
+		var f proto.Frame
+		_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+		if _, err = c.Write(req); err == nil {
+			_, err = proto.ReadFrame(c, nil, 1<<20, &f)
+		}
+		_ = c.SetDeadline(time.Time{})
+		if err != nil {
+			c.Close()
+			return
+		}
+		conns[i] = c
+	})
 	var kept []net.Conn
 	for _, c := range conns {
 		if c != nil {
@@ -464,6 +456,20 @@ func holdSlots(ctx context.Context, addr string, n int) ([]net.Conn, int) {
 		}
 	}
 	return kept, n - len(kept)
+}
+
+// openEach calls open(i) for every i of [0, n), 64 at a time, and waits for them all.
+func openEach(n int, open func(i int)) {
+	sem := make(chan struct{}, 64)
+	var wg sync.WaitGroup
+	for i := range n {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			open(i)
+		})
+	}
+	wg.Wait()
 }
 
 func closeAll(conns []net.Conn) {
@@ -477,27 +483,19 @@ func closeAll(conns []net.Conn) {
 func openHostile(ctx context.Context, addr string, n int) ([]net.Conn, []int, int) {
 	conns := make([]net.Conn, n)
 	errs := make([]error, n)
-	sem := make(chan struct{}, 64)
-	var wg sync.WaitGroup
-	for i := range n {
-		sem <- struct{}{}
-		wg.Add(1)
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			if ctx.Err() != nil {
-				errs[i] = ctx.Err()
-				return
-			}
-			c, err := attacker(i).Dial("tcp", addr)
-			if err != nil {
-				errs[i] = err
-				return
-			}
-			conns[i] = c
-			errs[i] = hostileKinds[i%len(hostileKinds)].open(c)
-		}()
-	}
-	wg.Wait()
+	openEach(n, func(i int) {
+		if ctx.Err() != nil {
+			errs[i] = ctx.Err()
+			return
+		}
+		c, err := attacker(i).Dial("tcp", addr)
+		if err != nil {
+			errs[i] = err
+			return
+		}
+		conns[i] = c
+		errs[i] = hostileKinds[i%len(hostileKinds)].open(c)
+	})
 	opened := make([]int, len(hostileKinds))
 	var kept []net.Conn
 	failed := 0

@@ -1,48 +1,22 @@
 package bench
 
 import (
-	"bufio"
 	"bytes"
-	"context"
-	"errors"
 	"fmt"
-	"io"
-	"net"
 	"os"
-	"os/exec"
 	"strconv"
-	"time"
-
-	"github.com/elasticctr/terraform-provider-ctr/internal/loopback"
 )
 
 // memcachedConn is a minimal client of memcached's text protocol: enough for
 // a multi-get ("get k1 k2 ..."), pipelined "set ... noreply" and "version".
-type memcachedConn struct {
-	c  net.Conn
-	br *bufio.Reader
-	bw *bufio.Writer
-}
+type memcachedConn struct{ lineConn }
 
 func dialMemcached(addr string) (*memcachedConn, error) {
-	c, err := net.DialTimeout("tcp", addr, time.Second)
+	c, err := dialLine(addr, "memcached")
 	if err != nil {
 		return nil, err
 	}
-	return &memcachedConn{c: c, br: bufio.NewReaderSize(c, 256<<10), bw: bufio.NewWriterSize(c, 64<<10)}, nil
-}
-
-func (m *memcachedConn) Close() error { return m.c.Close() }
-
-func (m *memcachedConn) line() ([]byte, error) {
-	l, err := m.br.ReadSlice('\n')
-	if err != nil {
-		return nil, err
-	}
-	if len(l) < 2 || l[len(l)-2] != '\r' {
-		return nil, errors.New("memcached: malformed reply line")
-	}
-	return l[:len(l)-2], nil
+	return &memcachedConn{c}, nil
 }
 
 // version sends "version" and waits for its answer: after pipelined
@@ -109,17 +83,10 @@ func (m *memcachedConn) mget(keys []uint64, fn func(i int, v []byte)) error {
 		if i == len(keys) {
 			return fmt.Errorf("memcached: answered key %d, not asked for at this point", k)
 		}
-		b, err := m.br.Peek(sz + 2)
-		if err != nil {
-			buf := make([]byte, sz+2)
-			if _, err := io.ReadFull(m.br, buf); err != nil {
-				return err
-			}
-			b = buf
+		if err := m.value(sz, func(v []byte) { fn(i, v) }); err != nil {
+			return err
 		}
-		fn(i, b[:sz])
 		i++
-		_, _ = m.br.Discard(len(b))
 	}
 	for ; i < len(keys); i++ {
 		fn(i, nil)
@@ -154,24 +121,18 @@ func parseValueLine(l []byte) (key uint64, size int, ok bool) {
 	return key, size, err == nil && size >= 0
 }
 
-// loadMemcached writes every key with pipelined noreply sets, then waits
-// for a "version" answer.
-func loadMemcached(addr string, o Options) error {
-	c, err := dialMemcached(addr)
-	if err != nil {
-		return err
-	}
-	defer c.Close()
+// load writes every key with pipelined noreply sets, then waits for a "version" answer.
+func (m *memcachedConn) load(o Options) error {
 	buf := make([]byte, o.ValueSize)
 	for k := 0; k < o.Keys; k++ {
-		c.set(uint64(k), value(buf, uint64(k)))
+		m.set(uint64(k), value(buf, uint64(k)))
 		if k%10_000 == 9_999 {
-			if err := c.version(); err != nil {
+			if err := m.version(); err != nil {
 				return err
 			}
 		}
 	}
-	return c.version()
+	return m.version()
 }
 
 // memcachedMemoryMB is the cache size (-m) that holds every key with room
@@ -181,33 +142,28 @@ func memcachedMemoryMB(o Options) int {
 	return max(64, 2*o.Keys*perItem>>20)
 }
 
-func startMemcached(ctx context.Context, o Options, cpus int) (*proc, error) {
-	port, err := loopback.Port()
-	if err != nil {
-		return nil, err
+// memcachedServer runs Debian's memcached with one worker thread per core of cpus, and
+// memory for every key.
+func memcachedServer(o Options, cpus int) peerServer[*memcachedConn] {
+	return peerServer[*memcachedConn]{
+		system: "memcached (get)",
+		exe:    o.MemcachedServer,
+		argv: func(port string) []string {
+			argv := pinned(o.ServerCPUs, o.MemcachedServer,
+				"-l", "127.0.0.1", "-p", port, "-U", "0",
+				"-t", strconv.Itoa(memcachedThreads(cpus)), "-m", strconv.Itoa(memcachedMemoryMB(o)), "-c", "1024")
+			if os.Geteuid() == 0 {
+				argv = append(argv, "-u", "nobody") // memcached refuses to run as root
+			}
+			return argv
+		},
+		dial:    dialMemcached,
+		request: `"version"`,
+		ready:   (*memcachedConn).version,
+		load:    func(c *memcachedConn) error { return c.load(o) },
+		about: func() string {
+			return fmt.Sprintf("memcached: %s, -t %d (one worker thread per core, as its manual advises), -m %d",
+				programVersion(o.MemcachedServer, "-V"), memcachedThreads(cpus), memcachedMemoryMB(o))
+		},
 	}
-	argv := pinned(o.ServerCPUs, o.MemcachedServer,
-		"-l", "127.0.0.1", "-p", strconv.Itoa(port), "-U", "0",
-		"-t", strconv.Itoa(memcachedThreads(cpus)), "-m", strconv.Itoa(memcachedMemoryMB(o)), "-c", "1024")
-	if os.Geteuid() == 0 {
-		argv = append(argv, "-u", "nobody") // memcached refuses to run as root
-	}
-	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start %s: %w", o.MemcachedServer, err)
-	}
-	p := &proc{cmd: cmd, addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port))}
-	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-		c, err := dialMemcached(p.addr)
-		if err != nil {
-			continue
-		}
-		err = c.version()
-		c.Close()
-		if err == nil {
-			return p, nil
-		}
-	}
-	p.stop()
-	return nil, errors.New("memcached did not answer \"version\" within 20s")
 }

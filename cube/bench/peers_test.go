@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"io"
 	"os/exec"
 	"slices"
 	"strings"
@@ -60,15 +61,14 @@ func TestMemcachedMultiGet(t *testing.T) {
 		t.Skip("memcached not installed (make deps)")
 	}
 	o := Options{Keys: 100, ValueSize: 16, MemcachedServer: exe, ServerCPUs: NoPinning}
-	p, err := startMemcached(context.Background(), o, 1)
+	s, err := memcachedServer(o, 1).start(context.Background(), o, io.Discard) // loads every key
+	if s != nil {
+		defer s.proc.stop()
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer p.stop()
-	if err := loadMemcached(p.addr, o); err != nil {
-		t.Fatal(err)
-	}
-	c, err := dialMemcached(p.addr)
+	c, err := dialMemcached(s.proc.addr)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -166,32 +167,59 @@ func startCube(ctx context.Context, o Options, data string) (*proc, error) {
 	}
 }
 
-func startRedis(ctx context.Context, o Options, work string, ioThreads int) (*proc, error) {
+// peerServer is how to run one of Peers: its server's command line and its client.
+type peerServer[C mgetConn] struct {
+	system string // its name in the results, e.g. "redis (MGET)"
+	exe    string // the server's executable
+	// argv is the server's pinned command line, serving on 127.0.0.1:port.
+	argv func(port string) []string
+	dial func(addr string) (C, error)
+	// request names what ready asks in an error, e.g. "PING"; ready succeeds once the
+	// server serves.
+	request string
+	ready   func(C) error
+	load    func(C) error // writes every key
+	// about says what runs (version, threads), once it has started.
+	about func() string
+}
+
+// start starts the server, waits up to 20s until it answers, loads every key into it, and
+// says so on w.
+func (ps peerServer[C]) start(ctx context.Context, o Options, w io.Writer) (*system, error) {
+	t0 := time.Now()
 	port, err := loopback.Port()
 	if err != nil {
 		return nil, err
 	}
-	argv := pinned(o.ServerCPUs, o.RedisServer,
-		"--bind", "127.0.0.1", "--port", strconv.Itoa(port), "--protected-mode", "yes",
-		"--save", "", "--appendonly", "no", "--daemonize", "no", "--dir", work,
-		"--io-threads", strconv.Itoa(ioThreads),
-		"--logfile", filepath.Join(work, "redis.log"))
+	argv := ps.argv(strconv.Itoa(port))
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start %s: %w", o.RedisServer, err)
+		return nil, fmt.Errorf("start %s: %w", ps.exe, err)
 	}
 	p := &proc{cmd: cmd, addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port))}
-	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-		c, err := dialRedis(p.addr)
-		if err != nil {
-			continue
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if withConn(p.addr, ps.dial, ps.ready) == nil {
+			break
 		}
-		err = c.ping()
-		c.Close()
-		if err == nil {
-			return p, nil
+		if !time.Now().Before(deadline) {
+			p.stop()
+			return nil, fmt.Errorf("%s did not answer %s within 20s", filepath.Base(ps.exe), ps.request)
 		}
 	}
-	p.stop()
-	return nil, errors.New("redis-server did not answer PING within 20s")
+	s := &system{name: ps.system, proc: p, worker: peerWorker(func() (C, error) { return ps.dial(p.addr) }, o)}
+	if err := withConn(p.addr, ps.dial, ps.load); err != nil {
+		return s, err
+	}
+	fmt.Fprintf(w, "%s; loaded %d keys in %.1fs\n", ps.about(), o.Keys, time.Since(t0).Seconds())
+	return s, nil
+}
+
+// withConn dials addr, runs f on the connection and closes it.
+func withConn[C io.Closer](addr string, dial func(string) (C, error), f func(C) error) error {
+	c, err := dial(addr)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	return f(c)
 }

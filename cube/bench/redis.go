@@ -1,32 +1,80 @@
 package bench
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
-	"io"
-	"net"
+	"path/filepath"
 	"strconv"
-	"time"
 )
 
 // redisConn is a minimal RESP client: enough for PING, MSET and MGET.
 type redisConn struct {
-	c   net.Conn
-	br  *bufio.Reader
-	bw  *bufio.Writer
+	lineConn
 	num []byte
 }
 
 func dialRedis(addr string) (*redisConn, error) {
-	c, err := net.DialTimeout("tcp", addr, time.Second)
+	c, err := dialLine(addr, "redis")
 	if err != nil {
 		return nil, err
 	}
-	return &redisConn{c: c, br: bufio.NewReaderSize(c, 256<<10), bw: bufio.NewWriterSize(c, 64<<10)}, nil
+	return &redisConn{lineConn: c}, nil
 }
 
-func (r *redisConn) Close() error { return r.c.Close() }
+// redisServer runs Debian's redis-server as a cache (no persistence), with the I/O threads
+// redis.conf advises for cores CPUs, its log and files in work.
+func redisServer(o Options, work string, cores int) peerServer[*redisConn] {
+	threads := redisIOThreads(cores)
+	return peerServer[*redisConn]{
+		system: "redis (MGET)",
+		exe:    o.RedisServer,
+		argv: func(port string) []string {
+			return pinned(o.ServerCPUs, o.RedisServer,
+				"--bind", "127.0.0.1", "--port", port, "--protected-mode", "yes",
+				"--save", "", "--appendonly", "no", "--daemonize", "no", "--dir", work,
+				"--io-threads", strconv.Itoa(threads),
+				"--logfile", filepath.Join(work, "redis.log"))
+		},
+		dial:    dialRedis,
+		request: "PING",
+		ready:   (*redisConn).ping,
+		load:    func(c *redisConn) error { return c.load(o) },
+		about: func() string {
+			return fmt.Sprintf("redis: %s, io-threads %d (redis.conf: I/O threads only from 4 cores up)", programVersion(o.RedisServer, "--version"), threads)
+		},
+	}
+}
+
+// load writes every key with pipelined MSETs of 1,000 keys.
+func (r *redisConn) load(o Options) error {
+	buf := make([]byte, o.ValueSize)
+	keys := make([]uint64, 0, 1000)
+	pending := 0
+	flush := func() error {
+		if err := r.bw.Flush(); err != nil {
+			return err
+		}
+		for ; pending > 0; pending-- {
+			if err := r.simple(); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	for k := 0; k < o.Keys; k++ {
+		keys = append(keys, uint64(k))
+		if len(keys) == cap(keys) || k == o.Keys-1 {
+			r.mset(keys, func(k uint64) []byte { return value(buf, k) })
+			keys = keys[:0]
+			if pending++; pending == 16 {
+				if err := flush(); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return flush()
+}
 
 // The write helpers ignore errors: bufio.Writer errors are sticky, and the
 // Flush that ends every command reports them.
@@ -49,17 +97,6 @@ func (r *redisConn) writeBulk(b []byte) {
 
 // redisKey is the Redis key of cube key k: its decimal string.
 func redisKey(dst []byte, k uint64) []byte { return strconv.AppendUint(dst, k, 10) }
-
-func (r *redisConn) line() ([]byte, error) {
-	l, err := r.br.ReadSlice('\n')
-	if err != nil {
-		return nil, err
-	}
-	if len(l) < 3 || l[len(l)-2] != '\r' {
-		return nil, errors.New("redis: malformed reply line")
-	}
-	return l[:len(l)-2], nil
-}
 
 func (r *redisConn) simple() error {
 	l, err := r.line()
@@ -105,26 +142,15 @@ func (r *redisConn) mget(keys []uint64, fn func(i int, v []byte)) error {
 	if err := r.bw.Flush(); err != nil {
 		return err
 	}
-	l, err := r.line()
+	n, err := r.header('*')
 	if err != nil {
-		return err
+		return fmt.Errorf("MGET: %w", err)
 	}
-	if l[0] != '*' {
-		return fmt.Errorf("redis: MGET replied %q", l)
-	}
-	n, err := atoi(l[1:])
-	if err != nil || n != len(keys) {
+	if n != len(keys) {
 		return fmt.Errorf("redis: MGET replied %d values for %d keys", n, len(keys))
 	}
 	for i := 0; i < n; i++ {
-		l, err := r.line()
-		if err != nil {
-			return err
-		}
-		if l[0] != '$' {
-			return fmt.Errorf("redis: bad bulk header %q", l)
-		}
-		sz, err := atoi(l[1:])
+		sz, err := r.header('$')
 		if err != nil {
 			return err
 		}
@@ -132,18 +158,24 @@ func (r *redisConn) mget(keys []uint64, fn func(i int, v []byte)) error {
 			fn(i, nil)
 			continue
 		}
-		b, err := r.br.Peek(sz + 2)
-		if err != nil {
-			buf := make([]byte, sz+2)
-			if _, err := io.ReadFull(r.br, buf); err != nil {
-				return err
-			}
-			b = buf
+		if err := r.value(sz, func(v []byte) { fn(i, v) }); err != nil {
+			return err
 		}
-		fn(i, b[:sz])
-		_, _ = r.br.Discard(len(b))
 	}
 	return nil
+}
+
+// header reads the line that starts an array ('*') or a bulk string ('$') and returns the
+// length it gives (-1: a nil bulk string).
+func (r *redisConn) header(kind byte) (int, error) {
+	l, err := r.line()
+	if err != nil {
+		return 0, err
+	}
+	if l[0] != kind {
+		return 0, fmt.Errorf("redis: replied %q, not a %c header", l, kind)
+	}
+	return atoi(l[1:])
 }
 
 // atoi parses a RESP length without allocating.

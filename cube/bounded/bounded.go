@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"os"
 )
 
 // ErrTooLarge is what ReadAll's error wraps when r holds more than the limit.
@@ -21,6 +23,22 @@ func ReadAll(r io.Reader, max int64) ([]byte, error) {
 	}
 	if int64(len(b)) > max {
 		return nil, fmt.Errorf("over the %d-byte limit: %w", max, ErrTooLarge)
+	}
+	return b, nil
+}
+
+// ReadFile reads the file at path whole, at most max bytes of it, as ReadAll does. Its
+// errors name the path, as os's do: a failed read (or one over the limit) is a
+// *fs.PathError whose Op is "read".
+func ReadFile(path string, max int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := ReadAll(f, max)
+	if err != nil {
+		return nil, &fs.PathError{Op: "read", Path: path, Err: err}
 	}
 	return b, nil
 }

@@ -3,6 +3,9 @@ package bounded
 import (
 	"errors"
 	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"testing/iotest"
@@ -41,5 +44,23 @@ func TestReadAll_ReadErrorIsNotTooLarge(t *testing.T) {
 	_, err := ReadAll(io.MultiReader(strings.NewReader("ab"), iotest.ErrReader(want)), 10)
 	if !errors.Is(err, want) || errors.Is(err, ErrTooLarge) {
 		t.Fatalf("got %v, want the read error", err)
+	}
+}
+
+func TestReadFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "f")
+	if err := os.WriteFile(path, []byte("abc"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := ReadFile(path, 3); err != nil || string(b) != "abc" {
+		t.Errorf("at the limit: got %q, %v", b, err)
+	}
+	b, err := ReadFile(path, 2)
+	var pe *fs.PathError
+	if !errors.Is(err, ErrTooLarge) || b != nil || !errors.As(err, &pe) || pe.Path != path || pe.Op != "read" {
+		t.Errorf("over the limit: got %q, %v; want no data and a read error of %s wrapping ErrTooLarge", b, err, path)
+	}
+	if _, err := ReadFile(path+"-missing", 3); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("a missing file: %v", err)
 	}
 }

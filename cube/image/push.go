@@ -33,21 +33,16 @@ func Push(ctx context.Context, dir string, tag name.Tag, opts ...remote.Option) 
 	}
 	desc := im.Manifests[0]
 	opts = append([]remote.Option{remote.WithContext(ctx), remote.WithAuthFromKeychain(authn.DefaultKeychain)}, opts...)
+	var entry remote.Taggable // the index, or the image, remote.Push uploads with all it names
 	if desc.MediaType.IsIndex() {
-		child, err := idx.ImageIndex(desc.Digest)
-		if err != nil {
-			return v1.Hash{}, fmt.Errorf("push %q: %w", dir, err)
-		}
-		if err := remote.WriteIndex(tag, child, opts...); err != nil {
-			return v1.Hash{}, fmt.Errorf("push %s: %w", tag, err)
-		}
-		return desc.Digest, nil
+		entry, err = idx.ImageIndex(desc.Digest)
+	} else {
+		entry, err = idx.Image(desc.Digest)
 	}
-	img, err := idx.Image(desc.Digest)
 	if err != nil {
 		return v1.Hash{}, fmt.Errorf("push %q: %w", dir, err)
 	}
-	if err := remote.Write(tag, img, opts...); err != nil {
+	if err := remote.Push(tag, entry, opts...); err != nil {
 		return v1.Hash{}, fmt.Errorf("push %s: %w", tag, err)
 	}
 	return desc.Digest, nil

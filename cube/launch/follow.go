@@ -34,11 +34,7 @@ func (o Options) modelURL(id string) string { return strings.ReplaceAll(o.ModelU
 // servedID is the donefile id of the version every shard of the cube serves, from the
 // transfer's status: the history record of the served version. "" while none is served.
 func servedID(ctx context.Context, client *http.Client, statusURL string) (string, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, statusURL, nil)
-	if err != nil {
-		return "", err
-	}
-	resp, err := client.Do(req)
+	resp, err := get(ctx, client, statusURL)
 	if err != nil {
 		return "", err
 	}

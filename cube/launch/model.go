@@ -33,11 +33,7 @@ const (
 // maxBytes unpacked). It returns the folder that holds serving_server_conf.prototxt. A 404 is
 // ErrNoModel; any other failure leaves nothing behind.
 func FetchModel(ctx context.Context, client *http.Client, url, stage string, maxBytes int64) (string, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return "", err
-	}
-	resp, err := client.Do(req)
+	resp, err := get(ctx, client, url)
 	if err != nil {
 		return "", err
 	}
@@ -146,4 +142,13 @@ func findModel(dir string) (string, error) {
 		return "", fmt.Errorf("no %s: the archive must hold a serving model folder (what paddle_serving_client.convert writes)", servingconf.ModelConfFile)
 	}
 	return found, nil
+}
+
+// get sends a GET of url with client, bound to ctx.
+func get(ctx context.Context, client *http.Client, url string) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, err
+	}
+	return client.Do(req)
 }

@@ -52,59 +52,70 @@ func (l Loader) Run(ctx context.Context, workers, batch int) (*LoadStats, error)
 	var (
 		mu sync.Mutex
 		st LoadStats
-		wg sync.WaitGroup
 	)
+	seed := func(w int) uint64 { return uint64(w*7919 + 1) }
+	l.lookups(ctx, workers, batch, seed, func() func([]uint64) {
+		return func(keys []uint64) {
+			rctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+			res, _, firstMixed, err := cl.SeekConsistent(rctx, keys, time.Second)
+			cancel()
+			failed, mixed := err != nil, false
+			var gen byte
+			for i, r := range res {
+				if err != nil {
+					break
+				}
+				if err = l.checkValue(keys[i], r); err != nil {
+					failed = true
+					break
+				}
+				g, _ := GenOf(keys[i], r.Value)
+				if i == 0 {
+					gen = g
+				} else if g != gen {
+					// Exact for bases only: a delta keeps the base's values for the keys
+					// it does not patch, so one response may hold two generations; the
+					// bench and the demo load bases.
+					mixed = true
+				}
+			}
+			mu.Lock()
+			st.Requests++
+			if failed {
+				st.Failed++
+				if st.FirstErr == "" {
+					st.FirstErr = err.Error()
+				}
+			}
+			if mixed {
+				st.Mixed++
+			}
+			if firstMixed {
+				st.FirstMixed++
+			}
+			mu.Unlock()
+		}
+	})
+	return &st, nil
+}
+
+// lookups runs workers goroutines until ctx ends, each drawing batches of batch random keys
+// of the model (from its own seed, seed(w)) and handing each to the lookup newLookup made for
+// it; it returns once all have stopped.
+func (l Loader) lookups(ctx context.Context, workers, batch int, seed func(w int) uint64, newLookup func() func(keys []uint64)) {
+	var wg sync.WaitGroup
 	for w := range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		lookup := newLookup()
+		wg.Go(func() {
 			keys := make([]uint64, batch)
-			seed := uint64(w*7919 + 1)
+			seed := seed(w)
 			for ctx.Err() == nil {
 				l.randomKeys(keys, &seed)
-				rctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-				res, _, firstMixed, err := cl.SeekConsistent(rctx, keys, time.Second)
-				cancel()
-				failed, mixed := err != nil, false
-				var gen byte
-				for i, r := range res {
-					if err != nil {
-						break
-					}
-					if err = l.checkValue(keys[i], r); err != nil {
-						failed = true
-						break
-					}
-					g, _ := GenOf(keys[i], r.Value)
-					if i == 0 {
-						gen = g
-					} else if g != gen {
-						// Exact for bases only: a delta keeps the base's values for the keys
-						// it does not patch, so one response may hold two generations; the
-						// bench and the demo load bases.
-						mixed = true
-					}
-				}
-				mu.Lock()
-				st.Requests++
-				if failed {
-					st.Failed++
-					if st.FirstErr == "" {
-						st.FirstErr = err.Error()
-					}
-				}
-				if mixed {
-					st.Mixed++
-				}
-				if firstMixed {
-					st.FirstMixed++
-				}
-				mu.Unlock()
+				lookup(keys)
 			}
-		}()
+		})
 	}
 	wg.Wait()
-	return &st, nil
 }
 
 // randomKeys fills keys with keys of the model, drawn from seed.

@@ -155,43 +155,35 @@ func (c *Cluster) LoadPaddle(ctx context.Context, workers, batch int) (*PaddleSt
 	defer cl.Close()
 	o := &paddleObserver{shards: c.opts.Shards, versions: map[string]*versionSeen{}}
 	l := Loader{Conf: c.Conf, Keys: c.opts.Keys, ValueSize: c.opts.ValueSize}
-	var wg sync.WaitGroup
-	for w := range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			keys := make([]uint64, batch)
-			seed := uint64(w*104729 + 17)
-			newest := ""
-			for ctx.Err() == nil {
-				l.randomKeys(keys, &seed)
-				rctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-				sent := time.Now()
-				res, answers, err := cl.SeekShards(rctx, keys)
-				recv := time.Now()
-				cancel()
-				failed := err != nil
-				for i, r := range res {
-					if failed {
-						break
-					}
-					if err = l.checkValue(keys[i], r); err != nil {
-						failed = true
-					}
+	seed := func(w int) uint64 { return uint64(w*104729 + 17) }
+	l.lookups(ctx, workers, batch, seed, func() func([]uint64) {
+		newest := "" // the newest version this worker has seen every shard answer from
+		return func(keys []uint64) {
+			rctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+			sent := time.Now()
+			res, answers, err := cl.SeekShards(rctx, keys)
+			recv := time.Now()
+			cancel()
+			failed := err != nil
+			for i, r := range res {
+				if failed {
+					break
 				}
-				o.record(sent, recv, answers, failed, err)
-				if oldest, ok := allAnswered(answers); ok && newer(oldest, newest) {
-					if newest != "" {
-						o.mu.Lock()
-						o.st.FirstAfterSwitch = append(o.st.FirstAfterSwitch, recv.Sub(sent))
-						o.mu.Unlock()
-					}
-					newest = oldest
+				if err = l.checkValue(keys[i], r); err != nil {
+					failed = true
 				}
 			}
-		}()
-	}
-	wg.Wait()
+			o.record(sent, recv, answers, failed, err)
+			if oldest, ok := allAnswered(answers); ok && newer(oldest, newest) {
+				if newest != "" {
+					o.mu.Lock()
+					o.st.FirstAfterSwitch = append(o.st.FirstAfterSwitch, recv.Sub(sent))
+					o.mu.Unlock()
+				}
+				newest = oldest
+			}
+		}
+	})
 	return o.finish(), nil
 }
 

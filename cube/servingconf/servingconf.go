@@ -210,14 +210,9 @@ const maxConfBytes = 1 << 20
 // ReadText parses a text-format configuration file into m, refusing unknown fields, as the
 // server binary does.
 func ReadText(path string, m proto.Message) error {
-	f, err := os.Open(path)
+	b, err := bounded.ReadFile(path, maxConfBytes)
 	if err != nil {
 		return err
-	}
-	defer f.Close()
-	b, err := bounded.ReadAll(f, maxConfBytes)
-	if err != nil {
-		return fmt.Errorf("%s: %w", path, err)
 	}
 	if err := prototext.Unmarshal(b, m); err != nil {
 		return fmt.Errorf("%s: %w", path, err)

@@ -11,20 +11,15 @@ import (
 	"github.com/elasticctr/terraform-provider-ctr/cube/transfer"
 )
 
-func runBench(args []string, stdout, stderr io.Writer) error {
-	if len(args) > 0 && args[0] == "rollout" {
-		return runBenchRollout(args[1:], stdout, stderr)
-	}
-	if len(args) > 0 && args[0] == "scale" {
-		return runBenchScale(args[1:], stdout, stderr)
-	}
-	if len(args) > 0 && args[0] == "hostile" {
-		return runBenchHostile(args[1:], stdout, stderr)
-	}
-	if len(args) > 0 && args[0] == "export" {
-		return runBenchExport(args[1:], stdout, stderr)
-	}
-	fs := flags("bench", "--against redis,memcached --keys N --value-size B --batch K --duration D --runs R", stdout, stderr)
+// benchCommands are "cube bench <name>".
+var benchCommands = []command{
+	{name: "scale", synopsis: "[--sizes N,N,N] [--shards S,S,S] [--scale F] [--tables size,rollout]", run: runBenchScale},
+	{name: "rollout", synopsis: "--shards S --replicas R --rollouts N [--keys K]", run: runBenchRollout},
+	{name: "hostile", synopsis: "[--conns N] [--duration D] [-- SERVER FLAGS...]", run: runBenchHostile},
+	{name: "export", synopsis: "[--rows N,N,...] [--width W] [--work-dir DIR]", run: runBenchExport},
+}
+
+func runBench(fs flagSet, stdout, stderr io.Writer) error {
 	var o bench.Options
 	serverCPUs, clientCPUs := bench.DefaultPinning()
 	fs.StringVar(&o.Against, "against", strings.Join(bench.Peers, ","), "`peers`, comma-separated: redis (Debian's redis-server, MGET), memcached (Debian's memcached, multi-get); each started on 127.0.0.1 and stopped by PID")
@@ -42,7 +37,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	fs.BoolVar(&o.InMemory, "server-in-memory", false, "run the cube server with --in-memory (huge-page copy instead of the file mapping)")
 	serverProfile := fs.String("server-cpuprofile", "", "pass --cpuprofile `file` to the cube server under test")
 	cpuProfile := fs.String("cpuprofile", "", "write the load generator's CPU profile to this `file`")
-	if err := parse(fs, args); err != nil {
+	if err := fs.parse(); err != nil {
 		return err
 	}
 	stop, err := startCPUProfile(*cpuProfile)
@@ -56,8 +51,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	return interruptible(func(ctx context.Context) error { return bench.Run(ctx, o, stdout) })
 }
 
-func runBenchHostile(args []string, stdout, stderr io.Writer) error {
-	fs := flags("bench hostile", "[--conns N] [--duration D] [-- SERVER FLAGS...]", stdout, stderr)
+func runBenchHostile(fs flagSet, stdout, stderr io.Writer) error {
 	var o bench.HostileOptions
 	fs.IntVar(&o.Conns, "conns", 2400, "hostile connections `N` held open (a quarter each: half-sent baidu_std headers, slowloris HTTP, idle keep-alives, 64 MiB-declared frames), and the slot-holding attack's size (the server's --max-conns unless given); lowered to fit RLIMIT_NOFILE")
 	fs.IntVar(&o.Keys, "keys", 100_000, "distinct keys `N` in the dictionary")
@@ -66,15 +60,14 @@ func runBenchHostile(args []string, stdout, stderr io.Writer) error {
 	fs.DurationVar(&o.Duration, "duration", 5e9, "measuring time `D` of each phase (alone, with the hostile connections, under byte amplification with the default --heavy-cpu-share and with a quarter, under slot holding)")
 	fs.StringVar(&o.WorkDir, "work-dir", "", "keep generated data in this `directory` (default: a removed temp dir)")
 	fs.StringVar(&o.CubeBinary, "server-binary", "", "run this cube `binary` as the server (default: this one), e.g. an older build to compare")
-	if err := parse(fs, args); err != nil {
+	if err := fs.parse(); err != nil {
 		return err
 	}
 	o.ServerArgs = fs.Args() // after "--": extra "cube server" flags
 	return interruptible(func(ctx context.Context) error { return bench.RunHostile(ctx, o, stdout) })
 }
 
-func runBenchScale(args []string, stdout, stderr io.Writer) error {
-	fs := flags("bench scale", "[--sizes N,N,N] [--shards S,S,S] [--scale F] [--tables size,rollout]", stdout, stderr)
+func runBenchScale(fs flagSet, stdout, stderr io.Writer) error {
 	var o bench.ScaleOptions
 	serverCPUs, clientCPUs := bench.DefaultPinning()
 	sizes := fs.String("sizes", "1000000,10000000,50000000", "`records` built, and keys per shard served, one row each")
@@ -93,7 +86,7 @@ func runBenchScale(args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&o.MappedUpTo, "mapped-up-to", 10_000_000, "largest size `N` served from the file mapping (on the development VM a 50M-key mapping took minutes to verify)")
 	tables := fs.String("tables", "size,rollout", "`tables` to print: size (build, and lookups, against the size), rollout (rollout and heal against shards)")
 	fs.StringVar(&o.WorkDir, "work-dir", "", "keep generated data in this `directory` (default: a removed temp dir); each size's files are removed once measured")
-	if err := parse(fs, args); err != nil {
+	if err := fs.parse(); err != nil {
 		return err
 	}
 	var err error

@@ -8,7 +8,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"syscall"
 	"time"
 )
@@ -16,33 +15,22 @@ import (
 // runBenchExport measures the model-output step (`cube export`) on tables of growing size
 // saved as Paddle saves them: its throughput (MB/s of LoDTensor input, rows/s) and its peak
 // memory, which must stay flat as the table grows (rows are streamed, never held).
-func runBenchExport(args []string, stdout, stderr io.Writer) error {
-	fs := flags("bench export", "[--rows N,N,...] [--width W] [--work-dir DIR]", stdout, stderr)
+func runBenchExport(fs flagSet, stdout, stderr io.Writer) error {
 	rowsFlag := fs.String("rows", "1000000,10000000", "table sizes in `rows`, comma-separated")
 	width := fs.Int("width", 10, "float32s per row (EDL's SparseFeatFactors has 10, ElasticCTR's 9)")
 	work := fs.String("work-dir", "", "where the tables and outputs go (default: a removed temp dir)")
-	if err := parse(fs, args); err != nil {
+	if err := fs.parse(); err != nil {
 		return err
 	}
-	var sizes []int
-	for _, s := range strings.Split(*rowsFlag, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(s))
-		if err != nil || n < 1 {
-			return fmt.Errorf("--rows %q: want positive integers", *rowsFlag)
-		}
-		sizes = append(sizes, n)
-	}
-	self, err := os.Executable()
+	sizes, err := intList("--rows", *rowsFlag)
 	if err != nil {
 		return err
 	}
-	dir := *work
-	if dir == "" {
-		if dir, err = os.MkdirTemp("", "cube-bench-export-"); err != nil {
-			return err
-		}
-		defer os.RemoveAll(dir)
+	self, dir, cleanup, err := workspace(*work, "cube-bench-export-")
+	if err != nil {
+		return err
 	}
+	defer cleanup()
 	fmt.Fprintf(stdout, "%-12s %10s %9s %9s %12s %14s\n", "rows", "input MB", "seconds", "MB/s", "rows/s", "peak RSS MiB")
 	var rss []int64
 	var rates []float64

@@ -18,8 +18,7 @@ func inputFlags(fs *flag.FlagSet, seq *seqfile.Options, allowEmpty *bool) {
 	fs.BoolVar(allowEmpty, "allow-empty", false, "publish a model even if the input holds no record at all (every key would miss); refused by default")
 }
 
-func runBuild(args []string, stdout, stderr io.Writer) error {
-	fs := flags("build", "--input DIR --output DIR --shards N --dict NAME [--base VERSION]", stdout, stderr)
+func runBuild(fs flagSet, stdout, stderr io.Writer) error {
 	var o build.Options
 	fs.StringVar(&o.Input, "input", "", "SequenceFile `file or directory` (part files, read recursively; names starting with . or _ are skipped)")
 	fs.StringVar(&o.Output, "output", "", "`directory` of published versions; the new one appears there as <version>/ by rename")
@@ -27,12 +26,12 @@ func runBuild(args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&o.Dict, "dict", "", "dictionary `name` (cube.conf dict_name)")
 	fs.StringVar(&o.Base, "base", "", "make a delta: the base `VERSION` under --output that this input patches (upsert)")
 	fs.StringVar(&o.Version, "version", "", "version name (default <unix seconds>, or <depend>_<unix seconds> for a delta)")
-	inputFlags(fs, &o.Seq, &o.AllowEmpty)
-	logLevel := fs.String("log-level", "info", "log level: debug, info, warn, error")
-	if err := parse(fs, args); err != nil {
+	inputFlags(fs.FlagSet, &o.Seq, &o.AllowEmpty)
+	newLogger := logFlag(fs, logLevelHelp)
+	if err := fs.parse(); err != nil {
 		return err
 	}
-	o.Log = logger(stderr, *logLevel)
+	o.Log = newLogger(stderr)
 	m, err := build.Build(o)
 	if err != nil {
 		return err

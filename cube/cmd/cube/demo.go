@@ -19,31 +19,30 @@ import (
 	"github.com/elasticctr/terraform-provider-ctr/cube/transfer"
 )
 
-// workspace is what the demo and the rollout benchmark run on: this binary (the pipeline
-// starts its servers from it) and a work directory, keep or else a temporary one that
-// cleanup removes.
-func workspace(keep string) (bin, dir string, cleanup func(), err error) {
+// workspace is what the demo and the benchmarks that run processes run on: this binary (they
+// start their processes from it) and a work directory, keep or else a temporary one (named
+// prefix and a number) that cleanup removes.
+func workspace(keep, prefix string) (bin, dir string, cleanup func(), err error) {
 	if bin, err = os.Executable(); err != nil {
 		return "", "", nil, fmt.Errorf("find the cube binary: %w", err)
 	}
 	if keep != "" {
 		return bin, keep, func() {}, os.MkdirAll(keep, 0o755)
 	}
-	dir, err = os.MkdirTemp("", "cube-demo-")
+	dir, err = os.MkdirTemp("", prefix)
 	return bin, dir, func() { os.RemoveAll(dir) }, err
 }
 
-func runDemo(args []string, stdout, stderr io.Writer) error {
-	fs := flags("demo", "[--shards S --replicas R --keys N] [--conf cube.conf]", stdout, stderr)
+func runDemo(fs flagSet, stdout, stderr io.Writer) error {
 	shards := fs.Int("shards", 2, "shards `S`")
 	exported := fs.String("conf", "", "a Paddle Serving `cube.conf` (e.g. ctr_cube's cube_conf): take its dictionary and shard count, and look keys up through it, each shard's address rewritten to this machine's servers of that shard")
 	replicas := fs.Int("replicas", 2, "replicas `R` per shard")
 	keys := fs.Int("keys", 100_000, "keys `N` per version (40-byte values, as Paddle's demos)")
 	keep := fs.String("work-dir", "", "keep everything (logs, data, state) in this `directory` (default: a removed temp dir)")
-	if err := parse(fs, args); err != nil {
+	if err := fs.parse(); err != nil {
 		return err
 	}
-	bin, dir, cleanup, err := workspace(*keep)
+	bin, dir, cleanup, err := workspace(*keep, "cube-demo-")
 	if err != nil {
 		return err
 	}
@@ -239,8 +238,7 @@ func demoLookup(w io.Writer, c *pipeline.Cluster) error {
 	return nil
 }
 
-func runBenchRollout(args []string, stdout, stderr io.Writer) error {
-	fs := flags("bench rollout", "--shards S --replicas R --rollouts N [--keys K]", stdout, stderr)
+func runBenchRollout(fs flagSet, stdout, stderr io.Writer) error {
 	shards := fs.Int("shards", 4, "shards `S`")
 	replicas := fs.Int("replicas", 2, "replicas `R` per shard")
 	rollouts := fs.Int("rollouts", 20, "consecutive rollouts `N` under load")
@@ -249,10 +247,10 @@ func runBenchRollout(args []string, stdout, stderr io.Writer) error {
 	batch := fs.Int("batch", 100, "keys per lookup")
 	keep := fs.String("work-dir", "", "keep everything in this `directory` (default: a removed temp dir)")
 	heal := fs.Duration("heal-interval", transfer.DefaultHealInterval, "the transfer's --heal-interval; after the rollouts one replica is restarted with an empty disk and the time until it serves again is measured")
-	if err := parse(fs, args); err != nil {
+	if err := fs.parse(); err != nil {
 		return err
 	}
-	bin, dir, cleanup, err := workspace(*keep)
+	bin, dir, cleanup, err := workspace(*keep, "cube-demo-")
 	if err != nil {
 		return err
 	}

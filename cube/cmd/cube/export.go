@@ -37,13 +37,12 @@ type exportSpec struct {
 // runExport is the model-output step: it turns what Paddle saved into the cube's input
 // (SequenceFiles under data/<id>/ and a donefile line), with no Paddle installed, publishing
 // all or nothing; with --watch it keeps doing so for every new save a trainer makes.
-func runExport(args []string, stdout, stderr io.Writer) error {
+func runExport(fs flagSet, stdout, stderr io.Writer) error {
 	names := api.ExportFormats
 	var formats strings.Builder
 	for _, n := range names {
 		fmt.Fprintf(&formats, "\n  %s: %s", n, exportFormatHelp[n])
 	}
-	fs := flags("export", "--format F --in PATH --out DIR [--var NAME] [--program FILE] [--id ID] [--patch-of BASE_ID] [--watch]", stdout, stderr)
 	format := fs.String("format", "", "what --in holds:"+formats.String())
 	in := fs.String("in", "", "the `path` Paddle saved: a variable's file, a folder holding it (with --var), a combined params file or its folder, a SelectedRows file, or a sparse table's shard folder; with --watch, the folder the trainer saves into (each sub-folder one save, e.g. pass-0)")
 	out := fs.String("out", "", "model-output `directory` (what the training file server serves): writes data/<id>/part-NNNNN and appends donefile/base.txt (patch.txt)")
@@ -61,8 +60,8 @@ func runExport(args []string, stdout, stderr io.Writer) error {
 	fs.BoolVar(&sp.layout.Pull, "pull", false, "ps-table MemorySparseTable: export what a trainer's pull returns (show, click, embed_w, embedx_w…) instead of embed_w, embedx_w…")
 	watch := fs.Bool("watch", false, "keep watching --in: publish the newest save (sub-folder) once it has settled, as a new version each time it changes; never exits on a bad save")
 	interval := fs.Duration("interval", 10*time.Second, "--watch: how often to look; a save is exported once it is unchanged over one interval")
-	logLevel := fs.String("log-level", "info", "--watch: debug, info, warn or error")
-	if err := parse(fs, args); err != nil {
+	newLogger := logFlag(fs, "--watch: debug, info, warn or error")
+	if err := fs.parse(); err != nil {
 		return err
 	}
 	sp.format = *format
@@ -81,7 +80,7 @@ func runExport(args []string, stdout, stderr io.Writer) error {
 		}
 		ctx, stop := untilSignal()
 		defer stop()
-		return watchExports(ctx, logger(stderr, *logLevel), sp, *in, *out, *partBytes, *interval)
+		return watchExports(ctx, newLogger(stderr), sp, *in, *out, *partBytes, *interval)
 	}
 	res, err := exportOnce(sp, *in, *out, modelout.Version{ID: *id, PatchOf: *patchOf, PartBytes: *partBytes})
 	if err != nil {
@@ -196,7 +195,7 @@ func exportTensor(w *modelout.Writer, sp exportSpec, in string) (int64, error) {
 		if program == "" || varName == "" {
 			return 0, errors.New("--format combined needs --program (the __model__ or .pdmodel file; found beside the params when --in is their folder) and --var (the embedding's name): a combined file stores no names")
 		}
-		b, err := readBounded(program, paddle.MaxProgramBytes)
+		b, err := bounded.ReadFile(program, paddle.MaxProgramBytes)
 		if err != nil {
 			return 0, err
 		}
@@ -279,7 +278,7 @@ func exportShard(w *modelout.Writer, kind, shard string, layout paddle.CtrLayout
 	defer r.Close()
 	var rows paddle.TableRows
 	if kind == "common" {
-		b, err := readBounded(paddle.CommonMetaPath(shard), 1<<20)
+		b, err := bounded.ReadFile(paddle.CommonMetaPath(shard), 1<<20)
 		if err != nil {
 			return fmt.Errorf("%s: its meta: %w", shard, err)
 		}
@@ -322,18 +321,4 @@ func savedFile(dir, name, def, ext, what string) (string, error) {
 		return "", fmt.Errorf("%s: no %s file (%s, or one *%s; %d found): name it with --%s", dir, what, def, ext, len(m), what)
 	}
 	return m[0], nil
-}
-
-// readBounded reads a small file whole, refusing one over max bytes.
-func readBounded(path string, max int64) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	b, err := bounded.ReadAll(f, max)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return b, nil
 }

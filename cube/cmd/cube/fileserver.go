@@ -8,8 +8,7 @@ import (
 	"github.com/elasticctr/terraform-provider-ctr/cube/fileserver"
 )
 
-func runFileserver(args []string, stdout, stderr io.Writer) error {
-	fs := flags("fileserver", "--root DIR --listen HOST:PORT [--upload --upload-token-file FILE | --upload --upload-insecure]", stdout, stderr)
+func runFileserver(fs flagSet, stdout, stderr io.Writer) error {
 	var o fileserver.Options
 	fs.StringVar(&o.Root, "root", "", "`directory` to serve (model output, donefiles)")
 	listen := fs.String("listen", "127.0.0.1:8080", "`HOST:PORT` to listen on")
@@ -17,8 +16,8 @@ func runFileserver(args []string, stdout, stderr io.Writer) error {
 	tokenFile := fs.String("upload-token-file", "", "`file` holding the bearer token every upload must send (or $CUBE_UPLOAD_TOKEN)")
 	fs.BoolVar(&o.UploadInsecure, "upload-insecure", false, "accept uploads from anyone, without a token (trusted networks only)")
 	fs.Int64Var(&o.MaxUpload, "max-upload", 1<<30, "largest upload in `bytes`")
-	logLevel := fs.String("log-level", "info", "log level: debug, info, warn, error")
-	if err := parse(fs, args); err != nil {
+	newLogger := logFlag(fs, logLevelHelp)
+	if err := fs.parse(); err != nil {
 		return err
 	}
 	if o.Root == "" {
@@ -34,7 +33,7 @@ func runFileserver(args []string, stdout, stderr io.Writer) error {
 		}
 		o.UploadToken = tok
 	}
-	o.Log = logger(stderr, *logLevel)
+	o.Log = newLogger(stderr)
 	h, err := fileserver.New(o)
 	if err != nil {
 		return err

@@ -18,9 +18,8 @@ const maxBinaryBytes = 512 << 20
 // does: the serving container (Paddle's image, which has no cube) then runs
 // DIR/cube serving. It also links DIR/paddle-serving-standin to it, the name under which the
 // binary is the tests' stand-in for Paddle's server (used only where SERVING_BIN points there).
-func runInstall(args []string, stdout, stderr io.Writer) error {
-	fs := flags("install", "DIR", stdout, stderr)
-	if err := parse(fs, args); err != nil {
+func runInstall(fs flagSet, stdout, stderr io.Writer) error {
+	if err := fs.parse(); err != nil {
 		return err
 	}
 	if fs.NArg() != 1 {
@@ -32,14 +31,9 @@ func runInstall(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	f, err := os.Open(self)
+	bin, err := bounded.ReadFile(self, maxBinaryBytes)
 	if err != nil {
 		return err
-	}
-	defer f.Close()
-	bin, err := bounded.ReadAll(f, maxBinaryBytes)
-	if err != nil {
-		return fmt.Errorf("read %s: %w", self, err)
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err

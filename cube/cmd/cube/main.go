@@ -24,26 +24,66 @@ import (
 // version is set by the release build (-ldflags "-X main.version=...").
 var version = "dev"
 
+// A command is one of cube's subcommands: "cube <name> [flags]".
 type command struct {
-	name, summary string
-	run           func(args []string, stdout, stderr io.Writer) error
+	name     string
+	summary  string // its line in "cube help"
+	synopsis string // what follows "Usage: cube <name>" in its help
+	// run declares the command's flags on fs (named "cube <name>"), parses them and runs.
+	run func(fs flagSet, stdout, stderr io.Writer) error
+	// subs are the commands "cube <name> <sub>" runs instead, with flags of their own.
+	subs []command
+}
+
+// call runs c, or the sub that args name, with the rest of args.
+func (c command) call(args []string, stdout, stderr io.Writer) error {
+	if len(args) > 0 {
+		if sub, ok := find(c.subs, args[0]); ok {
+			sub.name = c.name + " " + sub.name
+			return sub.call(args[1:], stdout, stderr)
+		}
+	}
+	return c.run(flagSet{flags(c.name, c.synopsis, stdout, stderr), args}, stdout, stderr)
+}
+
+// find returns the command of cs called name.
+func find(cs []command, name string) (command, bool) {
+	for _, c := range cs {
+		if c.name == name {
+			return c, true
+		}
+	}
+	return command{}, false
 }
 
 func commands() []command {
 	return []command{
-		{"build", "turn SequenceFiles into shard dictionaries and publish a version", runBuild},
-		{"server", "serve one shard over baidu_std and HTTP on one port", runServer},
-		{"transfer", "watch a donefile, build, and roll versions out to every replica in two phases", runTransfer},
-		{"fileserver", "serve a model-output directory over HTTP (listings, HEAD, Range)", runFileserver},
-		{"export", "the model-output step: turn what Paddle saved (LoDTensor, combined params, SelectedRows, parameter-server table shards) into the cube's input and a donefile line, all or nothing", runExport},
-		{"install", "copy this binary into a directory (a serving pod's init container: Paddle's image then runs DIR/cube serving)", runInstall},
-		{"serving", "run Paddle Serving's server binary for the CTR model and the cube without Python: wait for the model, write the server's configuration, pass SIGTERM on, exit with its status", runServing},
-		{"predict", "send sample lines (ElasticCTR's or raw Criteo) to Paddle Serving's GeneralModelService over baidu_std or HTTP and print each line's click probability", runPredict},
-		{"model", "write a synthetic model as a trainer would (SequenceFiles + a donefile line): a smoke test without Paddle", runModel},
-		{"seek", "look keys up through cube.conf or one server", runSeek},
-		{"bench", "benchmark a cube server against Redis MGET and memcached multi-get, pinned; \"bench scale\" how costs grow, \"bench rollout\" rollouts under load, \"bench hostile\" latency under hostile connections, \"bench export\" the model-output step against table size", runBench},
-		{"demo", "run the whole pipeline on this machine: data, file server, transfer, shards, lookups, a rollout under load", runDemo},
-		{"version", "print the version", runVersion},
+		{name: "build", summary: "turn SequenceFiles into shard dictionaries and publish a version",
+			synopsis: "--input DIR --output DIR --shards N --dict NAME [--base VERSION]", run: runBuild},
+		{name: "server", summary: "serve one shard over baidu_std and HTTP on one port",
+			synopsis: "--data DIR --shard I --listen HOST:PORT", run: runServer},
+		{name: "transfer", summary: "watch a donefile, build, and roll versions out to every replica in two phases",
+			synopsis: "--donefile URL --dict NAME --shard-replicas I=HOST:PORT,... --work DIR --listen HOST:PORT --control-token-file FILE --public-url URL", run: runTransfer},
+		{name: "fileserver", summary: "serve a model-output directory over HTTP (listings, HEAD, Range)",
+			synopsis: "--root DIR --listen HOST:PORT [--upload --upload-token-file FILE | --upload --upload-insecure]", run: runFileserver},
+		{name: "export", summary: "the model-output step: turn what Paddle saved (LoDTensor, combined params, SelectedRows, parameter-server table shards) into the cube's input and a donefile line, all or nothing",
+			synopsis: "--format F --in PATH --out DIR [--var NAME] [--program FILE] [--id ID] [--patch-of BASE_ID] [--watch]", run: runExport},
+		{name: "install", summary: "copy this binary into a directory (a serving pod's init container: Paddle's image then runs DIR/cube serving)",
+			synopsis: "DIR", run: runInstall},
+		{name: "serving", summary: "run Paddle Serving's server binary for the CTR model and the cube without Python: wait for the model, write the server's configuration, pass SIGTERM on, exit with its status",
+			synopsis: "--model-url URL [--cube-conf FILE] [--port N]", run: runServing},
+		{name: "predict", summary: "send sample lines (ElasticCTR's or raw Criteo) to Paddle Serving's GeneralModelService over baidu_std or HTTP and print each line's click probability",
+			synopsis: "--addr ADDR --conf FILE [--format elasticctr --slots FILE | --format criteo] [FILE]", run: runPredict},
+		{name: "model", summary: "write a synthetic model as a trainer would (SequenceFiles + a donefile line): a smoke test without Paddle",
+			synopsis: "--out DIR [--id ID] [--keys N] [--value-size B] [--gen G] [--patch-of BASE_ID]", run: runModel},
+		{name: "seek", summary: "look keys up through cube.conf or one server",
+			synopsis: "(--conf cube.conf [--dict NAME] | --addr HOST:PORT) [--first N] [--check G] KEY...", run: runSeek},
+		{name: "bench", summary: "benchmark a cube server against Redis MGET and memcached multi-get, pinned; \"bench scale\" how costs grow, \"bench rollout\" rollouts under load, \"bench hostile\" latency under hostile connections, \"bench export\" the model-output step against table size",
+			synopsis: "--against redis,memcached --keys N --value-size B --batch K --duration D --runs R", run: runBench, subs: benchCommands},
+		{name: "demo", summary: "run the whole pipeline on this machine: data, file server, transfer, shards, lookups, a rollout under load",
+			synopsis: "[--shards S --replicas R --keys N] [--conf cube.conf]", run: runDemo},
+		{name: "version", summary: "print the version",
+			synopsis: "", run: runVersion},
 	}
 }
 
@@ -67,21 +107,19 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		return 0
 	}
-	for _, c := range commands() {
-		if c.name == args[0] {
-			err := c.run(args[1:], stdout, stderr)
-			var status exitStatus
-			switch {
-			case err == nil || errors.Is(err, flag.ErrHelp):
-				return 0
-			case errors.Is(err, errUsage):
-				return 2
-			case errors.As(err, &status):
-				return int(status)
-			}
-			fmt.Fprintf(stderr, "cube %s: %v\n", c.name, err)
-			return 1
+	if c, ok := find(commands(), args[0]); ok {
+		err := c.call(args[1:], stdout, stderr)
+		var status exitStatus
+		switch {
+		case err == nil || errors.Is(err, flag.ErrHelp):
+			return 0
+		case errors.Is(err, errUsage):
+			return 2
+		case errors.As(err, &status):
+			return int(status)
 		}
+		fmt.Fprintf(stderr, "cube %s: %v\n", c.name, err)
+		return 1
 	}
 	fmt.Fprintf(stderr, "cube: unknown command %q\n\n", args[0])
 	usage(stderr)
@@ -123,8 +161,15 @@ func flags(name, synopsis string, stdout, stderr io.Writer) *flag.FlagSet {
 	return fs
 }
 
-func parse(fs *flag.FlagSet, args []string) error {
-	if err := fs.Parse(args); err != nil {
+// flagSet is a command's flags, which it declares, and the arguments they are parsed from.
+type flagSet struct {
+	*flag.FlagSet
+	args []string
+}
+
+// parse parses the command's arguments; a bad one is errUsage (the FlagSet has said why).
+func (fs flagSet) parse() error {
+	if err := fs.Parse(fs.args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return err
 		}
@@ -133,15 +178,22 @@ func parse(fs *flag.FlagSet, args []string) error {
 	return nil
 }
 
-func logger(w io.Writer, level string) *slog.Logger {
-	var l slog.Level
-	_ = l.UnmarshalText([]byte(level))
-	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: l}))
+// logLevelHelp is --log-level's help where the whole command logs.
+const logLevelHelp = "log level: debug, info, warn, error"
+
+// logFlag declares --log-level (default info); the logger it makes writes JSON lines to w
+// at that level.
+func logFlag(fs flagSet, help string) (newLogger func(w io.Writer) *slog.Logger) {
+	level := fs.String("log-level", "info", help)
+	return func(w io.Writer) *slog.Logger {
+		var l slog.Level
+		_ = l.UnmarshalText([]byte(*level))
+		return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: l}))
+	}
 }
 
-func runVersion(args []string, stdout, stderr io.Writer) error {
-	fs := flags("version", "", stdout, stderr)
-	if err := parse(fs, args); err != nil {
+func runVersion(fs flagSet, stdout, stderr io.Writer) error {
+	if err := fs.parse(); err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "cube %s\n", version)

@@ -16,8 +16,7 @@ import (
 
 // runModel writes a synthetic model as a trainer would: what a smoke test of
 // a fresh cube deployment needs, without Paddle or a GPU.
-func runModel(args []string, stdout, stderr io.Writer) error {
-	fs := flags("model", "--out DIR [--id ID] [--keys N] [--value-size B] [--gen G] [--patch-of BASE_ID]", stdout, stderr)
+func runModel(fs flagSet, stdout, stderr io.Writer) error {
 	out := fs.String("out", "", "model-output `directory` (what the training file server serves): writes data/<id>/part-00000 and appends donefile/base.txt (patch.txt)")
 	id := fs.String("id", "", "donefile `id` of the version (default: unix seconds now)")
 	keys := fs.Int("keys", 100_000, "keys 0..`N`-1 (a patch holds every third)")
@@ -28,7 +27,7 @@ func runModel(args []string, stdout, stderr io.Writer) error {
 	varName := fs.String("var", "SparseFeatFactors", "lodtensor: the variable's `name`, its file name")
 	embedding := fs.Bool("embedding", false, "seqfile: values are float32 embeddings of --value-size/4 that a model can use (pipeline.Embedding of the key and generation), not the key and generation bytes")
 	servingModel := fs.String("serving-model", "", "seqfile: a serving model `folder` to publish with the version (serving/<id>/ and serving/<id>.tar.gz, before the donefile line)")
-	if err := parse(fs, args); err != nil {
+	if err := fs.parse(); err != nil {
 		return err
 	}
 	if *format == "lodtensor" {

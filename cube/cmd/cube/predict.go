@@ -24,8 +24,7 @@ const DefaultSparseDim = 1000001
 
 // runPredict sends sample lines to Paddle Serving's GeneralModelService and prints each
 // line's click probability, as the seeds' users check a stack with elastic-control.sh -c.
-func runPredict(args []string, stdout, stderr io.Writer) error {
-	fs := flags("predict", "--addr ADDR --conf FILE [--format elasticctr --slots FILE | --format criteo] [FILE]", stdout, stderr)
+func runPredict(fs flagSet, stdout, stderr io.Writer) error {
 	addr := fs.String("addr", "", "the serving: `HOST:PORT` for baidu_std, or http://HOST:PORT for HTTP (e.g. ctr_serving's load_balancer_address)")
 	conf := fs.String("conf", "", "the model's serving_client_conf.prototxt (or serving_server_conf.prototxt): its feeds decide the request, in order")
 	format := fs.String("format", "elasticctr", "sample line format: elasticctr (\"show click feasign:slot ...\", needs --slots) or criteo (raw tab-separated Criteo lines)")
@@ -37,7 +36,7 @@ func runPredict(args []string, stdout, stderr io.Writer) error {
 	repeatFor := fs.Duration("for", 0, "send the lines again and again until this `long` has passed (0: once); with --every, a steady load to watch a rollout through")
 	every := fs.Duration("every", 0, "pause between two predictions")
 	stamps := fs.Bool("timestamps", false, "print each probability after the Unix time in milliseconds its answer came")
-	if err := parse(fs, args); err != nil {
+	if err := fs.parse(); err != nil {
 		return err
 	}
 	if *addr == "" || *conf == "" || fs.NArg() > 1 {

@@ -17,8 +17,7 @@ import (
 	"github.com/elasticctr/terraform-provider-ctr/cube/proto"
 )
 
-func runSeek(args []string, stdout, stderr io.Writer) error {
-	fs := flags("seek", "(--conf cube.conf [--dict NAME] | --addr HOST:PORT) [--first N] [--check G] KEY...", stdout, stderr)
+func runSeek(fs flagSet, stdout, stderr io.Writer) error {
 	conf := fs.String("conf", "", "Paddle Serving `cube.conf` to route keys by key % shard")
 	dict := fs.String("dict", "", "dict_name in --conf (default: the first entry)")
 	addr := fs.String("addr", "", "ask the one server at `HOST:PORT` (all keys)")
@@ -33,7 +32,7 @@ func runSeek(args []string, stdout, stderr io.Writer) error {
 	valueSize := fs.Int("value-size", pipeline.DefaultValueSize, "with --for: `bytes` per value (cube model --value-size)")
 	dns := fs.String("dns", "", "resolve cube.conf's names with the DNS server at `HOST:PORT` (a cluster's DNS, from outside its pods) instead of the system's")
 	domain := fs.String("dns-domain", "cluster.local", "with --dns: the cluster `domain` appended to names that lack it, as a pod's search path does (cube.conf names are like shard.namespace.svc)")
-	if err := parse(fs, args); err != nil {
+	if err := fs.parse(); err != nil {
 		return err
 	}
 	if *dns != "" {

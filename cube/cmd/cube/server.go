@@ -16,8 +16,7 @@ import (
 	"github.com/elasticctr/terraform-provider-ctr/cube/server"
 )
 
-func runServer(args []string, stdout, stderr io.Writer) error {
-	fs := flags("server", "--data DIR --shard I --listen HOST:PORT", stdout, stderr)
+func runServer(fs flagSet, stdout, stderr io.Writer) error {
 	var o server.Options
 	fs.StringVar(&o.DataDir, "data", "", "`directory` of published versions; the newest complete one holding the shard is served")
 	fs.IntVar(&o.Shard, "shard", 0, "shard index `I` to serve")
@@ -42,9 +41,9 @@ func runServer(args []string, stdout, stderr io.Writer) error {
 	fs.BoolVar(&o.Agent, "agent", false, "enable the rollout agent (/agent/prepare, commit, abort, status) on the same port; needs a control token and --source-url")
 	fs.StringVar(&o.SourceURL, "source-url", "", "the agent downloads only from URLs below this `URL` (the transfer's --public-url + /files/)")
 	fs.Int64Var(&o.DiskReserve, "disk-reserve", server.DefaultDiskReserve, "free `bytes` the agent keeps on --data beyond a download (refuses prepare otherwise)")
-	logLevel := fs.String("log-level", "info", "log level: debug, info, warn, error")
+	newLogger := logFlag(fs, logLevelHelp)
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile to this `file` until the server stops (for benchmarking)")
-	if err := parse(fs, args); err != nil {
+	if err := fs.parse(); err != nil {
 		return err
 	}
 	if o.DataDir == "" {
@@ -69,7 +68,7 @@ func runServer(args []string, stdout, stderr io.Writer) error {
 	} else {
 		o.ControlToken = strings.TrimSpace(os.Getenv("CUBE_CONTROL_TOKEN"))
 	}
-	o.Log = logger(stderr, *logLevel)
+	o.Log = newLogger(stderr)
 	srv, err := server.New(o) // load problems are logged; an empty shard still serves
 	if srv == nil {
 		return err

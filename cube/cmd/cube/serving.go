@@ -12,8 +12,7 @@ import (
 )
 
 // runServing is the serving pod's command: Paddle Serving's C++ server without Python.
-func runServing(args []string, stdout, stderr io.Writer) error {
-	fs := flags("serving", "--model-url URL [--cube-conf FILE] [--port N]", stdout, stderr)
+func runServing(fs flagSet, stdout, stderr io.Writer) error {
 	var o launch.Options
 	fs.StringVar(&o.ModelURL, "model-url", os.Getenv("MODEL_URL"), "`URL` of a .tar.gz of the serving model folder (default $MODEL_URL); a 404 means no model yet: the launcher waits. "+
 		"With "+launch.IDPlaceholder+" in it, the launcher follows the cube: the model of the donefile id the cube serves, each new one put in place for the server's reload")
@@ -28,8 +27,8 @@ func runServing(args []string, stdout, stderr io.Writer) error {
 	gpus := fs.String("gpu-ids", "", "comma-separated GPU `ids` for the engine; empty runs on the CPU")
 	fs.DurationVar(&o.Poll, "poll", launch.DefaultPoll, "how often to ask for the first model, and (following the cube) which version the cube serves")
 	fs.Int64Var(&o.MaxModelBytes, "max-model-bytes", launch.DefaultMaxModelBytes, "largest unpacked model in `bytes`")
-	logLevel := fs.String("log-level", "info", "log level: debug, info, warn, error")
-	if err := parse(fs, args); err != nil {
+	newLogger := logFlag(fs, logLevelHelp)
+	if err := fs.parse(); err != nil {
 		return err
 	}
 	if o.ModelURL == "" {
@@ -40,7 +39,7 @@ func runServing(args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("--gpu-ids: %w", err)
 	}
 	o.GPUIDs = ids
-	o.Log = logger(stderr, *logLevel)
+	o.Log = newLogger(stderr)
 	o.Stdout, o.Stderr = stdout, stderr
 	var code int
 	err = interruptible(func(ctx context.Context) (err error) {

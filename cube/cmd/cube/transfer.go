@@ -34,8 +34,7 @@ func (r replicaFlags) Set(v string) error {
 	return nil
 }
 
-func runTransfer(args []string, stdout, stderr io.Writer) error {
-	fs := flags("transfer", "--donefile URL --dict NAME --shard-replicas I=HOST:PORT,... --work DIR --listen HOST:PORT --control-token-file FILE --public-url URL", stdout, stderr)
+func runTransfer(fs flagSet, stdout, stderr io.Writer) error {
 	var o transfer.Options
 	reps := replicaFlags{}
 	fs.StringVar(&o.Donefile, "donefile", "", "`URL or path` of base.txt (patch.txt is its sibling)")
@@ -68,9 +67,9 @@ func runTransfer(args []string, stdout, stderr io.Writer) error {
 	fs.DurationVar(&o.RetryAfter, "retry-after", 0, "first pause before retrying a failed rollout (doubles, at most 5m; default --poll)")
 	fs.DurationVar(&o.MaxRetryAfter, "max-retry-after", transfer.DefaultMaxRetryAfter, "longest pause between rollout attempts")
 	maxConns := fs.Int("max-conns", transfer.DefaultMaxConns, "most connections served at once on each listener; more wait in the listen backlog")
-	inputFlags(fs, &o.Seq, &o.AllowEmpty)
-	logLevel := fs.String("log-level", "info", "log level: debug, info, warn, error")
-	if err := parse(fs, args); err != nil {
+	inputFlags(fs.FlagSet, &o.Seq, &o.AllowEmpty)
+	newLogger := logFlag(fs, logLevelHelp)
+	if err := fs.parse(); err != nil {
 		return err
 	}
 	if *shards != 0 && *shards != len(reps) {
@@ -87,7 +86,7 @@ func runTransfer(args []string, stdout, stderr io.Writer) error {
 	} else if o.Token = strings.TrimSpace(os.Getenv("CUBE_CONTROL_TOKEN")); o.Token == "" {
 		return errors.New("a control token is required (--control-token-file or $CUBE_CONTROL_TOKEN)")
 	}
-	o.Log = logger(stderr, *logLevel)
+	o.Log = newLogger(stderr)
 	t, err := transfer.New(o)
 	if err != nil {
 		return err

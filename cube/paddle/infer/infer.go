@@ -509,17 +509,9 @@ func fits(dims, declared []int64) bool {
 
 // readFile reads a file whole, up to max bytes.
 func readFile(path string, max int64) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil, fmt.Errorf("%q is missing: %w", path, err)
-		}
-		return nil, err
+	b, err := bounded.ReadFile(path, max)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("%q is missing: %w", path, err)
 	}
-	defer f.Close()
-	b, err := bounded.ReadAll(f, max)
-	if err != nil {
-		return nil, fmt.Errorf("read %q: %w", path, err)
-	}
-	return b, nil
+	return b, err
 }
