@@ -1,6 +1,7 @@
 package provider
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"maps"
@@ -118,19 +119,37 @@ func defaultsTo(d time.Duration) string {
 	return "Defaults to `" + d.String() + "`."
 }
 
-// timeoutsAttribute is the `timeouts` object with every duration checked at plan time: the
-// timeouts package's own check neither names the attribute nor refuses a negative duration.
-func timeoutsAttribute(ctx context.Context, opts timeouts.Opts) schema.Attribute {
-	a := timeouts.Attributes(ctx, opts)
-	nested, ok := a.(schema.SingleNestedAttribute)
-	if !ok {
-		return a
-	}
-	for name, attr := range nested.Attributes {
-		if s, ok := attr.(schema.StringAttribute); ok {
-			s.Validators = []validator.String{durationValidator}
-			nested.Attributes[name] = s
+// opTimeouts are a resource's default timeouts, the one definition that its operations
+// bound themselves by and its schema documents (0: the operation takes no timeout), and what
+// each waits for when the generic words do not say it.
+type opTimeouts struct {
+	Create, Update, Delete                time.Duration
+	CreateWaits, UpdateWaits, DeleteWaits string // "How long ...", without the default
+}
+
+// attribute is the `timeouts` object, each duration described with its default and checked
+// at plan time: the timeouts package's own check neither names the attribute nor refuses a
+// negative duration.
+func (o opTimeouts) attribute(ctx context.Context) schema.Attribute {
+	describe := func(what, generic string, def time.Duration) string {
+		if def == 0 {
+			return ""
 		}
+		return cmp.Or(what, generic) + " " + defaultsTo(def)
+	}
+	a := timeouts.Attributes(ctx, timeouts.Opts{
+		Create: o.Create > 0, Update: o.Update > 0, Delete: o.Delete > 0,
+		CreateDescription: describe(o.CreateWaits, "How long create may take, its waits included.", o.Create),
+		UpdateDescription: describe(o.UpdateWaits, "How long an update may take, its waits included.", o.Update),
+		DeleteDescription: describe(o.DeleteWaits, "How long destroy may take, until every object it deletes is gone.", o.Delete),
+	})
+	nested := a.(schema.SingleNestedAttribute)
+	nested.MarkdownDescription = "How long each operation may take: " + durationValidator.rule + "."
+	for name, attr := range nested.Attributes {
+		s := attr.(schema.StringAttribute)
+		s.Validators = []validator.String{durationValidator}
+		s.MarkdownDescription = s.Description // the package sets only the plain one
+		nested.Attributes[name] = s
 	}
 	return nested
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
 	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/objectvalidator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
@@ -147,8 +146,7 @@ func clusterSchema(ctx context.Context) schema.Schema {
 						MarkdownDescription: "Leave Volcano as it is (labels included) when this resource is destroyed. Defaults to `false`: " +
 							"destroy deletes what ctr created and hands back what it adopted."},
 				}},
-			"timeouts": timeoutsAttribute(ctx, timeouts.Opts{Create: true, Update: true, Delete: true,
-				CreateDescription: "How long to wait for the cluster, its workers and Volcano. " + defaultsTo(clusterTimeout)}),
+			"timeouts":   clusterTimeouts.attribute(ctx),
 			"cluster_id": schema.StringAttribute{Computed: true, MarkdownDescription: "CCE cluster ID (empty for an adopted cluster).", PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown()}},
 			"phase":      schema.StringAttribute{Computed: true, MarkdownDescription: "CCE cluster phase when last read (`running`, …); `adopted` for an existing cluster."},
 			"kubeconfig": schema.StringAttribute{Computed: true, Sensitive: true, MarkdownDescription: "Kubeconfig of the CCE cluster (empty for an adopted cluster).", PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown()}},

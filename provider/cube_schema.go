@@ -6,7 +6,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
 	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
@@ -150,7 +149,7 @@ func cubeSchema(ctx context.Context) schema.Schema {
 					"and still accept (the transfer still offers) the replaced token for " + strconv.Itoa(int(api.ControlTokenGrace/time.Minute)) + " minutes, so no rollout fails on the way.",
 				PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown()}},
 			"kubernetes": connectionResourceAttribute(),
-			"timeouts":   timeoutsAttribute(ctx, timeouts.Opts{Create: true, Update: true, Delete: true}),
+			"timeouts":   cubeTimeouts.attribute(ctx),
 			"manifests":  manifestsAttribute(),
 			"adopt":      adoptAttribute(),
 			"cube_conf": schema.StringAttribute{Computed: true,

@@ -21,8 +21,9 @@ import (
 )
 
 // NewClusterResource is the ctr_cluster resource.
-// clusterTimeout bounds create, update and delete of a cluster unless timeouts says otherwise.
-const clusterTimeout = 60 * time.Minute
+// clusterTimeouts bound create, update and delete of a cluster unless timeouts says otherwise.
+var clusterTimeouts = opTimeouts{Create: time.Hour, Update: time.Hour, Delete: time.Hour,
+	CreateWaits: "How long to wait for the cluster, its workers and Volcano."}
 
 func NewClusterResource() resource.Resource { return &clusterResource{} }
 
@@ -86,7 +87,7 @@ func (r *clusterResource) Create(ctx context.Context, req resource.CreateRequest
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	ctx, cancel := withTimeout(ctx, plan.Timeouts.Create, clusterTimeout, &resp.Diagnostics)
+	ctx, cancel := withTimeout(ctx, plan.Timeouts.Create, clusterTimeouts.Create, &resp.Diagnostics)
 	defer cancel()
 
 	if plan.CCE == nil {
@@ -207,7 +208,7 @@ func (r *clusterResource) Update(ctx context.Context, req resource.UpdateRequest
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	ctx, cancel := withTimeout(ctx, plan.Timeouts.Update, clusterTimeout, &resp.Diagnostics)
+	ctx, cancel := withTimeout(ctx, plan.Timeouts.Update, clusterTimeouts.Update, &resp.Diagnostics)
 	defer cancel()
 
 	// Values that only the last apply or read know.
@@ -280,7 +281,7 @@ func (r *clusterResource) Delete(ctx context.Context, req resource.DeleteRequest
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	ctx, cancel := withTimeout(ctx, st.Timeouts.Delete, clusterTimeout, &resp.Diagnostics)
+	ctx, cancel := withTimeout(ctx, st.Timeouts.Delete, clusterTimeouts.Delete, &resp.Diagnostics)
 	defer cancel()
 
 	if st.ClusterID.ValueString() == "" {

@@ -30,9 +30,11 @@ type cubeResource struct {
 	workloadResource[stack.Cube, cubeModel, *cubeModel]
 }
 
+var cubeTimeouts = opTimeouts{Create: 20 * time.Minute, Update: 20 * time.Minute, Delete: 10 * time.Minute}
+
 var cubeWorkload = newWorkload(workload[stack.Cube, cubeModel, *cubeModel]{
 	kind: "Cube", typ: stack.CubeType, kinds: stack.CubeKinds, schema: cubeSchema, render: stack.Cube.Render,
-	applyTimeout: 20 * time.Minute, deleteTimeout: 10 * time.Minute,
+	timeouts:    cubeTimeouts,
 	afterDelete: waitServerClaimsGone,
 })
 

@@ -33,8 +33,9 @@ type namespaceResource struct{ resourceBase }
 // importedKey marks, in private state, a namespace Read has not read since its import.
 const importedKey = "imported"
 
-// defaultNamespaceTimeout bounds create and delete (which waits until everything in it is gone).
-const defaultNamespaceTimeout = 10 * time.Minute
+// namespaceTimeouts bound create and delete (which waits until everything in it is gone).
+var namespaceTimeouts = opTimeouts{Create: 10 * time.Minute, Delete: 10 * time.Minute,
+	DeleteWaits: "How long to wait until the namespace and everything in it is gone."}
 
 // Metadata names the resource by the type its owner label carries.
 func (r *namespaceResource) Metadata(_ context.Context, _ resource.MetadataRequest, resp *resource.MetadataResponse) {
@@ -62,8 +63,7 @@ func (r *namespaceResource) Schema(ctx context.Context, _ resource.SchemaRequest
 			"annotations": schema.MapAttribute{Optional: true, ElementType: types.StringType,
 				MarkdownDescription: "Annotations of the namespace. Changes in place."},
 			"kubernetes": connectionResourceAttribute(),
-			"timeouts": timeoutsAttribute(ctx, timeouts.Opts{Create: true, Delete: true,
-				DeleteDescription: "How long to wait until the namespace and everything in it is gone. " + defaultsTo(defaultNamespaceTimeout)}),
+			"timeouts":   namespaceTimeouts.attribute(ctx),
 		},
 	}
 }
@@ -93,7 +93,7 @@ func (r *namespaceResource) Create(ctx context.Context, req resource.CreateReque
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	ctx, cancel := withTimeout(ctx, plan.Timeouts.Create, defaultNamespaceTimeout, &resp.Diagnostics)
+	ctx, cancel := withTimeout(ctx, plan.Timeouts.Create, namespaceTimeouts.Create, &resp.Diagnostics)
 	defer cancel()
 	kc, set, live, ok := r.live(ctx, &plan, "Create Namespace Error", &resp.Diagnostics)
 	if !ok {
@@ -214,7 +214,7 @@ func (r *namespaceResource) Delete(ctx context.Context, req resource.DeleteReque
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	ctx, cancel := withTimeout(ctx, st.Timeouts.Delete, defaultNamespaceTimeout, &resp.Diagnostics)
+	ctx, cancel := withTimeout(ctx, st.Timeouts.Delete, namespaceTimeouts.Delete, &resp.Diagnostics)
 	defer cancel()
 	kc, set, live, ok := r.live(ctx, &namespaceModel{Name: st.Name, Kubernetes: st.Kubernetes}, "Delete Namespace Error", &resp.Diagnostics)
 	if !ok {

@@ -31,9 +31,11 @@ type servingResource struct {
 	workloadResource[stack.Serving, servingModel, *servingModel]
 }
 
+var servingTimeouts = opTimeouts{Create: 15 * time.Minute, Update: 15 * time.Minute, Delete: 10 * time.Minute}
+
 var servingWorkload = newWorkload(workload[stack.Serving, servingModel, *servingModel]{
 	kind: "Serving", typ: stack.ServingType, kinds: stack.ServingKinds, schema: servingSchema, render: stack.Serving.Render,
-	applyTimeout: 15 * time.Minute, deleteTimeout: 10 * time.Minute,
+	timeouts:     servingTimeouts,
 	defaultImage: func(_ context.Context, _ tfsdk.Config, i stack.Images) (string, bool) { return i.Serving(), true },
 })
 

@@ -30,12 +30,12 @@ type trainingJobResource struct {
 	workloadResource[stack.TrainingJob, trainingJobModel, *trainingJobModel]
 }
 
-// trainingJobApplyTimeout is the default timeout of create and update (named in the schema's docs).
-const trainingJobApplyTimeout = 20 * time.Minute
+var trainingJobTimeouts = opTimeouts{Create: 20 * time.Minute, Update: 20 * time.Minute, Delete: 10 * time.Minute,
+	CreateWaits: "How long apply waits for what `wait` names."}
 
 var trainingJobWorkload = newWorkload(workload[stack.TrainingJob, trainingJobModel, *trainingJobModel]{
 	kind: "Training Job", typ: stack.TrainingJobType, kinds: stack.TrainingJobKinds, schema: trainingJobSchema, render: stack.TrainingJob.Render,
-	applyTimeout: trainingJobApplyTimeout, deleteTimeout: 10 * time.Minute,
+	timeouts:     trainingJobTimeouts,
 	defaultImage: trainingDefaultImage, imageReplaces: true,
 	unrendered: map[string]attr.Value{"min_available": types.Int64Unknown(), "upload_token": types.StringUnknown()},
 })

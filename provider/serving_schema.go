@@ -6,7 +6,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
 	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
 	"github.com/hashicorp/terraform-plugin-framework/path"
@@ -94,7 +93,7 @@ func servingSchema(ctx context.Context) schema.Schema {
 			"security_context": deprecated(securityContextAttribute("the serving pods", servingImage), "pod.security_context"),
 			"pod":              podAttribute("the serving pods", servingImage, "Changes roll the serving pods."),
 			"kubernetes":       connectionResourceAttribute(),
-			"timeouts":         timeoutsAttribute(ctx, timeouts.Opts{Create: true, Update: true, Delete: true}),
+			"timeouts":         servingTimeouts.attribute(ctx),
 			"manifests":        manifestsAttribute(),
 			"adopt":            adoptAttribute(),
 			"url":              schema.StringAttribute{Computed: true, MarkdownDescription: "In-cluster URL of the serving Service."},

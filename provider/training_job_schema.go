@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
 	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/listvalidator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
@@ -314,10 +313,9 @@ func trainingJobSchema(ctx context.Context) schema.Schema {
 					"Changing `wait` (or `timeouts`) alone changes nothing in the cluster and waits for nothing.",
 				Validators: []validator.String{stringvalidator.OneOf(waitModes...)}},
 			"kubernetes": connectionResourceAttribute(),
-			"timeouts": timeoutsAttribute(ctx, timeouts.Opts{Create: true, Update: true, Delete: true,
-				CreateDescription: "How long apply waits for what `wait` names. " + defaultsTo(trainingJobApplyTimeout)}),
-			"manifests": manifestsAttribute(),
-			"adopt":     adoptAttribute(),
+			"timeouts":   trainingJobTimeouts.attribute(ctx),
+			"manifests":  manifestsAttribute(),
+			"adopt":      adoptAttribute(),
 			"phase": schema.StringAttribute{Computed: true,
 				MarkdownDescription: "Phase of the Volcano job when last read: `Pending`, `Running`, `Completing`, `Completed`, `Restarting`, `Failed`, … or `Missing`."},
 			"tasks": schema.MapNestedAttribute{Computed: true,

@@ -7,7 +7,6 @@ import (
 	"sort"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
 	"github.com/hashicorp/terraform-plugin-framework/attr"
@@ -113,7 +112,7 @@ type workload[S interface{ Validate() stack.FieldErrors }, M any, P interface {
 	// the plan cannot be rendered (a nested object known only after apply).
 	unrendered map[string]attr.Value
 	// Default timeouts of create (and update) and of delete.
-	applyTimeout, deleteTimeout time.Duration
+	timeouts opTimeouts
 	// defaultImage is the `image` planned when the configuration leaves it unset (not a static
 	// schema default: it follows the provider's image_registry, and may depend on other
 	// settings of the configuration; false when those are not known yet), and imageReplaces
@@ -319,7 +318,7 @@ func (w workload[S, M, P]) create(ctx context.Context, req resource.CreateReques
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	ctx, cancel := withTimeout(ctx, P(&plan).attrs().Timeouts.Create, w.applyTimeout, &resp.Diagnostics)
+	ctx, cancel := withTimeout(ctx, P(&plan).attrs().Timeouts.Create, w.timeouts.Create, &resp.Diagnostics)
 	defer cancel()
 	apply(ctx, &plan, nil, &resp.State, &resp.Diagnostics)
 }
@@ -339,7 +338,7 @@ func (w workload[S, M, P]) update(ctx context.Context, req resource.UpdateReques
 		resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
 		return
 	}
-	ctx, cancel := withTimeout(ctx, P(&plan).attrs().Timeouts.Update, w.applyTimeout, &resp.Diagnostics)
+	ctx, cancel := withTimeout(ctx, P(&plan).attrs().Timeouts.Update, w.timeouts.Update, &resp.Diagnostics)
 	defer cancel()
 	apply(ctx, &plan, &prior, &resp.State, &resp.Diagnostics)
 }
@@ -395,7 +394,7 @@ func (w workload[S, M, P]) cleanUp(ctx context.Context, kc *kube.Client, plan P,
 		return "Nothing was created."
 	}
 	// The create's context may be what ran out: the clean-up gets its own, as long as a delete.
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), w.deleteTimeout)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), w.timeouts.Delete)
 	defer cancel()
 	what := plan.attrs().describe(w.kind)
 	tflog.Info(ctx, fmt.Sprintf("%s: removing the %d objects the failed apply created", what, len(created)))
@@ -493,7 +492,7 @@ func (w workload[S, M, P]) delete(ctx context.Context, data *providerData, req r
 		return
 	}
 	a := P(&st).attrs()
-	ctx, cancel := withTimeout(ctx, a.Timeouts.Delete, w.deleteTimeout, &resp.Diagnostics)
+	ctx, cancel := withTimeout(ctx, a.Timeouts.Delete, w.timeouts.Delete, &resp.Diagnostics)
 	defer cancel()
 	kc, d := kubeClient(ctx, a.Kubernetes, data)
 	resp.Diagnostics.Append(d...)
