@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/elasticctr/terraform-provider-ctr/internal/cubetest"
 )
 
 const token = "upload-token"
@@ -90,35 +92,17 @@ func TestRefusesOutsideRoot(t *testing.T) {
 	}
 }
 
-func put(t *testing.T, url string, body io.Reader, tok string) int {
-	t.Helper()
-	req, _ := http.NewRequest("PUT", url, body)
-	if tok != "" {
-		req.Header.Set("Authorization", "Bearer "+tok)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
-	return resp.StatusCode
-}
-
 func TestUpload(t *testing.T) {
 	url, root := serve(t, true)
-	req, _ := http.NewRequest("PUT", url+"/conf/slot.conf", strings.NewReader("slots"))
-	req.Header.Set("Authorization", "Bearer "+token)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil || resp.StatusCode != http.StatusCreated {
-		t.Fatalf("%v %v", resp, err)
+	if code := cubetest.Status(t, "PUT", url+"/conf/slot.conf", token, strings.NewReader("slots")); code != http.StatusCreated {
+		t.Fatalf("upload: %d, want 201", code)
 	}
 	if b, _ := os.ReadFile(filepath.Join(root, "conf", "slot.conf")); string(b) != "slots" {
 		t.Fatalf("%q", b)
 	}
-	req, _ = http.NewRequest("PUT", url+"/../x", strings.NewReader("x"))
+	req, _ := http.NewRequest("PUT", url+"/../x", strings.NewReader("x"))
 	req.URL.Path = "/../x"
-	resp, err = http.DefaultClient.Do(req)
+	resp, err := http.DefaultClient.Do(req)
 	if err == nil && resp.StatusCode == http.StatusCreated {
 		t.Fatal("upload outside root accepted")
 	}
@@ -135,17 +119,17 @@ func TestUploadNeedsToken(t *testing.T) {
 	h.Close()
 	url, root := serve(t, true)
 	for _, tok := range []string{"", "wrong"} {
-		if code := put(t, url+"/x", strings.NewReader("x"), tok); code != http.StatusUnauthorized {
+		if code := cubetest.Status(t, "PUT", url+"/x", tok, strings.NewReader("x")); code != http.StatusUnauthorized {
 			t.Fatalf("upload with token %q: %d, want 401", tok, code)
 		}
 	}
 	if _, err := os.Stat(filepath.Join(root, "x")); err == nil {
 		t.Fatal("unauthorised upload written")
 	}
-	if code := put(t, url+"/escapedir/planted", strings.NewReader("x"), token); code != http.StatusForbidden {
+	if code := cubetest.Status(t, "PUT", url+"/escapedir/planted", token, strings.NewReader("x")); code != http.StatusForbidden {
 		t.Fatalf("upload through a symlink out of the root: %d, want 403", code)
 	}
-	if code := put(t, url+"/.tmp-upload-0", strings.NewReader("x"), token); code != http.StatusBadRequest {
+	if code := cubetest.Status(t, "PUT", url+"/.tmp-upload-0", token, strings.NewReader("x")); code != http.StatusBadRequest {
 		t.Fatalf("upload to a hidden name: %d, want 400", code)
 	}
 }
@@ -163,7 +147,7 @@ func TestConcurrentUploadsNeverMix(t *testing.T) {
 	start := func() up {
 		r, w := io.Pipe()
 		u := up{w, make(chan int, 1)}
-		go func() { u.code <- put(t, url+"/conf/model.bin", r, token) }()
+		go func() { u.code <- cubetest.Status(t, "PUT", url+"/conf/model.bin", token, r) }()
 		return u
 	}
 	a, b := start(), start()

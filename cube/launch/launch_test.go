@@ -15,7 +15,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -160,19 +159,6 @@ func standin(t *testing.T) string {
 	return p
 }
 
-// syncBuffer is a bytes.Buffer safe to write from the server's output copier.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
-
 // TestRun_WaitsForTheModelThenServesAndStopsOnSIGTERM: with no model yet the launcher waits
 // and says so (no crash loop); once the model is published it writes the configuration,
 // the server (the stand-in) starts with cube.conf where it opens it and answers /health;
@@ -185,7 +171,7 @@ func TestRun_WaitsForTheModelThenServesAndStopsOnSIGTERM(t *testing.T) {
 		t.Fatal(err)
 	}
 	port := freePort(t)
-	var logs, out syncBuffer
+	var logs, out cubetest.SyncBuffer
 	o := Options{Bin: standin(t), ModelURL: models.URL, Dir: dir, CubeConf: conf, Port: port, Threads: 2, Poll: 20 * time.Millisecond,
 		Log: slog.New(slog.NewTextHandler(&logs, nil)), Stdout: &out, Stderr: &out}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -199,13 +185,7 @@ func TestRun_WaitsForTheModelThenServesAndStopsOnSIGTERM(t *testing.T) {
 	waitFor(t, "the launcher to say it waits", func() bool { return strings.Contains(logs.String(), "waiting for the first model") })
 	models.publish(archive(t, goodModel...))
 	waitFor(t, "the server to start", func() bool { return strings.Contains(out.String(), servingstandin.Started) })
-	resp, err := http.Get("http://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(port)) + "/health")
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if string(body) != "OK" {
+	if body := cubetest.Get(t, "http://"+net.JoinHostPort("127.0.0.1", strconv.Itoa(port))+"/health"); string(body) != "OK" {
 		t.Errorf("/health: %q", body)
 	}
 	if _, err := os.Stat(filepath.Join(dir, Workdir, servingconf.CubeConfFile)); err != nil {
@@ -231,7 +211,7 @@ func TestRun_TheServersFailureIsTheLaunchers(t *testing.T) {
 	if err := os.WriteFile(conf, []byte(`{"not": "an array"}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	var out syncBuffer
+	var out cubetest.SyncBuffer
 	code, err := Run(context.Background(), Options{Bin: standin(t), ModelURL: models.URL, Dir: t.TempDir(), CubeConf: conf,
 		Port: freePort(t), Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Stdout: &out, Stderr: &out})
 	if err != nil || code != servingstandin.ExitInitFailed || !strings.Contains(out.String(), "cube init error") {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/elasticctr/terraform-provider-ctr/cube/atomicfile"
+	"github.com/elasticctr/terraform-provider-ctr/internal/cubetest"
 )
 
 // TestControlTokenRotation: with --control-token-file, a rotated token file
@@ -25,14 +26,7 @@ func TestControlTokenRotation(t *testing.T) {
 	write("old")
 	_, addr := serveWith(t, 10, func(o *Options) { o.ControlTokenFile = tokFile })
 	status := func(tok string) int {
-		req, _ := http.NewRequest(http.MethodPost, "http://"+addr+"/ControlService/cmd", strings.NewReader(`{"cmd":"status"}`))
-		req.Header.Set("Authorization", "Bearer "+tok)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		return resp.StatusCode
+		return cubetest.Status(t, http.MethodPost, "http://"+addr+"/ControlService/cmd", tok, strings.NewReader(`{"cmd":"status"}`))
 	}
 	if status("old") != 200 || status("new") != 401 {
 		t.Fatal("before the rotation: want old accepted, new refused")

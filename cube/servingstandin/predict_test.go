@@ -2,19 +2,15 @@ package servingstandin
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/binary"
 	"fmt"
-	"io"
 	"math"
 	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -25,6 +21,7 @@ import (
 	cproto "github.com/elasticctr/terraform-provider-ctr/cube/proto"
 	"github.com/elasticctr/terraform-provider-ctr/cube/seqfile"
 	"github.com/elasticctr/terraform-provider-ctr/cube/servingconf"
+	"github.com/elasticctr/terraform-provider-ctr/internal/cubetest"
 	"github.com/elasticctr/terraform-provider-ctr/internal/cubetest/ctrmodel"
 	"github.com/elasticctr/terraform-provider-ctr/internal/cubetest/inproc"
 	"github.com/elasticctr/terraform-provider-ctr/internal/loopback"
@@ -67,24 +64,11 @@ func startCube(t *testing.T) []byte {
 		`{"dict_name":"other","shard":1,"dup":1,"type":"ipport_list","nodes":[{"ipport_list":"list://127.0.0.1:1"}]}]`, strings.Join(nodes, ","))
 }
 
-// lockedBuffer is the stand-in's stderr: its goroutines write it while the test reads.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-func (l *lockedBuffer) String() string { l.mu.Lock(); defer l.mu.Unlock(); return l.b.String() }
-
 // standin is a running stand-in with the CTR model.
 type standin struct {
 	addr     string // HOST:PORT
 	modelDir string
-	stderr   *lockedBuffer
+	stderr   *cubetest.SyncBuffer // its goroutines write it while the test reads
 }
 
 // startStandin copies the real model into a serving directory (the fixture stays read-only),
@@ -116,8 +100,8 @@ func startStandinWith(t *testing.T, cubeConf []byte, change func(model string)) 
 		t.Fatal(err)
 	}
 	t.Chdir(dir)
-	s := &standin{addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), modelDir: model, stderr: &lockedBuffer{}}
-	var stdout lockedBuffer
+	s := &standin{addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), modelDir: model, stderr: &cubetest.SyncBuffer{}}
+	var stdout cubetest.SyncBuffer
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan int, 1)
 	go func() { done <- run(ctx, servingconf.Command("serving", o)[1:], &stdout, s.stderr) }()
@@ -309,13 +293,7 @@ func TestPredict_NoModelFailsEveryRequest(t *testing.T) {
 	if _, err := web.Predict(context.Background(), request(t, keys, dense)); err == nil {
 		t.Fatal("a server without its model answered")
 	}
-	resp, err := http.Get("http://" + s.addr + "/health")
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if string(b) != "OK" {
+	if b := cubetest.Get(t, "http://"+s.addr+"/health"); string(b) != "OK" {
 		t.Errorf("/health %q", b)
 	}
 }

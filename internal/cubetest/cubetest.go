@@ -1,5 +1,6 @@
 // Package cubetest is the tests' one way to build the cube binary (once per test process,
-// removed when the tests end) and to start a cube server.
+// removed when the tests end) and to start a cube server, and the small helpers the cube's
+// tests share (a buffer goroutines write, a request with a bearer token).
 package cubetest
 
 import (

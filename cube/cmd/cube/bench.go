@@ -21,7 +21,6 @@ var benchCommands = []command{
 
 func runBench(fs flagSet, stdout, stderr io.Writer) error {
 	var o bench.Options
-	serverCPUs, clientCPUs := bench.DefaultPinning()
 	fs.StringVar(&o.Against, "against", strings.Join(bench.Peers, ","), "`peers`, comma-separated: redis (Debian's redis-server, MGET), memcached (Debian's memcached, multi-get); each started on 127.0.0.1 and stopped by PID")
 	fs.IntVar(&o.Keys, "keys", 1_000_000, "distinct keys `N` loaded into both")
 	fs.IntVar(&o.ValueSize, "value-size", 40, "value size in `bytes` (>= 8)")
@@ -29,8 +28,7 @@ func runBench(fs flagSet, stdout, stderr io.Writer) error {
 	fs.DurationVar(&o.Duration, "duration", 10e9, "measuring time `D` per system and run (after a warm-up of D/10, at most 2s)")
 	fs.IntVar(&o.Runs, "runs", 5, "runs `R` per system, alternating between the systems; the table shows each figure's median and range")
 	fs.IntVar(&o.Conns, "conns", bench.DefaultConns, "client connections `C`, one goroutine each, one request in flight on each")
-	fs.StringVar(&o.ServerCPUs, "server-cpus", serverCPUs, "CPU `list` (taskset -c) every server runs on; none = unpinned")
-	fs.StringVar(&o.ClientCPUs, "client-cpus", clientCPUs, "CPU `list` the load generator (this process) runs on; none = unpinned")
+	cpuFlags(fs, &o.ServerCPUs, &o.ClientCPUs, "every server")
 	fs.StringVar(&o.RedisServer, "redis-server", "", "redis-server `path` (default: from PATH)")
 	fs.StringVar(&o.MemcachedServer, "memcached", "", "memcached `path` (default: from PATH)")
 	fs.StringVar(&o.WorkDir, "work-dir", "", "keep generated data in this `directory` (default: a removed temp dir)")
@@ -51,6 +49,15 @@ func runBench(fs flagSet, stdout, stderr io.Writer) error {
 	return interruptible(func(ctx context.Context) error { return bench.Run(ctx, o, stdout) })
 }
 
+// cpuFlags defines --server-cpus (the CPU list of servers) and --client-cpus (the load
+// generator's), each defaulting to bench.DefaultPinning's, bench.NoPinning leaving it unpinned.
+func cpuFlags(fs flagSet, server, client *string, servers string) {
+	serverCPUs, clientCPUs := bench.DefaultPinning()
+	unpinned := "; " + bench.NoPinning + " = unpinned"
+	fs.StringVar(server, "server-cpus", serverCPUs, "CPU `list` (taskset -c) of "+servers+unpinned)
+	fs.StringVar(client, "client-cpus", clientCPUs, "CPU `list` of the load generator (this process)"+unpinned)
+}
+
 func runBenchHostile(fs flagSet, stdout, stderr io.Writer) error {
 	var o bench.HostileOptions
 	fs.IntVar(&o.Conns, "conns", 2400, "hostile connections `N` held open (a quarter each: half-sent baidu_std headers, slowloris HTTP, idle keep-alives, 64 MiB-declared frames), and the slot-holding attack's size (the server's --max-conns unless given); lowered to fit RLIMIT_NOFILE")
@@ -69,7 +76,6 @@ func runBenchHostile(fs flagSet, stdout, stderr io.Writer) error {
 
 func runBenchScale(fs flagSet, stdout, stderr io.Writer) error {
 	var o bench.ScaleOptions
-	serverCPUs, clientCPUs := bench.DefaultPinning()
 	sizes := fs.String("sizes", "1000000,10000000,50000000", "`records` built, and keys per shard served, one row each")
 	shards := fs.String("shards", "2,4,8,16", "shard `counts` of the rollout table")
 	fs.IntVar(&o.RolloutKeys, "rollout-keys", 1_000_000, "keys `K` per version in the rollout table")
@@ -80,8 +86,7 @@ func runBenchScale(fs flagSet, stdout, stderr io.Writer) error {
 	fs.DurationVar(&o.Duration, "duration", 3e9, "measuring time `D` of the lookups per size (after a warm-up of D/10)")
 	fs.IntVar(&o.Batch, "batch", 1000, "keys per lookup request `K`")
 	fs.IntVar(&o.Conns, "conns", bench.DefaultConns, "client connections `C` of the lookups")
-	fs.StringVar(&o.ServerCPUs, "server-cpus", serverCPUs, "CPU `list` (taskset -c) of the builder and the server; none = unpinned")
-	fs.StringVar(&o.ClientCPUs, "client-cpus", clientCPUs, "CPU `list` of the load generator (this process); none = unpinned")
+	cpuFlags(fs, &o.ServerCPUs, &o.ClientCPUs, "the builder and the server")
 	memory := fs.String("memory", bench.MemoryMapped+","+bench.MemoryHugePages, "how each size is served and measured in-process: `modes` "+bench.MemoryMapped+" (the file mapping, cube server's default), "+bench.MemoryHugePages+" (a huge-page copy, --in-memory)")
 	fs.IntVar(&o.MappedUpTo, "mapped-up-to", 10_000_000, "largest size `N` served from the file mapping (on the development VM a 50M-key mapping took minutes to verify)")
 	tables := fs.String("tables", "size,rollout", "`tables` to print: size (build, and lookups, against the size), rollout (rollout and heal against shards)")

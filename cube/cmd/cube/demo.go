@@ -33,16 +33,21 @@ func workspace(keep, prefix string) (bin, dir string, cleanup func(), err error)
 	return bin, dir, func() { os.RemoveAll(dir) }, err
 }
 
+// parseWorkspace parses fs and then makes the workspace of its --work-dir flag, keep.
+func parseWorkspace(fs flagSet, keep *string, prefix string) (bin, dir string, cleanup func(), err error) {
+	if err := fs.parse(); err != nil {
+		return "", "", nil, err
+	}
+	return workspace(*keep, prefix)
+}
+
 func runDemo(fs flagSet, stdout, stderr io.Writer) error {
 	shards := fs.Int("shards", 2, "shards `S`")
 	exported := fs.String("conf", "", "a Paddle Serving `cube.conf` (e.g. ctr_cube's cube_conf): take its dictionary and shard count, and look keys up through it, each shard's address rewritten to this machine's servers of that shard")
 	replicas := fs.Int("replicas", 2, "replicas `R` per shard")
 	keys := fs.Int("keys", 100_000, "keys `N` per version (40-byte values, as Paddle's demos)")
 	keep := fs.String("work-dir", "", "keep everything (logs, data, state) in this `directory` (default: a removed temp dir)")
-	if err := fs.parse(); err != nil {
-		return err
-	}
-	bin, dir, cleanup, err := workspace(*keep, "cube-demo-")
+	bin, dir, cleanup, err := parseWorkspace(fs, keep, "cube-demo-")
 	if err != nil {
 		return err
 	}
@@ -247,10 +252,7 @@ func runBenchRollout(fs flagSet, stdout, stderr io.Writer) error {
 	batch := fs.Int("batch", 100, "keys per lookup")
 	keep := fs.String("work-dir", "", "keep everything in this `directory` (default: a removed temp dir)")
 	heal := fs.Duration("heal-interval", transfer.DefaultHealInterval, "the transfer's --heal-interval; after the rollouts one replica is restarted with an empty disk and the time until it serves again is measured")
-	if err := fs.parse(); err != nil {
-		return err
-	}
-	bin, dir, cleanup, err := workspace(*keep, "cube-demo-")
+	bin, dir, cleanup, err := parseWorkspace(fs, keep, "cube-demo-")
 	if err != nil {
 		return err
 	}

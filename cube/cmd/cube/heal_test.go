@@ -1,8 +1,6 @@
 package main
 
 import (
-	"io"
-	"net/http"
 	"os"
 	"strings"
 	"testing"
@@ -10,6 +8,7 @@ import (
 
 	"github.com/elasticctr/terraform-provider-ctr/cube/api"
 	"github.com/elasticctr/terraform-provider-ctr/cube/pipeline"
+	"github.com/elasticctr/terraform-provider-ctr/internal/cubetest"
 )
 
 // waitServing waits until the transfer's status, with replicas' answers asked for since
@@ -96,13 +95,7 @@ func TestReplicasHeal(t *testing.T) {
 	// follows the switch the status shows, so it may lag that by a moment.
 	var metrics string
 	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		resp, err := http.Get("http://" + c.Transfer.Addr + "/metrics")
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if metrics = string(b); strings.Contains(metrics, `cube_transfer_heals_total{result="healed"} 1`) {
+		if metrics = string(cubetest.Get(t, "http://"+c.Transfer.Addr+"/metrics")); strings.Contains(metrics, `cube_transfer_heals_total{result="healed"} 1`) {
 			return
 		}
 	}

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"compress/gzip"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -20,6 +19,7 @@ import (
 
 	"github.com/elasticctr/terraform-provider-ctr/cube/api"
 	"github.com/elasticctr/terraform-provider-ctr/cube/pipeline"
+	"github.com/elasticctr/terraform-provider-ctr/internal/cubetest"
 )
 
 // hostileArgs: small bounds so that each hostile peer is seen to fail
@@ -427,18 +427,6 @@ func TestFileserverProcess(t *testing.T) {
 	if url == "" {
 		t.Fatalf("exited: %s", out)
 	}
-	do := func(method, path, tok, body string) int {
-		req, _ := http.NewRequestWithContext(context.Background(), method, url+path, strings.NewReader(body))
-		if tok != "" {
-			req.Header.Set("Authorization", "Bearer "+tok)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		return resp.StatusCode
-	}
 	for _, c := range []struct {
 		method, path, tok string
 		want              int
@@ -451,7 +439,7 @@ func TestFileserverProcess(t *testing.T) {
 		{"GET", "/.tmp-upload-x/", "", http.StatusNotFound},
 		{"GET", "/escape", "", http.StatusForbidden},
 	} {
-		if got := do(c.method, c.path, c.tok, "slots"); got != c.want {
+		if got := cubetest.Status(t, c.method, url+c.path, c.tok, strings.NewReader("slots")); got != c.want {
 			t.Errorf("%s %s (token %q): %d, want %d", c.method, c.path, c.tok, got, c.want)
 		}
 	}

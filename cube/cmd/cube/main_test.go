@@ -220,12 +220,7 @@ func TestEndToEnd(t *testing.T) {
 		t.Fatalf("seek --format hex output:\n%s", out)
 	}
 	// Health and metrics.
-	resp, err := http.Get("http://" + addrs[0] + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	mb, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
+	mb := cubetest.Get(t, "http://"+addrs[0]+"/metrics")
 	for _, m := range []string{"cube_requests_total", "cube_keys_total", "cube_key_misses_total", "cube_request_duration_seconds_bucket", `cube_dict_info{shard="0",slot="current",version="` + delta + `"} 1`, "cube_dict_bytes_mapped"} {
 		if !bytes.Contains(mb, []byte(m)) {
 			t.Errorf("metrics lack %s", m)
@@ -563,15 +558,8 @@ func TestControlToken(t *testing.T) {
 	if code, _, _ := control(addr, `{"cmd":"status"}`); code != http.StatusUnauthorized {
 		t.Fatalf("no token: %d, want 401", code)
 	}
-	req, _ := http.NewRequest("POST", "http://"+addr+"/ControlService/cmd", strings.NewReader(`{"cmd":"status"}`))
-	req.Header.Set("Authorization", "Bearer s3cret")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != 200 {
-		t.Fatalf("with token: %d", resp.StatusCode)
+	if code := cubetest.Status(t, "POST", "http://"+addr+"/ControlService/cmd", "s3cret", strings.NewReader(`{"cmd":"status"}`)); code != 200 {
+		t.Fatalf("with token: %d", code)
 	}
 	// Seeks need no token.
 	if hr := httpSeek(t, addr, []uint64{1}); len(hr.Values) != 1 || hr.Values[0].Status != 0 {
