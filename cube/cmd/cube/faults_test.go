@@ -138,15 +138,17 @@ func TestFaults(t *testing.T) {
 	})
 	t.Run("donefile names a missing input", func(t *testing.T) {
 		v := next()
+		// Hide the input before the transfer can read it: the transfer is stopped
+		// while the version is published and its input renamed away (the line
+		// stays), so that it finds the line first when it runs again.
+		c.Transfer.Pause()
 		publish(t, c, v, 6, "")
-		// Hide the input before the transfer reads it: rename it away and
-		// append nothing new (the line is already there).
 		dir := filepath.Join(c.Root, "data", v)
 		hidden := dir + ".hidden"
-		if err := os.Rename(dir, hidden); err != nil {
-			// the transfer may already have downloaded it; then this
-			// case degenerates into a normal rollout
-			t.Skip("input already taken")
+		err := os.Rename(dir, hidden)
+		c.Transfer.Resume()
+		if err != nil {
+			t.Fatal(err)
 		}
 		waitFailed(t, c, v, 1, cur)
 		os.Rename(hidden, dir)
