@@ -11,6 +11,21 @@ import (
 	rschema "github.com/hashicorp/terraform-plugin-framework/resource/schema"
 )
 
+// resourceSchemas are the provider's resource schemas by type name.
+func resourceSchemas() map[string]rschema.Schema {
+	ctx := context.Background()
+	out := map[string]rschema.Schema{}
+	for _, newResource := range (&ctrProvider{}).Resources(ctx) {
+		r := newResource()
+		var meta resource.MetadataResponse
+		r.Metadata(ctx, resource.MetadataRequest{ProviderTypeName: providerTypeName}, &meta)
+		var s resource.SchemaResponse
+		r.Schema(ctx, resource.SchemaRequest{}, &s)
+		out[meta.TypeName] = s.Schema
+	}
+	return out
+}
+
 // sensitivePaths are the paths (type.attr.nested) of every sensitive attribute of attrs.
 func sensitivePaths(prefix string, attrs map[string]rschema.Attribute) []string {
 	var out []string
@@ -34,15 +49,9 @@ func sensitivePaths(prefix string, attrs map[string]rschema.Attribute) []string 
 // The state guide's table (templates/guides/state.md.tmpl) names every sensitive attribute
 // of every resource, and nothing else.
 func TestStateGuide_NamesEverySensitiveAttribute(t *testing.T) {
-	ctx := context.Background()
 	var want []string
-	for _, newResource := range (&ctrProvider{}).Resources(ctx) {
-		r := newResource()
-		var meta resource.MetadataResponse
-		r.Metadata(ctx, resource.MetadataRequest{ProviderTypeName: providerTypeName}, &meta)
-		var s resource.SchemaResponse
-		r.Schema(ctx, resource.SchemaRequest{}, &s)
-		want = append(want, sensitivePaths(meta.TypeName, s.Schema.Attributes)...)
+	for typ, s := range resourceSchemas() {
+		want = append(want, sensitivePaths(typ, s.Attributes)...)
 	}
 	b, err := os.ReadFile("../templates/guides/state.md.tmpl")
 	if err != nil {

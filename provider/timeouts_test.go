@@ -1,12 +1,10 @@
 package provider
 
 import (
-	"context"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/hashicorp/terraform-plugin-framework/resource"
 	rschema "github.com/hashicorp/terraform-plugin-framework/resource/schema"
 )
 
@@ -17,30 +15,24 @@ func TestTimeouts_DescribeTheirDefaults(t *testing.T) {
 		"ctr_cluster": clusterTimeouts, "ctr_namespace": namespaceTimeouts,
 		"ctr_cube": cubeWorkload.timeouts, "ctr_serving": servingWorkload.timeouts, "ctr_training_job": trainingJobWorkload.timeouts,
 	}
-	ctx := context.Background()
-	for _, newResource := range (&ctrProvider{}).Resources(ctx) {
-		r := newResource()
-		var meta resource.MetadataResponse
-		r.Metadata(ctx, resource.MetadataRequest{ProviderTypeName: providerTypeName}, &meta)
-		var s resource.SchemaResponse
-		r.Schema(ctx, resource.SchemaRequest{}, &s)
-		o, ok := used[meta.TypeName]
+	for typ, s := range resourceSchemas() {
+		o, ok := used[typ]
 		if !ok {
-			t.Errorf("%s: which timeouts does it use?", meta.TypeName)
+			t.Errorf("%s: which timeouts does it use?", typ)
 			continue
 		}
-		attr := s.Schema.Attributes["timeouts"].(rschema.SingleNestedAttribute)
+		attr := s.Attributes["timeouts"].(rschema.SingleNestedAttribute)
 		if attr.MarkdownDescription == "" {
-			t.Errorf("%s: timeouts has no description", meta.TypeName)
+			t.Errorf("%s: timeouts has no description", typ)
 		}
 		for op, def := range map[string]time.Duration{"create": o.Create, "update": o.Update, "delete": o.Delete} {
 			a, present := attr.Attributes[op]
 			if present != (def > 0) {
-				t.Errorf("%s: timeouts.%s present %v, default %v", meta.TypeName, op, present, def)
+				t.Errorf("%s: timeouts.%s present %v, default %v", typ, op, present, def)
 				continue
 			}
 			if present && !strings.HasSuffix(a.GetMarkdownDescription(), defaultsTo(def)) {
-				t.Errorf("%s: timeouts.%s says %q, want it to end with %q", meta.TypeName, op, a.GetMarkdownDescription(), defaultsTo(def))
+				t.Errorf("%s: timeouts.%s says %q, want it to end with %q", typ, op, a.GetMarkdownDescription(), defaultsTo(def))
 			}
 		}
 	}

@@ -10,26 +10,11 @@ eval "$(scripts/ensure-terraform.sh)"
 tf="$TF_ACC_TERRAFORM_PATH"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-go build -o "$tmp/bin/terraform-provider-ctr" .
-# The same binary as a filesystem mirror, for `init` of the examples that need another
-# provider (init looks every provider up, overridden or not).
-# The CLI's own default registry host, as it spells elasticctr/ctr in full.
-mkdir -p "$tmp/probe" && printf 'terraform {\n  required_providers {\n    ctr = { source = "elasticctr/ctr" }\n  }\n}\n' > "$tmp/probe/main.tf"
-host=$(cd "$tmp/probe" && TF_CLI_CONFIG_FILE=/dev/null "$tf" providers -no-color 2>/dev/null | sed -n 's|.*provider\[\(.*\)/elasticctr/ctr\].*|\1|p')
-[ -n "$host" ] || { echo "validate: cannot tell the CLI's registry host"; exit 1; }
-mirror="$tmp/mirror/$host/elasticctr/ctr/0.0.1/$(go env GOOS)_$(go env GOARCH)"
-mkdir -p "$mirror" && cp "$tmp/bin/terraform-provider-ctr" "$mirror/terraform-provider-ctr_v0.0.1"
-cat > "$tmp/terraformrc" <<RC
-provider_installation {
-  dev_overrides { "elasticctr/ctr" = "$tmp/bin" }
-  filesystem_mirror {
-    path    = "$tmp/mirror"
-    include = ["$host/elasticctr/ctr"]
-  }
-  direct { exclude = ["$host/elasticctr/ctr"] }
-}
-RC
-export TF_CLI_CONFIG_FILE="$tmp/terraformrc" TF_IN_AUTOMATION=1 TF_DATA_DIR
+# The provider of this checkout through the same CLI configuration users make with
+# `make dev-config`: dev_overrides, and a filesystem mirror for `init`, which looks every
+# provider up, overridden or not.
+eval "$(scripts/dev-config.sh "$tmp" "$tf")"
+export TF_IN_AUTOMATION=1 TF_DATA_DIR
 "$tf" fmt -check -recursive examples
 # Providers other than ctr that an example needs (hashicorp/aws for examples/eks, ...).
 others() { grep -ho 'source *= *"[a-z0-9-]*/[a-z0-9-]*"' "$1"/*.tf | sed 's/.*"\(.*\)"/\1/' | grep -vx 'elasticctr/ctr' | sort -u || true; }
