@@ -38,7 +38,6 @@ func TestAccRealNode(t *testing.T) {
 		name string
 		test func(*testing.T)
 	}{
-		{"TrainingServesModel", realNodeTrainingServesModel},
 		{"TrainingToLookup", realNodeTrainingToLookup},
 		{"PaddleSaveToLookup", realNodePaddleSaveToLookup},
 		{"ServingPredicts", realNodeServingPredicts},
@@ -139,46 +138,35 @@ resource "ctr_training_job" "train" {
 `, ns, image, command, extra)
 }
 
-// TestAccRealNode/TrainingServesModel: the training job alone. Its task (the trainer
-// stand-in) runs to completion, which the job's phase reports; and the model it wrote is
-// served over the file server's Service at the exported donefile_url: the donefile's line, a
-// directory listing of its input (as the transfer crawls it), and every record of every
-// SequenceFile listed there with the value the trainer wrote.
-func realNodeTrainingServesModel(t *testing.T) {
-	k, ns, image := requireRealNode(t)
-	const id, gen = 500, 3
-	k.testE2E(t, ns, resource.TestCase{
-		Steps: []resource.TestStep{{
-			Config: e2eTraining(ns, image, id, gen, `  wait              = "completed"`),
-			ConfigStateChecks: []statecheck.StateCheck{
-				statecheck.ExpectKnownValue("ctr_training_job.train", tfjsonpath.New("phase"), knownvalue.StringExact("Completed")),
-			},
-			Check: k.servesModel(ns, strconv.Itoa(id), gen),
-		}},
-	})
-}
-
 // TestAccRealNode/TrainingToLookup: the trainer stand-in writes a model into the training
-// job's volume; its file server serves it over its Service; the cube's transfer picks the
-// donefile line up, builds, distributes and switches 2 shards × 2 replicas; served_version
-// becomes that version; and a Job on the node looks every key up through the exported
-// cube_conf mounted from a ConfigMap, as Paddle Serving would read it.
+// job's volume and runs to completion, which the job's phase reports (wait = "completed");
+// the model is served over the file server's Service at the exported donefile_url: the
+// donefile's line, a directory listing of its input (as the transfer crawls it), and every
+// record of every SequenceFile listed there with the value the trainer wrote. The cube's
+// transfer picks the donefile line up, builds, distributes and switches 2 shards × 2
+// replicas; served_version becomes that version; and a Job on the node looks every key up
+// through the exported cube_conf mounted from a ConfigMap, as Paddle Serving would read it.
 func realNodeTrainingToLookup(t *testing.T) {
 	k, ns, image := requireRealNode(t)
 	const id, gen = 1000, 1
+	config := e2eTraining(ns, image, id, gen, `  wait              = "completed"`) + e2eCube(ns, image, 2)
 	var version string
 	k.testE2E(t, ns, resource.TestCase{
 		Steps: []resource.TestStep{
 			{
-				Config: e2eStack(ns, image, id, gen),
+				Config: config,
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue("ctr_training_job.train", tfjsonpath.New("phase"), knownvalue.StringExact("Completed")),
+				},
 				Check: resource.ComposeTestCheckFunc(
+					k.servesModel(ns, strconv.Itoa(id), gen),
 					k.waitServed(ns, "e2e-cube", strconv.Itoa(id), 4*time.Minute, &version),
 					k.logPodTimes(t, ns, stack.LabelInstance+"=e2e-cube")),
 			},
 			{
 				// A refresh reads what the replicas serve: that version, on both replicas of
 				// both shards.
-				Config: e2eStack(ns, image, id, gen),
+				Config: config,
 				ConfigStateChecks: []statecheck.StateCheck{
 					statecheck.ExpectKnownValue("ctr_cube.cube", tfjsonpath.New("serving_replicas"),
 						knownvalue.ListExact([]knownvalue.Check{knownvalue.Int64Exact(2), knownvalue.Int64Exact(2)})),

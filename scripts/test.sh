@@ -13,16 +13,36 @@ pkgs=("${@:-./...}")
 # the time goes.
 say() { printf '==> [%d:%02d] %s\n' $((SECONDS / 60)) $((SECONDS % 60)) "$*"; }
 
-say "checking formatting and lint (golangci-lint: errcheck, staticcheck, govet, unused, importas, depguard)"
+say "checking formatting"
 unformatted=$(gofmt -l $(git ls-files '*.go'))
 if [ -n "$unformatted" ]; then
   echo "gofmt needed on:"; echo "$unformatted"; exit 1
 fi
-go run github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.14.0 run ./...
 
 say "installing test dependencies (redis-server and memcached for the cube benchmark test; containerd, runc, CNI plugins, iptables for the real node)"
 cube/scripts/install-peers.sh
 scripts/install-node-deps.sh
+
+say "building the local control plane (cached after the first run)"
+mkdir -p bin
+go build -o bin/testenv ./internal/testenv/cmd/testenv
+bin/testenv build -repo "$root"
+
+say "building the cube image the real node runs (make images)"
+make --no-print-directory images >/dev/null
+image="$root/dist/image/cube-image.tar"
+
+# The real node's own test waits on pods most of its time: it runs beside the checks below,
+# which want the cores. In a process group of its own, stopped with the script; a run killed
+# half-way leaves the host to the next start, which restores it (testenv's node record).
+mkdir -p "$state"
+say "the real node alone, in the background: pods of our image, cluster DNS, a ClusterIP dropped without kube-proxy, the host restored (log: $state/node-test.log)"
+CTR_TESTENV_NODE_TEST=1 CTR_TESTENV_CUBE_IMAGE="$image" setsid go test -count=1 -timeout 10m -run '^(TestRecoverHostAfterACrash|TestRealNode|TestHostSnapshotSeesChanges)$' -v ./internal/testenv > "$state/node-test.log" 2>&1 &
+node_pid=$!
+trap 'kill -- "-$node_pid" 2>/dev/null || true' EXIT
+
+say "lint (golangci-lint: errcheck, staticcheck, govet, unused, importas, depguard)"
+go run github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.14.0 run ./...
 
 say "finding a Terraform CLI"
 eval "$(scripts/ensure-terraform.sh)"
@@ -41,20 +61,11 @@ fi
 say "checking the generated Go of every .proto is current"
 go run ./internal/genproto -check cube/paddle/servingpb
 
-say "building the local control plane (cached after the first run)"
-mkdir -p bin
-go build -o bin/testenv ./internal/testenv/cmd/testenv
-bin/testenv build -repo "$root"
-
-say "building the cube image the real node runs (make images)"
-make --no-print-directory images >/dev/null
-image="$root/dist/image/cube-image.tar"
-
-say "the real node alone: pods of our image, cluster DNS, a ClusterIP dropped without kube-proxy, the host restored"
-mkdir -p "$state"
-if ! CTR_TESTENV_NODE_TEST=1 CTR_TESTENV_CUBE_IMAGE="$image" go test -count=1 -timeout 10m -run '^(TestRecoverHostAfterACrash|TestRealNode|TestHostSnapshotSeesChanges)$' -v ./internal/testenv > "$state/node-test.log" 2>&1; then
+say "waiting for the real node's test"
+if ! wait "$node_pid"; then
   tail -80 "$state/node-test.log"; echo "the real node test failed (log: $state/node-test.log)"; exit 1
 fi
+trap - EXIT
 grep -E '^\s*(--- |ok )|real node Ready|create to Ready|counters' "$state/node-test.log" || true
 
 say "starting the local control plane with the real node"
@@ -91,6 +102,21 @@ if [ "${pkgs[*]}" = "./..." ]; then
   FUZZ_PARALLEL=1 setsid scripts/fuzz.sh "$FUZZTIME" > "$state/fuzz.log" 2>&1 &
   fuzz_pid=$!
 
+  say "waiting for the fuzzing"
+  if ! wait "$fuzz_pid"; then
+    tail -40 "$state/fuzz.log"; echo "fuzzing failed (log: $state/fuzz.log)"; exit 1
+  fi
+  grep -E '^(fuzz: [0-9]+ targets|ok )' "$state/fuzz.log"
+
+  # Benchmarks are not run by go test; once each here, so that make bench cannot break unseen
+  # (the one-apply stack's did when its example stopped defaulting to a kubeconfig). Beside
+  # the provider's acceptance tests, in namespaces of their own, once the fuzzer is done.
+  say "the provider benchmarks, one iteration each, beside the provider's tests (figures: make bench)"
+  if ! go test -count=1 -run '^$' -bench 'PlanApply' -benchtime 1x -timeout 15m ./provider > "$state/bench.log" 2>&1; then
+    tail -60 "$state/bench.log"; echo "a provider benchmark failed (log: $state/bench.log)"; exit 1
+  fi
+  grep -E '^Benchmark' "$state/bench.log"
+
   say "waiting for the provider's acceptance tests"
   status=0
   wait "$provider_pid" || status=$?
@@ -98,20 +124,6 @@ if [ "${pkgs[*]}" = "./..." ]; then
   if [ "$status" != 0 ]; then
     echo "the provider's tests failed (log: $state/provider-test.log)"; exit 1
   fi
-
-  # Benchmarks are not run by go test; once each here, so that make bench cannot break unseen
-  # (the one-apply stack's did when its example stopped defaulting to a kubeconfig).
-  say "the provider benchmarks, one iteration each (figures: make bench)"
-  if ! go test -count=1 -run '^$' -bench 'PlanApply' -benchtime 1x -timeout 15m ./provider > "$state/bench.log" 2>&1; then
-    tail -60 "$state/bench.log"; echo "a provider benchmark failed (log: $state/bench.log)"; exit 1
-  fi
-  grep -E '^Benchmark' "$state/bench.log"
-
-  say "waiting for the fuzzing"
-  if ! wait "$fuzz_pid"; then
-    tail -40 "$state/fuzz.log"; echo "fuzzing failed (log: $state/fuzz.log)"; exit 1
-  fi
-  grep -E '^(fuzz: [0-9]+ targets|ok )' "$state/fuzz.log"
   say "stopping the local control plane"
   trap - EXIT
   bin/testenv down -dir "$state"
