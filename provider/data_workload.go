@@ -3,6 +3,7 @@ package provider
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 
 	"github.com/hashicorp/terraform-plugin-framework/attr"
@@ -140,7 +141,7 @@ func (d *workloadDataSource) Read(ctx context.Context, req datasource.ReadReques
 			"Check the namespace and name, and that the connection reaches the cluster the resource was applied to.", nil))
 		return
 	}
-	for _, a := range append(dataSourceArguments, exported(rs)...) {
+	for _, a := range slices.Concat(dataSourceArguments, exported(rs)) {
 		var v attr.Value
 		resp.Diagnostics.Append(read.State.GetAttribute(ctx, path.Root(a), &v)...)
 		resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root(a), v)...)

@@ -94,7 +94,7 @@ func sameExports(addr, data string) resource.TestCheckFunc {
 		for _, newDS := range (&ctrProvider{}).DataSources(ctx) {
 			ds := newDS().(*workloadDataSource)
 			if strings.HasPrefix(data, "data."+ds.typeName(ctx, providerTypeName)+".") {
-				names = append(dataSourceArguments, exported(ds.resourceSchema(ctx))...)
+				names = slices.Concat(dataSourceArguments, exported(ds.resourceSchema(ctx)))
 			}
 		}
 		if len(names) == 0 {
