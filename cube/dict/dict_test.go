@@ -60,69 +60,137 @@ func goldenEntries() [][2]any {
 	}
 }
 
+// goldenInlineEntries have values of one size: the inline layout, the key
+// 2^64-1 in the extra slot.
+func goldenInlineEntries() [][2]any {
+	return [][2]any{
+		{uint64(0), []byte("zero....")},
+		{uint64(42), []byte("fortytwo")},
+		{uint64(1 << 63), []byte{0xab, 0xab, 0xab, 0xab, 0xab, 0xab, 0xab, 0xab}},
+		{uint64(7), []byte("first...")},
+		{uint64(7), []byte("second..")},
+		{^uint64(0), []byte("max.....")},
+	}
+}
+
+// goldens are the files TestGolden keeps: what the writer makes of each
+// entry list, byte for byte. small.v1.cube is what the version 1 writer
+// made of goldenEntries: never rewritten, it must keep opening.
+var goldens = []struct {
+	file    string
+	entries func() [][2]any
+	inline  int
+}{
+	{"small.v2.cube", goldenEntries, 0},
+	{"inline.v2.cube", goldenInlineEntries, 8},
+}
+
 func TestGolden(t *testing.T) {
-	path, _ := build(t, goldenEntries())
-	got, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
+	for _, g := range goldens {
+		t.Run(g.file, func(t *testing.T) {
+			path, st := build(t, g.entries())
+			if st.Inline != g.inline {
+				t.Fatalf("layout: inline value size %d, want %d", st.Inline, g.inline)
+			}
+			got, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			golden := filepath.Join("testdata", g.file)
+			if *update {
+				if err := os.WriteFile(golden, got, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatalf("%v (run with -update to create it)", err)
+			}
+			if !bytes.Equal(got, want) {
+				t.Fatalf("writer output differs from %s (format change? bump FormatCurrent, keep the old golden readable, and run -update)", golden)
+			}
+			checkGolden(t, golden, g.entries())
+		})
 	}
-	golden := filepath.Join("testdata", "small.v1.cube")
-	if *update {
-		if err := os.WriteFile(golden, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatalf("%v (run with -update to create it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Fatalf("writer output differs from %s (format change? bump FormatVersion and run -update)", golden)
-	}
-	d, err := Open(golden, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
+	t.Run("small.v1.cube", func(t *testing.T) {
+		checkGolden(t, filepath.Join("testdata", "small.v1.cube"), goldenEntries())
+	})
+}
+
+// checkGolden opens a golden file every way a reader may and looks up
+// every entry of it and a key it lacks.
+func checkGolden(t *testing.T, golden string, entries [][2]any) {
+	t.Helper()
 	wantMap := map[uint64][]byte{}
-	for _, e := range goldenEntries() {
+	for _, e := range entries {
 		wantMap[e[0].(uint64)] = e[1].([]byte)
 	}
-	if d.Len() != len(wantMap) {
-		t.Fatalf("Len = %d, want %d", d.Len(), len(wantMap))
-	}
-	for k, v := range wantMap {
-		got, ok := d.Get(nil, k)
-		if !ok || !bytes.Equal(got, v) {
-			t.Errorf("Get(%d) = %q, %v; want %q", k, got, ok, v)
+	for _, opts := range []Options{{}, {VerifyOnTouch: true}, {InMemory: true}, {SkipVerify: true}} {
+		d, err := Open(golden, opts)
+		if err != nil {
+			t.Fatalf("%+v: %v", opts, err)
 		}
-	}
-	if _, ok := d.Get(nil, 3); ok {
-		t.Error("Get(3) found a key that was never added")
+		if d.Len() != len(wantMap) {
+			t.Fatalf("Len = %d, want %d", d.Len(), len(wantMap))
+		}
+		for k, v := range wantMap {
+			got, ok := d.Get(nil, k)
+			if !ok || !bytes.Equal(got, v) {
+				t.Errorf("%+v: Get(%d) = %q, %v; want %q", opts, k, got, ok, v)
+			}
+		}
+		if _, ok := d.Get(nil, 3); ok {
+			t.Error("Get(3) found a key that was never added")
+		}
+		seen := 0
+		d.Range(func(k uint64, v []byte) bool {
+			if seen++; !bytes.Equal(wantMap[k], v) {
+				t.Errorf("Range: %d = %q, want %q", k, v, wantMap[k])
+			}
+			return true
+		})
+		if seen != len(wantMap) {
+			t.Errorf("Range saw %d entries, want %d", seen, len(wantMap))
+		}
+		d.Close()
 	}
 }
 
 func TestOpenErrors(t *testing.T) {
-	good, err := os.ReadFile(filepath.Join("testdata", "small.v1.cube"))
-	if err != nil {
-		t.Fatal(err)
+	read := func(name string) []byte {
+		b, err := os.ReadFile(filepath.Join("testdata", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
 	}
-	mutate := func(f func(b []byte) []byte) []byte {
-		return f(bytes.Clone(good))
-	}
-	cases := []struct {
+	type errCase struct {
 		name string
 		data []byte
 		want error
-	}{
-		{"empty", nil, ErrTruncated},
-		{"short header", good[:50], ErrTruncated},
-		{"magic", mutate(func(b []byte) []byte { b[0] = 'X'; return b }), ErrBadMagic},
-		{"version", mutate(func(b []byte) []byte { b[8] = 2; return b }), ErrVersionMismatch},
-		{"header crc", mutate(func(b []byte) []byte { b[16]++; return b }), ErrChecksum},
-		{"truncated body", good[:len(good)-1], ErrTruncated},
-		{"index bit flip", mutate(func(b []byte) []byte { b[len(b)-3] ^= 1; return b }), ErrChecksum},
-		{"value bit flip", mutate(func(b []byte) []byte { b[headerSize+2] ^= 0x80; return b }), ErrChecksum},
+	}
+	var cases []errCase
+	for _, name := range []string{"small.v1.cube", "small.v2.cube", "inline.v2.cube"} {
+		good := read(name)
+		mutate := func(f func(b []byte)) []byte {
+			b := bytes.Clone(good)
+			f(b)
+			return b
+		}
+		hs := headerSize
+		if name == "small.v1.cube" {
+			hs = headerSizeV1
+		}
+		cases = append(cases,
+			errCase{name + "/empty", nil, ErrTruncated},
+			errCase{name + "/short header", good[:50], ErrTruncated},
+			errCase{name + "/magic", mutate(func(b []byte) { b[0] = 'X' }), ErrBadMagic},
+			errCase{name + "/version", mutate(func(b []byte) { b[8] = 3 }), ErrVersionMismatch},
+			errCase{name + "/header crc", mutate(func(b []byte) { b[16]++ }), ErrChecksum},
+			errCase{name + "/truncated body", good[:len(good)-1], ErrTruncated},
+			errCase{name + "/last byte flipped", mutate(func(b []byte) { b[len(b)-3] ^= 1 }), ErrChecksum},
+			errCase{name + "/first body byte flipped", mutate(func(b []byte) { b[hs] ^= 0x80 }), ErrChecksum},
+		)
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -354,51 +422,96 @@ func BenchmarkGoMap(b *testing.B) {
 // FuzzOpen feeds arbitrary bytes to the opener; whatever it accepts must be
 // safe to Get and Range.
 func FuzzOpen(f *testing.F) {
-	good, err := os.ReadFile(filepath.Join("testdata", "small.v1.cube"))
-	if err != nil {
-		f.Fatal(err)
+	for _, name := range []string{"small.v1.cube", "small.v2.cube", "inline.v2.cube"} {
+		good, err := os.ReadFile(filepath.Join("testdata", name))
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(good)
+		f.Add(good[:headerSize])
 	}
-	f.Add(good)
-	f.Add(good[:headerSize])
 	f.Add([]byte("CUBEDICT"))
+	keys := []uint64{0, 1, 7, 42, 1 << 63, ^uint64(0)}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		// Random bytes rarely pass the checksums, which would leave the
-		// structural checks and Get unexplored: also try the input with
-		// its checksums recomputed.
-		fixed := fixChecksums(bytes.Clone(data))
-		for _, opts := range []Options{{}, {SkipVerify: true}} {
-			if d, err := OpenBytes(fixed, opts); err == nil && !opts.SkipVerify {
-				d.Range(func(uint64, []byte) bool { return true })
-				d.LookupBatch([]uint64{0, 1, 7, 42, ^uint64(0)}, func(int, []byte, bool) {})
-				for _, k := range []uint64{0, 1, 7, 42, ^uint64(0)} {
-					d.Get(nil, k)
+		// structural checks and the lookups unexplored: also try the input
+		// with its checksums recomputed.
+		for _, img := range [][]byte{data, fixChecksums(bytes.Clone(data))} {
+			for _, opts := range []Options{{}, {SkipVerify: true}, {VerifyOnTouch: true}} {
+				d, err := OpenBytes(img, opts)
+				if err != nil {
+					continue
 				}
-			}
-			d, err := OpenBytes(data, opts)
-			if err != nil {
-				continue
-			}
-			// Unverified junk may have an index without an empty slot, on
-			// which Get would probe forever; only verified images are read.
-			if !opts.SkipVerify {
-				d.Range(func(uint64, []byte) bool { return true })
-				for _, k := range []uint64{0, 1, 7, 42, ^uint64(0)} {
-					d.Get(nil, k)
+				// Whatever the bytes, a lookup ends and stays in bounds
+				// (version 1 files are read only once checked whole, as
+				// Open does); a block that does not match its checksum
+				// is refused with a *CorruptError panic.
+				if d.Version() == FormatV1 && opts.SkipVerify {
+					continue
 				}
+				readAll(t, d, keys)
 			}
 		}
 	})
 }
 
-// fixChecksums rewrites the section and header CRCs of a dictionary image
-// whose header offsets are in range; other inputs are returned unchanged.
+// readAll reads d every way, recovering the *CorruptError panics of blocks
+// that do not match their checksums.
+func readAll(t *testing.T, d *Dict, keys []uint64) {
+	guard := func(read func()) {
+		defer func() {
+			if r := recover(); r != nil {
+				if _, ok := r.(*CorruptError); !ok {
+					t.Fatalf("panic: %v", r)
+				}
+			}
+		}()
+		read()
+	}
+	guard(func() { d.Range(func(uint64, []byte) bool { return true }) })
+	guard(func() { d.LookupBatch(keys, func(int, []byte, bool) {}) })
+	for _, k := range keys {
+		guard(func() { d.Get(nil, k) })
+	}
+	_ = d.VerifyPending()
+}
+
+// fixChecksums rewrites the checksums of a dictionary image whose header
+// offsets are in range; other inputs are returned unchanged.
 func fixChecksums(b []byte) []byte {
-	if len(b) < headerSize {
+	if len(b) < headerSizeV1 {
 		return b
 	}
 	le := binary.LittleEndian
-	idxOff, valOff, valSize := le.Uint64(b[32:]), le.Uint64(b[40:]), le.Uint64(b[48:])
 	n := uint64(len(b))
+	if le.Uint32(b[8:]) == FormatV2 {
+		if len(b) < headerSize {
+			return b
+		}
+		var h header
+		h.indexOffset, h.inline, h.slotSize, h.slots = le.Uint64(b[32:]), le.Uint32(b[68:]), le.Uint32(b[64:]), le.Uint64(b[24:])
+		shift := le.Uint32(b[80:])
+		if h.slots > 1<<40 || h.slotSize > 1<<21 || h.indexOffset > n || shift < minBlockShift || shift > maxShift {
+			return b
+		}
+		end := h.blockTableOffset()
+		if end < headerSize || end > n {
+			return b
+		}
+		blocks := blocksFor(end, shift)
+		if 4*blocks > n-end {
+			return b
+		}
+		for i := range blocks {
+			lo := headerSize + i<<shift
+			le.PutUint32(b[end+4*i:], crc32.Checksum(b[lo:min(lo+1<<shift, end)], castagnoli))
+		}
+		le.PutUint64(b[88:], blocks)
+		le.PutUint32(b[96:], crc32.Checksum(b[end:end+4*blocks], castagnoli))
+		le.PutUint32(b[124:], crc32.Checksum(b[:124], castagnoli))
+		return b
+	}
+	idxOff, valOff, valSize := le.Uint64(b[32:]), le.Uint64(b[40:]), le.Uint64(b[48:])
 	if valOff > n || valSize > n-valOff || idxOff > n {
 		return b
 	}

@@ -3,29 +3,87 @@
 package dict
 
 /*
-The file format, version 1. All integers are little-endian.
+The file format. All integers are little-endian. The Writer produces version 2;
+the reader takes versions 1 and 2, told apart by the header.
+
+Version 2:
 
 	+---------------------------+ 0
-	| header (96 bytes)         |
-	+---------------------------+ 96 = values offset
-	| values: records           |
+	| header (128 bytes)        |
+	+---------------------------+ 128 = values offset
+	| values: records           |   (empty in the inline layout)
 	+---------------------------+ values offset + values size
-	| zero padding to 8 bytes   |
-	+---------------------------+ index offset (multiple of 8)
-	| index: slots × 16 bytes   |
-	+---------------------------+ index offset + 16*slots = file size
+	| zero padding to 64 bytes  |
+	+---------------------------+ index offset (multiple of 64)
+	| index: slots              |
+	+---------------------------+ block table offset
+	| block table: CRC-32C × n  |
+	+---------------------------+ file size
 
-Values come first so that the writer can stream them straight into the
-final file while the input is read; the index, whose size is known only at
-the end, is appended after them.
+The index has two layouts, chosen by the writer:
+
+  - inline (every value of one size V, at most MaxInlineValue bytes — CTR
+    embeddings are float32 × dim): slot i is (key, the V value bytes), so a
+    lookup reads one place in memory. An empty slot holds the key 2^64-1;
+    that key itself, if present, sits in one extra slot after the table
+    (slots+1 slots of 8+V bytes; flag bit 0 says whether it is used).
+  - referenced (values of any size): slot i is (key, ref) as in version 1,
+    16 bytes, ref 0 = empty, else 1 + the offset of a record in the values
+    section; a record is uvarint length, then the bytes.
 
 Header:
 
 	off size field
 	  0    8 magic "CUBEDICT"
-	  8    4 format version (FormatV1 = 1)
-	 12    4 header size (96)
+	  8    4 format version (2)
+	 12    4 header size (128)
 	 16    8 entry count (distinct keys)
+	 24    8 slot count (table slots, the inline extra slot not counted)
+	 32    8 index offset
+	 40    8 values offset (128)
+	 48    8 values size in bytes (0 inline)
+	 56    8 largest value size in bytes (V inline)
+	 64    4 slot size (16 referenced, 8+V inline)
+	 68    4 V: inline value size; 0 = referenced layout
+	 72    8 max probe: the most slots any key sits past its home slot, so
+	         a lookup reads at most max probe + 1 slots
+	 80    4 block shift: blocks are 1<<shift bytes (12..24)
+	 84    4 flags (bit 0: the inline extra slot holds key 2^64-1)
+	 88    8 block count
+	 96    4 CRC-32C of the block table
+	100   24 reserved, zero
+	124    4 CRC-32C of header bytes [0, 124)
+
+Blocks cut the bytes from the end of the header to the block table (values,
+padding, index) into pieces of 1<<shift bytes, the last one shorter; the
+block table holds each piece's CRC-32C. Opening checks the header and the
+block table only; a block is checked against its CRC before any of its bytes
+is read for the first time (or all at once at Open, unless
+Options.VerifyOnTouch), so a shard serves as soon as it is mapped and never
+serves a byte that was not checked. Lookups are bounded by max probe, so no
+content of the index can make one run away.
+
+The home slot of a key is hi64(fmix64(key) * slots) (Lemire's fast range
+reduction of MurmurHash3's 64-bit finalizer), so keys that share a residue
+modulo the shard count still spread evenly. Collisions probe linearly,
+wrapping from the last slot to slot 0.
+
+Per-entry overhead beyond the 8-byte key and the value bytes, at the load
+factor of 0.8 used by the writer: referenced, 8 bytes of ref, the uvarint
+length (1 byte up to 127 bytes, 2 up to 16 KiB) and the empty slots,
+16/0.8 - 8 + 1 = 13 bytes for a 40-byte value; inline, only the empty slots,
+(8+V)/0.8 - 8 = 12 bytes for a 40-byte value (0.25 V + 2 in general).
+
+Version 1 (still read; written by earlier releases) is the referenced layout
+with a 96-byte header and whole-section checksums:
+
+	header (96) | values | pad to 8 | index: slots × 16
+
+	off size field
+	  0    8 magic "CUBEDICT"
+	  8    4 format version (1)
+	 12    4 header size (96)
+	 16    8 entry count
 	 24    8 slot count (> entry count, so every probe sequence ends)
 	 32    8 index offset
 	 40    8 values offset (96)
@@ -36,30 +94,12 @@ Header:
 	 72   20 reserved, zero
 	 92    4 CRC-32C of header bytes [0, 92)
 
-Index: an open-addressing hash table with linear probing. Slot i is
-
-	off size field
-	  0    8 key
-	  8    8 ref: 0 = empty slot; otherwise 1 + the offset of the value
-	         record inside the values section
-
-The home slot of a key is hi64(fmix64(key) * slots) (Lemire's fast range
-reduction of MurmurHash3's 64-bit finalizer), so keys that share a residue
-modulo the shard count still spread evenly.
-
-Values: records, each referenced by exactly one slot, in any order:
-
-	uvarint length, then length bytes
-
-Per-entry overhead beyond the 8-byte key and the value bytes is therefore
-8 bytes of ref, the uvarint length (1 byte up to 127 bytes, 2 up to 16 KiB)
-and the empty slots: at the load factor of 0.8 used by the writer that is
-16/0.8 - 8 + 1 = 13 bytes for a 40-byte value.
+A version 1 file is checked whole at Open (both sections against their
+checksums, then a structural pass over the index), whatever the options.
 
 Validation on Open follows bbolt's meta.Validate: size, then magic
 (ErrBadMagic), then version (ErrVersionMismatch), then header checksum,
-section bounds (ErrTruncated), section checksums (ErrChecksum), and finally a
-structural pass over the index (entry count, refs in range).
+section bounds (ErrTruncated), checksums (ErrChecksum).
 */
 
 import (
@@ -72,15 +112,36 @@ import (
 // Format versions understood by this package.
 const (
 	FormatV1 uint32 = 1
+	FormatV2 uint32 = 2
 
 	// FormatCurrent is what the Writer produces.
-	FormatCurrent = FormatV1
+	FormatCurrent = FormatV2
 )
 
+// MaxInlineValue is the largest value size the Writer stores in the index
+// slot: a dictionary whose values all have one size up to this is written in
+// the inline layout. Past it the empty slots (a quarter of 8+V bytes a key)
+// cost more memory than the second memory access saves time.
+const MaxInlineValue = 512
+
 const (
-	magic      = "CUBEDICT"
-	headerSize = 96
-	slotSize   = 16
+	magic        = "CUBEDICT"
+	headerSizeV1 = 96
+	headerSize   = 128 // version 2
+	refSlotSize  = 16
+
+	// indexAlign is where a version 2 index starts: a cache line.
+	indexAlign = 64
+
+	// defaultBlockShift makes 64 KiB blocks: checking one on first touch
+	// takes microseconds, and the block table of a 3 GB shard is 180 KiB.
+	defaultBlockShift       = 16
+	minBlockShift, maxShift = 12, 24
+
+	// emptyKey marks an empty inline slot.
+	emptyKey = ^uint64(0)
+
+	flagExtraKey = 1 // the inline extra slot holds emptyKey
 
 	// loadFactor is entries/slots for a freshly built index. Linear probing at
 	// 0.8 averages 3 probes for a hit, all within one or two cache lines.
@@ -105,58 +166,149 @@ type header struct {
 	valuesOffset uint64
 	valuesSize   uint64
 	maxValue     uint64
-	indexCRC     uint32
-	valuesCRC    uint32
+
+	// version 1
+	indexCRC  uint32
+	valuesCRC uint32
+
+	// version 2
+	slotSize   uint32
+	inline     uint32 // V; 0 = referenced layout
+	maxProbe   uint64
+	blockShift uint32
+	flags      uint32
+	blocks     uint64
+	blocksCRC  uint32
 }
 
+// indexSlots is the number of slots the index section holds: the inline
+// layout has one extra.
+func (h *header) indexSlots() uint64 {
+	if h.inline > 0 {
+		return h.slots + 1
+	}
+	return h.slots
+}
+
+// indexSize is the size of the index section in bytes.
+func (h *header) indexSize() uint64 { return h.indexSlots() * uint64(h.slotSize) }
+
+// blockTableOffset is where the version 2 block table starts.
+func (h *header) blockTableOffset() uint64 { return h.indexOffset + h.indexSize() }
+
+// blocksFor is the number of blocks covering a version 2 file whose block
+// table starts at end.
+func blocksFor(end uint64, shift uint32) uint64 {
+	return (end - headerSize + 1<<shift - 1) >> shift
+}
+
+// marshal writes a version 2 header.
 func (h *header) marshal(b []byte) {
+	le := binary.LittleEndian
 	clear(b[:headerSize])
 	copy(b, magic)
-	binary.LittleEndian.PutUint32(b[8:], h.version)
-	binary.LittleEndian.PutUint32(b[12:], headerSize)
-	binary.LittleEndian.PutUint64(b[16:], h.count)
-	binary.LittleEndian.PutUint64(b[24:], h.slots)
-	binary.LittleEndian.PutUint64(b[32:], h.indexOffset)
-	binary.LittleEndian.PutUint64(b[40:], h.valuesOffset)
-	binary.LittleEndian.PutUint64(b[48:], h.valuesSize)
-	binary.LittleEndian.PutUint64(b[56:], h.maxValue)
-	binary.LittleEndian.PutUint32(b[64:], h.indexCRC)
-	binary.LittleEndian.PutUint32(b[68:], h.valuesCRC)
-	binary.LittleEndian.PutUint32(b[92:], crc32.Checksum(b[:92], castagnoli))
+	le.PutUint32(b[8:], FormatV2)
+	le.PutUint32(b[12:], headerSize)
+	le.PutUint64(b[16:], h.count)
+	le.PutUint64(b[24:], h.slots)
+	le.PutUint64(b[32:], h.indexOffset)
+	le.PutUint64(b[40:], h.valuesOffset)
+	le.PutUint64(b[48:], h.valuesSize)
+	le.PutUint64(b[56:], h.maxValue)
+	le.PutUint32(b[64:], h.slotSize)
+	le.PutUint32(b[68:], h.inline)
+	le.PutUint64(b[72:], h.maxProbe)
+	le.PutUint32(b[80:], h.blockShift)
+	le.PutUint32(b[84:], h.flags)
+	le.PutUint64(b[88:], h.blocks)
+	le.PutUint32(b[96:], h.blocksCRC)
+	le.PutUint32(b[124:], crc32.Checksum(b[:124], castagnoli))
 }
 
-// unmarshal validates and decodes a header against the file size.
+// unmarshal validates and decodes a header of either version against the
+// file size.
 func (h *header) unmarshal(b []byte, fileSize uint64) error {
-	if len(b) < headerSize {
+	if len(b) < headerSizeV1 {
 		return ErrTruncated
 	}
 	if string(b[:8]) != magic {
 		return ErrBadMagic
 	}
 	h.version = binary.LittleEndian.Uint32(b[8:])
-	if h.version != FormatV1 {
-		return ErrVersionMismatch
+	switch h.version {
+	case FormatV1:
+		return h.unmarshalV1(b, fileSize)
+	case FormatV2:
+		return h.unmarshalV2(b, fileSize)
 	}
-	if crc32.Checksum(b[:92], castagnoli) != binary.LittleEndian.Uint32(b[92:]) {
+	return ErrVersionMismatch
+}
+
+func (h *header) unmarshalV1(b []byte, fileSize uint64) error {
+	le := binary.LittleEndian
+	if crc32.Checksum(b[:92], castagnoli) != le.Uint32(b[92:]) {
 		return ErrChecksum
 	}
-	if binary.LittleEndian.Uint32(b[12:]) != headerSize {
+	if le.Uint32(b[12:]) != headerSizeV1 {
 		return ErrTruncated
 	}
-	h.count = binary.LittleEndian.Uint64(b[16:])
-	h.slots = binary.LittleEndian.Uint64(b[24:])
-	h.indexOffset = binary.LittleEndian.Uint64(b[32:])
-	h.valuesOffset = binary.LittleEndian.Uint64(b[40:])
-	h.valuesSize = binary.LittleEndian.Uint64(b[48:])
-	h.maxValue = binary.LittleEndian.Uint64(b[56:])
-	h.indexCRC = binary.LittleEndian.Uint32(b[64:])
-	h.valuesCRC = binary.LittleEndian.Uint32(b[68:])
+	h.count = le.Uint64(b[16:])
+	h.slots = le.Uint64(b[24:])
+	h.indexOffset = le.Uint64(b[32:])
+	h.valuesOffset = le.Uint64(b[40:])
+	h.valuesSize = le.Uint64(b[48:])
+	h.maxValue = le.Uint64(b[56:])
+	h.indexCRC = le.Uint32(b[64:])
+	h.valuesCRC = le.Uint32(b[68:])
+	h.slotSize = refSlotSize
 	switch {
-	case h.valuesOffset != headerSize,
+	case h.valuesOffset != headerSizeV1,
 		h.slots == 0 || h.count >= h.slots || h.slots > (1<<40),
 		h.valuesSize > fileSize,
+		h.indexOffset != (headerSizeV1+h.valuesSize+7)&^7,
+		h.indexOffset+refSlotSize*h.slots != fileSize:
+		return ErrTruncated
+	}
+	h.maxProbe = h.slots // unbounded: the structural pass at Open guarantees an empty slot
+	return nil
+}
+
+func (h *header) unmarshalV2(b []byte, fileSize uint64) error {
+	le := binary.LittleEndian
+	if len(b) < headerSize {
+		return ErrTruncated
+	}
+	if crc32.Checksum(b[:124], castagnoli) != le.Uint32(b[124:]) {
+		return ErrChecksum
+	}
+	h.count = le.Uint64(b[16:])
+	h.slots = le.Uint64(b[24:])
+	h.indexOffset = le.Uint64(b[32:])
+	h.valuesOffset = le.Uint64(b[40:])
+	h.valuesSize = le.Uint64(b[48:])
+	h.maxValue = le.Uint64(b[56:])
+	h.slotSize = le.Uint32(b[64:])
+	h.inline = le.Uint32(b[68:])
+	h.maxProbe = le.Uint64(b[72:])
+	h.blockShift = le.Uint32(b[80:])
+	h.flags = le.Uint32(b[84:])
+	h.blocks = le.Uint64(b[88:])
+	h.blocksCRC = le.Uint32(b[96:])
+	extra := uint64(h.flags & flagExtraKey)
+	switch {
+	case le.Uint32(b[12:]) != headerSize,
+		h.valuesOffset != headerSize,
+		h.slots == 0 || h.slots > (1<<40) || h.count-extra >= h.slots || h.count < extra,
+		h.maxProbe >= h.slots,
+		h.flags&^flagExtraKey != 0,
+		h.inline == 0 && (h.slotSize != refSlotSize || extra != 0),
+		h.inline > 0 && (h.inline > 1<<20 || h.slotSize != 8+h.inline || h.valuesSize != 0 || h.maxValue != uint64(h.inline)),
+		h.blockShift < minBlockShift || h.blockShift > maxShift,
+		h.valuesSize > fileSize,
 		h.indexOffset != indexOffset(h.valuesSize),
-		h.indexOffset+slotSize*h.slots != fileSize:
+		h.indexSize() > fileSize || h.blockTableOffset() > fileSize,
+		h.blocks != blocksFor(h.blockTableOffset(), h.blockShift),
+		h.blockTableOffset()+4*h.blocks != fileSize:
 		return ErrTruncated
 	}
 	return nil
@@ -178,9 +330,10 @@ func homeSlot(key, slots uint64) uint64 {
 	return hi
 }
 
-// indexOffset is where the index starts after valuesSize bytes of values.
+// indexOffset is where a version 2 index starts after valuesSize bytes of
+// values.
 func indexOffset(valuesSize uint64) uint64 {
-	return (headerSize + valuesSize + 7) &^ 7
+	return (headerSize + valuesSize + indexAlign - 1) &^ (indexAlign - 1)
 }
 
 // slotsFor returns the slot count for n entries at the writer's load factor.

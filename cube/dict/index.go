@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"io"
 	"os"
 	"path/filepath"
@@ -16,9 +15,9 @@ import (
 // not grow with its key count.
 const indexChunkBytes = 8 << 20
 
-// chunkSlots is indexChunkBytes in slots; tests shrink it to cross chunk
-// boundaries with few keys.
-var chunkSlots uint64 = indexChunkBytes / slotSize
+// chunkSlots caps the slots of a chunk below indexChunkBytes; tests shrink
+// it to cross chunk boundaries with few keys.
+var chunkSlots uint64 = indexChunkBytes / refSlotSize
 
 // partitionBufBytes bounds the write buffers of all partitions together
 // (each has at least minPartitionBuf).
@@ -27,38 +26,46 @@ const (
 	minPartitionBuf   = 4 << 10
 )
 
-// pair is a spilled (key, ref) whose home chunk is behind it: it is
-// inserted into the next chunk from that chunk's first slot. ref-1 is the
-// value's offset, which grows with every Add, so refs order pairs as they
-// were added.
-type pair struct{ key, ref uint64 }
+// A spill record is (key, order, payload), little-endian: order grows with
+// every Add, so it orders records as they were added. In the referenced
+// layout order is the value's offset and there is no payload; in the inline
+// layout order is the Add's sequence number and the payload is the value.
+const recordHeader = 16
 
 // indexBuilder builds an index into the dictionary file, chunk by chunk.
 //
-// The table is the one that inserting every pair, in the order added, into
-// a line of slots that does not wrap would give, after which the pairs that
-// ran past the last slot are inserted from slot 0 on, in the order added.
-// It does not depend on the chunk size: a chunk receives the pairs that ran
-// past the end of the chunk before it (the carry) merged by ref with its own
-// pairs, exactly the inserts that reach its slots in that order.
+// The table is the one that inserting every record, in the order added,
+// into a line of slots that does not wrap would give, after which the
+// records that ran past the last slot are inserted from slot 0 on, in the
+// order added. It does not depend on the chunk size: a chunk receives the
+// records that ran past the end of the chunk before it (the carry) merged by
+// order with its own records, exactly the inserts that reach its slots in
+// that order.
 type indexBuilder struct {
-	w     *Writer
-	off   uint64 // index offset in w.f
-	slots uint64
-	chunk uint64 // slots per chunk
-	buf   []byte // one chunk of the index; reused as scratch by the caller
-	rd    *bufio.Reader
-	parts *os.File // the spill partitioned by chunk, when there are several
-	count uint64   // distinct keys placed so far
+	w        *Writer
+	off      uint64 // index offset in w.f
+	rec      uint64 // spill record size
+	slot     uint64 // index slot size
+	inline   bool
+	slots    uint64
+	chunk    uint64 // slots per chunk
+	buf      []byte // one chunk of the index; reused as scratch by the caller
+	rd       *bufio.Reader
+	parts    *os.File // the spill partitioned by chunk, when there are several
+	count    uint64   // distinct keys placed so far
+	maxProbe uint64   // the most slots past its home slot a key was placed
 }
 
 func newIndexBuilder(w *Writer, off uint64) *indexBuilder {
-	chunk := min(slotsFor(w.added), chunkSlots)
-	return &indexBuilder{
-		w: w, off: off,
-		buf: make([]byte, chunk*slotSize),
-		rd:  bufio.NewReaderSize(nil, 1<<18),
+	b := &indexBuilder{w: w, off: off, rec: recordHeader, slot: refSlotSize, rd: bufio.NewReaderSize(nil, 1<<18)}
+	if w.mode == layoutInline {
+		b.inline = true
+		b.rec += uint64(w.inlineSize)
+		b.slot = 8 + uint64(w.inlineSize)
 	}
+	chunk := min(slotsFor(w.spilled), chunkSlots, indexChunkBytes/b.slot)
+	b.buf = make([]byte, chunk*b.slot)
+	return b
 }
 
 // close removes the partition file.
@@ -69,13 +76,13 @@ func (b *indexBuilder) close() {
 	}
 }
 
-// build writes an index of slots slots built from the pair spill at b.off
+// build writes an index of slots slots built from the record spill at b.off
 // in the dictionary file and returns the number of distinct keys.
 func (b *indexBuilder) build(slots uint64) (uint64, error) {
-	b.slots, b.count = slots, 0
-	b.chunk = min(slots, uint64(len(b.buf))/slotSize)
+	b.slots, b.count, b.maxProbe = slots, 0, 0
+	b.chunk = min(slots, uint64(len(b.buf))/b.slot)
 	chunks := (slots + b.chunk - 1) / b.chunk
-	spill := io.NewSectionReader(b.w.pairs, 0, int64(b.w.added*16))
+	spill := io.NewSectionReader(b.w.pairs, 0, int64(b.w.spilled*b.rec))
 	sources := []*io.SectionReader{spill}
 	if chunks > 1 {
 		var err error
@@ -83,10 +90,10 @@ func (b *indexBuilder) build(slots uint64) (uint64, error) {
 			return 0, err
 		}
 	}
-	var carry []pair
+	var carry []byte
 	for c := range chunks {
 		tbl := b.table(c)
-		clear(tbl)
+		b.clear(tbl)
 		var err error
 		if carry, err = b.fill(tbl, c*b.chunk, carry, sources[c]); err != nil {
 			return 0, err
@@ -95,13 +102,13 @@ func (b *indexBuilder) build(slots uint64) (uint64, error) {
 			return 0, err
 		}
 	}
-	// Pairs that ran past the last slot wrap around to slot 0.
+	// Records that ran past the last slot wrap around to slot 0.
 	for c := uint64(0); len(carry) > 0; c++ {
 		if c == chunks {
 			return 0, errors.New("build index: no empty slot") // slots > added rules this out
 		}
 		tbl := b.table(c)
-		if _, err := b.w.f.ReadAt(tbl, int64(b.off+c*b.chunk*slotSize)); err != nil {
+		if _, err := b.w.f.ReadAt(tbl, int64(b.off+c*b.chunk*b.slot)); err != nil {
 			return 0, fmt.Errorf("read index: %w", err)
 		}
 		var err error
@@ -117,99 +124,135 @@ func (b *indexBuilder) build(slots uint64) (uint64, error) {
 
 // table returns the buffer for chunk c, the last one possibly shorter.
 func (b *indexBuilder) table(c uint64) []byte {
-	return b.buf[:min(b.chunk, b.slots-c*b.chunk)*slotSize]
+	return b.buf[:min(b.chunk, b.slots-c*b.chunk)*b.slot]
+}
+
+// clear makes every slot of tbl empty.
+func (b *indexBuilder) clear(tbl []byte) {
+	clear(tbl)
+	if b.inline {
+		for at := 0; at < len(tbl); at += int(b.slot) {
+			binary.LittleEndian.PutUint64(tbl[at:], emptyKey)
+		}
+	}
 }
 
 func (b *indexBuilder) writeChunk(tbl []byte, c uint64) error {
-	if _, err := b.w.f.WriteAt(tbl, int64(b.off+c*b.chunk*slotSize)); err != nil {
+	if _, err := b.w.f.WriteAt(tbl, int64(b.off+c*b.chunk*b.slot)); err != nil {
 		return fmt.Errorf("write dictionary %q: %w", b.w.path, err)
 	}
 	return nil
 }
 
-// fill inserts into tbl, the chunk starting at slot lo, the carried pairs
-// and the pairs read from src (nil for none), merged in the order they were
-// added, and returns the pairs that ran past its end, in that order too.
-func (b *indexBuilder) fill(tbl []byte, lo uint64, carry []pair, src *io.SectionReader) ([]pair, error) {
-	var out []pair
-	put := func(key, ref, i uint64) {
-		switch place(tbl, key, ref, i) {
+// fill inserts into tbl, the chunk starting at slot lo, the carried records
+// and the records read from src (nil for none), merged in the order they
+// were added, and returns the records that ran past its end, in that order
+// too.
+func (b *indexBuilder) fill(tbl []byte, lo uint64, carry []byte, src *io.SectionReader) ([]byte, error) {
+	var out []byte
+	rec := b.rec
+	put := func(r []byte, i uint64) {
+		switch at, p := b.place(tbl, r, i); p {
 		case placedNew:
 			b.count++
+			b.noteProbe(binary.LittleEndian.Uint64(r), lo+at)
 		case overflowed:
-			out = append(out, pair{key, ref})
+			out = append(out, r...)
 		}
 	}
 	if src != nil {
 		var homes [batchGroup]uint64
-		err := b.readPairs(src, func(batch []byte) {
+		err := b.readRecords(src, func(batch []byte) {
 			// Inserts are random writes into a chunk larger than the
 			// caches: prefetch a batch's home slots before inserting any.
-			for j := range len(batch) / 16 {
-				homes[j] = homeSlot(binary.LittleEndian.Uint64(batch[j*16:]), b.slots) - lo
-				prefetch(&tbl[homes[j]*slotSize])
+			n := uint64(len(batch)) / rec
+			for j := range n {
+				homes[j] = homeSlot(binary.LittleEndian.Uint64(batch[j*rec:]), b.slots) - lo
+				prefetch(&tbl[homes[j]*b.slot])
 			}
-			for j := range len(batch) / 16 {
-				key := binary.LittleEndian.Uint64(batch[j*16:])
-				ref := binary.LittleEndian.Uint64(batch[j*16+8:]) + 1
-				for len(carry) > 0 && carry[0].ref < ref {
-					put(carry[0].key, carry[0].ref, 0)
-					carry = carry[1:]
+			for j := range n {
+				r := batch[j*rec : (j+1)*rec]
+				order := binary.LittleEndian.Uint64(r[8:])
+				for len(carry) > 0 && binary.LittleEndian.Uint64(carry[8:]) < order {
+					put(carry[:rec], 0)
+					carry = carry[rec:]
 				}
-				put(key, ref, homes[j])
+				put(r, homes[j])
 			}
 		})
 		if err != nil {
 			return nil, err
 		}
 	}
-	for _, p := range carry {
-		put(p.key, p.ref, 0)
+	for ; len(carry) > 0; carry = carry[rec:] {
+		put(carry[:rec], 0)
 	}
 	return out, nil
+}
+
+// noteProbe records how far past its home slot key was placed, at slot at.
+func (b *indexBuilder) noteProbe(key, at uint64) {
+	home := homeSlot(key, b.slots)
+	d := at - home
+	if at < home {
+		d = at + b.slots - home
+	}
+	b.maxProbe = max(b.maxProbe, d)
 }
 
 type placement int
 
 const (
 	placedNew  placement = iota // the key took an empty slot
-	placedOld                   // the key was there: its ref was replaced
+	placedOld                   // the key was there: its value was replaced
 	overflowed                  // the probe ran past the end of the table
 )
 
-// place upserts key -> ref into tbl, probing linearly from slot i without
-// wrapping around.
-func place(tbl []byte, key, ref, i uint64) placement {
-	for n := uint64(len(tbl)) / slotSize; i < n; i++ {
-		s := tbl[i*slotSize : i*slotSize+slotSize]
-		if binary.LittleEndian.Uint64(s[8:]) == 0 {
+// place upserts record r into tbl, probing linearly from slot i without
+// wrapping around, and returns the slot it took.
+func (b *indexBuilder) place(tbl, r []byte, i uint64) (uint64, placement) {
+	key := binary.LittleEndian.Uint64(r)
+	for n := uint64(len(tbl)) / b.slot; i < n; i++ {
+		s := tbl[i*b.slot : (i+1)*b.slot]
+		var empty bool
+		if b.inline {
+			empty = binary.LittleEndian.Uint64(s) == emptyKey
+		} else {
+			empty = binary.LittleEndian.Uint64(s[8:]) == 0
+		}
+		if !empty && binary.LittleEndian.Uint64(s) != key {
+			continue
+		}
+		if b.inline {
+			copy(s, r[:8])
+			copy(s[8:], r[recordHeader:])
+		} else {
 			binary.LittleEndian.PutUint64(s, key)
-			binary.LittleEndian.PutUint64(s[8:], ref)
-			return placedNew
+			binary.LittleEndian.PutUint64(s[8:], binary.LittleEndian.Uint64(r[8:])+1) // ref = 1 + offset
 		}
-		if binary.LittleEndian.Uint64(s) == key {
-			binary.LittleEndian.PutUint64(s[8:], ref)
-			return placedOld
+		if empty {
+			return i, placedNew
 		}
+		return i, placedOld
 	}
-	return overflowed
+	return 0, overflowed
 }
 
-// readPairs calls fn with successive batches of at most batchGroup 16-byte
-// (key, value offset) pairs read from r, from its start.
-func (b *indexBuilder) readPairs(r *io.SectionReader, fn func(batch []byte)) error {
+// readRecords calls fn with successive batches of at most batchGroup spill
+// records read from r, from its start.
+func (b *indexBuilder) readRecords(r *io.SectionReader, fn func(batch []byte)) error {
 	if _, err := r.Seek(0, io.SeekStart); err != nil {
 		return fmt.Errorf("rewind key spill: %w", err)
 	}
 	b.rd.Reset(r)
-	var buf [batchGroup * 16]byte
+	buf := make([]byte, batchGroup*b.rec)
 	for {
-		n, err := io.ReadFull(b.rd, buf[:])
+		n, err := io.ReadFull(b.rd, buf)
 		if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
 			return fmt.Errorf("read key spill: %w", err)
 		}
-		if n%16 != 0 {
-			return fmt.Errorf("read key spill: %d stray bytes", n%16)
+		if uint64(n)%b.rec != 0 {
+			return fmt.Errorf("read key spill: %d stray bytes", uint64(n)%b.rec)
 		}
 		if n > 0 {
 			fn(buf[:n])
@@ -221,13 +264,14 @@ func (b *indexBuilder) readPairs(r *io.SectionReader, fn func(batch []byte)) err
 }
 
 // partition copies the spill into one file holding, for each chunk in
-// turn, the pairs whose home slot is in it, in the order added (a counting
-// sort: one pass counts, the second places), and returns each chunk's
-// section of it.
+// turn, the records whose home slot is in it, in the order added (a
+// counting sort: one pass counts, the second places), and returns each
+// chunk's section of it.
 func (b *indexBuilder) partition(spill *io.SectionReader, chunks uint64) ([]*io.SectionReader, error) {
+	rec := b.rec
 	counts := make([]uint64, chunks)
-	err := b.readPairs(spill, func(batch []byte) {
-		for j := 0; j < len(batch); j += 16 {
+	err := b.readRecords(spill, func(batch []byte) {
+		for j := uint64(0); j < uint64(len(batch)); j += rec {
 			counts[homeSlot(binary.LittleEndian.Uint64(batch[j:]), b.slots)/b.chunk]++
 		}
 	})
@@ -239,15 +283,16 @@ func (b *indexBuilder) partition(spill *io.SectionReader, chunks uint64) ([]*io.
 			return nil, fmt.Errorf("create key spill: %w", err)
 		}
 	}
-	next := make([]int64, chunks) // where chunk c's next pairs go
+	next := make([]int64, chunks) // where chunk c's next records go
 	sections := make([]*io.SectionReader, chunks)
 	var at int64
 	for c, n := range counts {
 		next[c] = at
-		sections[c] = io.NewSectionReader(b.parts, at, int64(n*16))
-		at += int64(n * 16)
+		sections[c] = io.NewSectionReader(b.parts, at, int64(n*rec))
+		at += int64(n * rec)
 	}
-	size := max(minPartitionBuf, partitionBufBytes/int(chunks)) &^ 15
+	size := max(minPartitionBuf, partitionBufBytes/int(chunks))
+	size = max(size-size%int(rec), int(rec))
 	bufs := make([]byte, int(chunks)*size)
 	used := make([]int, chunks)
 	var werr error
@@ -259,11 +304,11 @@ func (b *indexBuilder) partition(spill *io.SectionReader, chunks uint64) ([]*io.
 		next[c] += int64(len(p))
 		used[c] = 0
 	}
-	err = b.readPairs(spill, func(batch []byte) {
-		for j := 0; j < len(batch); j += 16 {
+	err = b.readRecords(spill, func(batch []byte) {
+		for j := uint64(0); j < uint64(len(batch)); j += rec {
 			c := homeSlot(binary.LittleEndian.Uint64(batch[j:]), b.slots) / b.chunk
-			copy(bufs[int(c)*size+used[c]:], batch[j:j+16])
-			if used[c] += 16; used[c] == size {
+			copy(bufs[int(c)*size+used[c]:], batch[j:j+rec])
+			if used[c] += int(rec); used[c] == size {
 				flush(c)
 			}
 		}
@@ -275,18 +320,4 @@ func (b *indexBuilder) partition(spill *io.SectionReader, chunks uint64) ([]*io.
 		flush(c)
 	}
 	return sections, werr
-}
-
-// sectionCRC returns the CRC-32C of size bytes of f from off, read through buf.
-func sectionCRC(f *os.File, off, size uint64, buf []byte) (uint32, error) {
-	var crc uint32
-	for done := uint64(0); done < size; {
-		p := buf[:min(uint64(len(buf)), size-done)]
-		if _, err := f.ReadAt(p, int64(off+done)); err != nil {
-			return 0, err
-		}
-		crc = crc32.Update(crc, castagnoli, p)
-		done += uint64(len(p))
-	}
-	return crc, nil
 }

@@ -38,6 +38,18 @@ func buildChunked(t *testing.T, chunk uint64, entries []entry) ([]byte, Stats) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	size := -1 // every value's size, if they have one and it fits a slot
+	for i, e := range entries {
+		if i == 0 && len(e.value) > 0 && len(e.value) <= MaxInlineValue {
+			size = len(e.value)
+		} else if len(e.value) != size {
+			size = -1
+			break
+		}
+	}
+	if want := max(size, 0); st.Inline != want {
+		t.Fatalf("inline value size %d, want %d", st.Inline, want)
+	}
 	if left, _ := filepath.Glob(filepath.Join(filepath.Dir(path), ".*")); len(left) > 0 {
 		t.Fatalf("Finish left %v behind", left)
 	}
@@ -91,11 +103,11 @@ func indexLayout(t *testing.T, data []byte, chunk uint64) slotLayout {
 	}
 	l := slotLayout{at: map[uint64]uint64{}}
 	for i := uint64(0); i < d.slots; i++ {
-		s := d.index[i*slotSize:]
-		if binary.LittleEndian.Uint64(s[8:]) == 0 {
+		s := d.index[i*d.slotSize:]
+		key := binary.LittleEndian.Uint64(s)
+		if d.inline && key == emptyKey || !d.inline && binary.LittleEndian.Uint64(s[8:]) == 0 {
 			continue
 		}
-		key := binary.LittleEndian.Uint64(s)
 		home := homeSlot(key, d.slots)
 		l.at[key] = i
 		if i < home {
@@ -121,8 +133,24 @@ func crowdedKeys(rng *rand.Rand, n int) []uint64 {
 	return keys
 }
 
-func value(rng *rand.Rand, tag string) []byte {
-	return fmt.Appendf(nil, "%s-%d", tag, rng.Uint64N(1000))
+// value returns a value for tag; forEachLayout makes their sizes vary
+// (the referenced layout) or not (the inline one).
+var value func(rng *rand.Rand, tag string) []byte
+
+// forEachLayout runs test once with values of several sizes and once with
+// values of one size.
+func forEachLayout(t *testing.T, test func(t *testing.T, inline bool)) {
+	defer func() { value = nil }()
+	for _, inline := range []bool{false, true} {
+		value = func(rng *rand.Rand, tag string) []byte {
+			v := fmt.Appendf(nil, "%s-%d", tag, rng.Uint64N(1000))
+			if inline {
+				v = fmt.Appendf(nil, "%-16s", v)
+			}
+			return v
+		}
+		t.Run(map[bool]string{false: "referenced", true: "inline"}[inline], func(t *testing.T) { test(t, inline) })
+	}
 }
 
 // oneChunk is a chunk size no test table reaches.
@@ -132,136 +160,145 @@ const oneChunk = 1 << 40
 // few slots and with one chunk: the files must be byte for byte the same and
 // read back as the input, the last value of a key winning.
 func TestChunkedBuildIsTheOneChunkBuild(t *testing.T) {
-	rng := rand.New(rand.NewPCG(1, 2))
-	var random []entry
-	for range 3000 {
-		k := rng.Uint64N(2500) * 7 // duplicates among them
-		random = append(random, entry{k, value(rng, "r")})
-	}
-
-	// Crowded keys, then a third of them again with new values: their
-	// first copies were carried into later chunks or wrapped, so the new
-	// values must find and replace carried entries.
-	keys := crowdedKeys(rng, 400)
-	var crowded []entry
-	for _, k := range keys {
-		crowded = append(crowded, entry{k, value(rng, "first")})
-	}
-	for _, k := range keys {
-		if rng.IntN(3) == 0 {
-			crowded = append(crowded, entry{k, value(rng, "second")})
+	forEachLayout(t, func(t *testing.T, inline bool) {
+		rng := rand.New(rand.NewPCG(1, 2))
+		var random []entry
+		for range 3000 {
+			k := rng.Uint64N(2500) * 7 // duplicates among them
+			random = append(random, entry{k, value(rng, "r")})
 		}
-	}
 
-	for _, c := range []struct {
-		name    string
-		entries []entry
-		crowded bool
-	}{
-		{"empty", nil, false},
-		{"one key", []entry{{42, []byte("v")}}, false},
-		{"random with duplicates", random, false},
-		{"crowded with carried duplicates", crowded, true},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			want, _ := buildChunked(t, oneChunk, c.entries)
-			checkAgainstMap(t, want, c.entries)
-			for _, chunk := range []uint64{1, 2, 3, 5, 16, 100} {
-				got, _ := buildChunked(t, chunk, c.entries)
-				checkAgainstMap(t, got, c.entries)
-				if !bytes.Equal(got, want) {
-					t.Fatalf("chunks of %d slots: file differs from the one-chunk build", chunk)
-				}
-				if !c.crowded {
-					continue
-				}
-				l := indexLayout(t, got, chunk)
-				if l.wrapped == 0 || l.carried == 0 {
-					t.Fatalf("chunks of %d slots: %d keys wrapped, %d carried: the test does not cross chunks", chunk, l.wrapped, l.carried)
-				}
+		// Crowded keys, then a third of them again with new values: their
+		// first copies were carried into later chunks or wrapped, so the new
+		// values must find and replace carried entries.
+		keys := crowdedKeys(rng, 400)
+		var crowded []entry
+		for _, k := range keys {
+			crowded = append(crowded, entry{k, value(rng, "first")})
+		}
+		for _, k := range keys {
+			if rng.IntN(3) == 0 {
+				crowded = append(crowded, entry{k, value(rng, "second")})
 			}
-		})
-	}
+		}
+
+		for _, c := range []struct {
+			name    string
+			entries []entry
+			crowded bool
+		}{
+			{"empty", nil, false},
+			{"one key", []entry{{42, []byte("v")}}, false},
+			{"random with duplicates", random, false},
+			{"crowded with carried duplicates", crowded, true},
+		} {
+			t.Run(c.name, func(t *testing.T) {
+				want, _ := buildChunked(t, oneChunk, c.entries)
+				checkAgainstMap(t, want, c.entries)
+				for _, chunk := range []uint64{1, 2, 3, 5, 16, 100} {
+					got, _ := buildChunked(t, chunk, c.entries)
+					checkAgainstMap(t, got, c.entries)
+					if !bytes.Equal(got, want) {
+						t.Fatalf("chunks of %d slots: file differs from the one-chunk build", chunk)
+					}
+					if !c.crowded {
+						continue
+					}
+					l := indexLayout(t, got, chunk)
+					if l.wrapped == 0 || l.carried == 0 {
+						t.Fatalf("chunks of %d slots: %d keys wrapped, %d carried: the test does not cross chunks", chunk, l.wrapped, l.carried)
+					}
+				}
+			})
+		}
+	})
 }
 
 // TestChunkedBuildCarriedDuplicates checks the case the merge by ref exists
 // for: a key carried out of its home chunk, added again later, must keep the
 // later value and a single slot.
 func TestChunkedBuildCarriedDuplicates(t *testing.T) {
-	rng := rand.New(rand.NewPCG(3, 4))
-	keys := crowdedKeys(rng, 300)
-	var entries []entry
-	for _, k := range keys {
-		entries = append(entries, entry{k, value(rng, "first")})
-	}
-	const chunk = 4
-	first, _ := buildChunked(t, chunk, entries)
-	l := indexLayout(t, first, chunk)
-	var carried []uint64
-	d, err := OpenBytes(first, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, k := range keys {
-		if l.at[k]/chunk != homeSlot(k, d.slots)/chunk {
-			carried = append(carried, k)
+	forEachLayout(t, func(t *testing.T, inline bool) {
+		rng := rand.New(rand.NewPCG(3, 4))
+		keys := crowdedKeys(rng, 300)
+		var entries []entry
+		for _, k := range keys {
+			entries = append(entries, entry{k, value(rng, "first")})
 		}
-	}
-	if len(carried) < 10 {
-		t.Fatalf("only %d keys carried across chunks", len(carried))
-	}
-	for _, k := range carried {
-		entries = append(entries, entry{k, value(rng, "second")})
-	}
-	got, st := buildChunked(t, chunk, entries)
-	checkAgainstMap(t, got, entries)
-	if st.Count != uint64(len(keys)) {
-		t.Fatalf("Count = %d, want %d", st.Count, len(keys))
-	}
-	if want, _ := buildChunked(t, oneChunk, entries); !bytes.Equal(got, want) {
-		t.Fatal("file differs from the one-chunk build")
-	}
+		const chunk = 4
+		first, _ := buildChunked(t, chunk, entries)
+		l := indexLayout(t, first, chunk)
+		var carried []uint64
+		d, err := OpenBytes(first, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, k := range keys {
+			if l.at[k]/chunk != homeSlot(k, d.slots)/chunk {
+				carried = append(carried, k)
+			}
+		}
+		if len(carried) < 10 {
+			t.Fatalf("only %d keys carried across chunks", len(carried))
+		}
+		for _, k := range carried {
+			entries = append(entries, entry{k, value(rng, "second")})
+		}
+		got, st := buildChunked(t, chunk, entries)
+		checkAgainstMap(t, got, entries)
+		if st.Count != uint64(len(keys)) {
+			t.Fatalf("Count = %d, want %d", st.Count, len(keys))
+		}
+		if want, _ := buildChunked(t, oneChunk, entries); !bytes.Equal(got, want) {
+			t.Fatal("file differs from the one-chunk build")
+		}
+	})
 }
 
 // TestChunkedBuildOverwrites overwrites most keys many times: the build
 // shrinks the table to a fresh build's size and compacts the values, both
 // a chunk at a time.
 func TestChunkedBuildOverwrites(t *testing.T) {
-	rng := rand.New(rand.NewPCG(5, 6))
-	var entries []entry
-	for round := range 8 {
-		for k := range uint64(500) {
-			if round == 0 || k%10 != 0 {
-				entries = append(entries, entry{k * 3, value(rng, fmt.Sprint("round", round))})
+	forEachLayout(t, func(t *testing.T, inline bool) {
+		rng := rand.New(rand.NewPCG(5, 6))
+		var entries []entry
+		for round := range 8 {
+			for k := range uint64(500) {
+				if round == 0 || k%10 != 0 {
+					entries = append(entries, entry{k * 3, value(rng, fmt.Sprint("round", round))})
+				}
 			}
 		}
-	}
-	want, wantSt := buildChunked(t, oneChunk, entries)
-	checkAgainstMap(t, want, entries)
-	if wantSt.Slots != slotsFor(500) {
-		t.Fatalf("Slots = %d, want %d (a fresh build's)", wantSt.Slots, slotsFor(500))
-	}
-	live := map[uint64]int{}
-	for _, e := range entries {
-		live[e.key] = len(e.value) + 1
-	}
-	var liveSize int64
-	for _, n := range live {
-		liveSize += int64(n)
-	}
-	if wantSt.ValuesSize != liveSize {
-		t.Fatalf("ValuesSize = %d, want %d (live values only)", wantSt.ValuesSize, liveSize)
-	}
-	for _, chunk := range []uint64{1, 7, 64} {
-		got, st := buildChunked(t, chunk, entries)
-		checkAgainstMap(t, got, entries)
-		if st != wantSt {
-			t.Fatalf("chunks of %d: stats %+v, want %+v", chunk, st, wantSt)
+		want, wantSt := buildChunked(t, oneChunk, entries)
+		checkAgainstMap(t, want, entries)
+		if wantSt.Slots != slotsFor(500) {
+			t.Fatalf("Slots = %d, want %d (a fresh build's)", wantSt.Slots, slotsFor(500))
 		}
-		if !bytes.Equal(got, want) {
-			t.Fatalf("chunks of %d slots: file differs from the one-chunk build", chunk)
+		live := map[uint64]int{}
+		for _, e := range entries {
+			live[e.key] = len(e.value) + 1
 		}
-	}
+		var liveSize int64
+		for _, n := range live {
+			liveSize += int64(n)
+		}
+		if inline {
+			liveSize = 0 // the values are in the slots
+		}
+		if wantSt.ValuesSize != liveSize {
+			t.Fatalf("ValuesSize = %d, want %d (live values only)", wantSt.ValuesSize, liveSize)
+		}
+		for _, chunk := range []uint64{1, 7, 64} {
+			got, st := buildChunked(t, chunk, entries)
+			checkAgainstMap(t, got, entries)
+			if st != wantSt {
+				t.Fatalf("chunks of %d: stats %+v, want %+v", chunk, st, wantSt)
+			}
+			if !bytes.Equal(got, want) {
+				t.Fatalf("chunks of %d slots: file differs from the one-chunk build", chunk)
+			}
+		}
+	})
 }
 
 // TestFinishMemoryIsBounded builds 2M keys with the default chunk size and

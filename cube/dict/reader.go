@@ -3,7 +3,6 @@ package dict
 import (
 	"encoding/binary"
 	"fmt"
-	"hash/crc32"
 	"io"
 	"os"
 	"syscall"
@@ -15,6 +14,13 @@ type Options struct {
 	// index. The header is always validated. Only for files already verified
 	// by this process (e.g. right after writing them).
 	SkipVerify bool
+	// VerifyOnTouch opens a version 2 dictionary after checking its header
+	// and block table only: each block is then checked against its CRC the
+	// first time a lookup reads it, and VerifyPending checks the rest (a
+	// server runs it in the background). A lookup reading a block that does
+	// not match panics with a *CorruptError before returning any of it.
+	// Version 1 files are checked whole at Open regardless.
+	VerifyOnTouch bool
 	// InMemory copies the file into anonymous memory backed by transparent
 	// huge pages (where the kernel allows MADV_HUGEPAGE) instead of mapping
 	// the file. Random lookups over a large file-backed mapping miss the TLB
@@ -27,12 +33,17 @@ type Options struct {
 // Dict is an open, read-only dictionary. Get is safe for concurrent use;
 // Close must not race with Get (the server guards this with a refcount).
 type Dict struct {
-	path   string
-	data   []byte // the whole file, mapped PROT_READ
-	index  []byte
-	values []byte
-	slots  uint64
-	hdr    header
+	path     string
+	data     []byte // the whole file, mapped PROT_READ
+	index    []byte
+	values   []byte
+	slots    uint64
+	slotSize uint64
+	maxProbe uint64
+	indexOff uint64 // of the index in data
+	inline   bool
+	hdr      header
+	blocks   *blockState // version 2; nil for version 1, checked whole at Open
 }
 
 // Open maps the dictionary at path read-only and validates it.
@@ -106,44 +117,49 @@ func OpenBytes(data []byte, opts Options) (*Dict, error) {
 
 func newDict(path string, data []byte, opts Options) (*Dict, error) {
 	d := &Dict{path: path, data: data}
-	if err := d.hdr.unmarshal(data, uint64(len(data))); err != nil {
+	h := &d.hdr
+	if err := h.unmarshal(data, uint64(len(data))); err != nil {
 		return nil, err
 	}
-	d.slots = d.hdr.slots
-	d.index = data[d.hdr.indexOffset:]
-	d.values = data[d.hdr.valuesOffset : d.hdr.valuesOffset+d.hdr.valuesSize]
-	if opts.SkipVerify {
+	d.slots, d.slotSize, d.maxProbe = h.slots, uint64(h.slotSize), h.maxProbe
+	d.inline = h.inline > 0
+	d.indexOff = h.indexOffset
+	d.index = data[h.indexOffset : h.indexOffset+h.indexSize()]
+	d.values = data[h.valuesOffset : h.valuesOffset+h.valuesSize]
+	if h.version == FormatV1 {
+		if opts.SkipVerify {
+			return d, nil
+		}
+		if err := d.Verify(); err != nil {
+			return nil, err
+		}
+		if err := d.checkIndex(); err != nil {
+			return nil, err
+		}
 		return d, nil
 	}
-	if err := d.Verify(); err != nil {
+	var err error
+	if d.blocks, err = newBlockState(data, h); err != nil {
 		return nil, err
 	}
-	if err := d.checkIndex(); err != nil {
-		return nil, err
+	switch {
+	case opts.SkipVerify:
+		d.blocks.markAll()
+	case !opts.VerifyOnTouch:
+		if err := d.VerifyPending(); err != nil {
+			return nil, err
+		}
 	}
 	return d, nil
 }
 
-// Verify checks the index and values sections against their checksums again: what was
-// verified at Open may have changed since (a file edited in place, a bit flipped on disk or
-// in the page cache). It reads the whole dictionary.
-func (d *Dict) Verify() error {
-	if crc32.Checksum(d.index, castagnoli) != d.hdr.indexCRC {
-		return fmt.Errorf("index section: %w", ErrChecksum)
-	}
-	if crc32.Checksum(d.values, castagnoli) != d.hdr.valuesCRC {
-		return fmt.Errorf("values section: %w", ErrChecksum)
-	}
-	return nil
-}
-
-// checkIndex makes sure every ref points at a whole record inside the values
-// section and that the entry count matches, so Get can never read out of
-// bounds nor probe forever.
+// checkIndex makes sure every ref of a version 1 index points at a whole
+// record inside the values section and that the entry count matches, so Get
+// can never read out of bounds nor probe forever.
 func (d *Dict) checkIndex() error {
 	var n uint64
 	for i := uint64(0); i < d.slots; i++ {
-		ref := binary.LittleEndian.Uint64(d.index[i*slotSize+8:])
+		ref := binary.LittleEndian.Uint64(d.index[i*refSlotSize+8:])
 		if ref == 0 {
 			continue
 		}
@@ -191,19 +207,74 @@ func (d *Dict) ValueSize(key uint64) (int, bool) {
 func (d *Dict) Lookup(key uint64) ([]byte, bool) { return d.lookup(key) }
 
 func (d *Dict) lookup(key uint64) ([]byte, bool) {
-	slots := d.slots
-	idx := d.index
-	i := homeSlot(key, slots)
-	for {
-		s := idx[i*slotSize : i*slotSize+slotSize]
-		ref := binary.LittleEndian.Uint64(s[8:])
-		if ref == 0 {
+	if d.inline {
+		return d.probeInline(key, homeSlot(key, d.slots))
+	}
+	ref := d.probeRef(key, homeSlot(key, d.slots))
+	if ref == 0 {
+		return nil, false
+	}
+	return d.record(ref - 1)
+}
+
+// ensureProbe checks the blocks of the slots a lookup starting at slot i may
+// read: i to i + max probe, wrapping to slot 0.
+func (d *Dict) ensureProbe(i uint64) {
+	if d.blocks == nil || d.blocks.pending.Load() == 0 {
+		return
+	}
+	s, last := d.slotSize, i+d.maxProbe
+	if last < d.slots {
+		d.ensure(d.indexOff+i*s, d.indexOff+(last+1)*s)
+		return
+	}
+	d.ensure(d.indexOff+i*s, d.indexOff+d.slots*s)
+	d.ensure(d.indexOff, d.indexOff+(last-d.slots+1)*s)
+}
+
+// probeInline looks key up in an inline index from slot i and returns its
+// value, aliasing the index.
+func (d *Dict) probeInline(key, i uint64) ([]byte, bool) {
+	s, idx := d.slotSize, d.index
+	if key == emptyKey {
+		if d.hdr.flags&flagExtraKey == 0 {
 			return nil, false
 		}
-		if binary.LittleEndian.Uint64(s) == key {
-			return d.record(ref - 1)
+		at := d.slots * s
+		d.ensure(d.indexOff+at, d.indexOff+at+s)
+		return idx[at+8 : at+s : at+s], true
+	}
+	d.ensureProbe(i)
+	for n := d.maxProbe; ; n-- {
+		at := i * s
+		k := binary.LittleEndian.Uint64(idx[at:])
+		if k == key {
+			return idx[at+8 : at+s : at+s], true
 		}
-		if i++; i == slots {
+		if k == emptyKey || n == 0 {
+			return nil, false
+		}
+		if i++; i == d.slots {
+			i = 0
+		}
+	}
+}
+
+// probeRef walks a referenced index from slot i and returns key's ref (0 if
+// absent).
+func (d *Dict) probeRef(key, i uint64) uint64 {
+	idx := d.index
+	d.ensureProbe(i)
+	for n := d.maxProbe; ; n-- {
+		s := idx[i*refSlotSize : i*refSlotSize+refSlotSize]
+		ref := binary.LittleEndian.Uint64(s[8:])
+		if ref == 0 || binary.LittleEndian.Uint64(s) == key {
+			return ref
+		}
+		if n == 0 {
+			return 0
+		}
+		if i++; i == d.slots {
 			i = 0
 		}
 	}
@@ -216,12 +287,17 @@ const batchGroup = 32
 // value (aliasing the mapping, as in Lookup) and presence.
 //
 // It is Lookup for many keys at once, arranged for memory-level
-// parallelism: a lookup in a large dictionary is two dependent cache misses
-// (index slot, then value record). For a group of keys it first prefetches
-// every home slot, then probes (now from cache) and prefetches every value
-// record, and only then copies values out, so the misses of different keys
-// overlap instead of being paid one after another.
+// parallelism. For a group of keys it first prefetches every home slot, and
+// only then probes (now from cache), so the cache misses of different keys
+// overlap instead of being paid one after another. In the inline layout
+// that is the only miss of a lookup; in the referenced layout the probes
+// then prefetch every value record (the second miss) before any value is
+// read.
 func (d *Dict) LookupBatch(keys []uint64, fn func(i int, value []byte, ok bool)) {
+	if d.inline {
+		d.lookupBatchInline(keys, fn)
+		return
+	}
 	var (
 		slots [batchGroup]uint64
 		refs  [batchGroup]uint64
@@ -233,10 +309,10 @@ func (d *Dict) LookupBatch(keys []uint64, fn func(i int, value []byte, ok bool))
 		for j, k := range group {
 			s := homeSlot(k, n)
 			slots[j] = s
-			prefetch(&idx[s*slotSize])
+			prefetch(&idx[s*refSlotSize])
 		}
 		for j, k := range group {
-			r := d.probe(k, slots[j])
+			r := d.probeRef(k, slots[j])
 			refs[j] = r
 			if r != 0 && r-1 < uint64(len(vals)) {
 				prefetch(&vals[r-1])
@@ -256,26 +332,42 @@ func (d *Dict) LookupBatch(keys []uint64, fn func(i int, value []byte, ok bool))
 	}
 }
 
-// probe walks the index from slot i and returns key's ref (0 if absent).
-func (d *Dict) probe(key, i uint64) uint64 {
-	slots := d.slots
-	idx := d.index
-	for {
-		s := idx[i*slotSize : i*slotSize+slotSize]
-		ref := binary.LittleEndian.Uint64(s[8:])
-		if ref == 0 || binary.LittleEndian.Uint64(s) == key {
-			return ref
+// inlinePrefetchSlots is how many slots from a key's home slot LookupBatch
+// prefetches in the inline layout: the home slot and the next, which hold
+// most keys at a load factor of 0.8.
+const inlinePrefetchSlots = 2
+
+func (d *Dict) lookupBatchInline(keys []uint64, fn func(i int, value []byte, ok bool)) {
+	var homes [batchGroup]uint64
+	n, s, idx := d.slots, d.slotSize, d.index
+	span := inlinePrefetchSlots*s - 1 // within the index: the extra slot follows the last
+	for base := 0; base < len(keys); base += batchGroup {
+		group := keys[base:min(base+batchGroup, len(keys))]
+		for j, k := range group {
+			h := homeSlot(k, n)
+			homes[j] = h
+			for at := h * s; at < h*s+span; at += 64 {
+				prefetch(&idx[at])
+			}
+			prefetch(&idx[h*s+span]) // the line the span ends in
 		}
-		if i++; i == slots {
-			i = 0
+		for j, k := range group {
+			v, ok := d.probeInline(k, homes[j])
+			fn(base+j, v, ok)
 		}
 	}
 }
 
+// record returns the value record at off in the values section, checking its
+// blocks first.
 func (d *Dict) record(off uint64) ([]byte, bool) {
 	vals := d.values
 	if off >= uint64(len(vals)) {
 		return nil, false
+	}
+	if d.blocks != nil {
+		at := d.hdr.valuesOffset + off
+		d.ensure(at, at+min(binary.MaxVarintLen64+d.hdr.maxValue, uint64(len(vals))-off))
 	}
 	l, w := binary.Uvarint(vals[off:])
 	start := off + uint64(w)
@@ -288,19 +380,27 @@ func (d *Dict) record(off uint64) ([]byte, bool) {
 // Range calls fn for every entry in slot order until fn returns false. The
 // value slice is only valid during the call.
 func (d *Dict) Range(fn func(key uint64, value []byte) bool) {
+	s := d.slotSize
 	for i := uint64(0); i < d.slots; i++ {
-		s := d.index[i*slotSize:]
-		ref := binary.LittleEndian.Uint64(s[8:])
-		if ref == 0 {
-			continue
+		at := i * s
+		d.ensure(d.indexOff+at, d.indexOff+at+s)
+		key := binary.LittleEndian.Uint64(d.index[at:])
+		var (
+			v  []byte
+			ok bool
+		)
+		if d.inline {
+			v, ok = d.index[at+8:at+s:at+s], key != emptyKey
+		} else if ref := binary.LittleEndian.Uint64(d.index[at+8:]); ref != 0 {
+			v, ok = d.record(ref - 1)
 		}
-		v, ok := d.record(ref - 1)
-		if !ok {
-			continue
-		}
-		if !fn(binary.LittleEndian.Uint64(s), v) {
+		if ok && !fn(key, v) {
 			return
 		}
+	}
+	if d.inline && d.hdr.flags&flagExtraKey != 0 {
+		v, _ := d.probeInline(emptyKey, 0)
+		fn(emptyKey, v)
 	}
 }
 
@@ -315,6 +415,16 @@ func (d *Dict) Size() int64 { return int64(len(d.data)) }
 
 // ValuesSize returns the size of the values section in bytes.
 func (d *Dict) ValuesSize() int64 { return int64(d.hdr.valuesSize) }
+
+// Version returns the file's format version.
+func (d *Dict) Version() uint32 { return d.hdr.version }
+
+// InlineValueSize returns the size every value has in the inline layout, 0
+// in the referenced layout.
+func (d *Dict) InlineValueSize() int { return int(d.hdr.inline) }
+
+// MaxProbe returns the most slots past its home slot any key sits.
+func (d *Dict) MaxProbe() uint64 { return d.maxProbe }
 
 // MaxValueSize returns the largest value size in bytes.
 func (d *Dict) MaxValueSize() int { return int(d.hdr.maxValue) }

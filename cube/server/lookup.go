@@ -7,6 +7,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/elasticctr/terraform-provider-ctr/cube/dict"
+
 	"github.com/elasticctr/terraform-provider-ctr/cube/layout"
 	"github.com/elasticctr/terraform-provider-ctr/cube/proto"
 )
@@ -248,11 +250,18 @@ func (s *Server) eachValue(v *version, keys []uint64, f func(val []byte, ok, too
 // readGuarded runs read, which reads v's mapping, with the runtime's
 // panic-on-fault enabled: when the file was truncated in place, touching a
 // page past its new end raises SIGBUS, which would otherwise kill the
-// process. The fault is recovered here and returned as an error.
+// process. The fault is recovered here and returned as an error, and so is
+// a block found not to match its checksum the first time it is read
+// (dict.Options.VerifyOnTouch): v is retired either way.
 func (s *Server) readGuarded(v *version, read func()) (err error) {
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer func() {
 		if r := recover(); r != nil {
+			if corrupt, ok := r.(*dict.CorruptError); ok {
+				s.dictCorrupted(v, corrupt)
+				err = s.faultError(v)
+				return
+			}
 			// Only memory faults carry an address; anything else is a bug
 			// that must not be swallowed.
 			fault, ok := r.(interface{ Addr() uintptr })
@@ -264,6 +273,16 @@ func (s *Server) readGuarded(v *version, read func()) (err error) {
 	}()
 	read()
 	return nil
+}
+
+// dictCorrupted retires v, whose bytes no longer match their checksums
+// (found by a lookup, the background check after open, or the scrub).
+func (s *Server) dictCorrupted(v *version, bad error) {
+	if s.faulted.Swap(v) != v {
+		s.m.dictCorrupt.Inc()
+		s.log.Error("the dictionary does not match its checksums; no longer serving it", "version", v.name, "path", v.d.Path(), "err", bad)
+		go s.retire(v)
+	}
 }
 
 // faultError is what a request reading a faulted version is answered.

@@ -43,13 +43,26 @@ func (s *Server) scrub() error {
 	if err := s.readGuarded(v, func() { bad = v.d.Verify() }); err != nil {
 		return err // the mapping faulted: retired by dictFaulted
 	}
-	if bad == nil {
-		return nil
-	}
-	if s.faulted.Swap(v) != v {
-		s.m.dictCorrupt.Inc()
-		s.log.Error("the served dictionary no longer matches its checksums; no longer serving it", "version", v.name, "path", v.d.Path(), "err", bad)
-		go s.retire(v)
+	if bad != nil {
+		s.dictCorrupted(v, bad)
 	}
 	return bad
+}
+
+// verifyPending checks, in the background, the blocks of a version opened
+// with dict.Options.VerifyOnTouch that no lookup has read yet, so that a
+// damaged block is found before a lookup needs it; it holds a reference on
+// v until done.
+func (s *Server) verifyPending(v *version) {
+	defer v.release()
+	start := time.Now()
+	var bad error
+	if err := s.readGuarded(v, func() { bad = v.d.VerifyPending() }); err != nil {
+		return // the mapping faulted: retired by dictFaulted
+	}
+	if bad != nil {
+		s.dictCorrupted(v, bad)
+		return
+	}
+	s.log.Debug("dictionary checked against its checksums", "version", v.name, "bytes", v.d.Size(), "took", time.Since(start))
 }

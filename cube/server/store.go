@@ -208,7 +208,7 @@ func (s *store) open(name string) (*version, error) {
 		return nil, fmt.Errorf("version %q is not published (no %s): %w", name, layout.ManifestName, err)
 	}
 	path := filepath.Join(s.dataDir, name, layout.ShardFile(s.shard))
-	d, err := dict.Open(path, dict.Options{InMemory: s.inMemory})
+	d, err := dict.Open(path, dict.Options{InMemory: s.inMemory, VerifyOnTouch: true})
 	if err != nil {
 		return nil, err
 	}

@@ -6,6 +6,8 @@ import (
 	"runtime/debug"
 	"slices"
 
+	"github.com/elasticctr/terraform-provider-ctr/cube/dict"
+
 	"github.com/elasticctr/terraform-provider-ctr/cube/proto"
 )
 
@@ -64,11 +66,22 @@ func (s *Server) keepBuffers(b *connBuffers) {
 // encoding path. The store calls it on every version it opens (at start, on
 // the agent's prepare, on Paddle's bg_load_* commands), so before the version
 // can be served or switched to: a kept buffer set is then sized for large
-// requests and the heap has grown once. The dictionary's own pages are
-// resident already: dict.Open reads every page of the mapping to verify its
-// checksums. A fault while reading (the file truncated meanwhile) is
+// requests and the heap has grown once. A fault while reading (the file
+// truncated meanwhile), or a block that does not match its checksum, is
 // returned, and the version is refused.
 func (s *Server) warmUp(v *version) error {
+	if err := s.warmBuffers(v); err != nil {
+		return err
+	}
+	// The blocks no lookup has read yet are checked in the background
+	// (dict.Options.VerifyOnTouch): the version serves meanwhile.
+	v.refs.Add(1)
+	go s.verifyPending(v)
+	return nil
+}
+
+// warmBuffers runs the warm-up request of warmUp.
+func (s *Server) warmBuffers(v *version) error {
 	n := min(v.d.Len(), warmKeys)
 	if n == 0 {
 		return nil
@@ -82,6 +95,11 @@ func (s *Server) warmUp(v *version) error {
 		defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 		defer func() {
 			if r := recover(); r != nil {
+				if corrupt, ok := r.(*dict.CorruptError); ok {
+					s.m.dictCorrupt.Inc()
+					err = fmt.Errorf("version %q: %w", v.name, corrupt)
+					return
+				}
 				if _, ok := r.(interface{ Addr() uintptr }); !ok {
 					panic(r) // not a memory fault: a bug
 				}

@@ -1,0 +1,135 @@
+package dict
+
+import (
+	"encoding/binary"
+	"fmt"
+	"hash/crc32"
+	"sync/atomic"
+)
+
+// CorruptError is what a version 2 dictionary panics with when a block read
+// for the first time does not match its checksum (Options.VerifyOnTouch):
+// nothing of the block has been returned. Readers that serve lookups recover
+// it and stop using the dictionary, as they would after a memory fault.
+type CorruptError struct {
+	Path   string // "" for OpenBytes
+	Block  uint64
+	Offset uint64 // of the block in the file
+}
+
+func (e *CorruptError) Error() string {
+	return fmt.Sprintf("dictionary %q: block %d at byte %d does not match its checksum", e.Path, e.Block, e.Offset)
+}
+
+// Unwrap makes errors.Is(err, ErrChecksum) hold.
+func (e *CorruptError) Unwrap() error { return ErrChecksum }
+
+// blockState tracks which blocks of a version 2 dictionary have been checked.
+type blockState struct {
+	shift   uint32
+	end     uint64          // block table offset: where the last block ends
+	crcs    []byte          // the block table
+	checked []atomic.Uint64 // bit b: block b matched its CRC
+	pending atomic.Int64    // blocks not checked yet
+}
+
+func newBlockState(data []byte, h *header) (*blockState, error) {
+	end := h.blockTableOffset()
+	crcs := data[end : end+4*h.blocks]
+	if crc32.Checksum(crcs, castagnoli) != h.blocksCRC {
+		return nil, fmt.Errorf("block table: %w", ErrChecksum)
+	}
+	s := &blockState{shift: h.blockShift, end: end, crcs: crcs, checked: make([]atomic.Uint64, (h.blocks+63)/64)}
+	s.pending.Store(int64(h.blocks))
+	return s, nil
+}
+
+// markAll records every block as checked (Options.SkipVerify).
+func (s *blockState) markAll() {
+	for i := range s.checked {
+		s.checked[i].Store(^uint64(0))
+	}
+	s.pending.Store(0)
+}
+
+// ensure checks every block holding a byte of [lo, hi) not checked yet, and
+// panics with a *CorruptError on the first that does not match. Concurrent
+// callers may check one block twice; the result is the same.
+func (d *Dict) ensure(lo, hi uint64) {
+	s := d.blocks
+	if s == nil || s.pending.Load() == 0 || hi <= lo {
+		return
+	}
+	for b := (lo - headerSize) >> s.shift; b <= (hi-1-headerSize)>>s.shift; b++ {
+		if s.checked[b/64].Load()&(1<<(b%64)) == 0 {
+			if err := d.checkBlock(b); err != nil {
+				panic(err)
+			}
+		}
+	}
+}
+
+// checkBlock checks block b against its CRC and records it as checked.
+func (d *Dict) checkBlock(b uint64) error {
+	s := d.blocks
+	lo := headerSize + b<<s.shift
+	hi := min(lo+1<<s.shift, s.end)
+	if crc32.Checksum(d.data[lo:hi], castagnoli) != binary.LittleEndian.Uint32(s.crcs[4*b:]) {
+		return &CorruptError{Path: d.path, Block: b, Offset: lo}
+	}
+	if old := s.checked[b/64].Or(1 << (b % 64)); old&(1<<(b%64)) == 0 {
+		s.pending.Add(-1)
+	}
+	return nil
+}
+
+// VerifyPending checks every block not checked yet (a server runs it in the
+// background after opening with VerifyOnTouch). It returns the first
+// mismatch as a *CorruptError; version 1 dictionaries were checked at Open.
+func (d *Dict) VerifyPending() error {
+	s := d.blocks
+	if s == nil {
+		return nil
+	}
+	for b := range uint64(len(s.crcs) / 4) {
+		if s.pending.Load() == 0 {
+			return nil
+		}
+		if s.checked[b/64].Load()&(1<<(b%64)) != 0 {
+			continue
+		}
+		if err := d.checkBlock(b); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Pending returns how many blocks have not been checked yet.
+func (d *Dict) Pending() int64 {
+	if d.blocks == nil {
+		return 0
+	}
+	return d.blocks.pending.Load()
+}
+
+// Verify checks the whole dictionary against its checksums again: what was
+// checked before may have changed since (a file edited in place, a bit
+// flipped on disk or in the page cache). It reads every byte.
+func (d *Dict) Verify() error {
+	if d.blocks != nil {
+		for b := range uint64(len(d.blocks.crcs) / 4) {
+			if err := d.checkBlock(b); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if crc32.Checksum(d.index, castagnoli) != d.hdr.indexCRC {
+		return fmt.Errorf("index section: %w", ErrChecksum)
+	}
+	if crc32.Checksum(d.values, castagnoli) != d.hdr.valuesCRC {
+		return fmt.Errorf("values section: %w", ErrChecksum)
+	}
+	return nil
+}
