@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -22,6 +23,7 @@ import (
 
 	"github.com/elasticctr/terraform-provider-ctr/cube/procstat"
 	"github.com/elasticctr/terraform-provider-ctr/internal/loopback"
+	"github.com/prometheus/common/expfmt"
 )
 
 // clockTicks is the kernel's USER_HZ, read from the auxiliary vector
@@ -222,4 +224,48 @@ func withConn[C io.Closer](addr string, dial func(string) (C, error), f func(C) 
 	}
 	defer c.Close()
 	return f(c)
+}
+
+// waitChecked waits until the cube server at addr has checked every block
+// of its dictionary against its checksum (cube_dict_unchecked_bytes 0).
+func waitChecked(ctx context.Context, addr string) error {
+	deadline := time.Now().Add(10 * time.Minute)
+	for {
+		n, err := scrapeGauge("http://"+addr+"/metrics", "cube_dict_unchecked_bytes")
+		if err == nil && n == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("cube server %s: blocks still unchecked after 10 minutes (%v, %v)", addr, n, err)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+// scrapeGauge sums the samples of the gauge name at a Prometheus endpoint.
+func scrapeGauge(url, name string) (float64, error) {
+	c := http.Client{Timeout: 5 * time.Second}
+	resp, err := c.Get(url)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	var p expfmt.TextParser
+	families, err := p.TextToMetricFamilies(io.LimitReader(resp.Body, 16<<20))
+	if err != nil {
+		return 0, fmt.Errorf("metrics of %s: %w", url, err)
+	}
+	mf, ok := families[name]
+	if !ok {
+		return 0, fmt.Errorf("%s exports no %s", url, name)
+	}
+	var sum float64
+	for _, m := range mf.GetMetric() {
+		sum += m.GetGauge().GetValue()
+	}
+	return sum, nil
 }

@@ -47,11 +47,6 @@ type ScaleOptions struct {
 	// MemoryMapped, the file mapping (cube server's default), and
 	// MemoryHugePages, a copy in huge-page memory (--in-memory); if nil, both.
 	Memory []string
-	// MappedUpTo is the largest size served from the file mapping; if 0,
-	// 10M. On the development VM (a PVM guest, whose shadow page tables
-	// make every 4 KiB page the first lookup touches costly) a 50M-key
-	// mapping took 7 minutes to verify and then served 60k keys/s.
-	MappedUpTo int
 	// ServerCPUs (builder and server) and ClientCPUs (load generator), as in
 	// Options.
 	ServerCPUs, ClientCPUs string
@@ -71,6 +66,10 @@ const (
 	MemoryHugePages = "in-memory"
 )
 
+// DefaultScaleSizes are the keys per shard of the size tables: 100M only
+// where memory allows (see fitsInMemory).
+func DefaultScaleSizes() []int { return []int{1_000_000, 10_000_000, 50_000_000, 100_000_000} }
+
 // valueSize is the value size of every scaling table: Paddle's demos use
 // 40-byte values (10 float32).
 const valueSize = 40
@@ -81,7 +80,7 @@ func (o *ScaleOptions) defaults() error {
 	}
 	scale := func(n int) int { return max(10_000, int(float64(n)*o.Scale)) }
 	if o.Sizes == nil {
-		o.Sizes = []int{1_000_000, 10_000_000, 50_000_000}
+		o.Sizes = DefaultScaleSizes()
 	}
 	for i := range o.Sizes {
 		o.Sizes[i] = scale(o.Sizes[i])
@@ -116,7 +115,6 @@ func (o *ScaleOptions) defaults() error {
 			return fmt.Errorf("memory %q: the modes are %s and %s", m, MemoryMapped, MemoryHugePages)
 		}
 	}
-	o.MappedUpTo = cmp.Or(o.MappedUpTo, 10_000_000)
 	if o.Tables == nil {
 		o.Tables = []string{"size", "rollout"}
 	}
@@ -174,7 +172,8 @@ type serveRow struct {
 	lookups      Result
 	inproc       float64
 	serverRSSKiB int64
-	serverOpen   time.Duration // from start to listening: map or copy, and verify
+	serverOpen   time.Duration // from start to listening: map or copy
+	checked      time.Duration // from start to every block checked against its checksum
 }
 
 func (r serveRow) mode() string {
@@ -189,6 +188,10 @@ func sizeTables(ctx context.Context, o ScaleOptions, work string, w io.Writer) e
 	clientCPUs, _ := parseCPUList(o.ClientCPUs)
 	var rows []sizeRow
 	for _, n := range o.Sizes {
+		if ok, why := fitsInMemory(n); !ok {
+			fmt.Fprintf(w, "size %d: skipped: %s\n", n, why)
+			continue
+		}
 		row, err := measureSize(ctx, o, filepath.Join(work, fmt.Sprint(n)), n, serverCPUs, clientCPUs, w)
 		if err != nil {
 			return fmt.Errorf("%d keys: %w", n, err)
@@ -204,20 +207,22 @@ func sizeTables(ctx context.Context, o ScaleOptions, work string, w io.Writer) e
 			float64(r.buildRSSKiB<<10)/float64(r.dictSize))
 	}
 	_ = tw.Flush()
-	fmt.Fprintf(w, "\nlookups against keys per shard: cube server on CPUs %s, load generator on CPUs %s, batch %d random keys, %d connections, %s each;"+
-		" memory: the file mapping (4 KiB pages of the page cache; only up to %d keys) or a huge-page copy (--in-memory);"+
-		" in-process: LookupBatch on the server CPUs, opened as the server opens it; open: server start to listening (map or copy, verify every record)\n",
-		o.ServerCPUs, o.ClientCPUs, o.Batch, o.Conns, o.Duration, o.MappedUpTo)
+	fmt.Fprintf(w, "\nlookups against keys per shard: cube server on CPUs %s, load generator on CPUs %s, batch %d random keys, %d connections, %s each, once every block is checked;"+
+		" memory: the file mapping (4 KiB pages of the page cache) or a huge-page copy (--in-memory);"+
+		" in-process: LookupBatch on the server CPUs; listening: server start to serving (map, or copy); checked: server start to every block checked against its checksum (cube_dict_unchecked_bytes 0); GB/s: dictionary bytes / checked\n",
+		o.ServerCPUs, o.ClientCPUs, o.Batch, o.Conns, o.Duration)
 	tw = tabwriter.NewWriter(w, 0, 0, 3, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "keys/shard\tmemory\tkeys/s\tp50 ms\tp99 ms\tin-process keys/s\tdictionary B/key\tserver RSS B/key\topen s\terrors\t")
+	fmt.Fprintln(tw, "keys/shard\tmemory\tkeys/s\tp50 ms\tp99 ms\tin-process keys/s\tdictionary B/key\tserver RSS B/key\tlistening s\tchecked s\tGB/s\terrors\t")
 	for _, r := range rows {
 		for _, v := range r.serves {
 			l := v.lookups
-			fmt.Fprintf(tw, "%d\t%s\t%.2fM\t%.3f\t%.3f\t%.2fM\t%.1f\t%.1f\t%.1f\t%d\t\n", r.n, v.mode(), l.KeysPerSec()/1e6, ms(l.P50), ms(l.P99),
-				v.inproc/1e6, float64(r.dictSize)/float64(r.n), float64(v.serverRSSKiB<<10)/float64(r.n), v.serverOpen.Seconds(), l.Errors+l.Mismatches)
+			fmt.Fprintf(tw, "%d\t%s\t%.2fM\t%.3f\t%.3f\t%.2fM\t%.1f\t%.1f\t%.2f\t%.2f\t%.2f\t%d\t\n", r.n, v.mode(), l.KeysPerSec()/1e6, ms(l.P50), ms(l.P99),
+				v.inproc/1e6, float64(r.dictSize)/float64(r.n), float64(v.serverRSSKiB<<10)/float64(r.n), v.serverOpen.Seconds(),
+				v.checked.Seconds(), float64(r.dictSize)/1e9/v.checked.Seconds(), l.Errors+l.Mismatches)
 		}
 	}
 	_ = tw.Flush()
+	lookupRatios(rows, w)
 	for _, r := range rows {
 		for _, v := range r.serves {
 			if v.lookups.Errors+v.lookups.Mismatches > 0 {
@@ -229,6 +234,53 @@ func sizeTables(ctx context.Context, o ScaleOptions, work string, w io.Writer) e
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// lookupRatios prints how the lookup rate at 50M keys per shard compares
+// with 1M, over RPC and in-process, in each memory mode measured at both
+// (the huge-page copy first: the mode meant for large shards).
+func lookupRatios(rows []sizeRow, w io.Writer) {
+	at := func(n int, inMemory bool) (serveRow, bool) {
+		for _, r := range rows {
+			if r.n != n {
+				continue
+			}
+			for _, v := range r.serves {
+				if v.inMemory == inMemory {
+					return v, true
+				}
+			}
+		}
+		return serveRow{}, false
+	}
+	for _, inMemory := range []bool{true, false} {
+		small, ok1 := at(1_000_000, inMemory)
+		large, ok2 := at(50_000_000, inMemory)
+		if !ok1 || !ok2 {
+			continue
+		}
+		suffix := ""
+		if !inMemory {
+			suffix = "_mapped"
+		}
+		fmt.Fprintf(w, "ratio lookups_50m_vs_1m%s=%.2f\n", suffix, large.lookups.KeysPerSec()/small.lookups.KeysPerSec())
+		fmt.Fprintf(w, "ratio lookups_inprocess_50m_vs_1m%s=%.2f\n", suffix, large.inproc/small.inproc)
+	}
+}
+
+// fitsInMemory reports whether a size's dictionary (about 61 bytes a key)
+// fits three times in the memory available now: in the page cache, in the
+// server's huge-page copy and in the in-process measurement's copy.
+func fitsInMemory(n int) (bool, string) {
+	need := int64(n) * 61 * 3
+	avail, err := procstat.MemAvailable()
+	if err != nil {
+		return false, err.Error()
+	}
+	if avail < need {
+		return false, fmt.Sprintf("needs about %.1f GiB of memory, %.1f GiB available", float64(need)/(1<<30), float64(avail)/(1<<30))
+	}
+	return true, ""
+}
 
 // measureSize writes n records, builds them as a child process, then in each
 // memory mode measures in-process lookups, serves the dictionary and drives
@@ -268,14 +320,14 @@ func measureSize(ctx context.Context, o ScaleOptions, dir string, n int, serverC
 		return row, err
 	}
 	for _, inMemory := range []bool{false, true} {
-		if !inMemory && (n > o.MappedUpTo || !slices.Contains(o.Memory, MemoryMapped)) || inMemory && !slices.Contains(o.Memory, MemoryHugePages) {
+		if !inMemory && !slices.Contains(o.Memory, MemoryMapped) || inMemory && !slices.Contains(o.Memory, MemoryHugePages) {
 			continue
 		}
 		v, err := serveSize(ctx, o, data, shard, n, inMemory, serverCPUs, clientCPUs)
 		if err != nil {
 			return row, fmt.Errorf("%s: %w", v.mode(), err)
 		}
-		fmt.Fprintf(w, "; %s: server listening after %.1fs", v.mode(), v.serverOpen.Seconds())
+		fmt.Fprintf(w, "; %s: server listening after %.1fs, every block checked after %.1fs", v.mode(), v.serverOpen.Seconds(), v.checked.Seconds())
 		row.serves = append(row.serves, v)
 	}
 	fmt.Fprintln(w)
@@ -308,6 +360,10 @@ func serveSize(ctx context.Context, o ScaleOptions, data, shard string, n int, i
 	}
 	defer srv.stop()
 	v.serverOpen = time.Since(t0)
+	if err := waitChecked(ctx, srv.addr); err != nil {
+		return v, err
+	}
+	v.checked = time.Since(t0)
 	if v.lookups, err = drive(ctx, bo, "cube", srv.pid(), cubeWorker(srv.addr, bo)); err != nil {
 		return v, err
 	}

@@ -1,5 +1,6 @@
-// Package procstat reads a process's memory figures from /proc/<pid>/status: what the
-// benchmarks report and the process tests bound (VmRSS, the resident set; VmHWM, its peak).
+// Package procstat reads memory figures from /proc: a process's (/proc/<pid>/status: VmRSS,
+// the resident set; VmHWM, its peak), which the benchmarks report and the process tests bound,
+// and the machine's (/proc/meminfo: MemAvailable), which decides the sizes a benchmark can run.
 package procstat
 
 import (
@@ -11,7 +12,19 @@ import (
 
 // KiB is the field of /proc/<pid>/status named field ("VmRSS", "VmHWM"), in KiB.
 func KiB(pid int, field string) (int64, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	return fieldKiB(fmt.Sprintf("/proc/%d/status", pid), field)
+}
+
+// MemAvailable is the memory the kernel estimates can be had without
+// swapping, in bytes.
+func MemAvailable() (int64, error) {
+	kib, err := fieldKiB("/proc/meminfo", "MemAvailable")
+	return kib << 10, err
+}
+
+// fieldKiB reads the "<field>: <n> kB" line of file.
+func fieldKiB(file, field string) (int64, error) {
+	b, err := os.ReadFile(file)
 	if err != nil {
 		return 0, err
 	}
@@ -20,5 +33,5 @@ func KiB(pid int, field string) (int64, error) {
 			return strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
 		}
 	}
-	return 0, fmt.Errorf("no %s in /proc/%d/status", field, pid)
+	return 0, fmt.Errorf("no %s in %s", field, file)
 }

@@ -18,3 +18,11 @@ func TestKiB_ThisProcess(t *testing.T) {
 		t.Fatal("a field the file does not have is an error")
 	}
 }
+
+func TestMemAvailable(t *testing.T) {
+	avail, err := MemAvailable()
+	total, err2 := fieldKiB("/proc/meminfo", "MemTotal")
+	if err != nil || err2 != nil || avail <= 0 || avail > total<<10 {
+		t.Fatalf("MemAvailable %d bytes of %d KiB: %v %v", avail, total, err, err2)
+	}
+}

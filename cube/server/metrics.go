@@ -35,7 +35,7 @@ type metrics struct {
 
 // newMetrics registers the series of shard; inflight reports the bytes of
 // baidu_std frame bodies counted against --max-inflight-bytes.
-func newMetrics(shard int, inflight func() float64) *metrics {
+func newMetrics(shard int, inflight, unchecked func() float64) *metrics {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	// Every series is registered as it is made, with the shard's label.
@@ -51,6 +51,8 @@ func newMetrics(shard int, inflight func() float64) *metrics {
 	}, []string{"protocol", "result"})
 	f.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "cube_inflight_frame_bytes", Help: "Bytes of baidu_std frame bodies counted against --max-inflight-bytes."}, inflight)
+	f.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "cube_dict_unchecked_bytes", Help: "Bytes of the current and background dictionaries not yet checked against their checksums: a block is checked the first time a lookup reads it, and by a pass in the background after the dictionary is opened."}, unchecked)
 	return &metrics{
 		reg:         reg,
 		requests:    reqs,
@@ -66,7 +68,7 @@ func newMetrics(shard int, inflight func() float64) *metrics {
 		}, []string{"reason"}),
 		acceptErrors: counter("cube_accept_errors_total", "Failed accepts (e.g. out of file descriptors), each retried after a backoff."),
 		dictFaults:   counter("cube_dict_faults_total", "Dictionary versions retired because reading their mapping faulted (file truncated in place)."),
-		dictCorrupt:  counter("cube_dict_corrupt_total", "Dictionary versions retired because the scrub found them no longer matching their checksums (--scrub-interval)."),
+		dictCorrupt:  counter("cube_dict_corrupt_total", "Dictionary versions refused or retired because a block did not match its checksum: found by the first lookup reading it, the pass after opening, or the scrub (--scrub-interval)."),
 		keys:         counter("cube_keys_total", "Keys looked up."),
 		misses:       counter("cube_key_misses_total", "Keys not found (status 4294967295)."),
 		longValues:   counter("cube_long_values_total", "Values over --max-value-size answered as misses."),

@@ -275,7 +275,7 @@ func New(opts Options) (*Server, error) {
 	cores := float64(runtime.GOMAXPROCS(0))
 	s.heavy = make(chan struct{}, max(1, int(math.Ceil(s.opts.HeavyShare*cores-1e-9))))
 	s.heavyPace = &pacer{rate: s.opts.HeavyShare * cores}
-	s.m = newMetrics(opts.Shard, func() float64 { return float64(s.inflight.used.Load()) })
+	s.m = newMetrics(opts.Shard, func() float64 { return float64(s.inflight.used.Load()) }, s.uncheckedBytes)
 	s.store.onChange = s.dictChanged
 	s.store.warm = s.warmUp
 	if opts.Agent {
@@ -316,6 +316,19 @@ func New(opts Options) (*Server, error) {
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
 	}
 	return s, err
+}
+
+// uncheckedBytes is the size of the blocks of the current and background
+// dictionaries not checked yet.
+func (s *Server) uncheckedBytes() float64 {
+	var n int64
+	for _, slot := range []*atomic.Pointer[version]{&s.store.cur, &s.store.bg} {
+		if v := s.store.acquireFrom(slot); v != nil {
+			n += v.d.UncheckedBytes()
+			v.release()
+		}
+	}
+	return float64(n)
 }
 
 // dictChanged refreshes the dictionary gauges; store.mu is held.

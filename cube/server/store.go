@@ -110,6 +110,16 @@ func (s *store) acquire() *version {
 	}
 }
 
+// acquireFrom takes a reference on the version in slot, or returns nil.
+func (s *store) acquireFrom(slot *atomic.Pointer[version]) *version {
+	for {
+		v := slot.Load()
+		if v == nil || tryRef(v) {
+			return v
+		}
+	}
+}
+
 func tryRef(v *version) bool {
 	n := v.refs.Load()
 	return n > 0 && v.refs.CompareAndSwap(n, n+1)

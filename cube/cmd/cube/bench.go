@@ -76,7 +76,7 @@ func runBenchHostile(fs flagSet, stdout, stderr io.Writer) error {
 
 func runBenchScale(fs flagSet, stdout, stderr io.Writer) error {
 	var o bench.ScaleOptions
-	sizes := fs.String("sizes", "1000000,10000000,50000000", "`records` built, and keys per shard served, one row each")
+	sizes := fs.String("sizes", joinInts(bench.DefaultScaleSizes()), "`records` built, and keys per shard served, one row each (a size is skipped when its dictionary does not fit three times in the available memory)")
 	shards := fs.String("shards", "2,4,8,16", "shard `counts` of the rollout table")
 	fs.IntVar(&o.RolloutKeys, "rollout-keys", 1_000_000, "keys `K` per version in the rollout table")
 	fs.IntVar(&o.Replicas, "replicas", 2, "replicas `R` per shard in the rollout table")
@@ -88,7 +88,6 @@ func runBenchScale(fs flagSet, stdout, stderr io.Writer) error {
 	fs.IntVar(&o.Conns, "conns", bench.DefaultConns, "client connections `C` of the lookups")
 	cpuFlags(fs, &o.ServerCPUs, &o.ClientCPUs, "the builder and the server")
 	memory := fs.String("memory", bench.MemoryMapped+","+bench.MemoryHugePages, "how each size is served and measured in-process: `modes` "+bench.MemoryMapped+" (the file mapping, cube server's default), "+bench.MemoryHugePages+" (a huge-page copy, --in-memory)")
-	fs.IntVar(&o.MappedUpTo, "mapped-up-to", 10_000_000, "largest size `N` served from the file mapping (on the development VM a 50M-key mapping took minutes to verify)")
 	tables := fs.String("tables", "size,rollout", "`tables` to print: size (build, and lookups, against the size), rollout (rollout and heal against shards)")
 	fs.StringVar(&o.WorkDir, "work-dir", "", "keep generated data in this `directory` (default: a removed temp dir); each size's files are removed once measured")
 	if err := fs.parse(); err != nil {
@@ -104,6 +103,15 @@ func runBenchScale(fs flagSet, stdout, stderr io.Writer) error {
 	o.Tables = strings.Split(*tables, ",")
 	o.Memory = strings.Split(*memory, ",")
 	return interruptible(func(ctx context.Context) error { return bench.RunScale(ctx, o, stdout) })
+}
+
+// joinInts is the comma-separated form intList parses.
+func joinInts(ns []int) string {
+	s := make([]string, len(ns))
+	for i, n := range ns {
+		s[i] = strconv.Itoa(n)
+	}
+	return strings.Join(s, ",")
 }
 
 // intList parses a comma-separated list of positive integers.
