@@ -103,7 +103,7 @@ func indexLayout(t *testing.T, data []byte, chunk uint64) slotLayout {
 	}
 	l := slotLayout{at: map[uint64]uint64{}}
 	for i := uint64(0); i < d.slots; i++ {
-		s := d.index[i*d.slotSize:]
+		s := d.view.Load().index[i*d.slotSize:]
 		key := binary.LittleEndian.Uint64(s)
 		if d.inline && key == emptyKey || !d.inline && binary.LittleEndian.Uint64(s[8:]) == 0 {
 			continue

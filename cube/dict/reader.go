@@ -2,9 +2,11 @@ package dict
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"os"
+	"sync/atomic"
 	"syscall"
 )
 
@@ -21,12 +23,15 @@ type Options struct {
 	// not match panics with a *CorruptError before returning any of it.
 	// Version 1 files are checked whole at Open regardless.
 	VerifyOnTouch bool
-	// InMemory copies the file into anonymous memory backed by transparent
-	// huge pages (where the kernel allows MADV_HUGEPAGE) instead of mapping
-	// the file. Random lookups over a large file-backed mapping miss the TLB
-	// on almost every key; 2 MiB pages make those misses rare. The copy is
-	// made read-only after loading. Paddle's cube loads into memory too
-	// (--in_mem, its default).
+	// InMemory serves a copy of the file in anonymous memory backed by
+	// transparent huge pages (where the kernel allows MADV_HUGEPAGE) instead
+	// of the file mapping. Random lookups over a large file-backed mapping
+	// miss the TLB on almost every key; 2 MiB pages make those misses rare.
+	// The copy is made read-only after loading. Paddle's cube loads into
+	// memory too (--in_mem, its default). With VerifyOnTouch, a version 2
+	// dictionary serves from the file mapping until VerifyPending has made
+	// and checked the copy: getting huge pages from the kernel can take far
+	// longer than reading the file.
 	InMemory bool
 }
 
@@ -34,17 +39,29 @@ type Options struct {
 // Close must not race with Get (the server guards this with a refcount).
 type Dict struct {
 	path     string
-	mapped   bool   // data is a file mapping (not a copy)
-	data     []byte // the whole file, mapped PROT_READ
-	index    []byte
-	values   []byte
+	view     atomic.Pointer[view]
+	mapping  []byte // the file mapping, if any (unmapped by Close)
+	copy     []byte // the anonymous copy, if any, in whole huge pages (unmapped by Close)
 	slots    uint64
 	slotSize uint64
 	maxProbe uint64
-	indexOff uint64 // of the index in data
+	indexOff uint64 // of the index in the file
 	inline   bool
 	hdr      header
 	blocks   *blockState // version 2; nil for version 1, checked whole at Open
+
+	// A version 2 dictionary opened InMemory: the file, kept open until
+	// VerifyPending has copied it (pending).
+	file        *os.File
+	copyPending bool
+}
+
+// view is the bytes lookups read: the file mapping, or the copy that
+// replaces it.
+type view struct {
+	data   []byte // the whole file
+	index  []byte
+	values []byte
 }
 
 // Open maps the dictionary at path read-only and validates it.
@@ -53,35 +70,64 @@ func Open(path string, opts Options) (*Dict, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open dictionary %q: %w", path, err)
 	}
-	defer f.Close() // the mapping outlives the descriptor
-	st, err := f.Stat()
+	d, err := openFile(f, opts)
+	if d == nil || !d.copyPending {
+		_ = f.Close() // the mapping outlives the descriptor
+	}
 	if err != nil {
 		return nil, fmt.Errorf("open dictionary %q: %w", path, err)
 	}
+	return d, nil
+}
+
+func openFile(f *os.File, opts Options) (*Dict, error) {
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
 	size := st.Size()
-	if size < headerSize {
-		return nil, fmt.Errorf("open dictionary %q: %d bytes: %w", path, size, ErrTruncated)
+	if size < headerSizeV1 {
+		return nil, fmt.Errorf("%d bytes: %w", size, ErrTruncated)
 	}
 	if int64(int(size)) != size {
-		return nil, fmt.Errorf("open dictionary %q: too large to map", path)
+		return nil, errors.New("too large to map")
 	}
-	var data []byte
-	if opts.InMemory {
-		data, err = loadAnon(f, int(size))
+	var version [12]byte
+	if _, err := f.ReadAt(version[:], 0); err != nil {
+		return nil, err
+	}
+	v1 := binary.LittleEndian.Uint32(version[8:]) == FormatV1
+	var data, whole []byte
+	if opts.InMemory && v1 {
+		whole, err = loadAnon(f, int(size))
+		data = whole[:size:size]
 	} else {
 		data, err = syscall.Mmap(int(f.Fd()), 0, int(size), syscall.PROT_READ, syscall.MAP_SHARED)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("map dictionary %q: %w", path, err)
+		return nil, fmt.Errorf("map: %w", err)
 	}
-	d, err := newDict(path, data, opts, !opts.InMemory)
+	d, err := newDict(f.Name(), data)
 	if err != nil {
-		_ = syscall.Munmap(data)
-		return nil, fmt.Errorf("open dictionary %q: %w", path, err)
+		if whole == nil {
+			whole = data
+		}
+		_ = syscall.Munmap(whole)
+		return nil, err
 	}
-	if !opts.InMemory {
+	if opts.InMemory && v1 {
+		d.copy = whole
+	} else {
+		d.mapping = data
 		// Lookups hit random pages; read-ahead would only evict useful ones.
 		_ = syscall.Madvise(data, syscall.MADV_RANDOM)
+	}
+	if opts.InMemory && !v1 {
+		d.file, d.copyPending = f, true
+	}
+	if err := d.verifyAtOpen(opts); err != nil {
+		_ = d.Close()
+		return nil, err
 	}
 	return d, nil
 }
@@ -98,9 +144,27 @@ const (
 const hugePage = 2 << 20
 
 // loadAnon reads f into an anonymous mapping advised to use huge pages and
-// then write-protects it. The mapping is rounded up to whole huge pages;
-// the returned slice has the file's length (munmap rounds the same way).
+// then write-protects it. The mapping is rounded up to whole huge pages, and
+// so is the returned slice: the file is its first size bytes.
 func loadAnon(f *os.File, size int) ([]byte, error) {
+	mem, err := anonMemory(size)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := io.ReadFull(f, mem[:size]); err != nil {
+		_ = syscall.Munmap(mem)
+		return nil, err
+	}
+	if err := syscall.Mprotect(mem, syscall.PROT_READ); err != nil {
+		_ = syscall.Munmap(mem)
+		return nil, err
+	}
+	return mem, nil
+}
+
+// anonMemory maps size bytes of anonymous memory, rounded up to whole huge
+// pages, advised to use them, and faulted in.
+func anonMemory(size int) ([]byte, error) {
 	mapped := (size + hugePage - 1) &^ (hugePage - 1)
 	mem, err := syscall.Mmap(-1, 0, mapped, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_PRIVATE|syscall.MAP_ANON)
 	if err != nil {
@@ -110,24 +174,24 @@ func loadAnon(f *os.File, size int) ([]byte, error) {
 	// Fault every page in with one call rather than one fault a page while
 	// reading (where the kernel has MADV_POPULATE_WRITE, Linux 5.14+).
 	_ = syscall.Madvise(mem, madvPopulateWrite)
-	if _, err := io.ReadFull(f, mem[:size]); err != nil {
-		_ = syscall.Munmap(mem)
-		return nil, err
-	}
-	if err := syscall.Mprotect(mem, syscall.PROT_READ); err != nil {
-		_ = syscall.Munmap(mem)
-		return nil, err
-	}
-	return mem[:size], nil
+	return mem, nil
 }
 
 // OpenBytes validates an in-memory dictionary image (used by tests and fuzzing).
 func OpenBytes(data []byte, opts Options) (*Dict, error) {
-	return newDict("", data, opts, false)
+	d, err := newDict("", data)
+	if err != nil {
+		return nil, err
+	}
+	if err := d.verifyAtOpen(opts); err != nil {
+		return nil, err
+	}
+	return d, nil
 }
 
-func newDict(path string, data []byte, opts Options, mapped bool) (*Dict, error) {
-	d := &Dict{path: path, data: data, mapped: mapped}
+// newDict validates the header of data and sets d up to read it.
+func newDict(path string, data []byte) (*Dict, error) {
+	d := &Dict{path: path}
 	h := &d.hdr
 	if err := h.unmarshal(data, uint64(len(data))); err != nil {
 		return nil, err
@@ -135,33 +199,43 @@ func newDict(path string, data []byte, opts Options, mapped bool) (*Dict, error)
 	d.slots, d.slotSize, d.maxProbe = h.slots, uint64(h.slotSize), h.maxProbe
 	d.inline = h.inline > 0
 	d.indexOff = h.indexOffset
-	d.index = data[h.indexOffset : h.indexOffset+h.indexSize()]
-	d.values = data[h.valuesOffset : h.valuesOffset+h.valuesSize]
-	if h.version == FormatV1 {
-		if opts.SkipVerify {
-			return d, nil
-		}
-		if err := d.Verify(); err != nil {
-			return nil, err
-		}
-		if err := d.checkIndex(); err != nil {
-			return nil, err
-		}
-		return d, nil
-	}
-	var err error
-	if d.blocks, err = newBlockState(data, h); err != nil {
-		return nil, err
-	}
-	switch {
-	case opts.SkipVerify:
-		d.blocks.markAll()
-	case !opts.VerifyOnTouch:
-		if err := d.VerifyPending(); err != nil {
+	d.view.Store(d.viewOf(data))
+	if h.version == FormatV2 {
+		var err error
+		if d.blocks, err = newBlockState(data, h); err != nil {
 			return nil, err
 		}
 	}
 	return d, nil
+}
+
+// viewOf is the view of a whole file's bytes.
+func (d *Dict) viewOf(data []byte) *view {
+	h := &d.hdr
+	return &view{
+		data:   data,
+		index:  data[h.indexOffset : h.indexOffset+h.indexSize()],
+		values: data[h.valuesOffset : h.valuesOffset+h.valuesSize],
+	}
+}
+
+// verifyAtOpen checks what opts ask to be checked before Open returns.
+func (d *Dict) verifyAtOpen(opts Options) error {
+	switch {
+	case d.hdr.version == FormatV1:
+		if opts.SkipVerify {
+			return nil
+		}
+		if err := d.Verify(); err != nil {
+			return err
+		}
+		return d.checkIndex()
+	case opts.SkipVerify && !d.copyPending:
+		d.blocks.markAll()
+	case !opts.VerifyOnTouch || opts.SkipVerify:
+		return d.VerifyPending()
+	}
+	return nil
 }
 
 // checkIndex makes sure every ref of a version 1 index points at a whole
@@ -169,18 +243,19 @@ func newDict(path string, data []byte, opts Options, mapped bool) (*Dict, error)
 // can never read out of bounds nor probe forever.
 func (d *Dict) checkIndex() error {
 	var n uint64
+	v := d.view.Load()
 	for i := uint64(0); i < d.slots; i++ {
-		ref := binary.LittleEndian.Uint64(d.index[i*refSlotSize+8:])
+		ref := binary.LittleEndian.Uint64(v.index[i*refSlotSize+8:])
 		if ref == 0 {
 			continue
 		}
 		n++
 		off := ref - 1
-		if off >= uint64(len(d.values)) {
+		if off >= uint64(len(v.values)) {
 			return fmt.Errorf("slot %d: value offset %d beyond values section: %w", i, off, ErrTruncated)
 		}
-		l, w := binary.Uvarint(d.values[off:])
-		if w <= 0 || l > uint64(len(d.values))-off-uint64(w) {
+		l, w := binary.Uvarint(v.values[off:])
+		if w <= 0 || l > uint64(len(v.values))-off-uint64(w) {
 			return fmt.Errorf("slot %d: value record at %d overruns values section: %w", i, off, ErrTruncated)
 		}
 	}
@@ -218,44 +293,45 @@ func (d *Dict) ValueSize(key uint64) (int, bool) {
 func (d *Dict) Lookup(key uint64) ([]byte, bool) { return d.lookup(key) }
 
 func (d *Dict) lookup(key uint64) ([]byte, bool) {
+	v := d.view.Load()
 	if d.inline {
-		return d.probeInline(key, homeSlot(key, d.slots))
+		return d.probeInline(v, key, homeSlot(key, d.slots))
 	}
-	ref := d.probeRef(key, homeSlot(key, d.slots))
+	ref := d.probeRef(v, key, homeSlot(key, d.slots))
 	if ref == 0 {
 		return nil, false
 	}
-	return d.record(ref - 1)
+	return d.record(v, ref-1)
 }
 
 // ensureProbe checks the blocks of the slots a lookup starting at slot i may
 // read: i to i + max probe, wrapping to slot 0.
-func (d *Dict) ensureProbe(i uint64) {
+func (d *Dict) ensureProbe(v *view, i uint64) {
 	if d.blocks == nil || d.blocks.pending.Load() == 0 {
 		return
 	}
 	s, last := d.slotSize, i+d.maxProbe
 	if last < d.slots {
-		d.ensure(d.indexOff+i*s, d.indexOff+(last+1)*s)
+		d.ensure(v, d.indexOff+i*s, d.indexOff+(last+1)*s)
 		return
 	}
-	d.ensure(d.indexOff+i*s, d.indexOff+d.slots*s)
-	d.ensure(d.indexOff, d.indexOff+(last-d.slots+1)*s)
+	d.ensure(v, d.indexOff+i*s, d.indexOff+d.slots*s)
+	d.ensure(v, d.indexOff, d.indexOff+(last-d.slots+1)*s)
 }
 
 // probeInline looks key up in an inline index from slot i and returns its
 // value, aliasing the index.
-func (d *Dict) probeInline(key, i uint64) ([]byte, bool) {
-	s, idx := d.slotSize, d.index
+func (d *Dict) probeInline(v *view, key, i uint64) ([]byte, bool) {
+	s, idx := d.slotSize, v.index
 	if key == emptyKey {
 		if d.hdr.flags&flagExtraKey == 0 {
 			return nil, false
 		}
 		at := d.slots * s
-		d.ensure(d.indexOff+at, d.indexOff+at+s)
+		d.ensure(v, d.indexOff+at, d.indexOff+at+s)
 		return idx[at+8 : at+s : at+s], true
 	}
-	d.ensureProbe(i)
+	d.ensureProbe(v, i)
 	for n := d.maxProbe; ; n-- {
 		at := i * s
 		k := binary.LittleEndian.Uint64(idx[at:])
@@ -273,9 +349,9 @@ func (d *Dict) probeInline(key, i uint64) ([]byte, bool) {
 
 // probeRef walks a referenced index from slot i and returns key's ref (0 if
 // absent).
-func (d *Dict) probeRef(key, i uint64) uint64 {
-	idx := d.index
-	d.ensureProbe(i)
+func (d *Dict) probeRef(v *view, key, i uint64) uint64 {
+	idx := v.index
+	d.ensureProbe(v, i)
 	for n := d.maxProbe; ; n-- {
 		s := idx[i*refSlotSize : i*refSlotSize+refSlotSize]
 		ref := binary.LittleEndian.Uint64(s[8:])
@@ -314,7 +390,8 @@ func (d *Dict) LookupBatch(keys []uint64, fn func(i int, value []byte, ok bool))
 		refs  [batchGroup]uint64
 	)
 	n := d.slots
-	idx, vals := d.index, d.values
+	v := d.view.Load()
+	idx, vals := v.index, v.values
 	for base := 0; base < len(keys); base += batchGroup {
 		group := keys[base:min(base+batchGroup, len(keys))]
 		for j, k := range group {
@@ -323,7 +400,7 @@ func (d *Dict) LookupBatch(keys []uint64, fn func(i int, value []byte, ok bool))
 			prefetch(&idx[s*refSlotSize])
 		}
 		for j, k := range group {
-			r := d.probeRef(k, slots[j])
+			r := d.probeRef(v, k, slots[j])
 			refs[j] = r
 			if r != 0 && r-1 < uint64(len(vals)) {
 				prefetch(&vals[r-1])
@@ -337,8 +414,8 @@ func (d *Dict) LookupBatch(keys []uint64, fn func(i int, value []byte, ok bool))
 				fn(base+j, nil, false)
 				continue
 			}
-			v, ok := d.record(refs[j] - 1)
-			fn(base+j, v, ok)
+			val, ok := d.record(v, refs[j]-1)
+			fn(base+j, val, ok)
 		}
 	}
 }
@@ -350,7 +427,8 @@ const inlinePrefetchSlots = 2
 
 func (d *Dict) lookupBatchInline(keys []uint64, fn func(i int, value []byte, ok bool)) {
 	var homes [batchGroup]uint64
-	n, s, idx := d.slots, d.slotSize, d.index
+	v := d.view.Load()
+	n, s, idx := d.slots, d.slotSize, v.index
 	span := inlinePrefetchSlots*s - 1 // within the index: the extra slot follows the last
 	for base := 0; base < len(keys); base += batchGroup {
 		group := keys[base:min(base+batchGroup, len(keys))]
@@ -363,22 +441,22 @@ func (d *Dict) lookupBatchInline(keys []uint64, fn func(i int, value []byte, ok 
 			prefetch(&idx[h*s+span]) // the line the span ends in
 		}
 		for j, k := range group {
-			v, ok := d.probeInline(k, homes[j])
-			fn(base+j, v, ok)
+			val, ok := d.probeInline(v, k, homes[j])
+			fn(base+j, val, ok)
 		}
 	}
 }
 
 // record returns the value record at off in the values section, checking its
 // blocks first.
-func (d *Dict) record(off uint64) ([]byte, bool) {
-	vals := d.values
+func (d *Dict) record(v *view, off uint64) ([]byte, bool) {
+	vals := v.values
 	if off >= uint64(len(vals)) {
 		return nil, false
 	}
 	if d.blocks != nil {
 		at := d.hdr.valuesOffset + off
-		d.ensure(at, at+min(binary.MaxVarintLen64+d.hdr.maxValue, uint64(len(vals))-off))
+		d.ensure(v, at, at+min(binary.MaxVarintLen64+d.hdr.maxValue, uint64(len(vals))-off))
 	}
 	l, w := binary.Uvarint(vals[off:])
 	start := off + uint64(w)
@@ -392,26 +470,27 @@ func (d *Dict) record(off uint64) ([]byte, bool) {
 // value slice is only valid during the call.
 func (d *Dict) Range(fn func(key uint64, value []byte) bool) {
 	s := d.slotSize
+	v := d.view.Load()
 	for i := uint64(0); i < d.slots; i++ {
 		at := i * s
-		d.ensure(d.indexOff+at, d.indexOff+at+s)
-		key := binary.LittleEndian.Uint64(d.index[at:])
+		d.ensure(v, d.indexOff+at, d.indexOff+at+s)
+		key := binary.LittleEndian.Uint64(v.index[at:])
 		var (
-			v  []byte
-			ok bool
+			val []byte
+			ok  bool
 		)
 		if d.inline {
-			v, ok = d.index[at+8:at+s:at+s], key != emptyKey
-		} else if ref := binary.LittleEndian.Uint64(d.index[at+8:]); ref != 0 {
-			v, ok = d.record(ref - 1)
+			val, ok = v.index[at+8:at+s:at+s], key != emptyKey
+		} else if ref := binary.LittleEndian.Uint64(v.index[at+8:]); ref != 0 {
+			val, ok = d.record(v, ref-1)
 		}
-		if ok && !fn(key, v) {
+		if ok && !fn(key, val) {
 			return
 		}
 	}
 	if d.inline && d.hdr.flags&flagExtraKey != 0 {
-		v, _ := d.probeInline(emptyKey, 0)
-		fn(emptyKey, v)
+		val, _ := d.probeInline(v, emptyKey, 0)
+		fn(emptyKey, val)
 	}
 }
 
@@ -422,7 +501,7 @@ func (d *Dict) Len() int { return int(d.hdr.count) }
 func (d *Dict) Slots() uint64 { return d.slots }
 
 // Size returns the size of the file (and of the mapping) in bytes.
-func (d *Dict) Size() int64 { return int64(len(d.data)) }
+func (d *Dict) Size() int64 { return int64(len(d.view.Load().data)) }
 
 // ValuesSize returns the size of the values section in bytes.
 func (d *Dict) ValuesSize() int64 { return int64(d.hdr.valuesSize) }
@@ -443,16 +522,21 @@ func (d *Dict) MaxValueSize() int { return int(d.hdr.maxValue) }
 // Path returns the file the dictionary was opened from ("" for OpenBytes).
 func (d *Dict) Path() string { return d.path }
 
-// Close unmaps the file. The Dict must not be used afterwards.
+// Close unmaps the file and the copy. The Dict must not be used afterwards.
 func (d *Dict) Close() error {
-	if d.path == "" || d.data == nil {
-		d.data = nil
-		return nil
+	var errs []error
+	for _, m := range []*[]byte{&d.mapping, &d.copy} {
+		if *m != nil && d.path != "" {
+			if err := syscall.Munmap(*m); err != nil {
+				errs = append(errs, fmt.Errorf("unmap dictionary %q: %w", d.path, err))
+			}
+		}
+		*m = nil
 	}
-	err := syscall.Munmap(d.data)
-	d.data, d.index, d.values = nil, nil, nil
-	if err != nil {
-		return fmt.Errorf("unmap dictionary %q: %w", d.path, err)
+	if d.file != nil {
+		_ = d.file.Close()
+		d.file = nil
 	}
-	return nil
+	d.view.Store(&view{})
+	return errors.Join(errs...)
 }

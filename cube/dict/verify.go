@@ -1,6 +1,7 @@
 package dict
 
 import (
+	"errors"
 	"encoding/binary"
 	"fmt"
 	"hash/crc32"
@@ -56,26 +57,31 @@ func (s *blockState) markAll() {
 // ensure checks every block holding a byte of [lo, hi) not checked yet, and
 // panics with a *CorruptError on the first that does not match. Concurrent
 // callers may check one block twice; the result is the same.
-func (d *Dict) ensure(lo, hi uint64) {
+//
+// The bytes checked are those of v, the view the caller reads. A block
+// checked in the copy of an InMemory dictionary counts as checked in its
+// file mapping too: the copy was read from the page cache the mapping shows.
+func (d *Dict) ensure(v *view, lo, hi uint64) {
 	s := d.blocks
 	if s == nil || s.pending.Load() == 0 || hi <= lo {
 		return
 	}
 	for b := (lo - headerSize) >> s.shift; b <= (hi-1-headerSize)>>s.shift; b++ {
 		if s.checked[b/64].Load()&(1<<(b%64)) == 0 {
-			if err := d.checkBlock(b); err != nil {
+			if err := d.checkBlock(v.data, b); err != nil {
 				panic(err)
 			}
 		}
 	}
 }
 
-// checkBlock checks block b against its CRC and records it as checked.
-func (d *Dict) checkBlock(b uint64) error {
+// checkBlock checks block b of data, the whole file, against its CRC and
+// records it as checked.
+func (d *Dict) checkBlock(data []byte, b uint64) error {
 	s := d.blocks
 	lo := headerSize + b<<s.shift
 	hi := min(lo+1<<s.shift, s.end)
-	if crc32.Checksum(d.data[lo:hi], castagnoli) != binary.LittleEndian.Uint32(s.crcs[4*b:]) {
+	if crc32.Checksum(data[lo:hi], castagnoli) != binary.LittleEndian.Uint32(s.crcs[4*b:]) {
 		return &CorruptError{Path: d.path, Block: b, Offset: lo}
 	}
 	if old := s.checked[b/64].Or(1 << (b % 64)); old&(1<<(b%64)) == 0 {
@@ -92,13 +98,27 @@ func (d *Dict) checkBlock(b uint64) error {
 // kernel has MADV_POPULATE_READ): the pass, and the lookups after it, then
 // take no page fault of their own, which in a virtual machine costs far more
 // than the page's checksum.
+//
+// A dictionary opened InMemory is copied here, each block checked in the
+// copy, and served from the copy from then on.
 func (d *Dict) VerifyPending() error {
+	if d.copyPending {
+		d.copyPending = false
+		err := d.copyToMemory()
+		_ = d.file.Close()
+		d.file = nil
+		if err == nil || errors.Is(err, ErrChecksum) {
+			return err
+		}
+		// No memory for the copy: serve the file mapping, checked below.
+	}
 	s := d.blocks
 	if s == nil || s.pending.Load() == 0 {
 		return nil
 	}
-	if d.mapped {
-		_ = syscall.Madvise(d.data, madvPopulateRead)
+	v := d.view.Load()
+	if d.mapping != nil {
+		_ = syscall.Madvise(d.mapping, madvPopulateRead)
 	}
 	for b := range uint64(len(s.crcs) / 4) {
 		if s.pending.Load() == 0 {
@@ -107,10 +127,46 @@ func (d *Dict) VerifyPending() error {
 		if s.checked[b/64].Load()&(1<<(b%64)) != 0 {
 			continue
 		}
-		if err := d.checkBlock(b); err != nil {
+		if err := d.checkBlock(v.data, b); err != nil {
 			return err
 		}
 	}
+	return nil
+}
+
+// copyToMemory reads the file into anonymous memory advised to use huge
+// pages, checks every block of the copy, write-protects it and serves it
+// instead of the file mapping, which stays mapped until Close for the
+// lookups that still read it.
+func (d *Dict) copyToMemory() error {
+	size := len(d.mapping)
+	mem, err := anonMemory(size)
+	if err != nil {
+		return err
+	}
+	fail := func(err error) error {
+		_ = syscall.Munmap(mem)
+		return err
+	}
+	if _, err := d.file.ReadAt(mem[:size], 0); err != nil {
+		return fail(err)
+	}
+	s := d.blocks
+	// The header and the block table, checked at Open in the mapping, must
+	// be the same bytes in the copy.
+	if string(mem[:headerSize]) != string(d.mapping[:headerSize]) || string(mem[s.end:size]) != string(d.mapping[s.end:]) {
+		return fail(fmt.Errorf("dictionary %q changed while it was copied: %w", d.path, ErrChecksum))
+	}
+	for b := range uint64(len(s.crcs) / 4) {
+		if err := d.checkBlock(mem, b); err != nil {
+			return fail(err)
+		}
+	}
+	if err := syscall.Mprotect(mem, syscall.PROT_READ); err != nil {
+		return fail(err)
+	}
+	d.copy = mem
+	d.view.Store(d.viewOf(mem[:size:size]))
 	return nil
 }
 
@@ -135,17 +191,19 @@ func (d *Dict) Pending() int64 {
 // flipped on disk or in the page cache). It reads every byte.
 func (d *Dict) Verify() error {
 	if d.blocks != nil {
+		data := d.view.Load().data
 		for b := range uint64(len(d.blocks.crcs) / 4) {
-			if err := d.checkBlock(b); err != nil {
+			if err := d.checkBlock(data, b); err != nil {
 				return err
 			}
 		}
 		return nil
 	}
-	if crc32.Checksum(d.index, castagnoli) != d.hdr.indexCRC {
+	v := d.view.Load()
+	if crc32.Checksum(v.index, castagnoli) != d.hdr.indexCRC {
 		return fmt.Errorf("index section: %w", ErrChecksum)
 	}
-	if crc32.Checksum(d.values, castagnoli) != d.hdr.valuesCRC {
+	if crc32.Checksum(v.values, castagnoli) != d.hdr.valuesCRC {
 		return fmt.Errorf("values section: %w", ErrChecksum)
 	}
 	return nil

@@ -206,3 +206,81 @@ func TestRandomInline(t *testing.T) {
 		})
 	}
 }
+
+// TestInMemoryServesTheMappingUntilCopied: opened InMemory with
+// VerifyOnTouch, a version 2 dictionary serves from its file mapping at once
+// and from its checked huge-page copy once VerifyPending has made it; a
+// block wrong on disk leaves it on the mapping, refused where read.
+func TestInMemoryServesTheMappingUntilCopied(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	want := layoutEntries(rng, true)
+	path, _ := buildWith(t, func(add func(uint64, []byte)) {
+		for k, v := range want {
+			add(k, v)
+		}
+	})
+	check := func(d *Dict) {
+		t.Helper()
+		for k, v := range want {
+			if got, ok := d.Get(nil, k); !ok || !bytes.Equal(got, v) {
+				t.Fatalf("key %d: %x %v, want %x", k, got, ok, v)
+			}
+		}
+	}
+	d, err := Open(path, Options{InMemory: true, VerifyOnTouch: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.copy != nil || &d.view.Load().data[0] != &d.mapping[0] {
+		t.Fatal("a copy was made at Open")
+	}
+	check(d)
+	if err := d.VerifyPending(); err != nil {
+		t.Fatal(err)
+	}
+	if d.copy == nil || &d.view.Load().data[0] != &d.copy[0] || d.Pending() != 0 {
+		t.Fatal("VerifyPending did not switch to the copy")
+	}
+	check(d)
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	img, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	img[len(img)/2] ^= 0x10 // a block in the middle of the index
+	if err := os.WriteFile(path, img, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(path, Options{InMemory: true}); !errors.Is(err, ErrChecksum) {
+		t.Fatalf("Open InMemory of a damaged file: %v, want ErrChecksum", err)
+	}
+	d, err = Open(path, Options{InMemory: true, VerifyOnTouch: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	var c *CorruptError
+	if err := d.VerifyPending(); !errors.As(err, &c) {
+		t.Fatalf("VerifyPending of a damaged file: %v", err)
+	}
+	if d.copy != nil {
+		t.Fatal("a damaged copy is served")
+	}
+	refused := 0
+	for k := range want {
+		func() {
+			defer func() {
+				if r := recover(); r != nil {
+					refused++
+				}
+			}()
+			d.Get(nil, k)
+		}()
+	}
+	if refused == 0 {
+		t.Fatal("no lookup of the damaged block was refused")
+	}
+}
