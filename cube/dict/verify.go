@@ -1,8 +1,8 @@
 package dict
 
 import (
-	"errors"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"hash/crc32"
 	"sync/atomic"
