@@ -48,7 +48,7 @@ say "finding a Terraform CLI"
 eval "$(scripts/ensure-terraform.sh)"
 echo "    $TF_ACC_TERRAFORM_PATH"
 
-say "checking every example and module: terraform fmt -check and validate"
+say "checking every example and module: terraform fmt -check and validate, then the modules' terraform test (plan mode, no cluster)"
 scripts/validate-examples.sh
 
 say "checking docs/ is generated from the current schemas"

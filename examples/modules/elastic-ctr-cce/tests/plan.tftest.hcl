@@ -1,0 +1,79 @@
+# The module's plan, with no cluster and no cloud: ctr renders every Kubernetes object and the
+# CCE cluster's settings at plan time, and calls CCE only on apply. Both addresses below are
+# closed on purpose: a plan that tried to reach either would fail. The credentials are made up.
+provider "ctr" {
+  kubernetes = { host = "https://127.0.0.1:9", token = "not-a-cluster" }
+}
+
+provider "ctr" {
+  alias        = "cluster"
+  access_key   = "AKNOTAKEY"
+  secret_key   = "not-a-secret"
+  cce_endpoint = "http://127.0.0.1:9"
+}
+
+variables {
+  vpc_id    = "vpc-test"
+  subnet_id = "sbn-test"
+}
+
+run "defaults" {
+  command = plan
+
+  assert {
+    condition     = ctr_cluster.this.cce.name == "ctr" && ctr_cluster.this.cce.worker_pool.replicas == 3 && ctr_cluster.this.cce.worker_pool.subnet_id == "sbn-test"
+    error_message = "the cluster is named after var.name, with 3 workers in var.subnet_id"
+  }
+  assert {
+    condition     = ctr_cluster.this.cce.kubeconfig_type == "vpc" && ctr_cluster.this.cce.master.exposed_public == false
+    error_message = "without public_endpoint the kubeconfig uses the VPC address"
+  }
+  assert {
+    condition     = length(jsondecode(output.cube_conf)[0].nodes) == 2
+    error_message = "the stack's cube has elastic-ctr's default of 2 shards"
+  }
+}
+
+run "public_endpoint_and_settings_passed_on" {
+  command = plan
+  variables {
+    name            = "ads"
+    public_endpoint = true
+    workers         = { replicas = 5 }
+    namespace       = "ads"
+    cube            = { shards = 4, replicas = 3 }
+  }
+
+  assert {
+    condition     = ctr_cluster.this.cce.kubeconfig_type == "public" && ctr_cluster.this.cce.master.exposed_public
+    error_message = "public_endpoint exposes the API server and exports a kubeconfig that uses it"
+  }
+  assert {
+    condition     = ctr_cluster.this.cce.worker_pool.replicas == 5
+    error_message = "workers.replicas is the worker pool's"
+  }
+  assert {
+    condition     = length(jsondecode(output.cube_conf)[0].nodes) == 4 && jsondecode(output.cube_conf)[0].dup == 3
+    error_message = "cube is passed on to elastic-ctr: 4 shards of 3 replicas"
+  }
+  assert {
+    condition     = output.serving_url == "http://ads-serving.ads.svc:8010"
+    error_message = "name and namespace are passed on to elastic-ctr"
+  }
+}
+
+run "bad_workers_refused" {
+  command = plan
+  variables {
+    workers = { replicas = 0 }
+  }
+  expect_failures = [var.workers]
+}
+
+run "bad_volcano_mode_refused" {
+  command = plan
+  variables {
+    volcano_mode = "install"
+  }
+  expect_failures = [var.volcano_mode]
+}
