@@ -27,16 +27,20 @@ resource "ctr_cluster" "this" {
 }
 
 module "stack" {
-  source           = "../elastic-ctr"
-  name             = var.name
-  namespace        = var.namespace
-  create_namespace = var.create_namespace
-  training         = var.training
-  dataset          = var.dataset
-  model_output     = var.model_output
-  model_export     = var.model_export
-  cube             = var.cube
-  serving          = var.serving
+  source             = "../elastic-ctr"
+  name               = var.name
+  namespace          = var.namespace
+  create_namespace   = var.create_namespace
+  image_pull_secrets = var.image_pull_secrets
+  pods               = var.pods
+  training           = var.training
+  file_server        = var.file_server
+  dataset            = var.dataset
+  hdfs_ugi           = var.hdfs_ugi
+  model_output       = var.model_output
+  model_export       = var.model_export
+  cube               = var.cube
+  serving            = var.serving
 
   depends_on = [ctr_cluster.this]
 }

@@ -76,7 +76,20 @@ variable "create_namespace" {
 
 # The stack's settings, passed to the elastic-ctr module as they are: their attributes, types,
 # defaults and checks are that module's (see its variables.tf and README), declared there
-# only, and apply to whatever is left unset here.
+# only, and apply to whatever is left unset here. provider/modules_test.go checks that every
+# variable of elastic-ctr is passed on, with the same default.
+
+variable "image_pull_secrets" {
+  description = "Secrets every pod of the stack pulls its images with; see the elastic-ctr module's variable of the same name. Null: none."
+  type        = any
+  default     = null
+}
+
+variable "pods" {
+  description = "Pod settings by component (training, file_server, cube, serving); see the elastic-ctr module's variable of the same name."
+  type        = any
+  default     = {}
+}
 
 variable "training" {
   description = "Training job; see the elastic-ctr module's variable of the same name."
@@ -84,8 +97,20 @@ variable "training" {
   default     = {}
 }
 
+variable "file_server" {
+  description = "The training job's file server; see the elastic-ctr module's variable of the same name."
+  type        = any
+  default     = {}
+}
+
 variable "dataset" {
-  description = "ElasticCTR's data.config; see the elastic-ctr module's variable of the same name. Null: none."
+  description = "Where the trainers read samples; see the elastic-ctr module's variable of the same name. Null: none."
+  type        = any
+  default     = null
+}
+
+variable "hdfs_ugi" {
+  description = "HDFS user and password of dataset, \"user,password\"; see the elastic-ctr module's variable of the same name. Null: none."
   type        = any
   default     = null
   sensitive   = true

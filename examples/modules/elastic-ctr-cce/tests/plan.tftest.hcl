@@ -77,3 +77,27 @@ run "bad_volcano_mode_refused" {
   }
   expect_failures = [var.volcano_mode]
 }
+
+# Settings pass through as they are (type any) and are judged by elastic-ctr's types: every
+# one of its variables, in the shapes its own tests use.
+run "every_stack_setting_passed_on" {
+  command = plan
+  variables {
+    image_pull_secrets = ["regcred"]
+    pods               = { cube = { node_selector = { pool = "cube" } }, training = { tolerations = [{ key = "gpu", operator = "Exists" }] } }
+    training           = { mode = "collective", workers = 2, gpus = 1, wait = "submitted" }
+    file_server        = { replicas = 2 }
+    dataset            = { hdfs_address = "hdfs://10.0.0.5:9000", path = "/train_data", start_hour = "20260401/00", end_hour = "20260401/23" }
+    hdfs_ugi           = "ads,not-a-password"
+    model_output       = { size = "50Gi", access_mode = "ReadWriteMany" }
+    model_export       = null
+    cube               = { shards = 3, spread = { topology_key = "topology.kubernetes.io/zone" } }
+    serving            = { autoscaling = { max_replicas = 4 }, requests = { cpu = "1" } }
+  }
+
+  assert {
+    condition     = length(jsondecode(output.cube_conf)[0].nodes) == 3
+    error_message = "cube is passed on"
+  }
+}
+
