@@ -58,6 +58,9 @@ if [ -n "$(git status --porcelain -- docs)" ]; then
   echo "docs/ is stale: run make generate and commit the result"; exit 1
 fi
 
+say "checking each module's README lists its inputs and outputs as variables.tf and outputs.tf declare them"
+go run ./internal/tfmodule/cmd/moduledocs -check examples/modules/*
+
 say "checking the generated Go of every .proto is current"
 go run ./internal/genproto -check cube/paddle/servingpb
 
