@@ -21,16 +21,52 @@ variable "subnet_id" {
 }
 
 variable "workers" {
-  description = "Worker pool: machine spec (e.g. bcc.g5.c8m32) and count."
+  description = "The worker instance group: machine spec (e.g. bcc.g5.c8m32), count, and how the machines are made. replicas, labels, taints and root_disk_size change in place; the rest creates a new cluster."
   type = object({
-    machine_spec = optional(string, "bcc.g5.c8m32")
-    replicas     = optional(number, 3)
+    machine_spec      = optional(string, "bcc.g5.c8m32")
+    replicas          = optional(number, 3)
+    name              = optional(string, "workers") # the instance group's name
+    instance_type     = optional(string)            # BCC instance type, e.g. N5
+    zone              = optional(string)            # availability zone, e.g. zoneA
+    security_group_id = optional(string)
+    image_id          = optional(string)      # OS image; default: CCE's
+    root_disk_size    = optional(number, 100) # GB
+    ssh_key_id        = optional(string)
+    labels            = optional(map(string)) # Kubernetes labels of the nodes
+    taints = optional(list(object({           # Kubernetes taints of the nodes
+      key    = string
+      value  = optional(string)
+      effect = string # NoSchedule, PreferNoSchedule or NoExecute
+    })))
   })
-  default = {}
+  default  = {}
+  nullable = false
   validation {
     condition     = var.workers.replicas >= 1
     error_message = "workers.replicas must be at least 1."
   }
+}
+
+variable "cluster" {
+  description = "The CCE cluster's own settings, each left to CCE's (or the provider's) default when unset; CCE judges the values at apply. Every one but delete_resource and delete_cds_snapshot creates a new cluster when changed."
+  type = object({
+    description     = optional(string)
+    runtime         = optional(string, "containerd")
+    runtime_version = optional(string)
+    network_mode    = optional(string) # e.g. vpc-eni or vpc-route-auto-detect
+    pod_cidr        = optional(string) # route modes
+    service_cidr    = optional(string)
+    master = optional(object({ # the managed master
+      type      = optional(string, "managedPro")
+      flavor    = optional(string, "l50") # the cluster's size class
+      zone      = optional(string)
+      subnet_id = optional(string) # of the API server's load balancer
+    }), {})
+    delete_resource     = optional(bool, true) # on destroy, release the worker machines too
+    delete_cds_snapshot = optional(bool, true) # on destroy, delete the machines' disk snapshots
+  })
+  default  = {}
+  nullable = false
 }
 
 variable "admin_password" {
@@ -54,6 +90,18 @@ variable "volcano_manifest_url" {
   description = "Mirror of Volcano's release manifest; null fetches the release's own."
   type        = string
   default     = null
+}
+
+variable "volcano_version" {
+  description = "Volcano release to install (and upgrade to when changed)."
+  type        = string
+  default     = "v1.14.1"
+}
+
+variable "volcano_keep_on_destroy" {
+  description = "Leave Volcano on the cluster when ctr_cluster is destroyed."
+  type        = bool
+  default     = false
 }
 
 variable "public_endpoint" {

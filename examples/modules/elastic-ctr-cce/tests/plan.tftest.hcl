@@ -62,6 +62,33 @@ run "public_endpoint_and_settings_passed_on" {
   }
 }
 
+run "cluster_settings" {
+  command = plan
+  variables {
+    workers                 = { replicas = 2, zone = "zoneB", labels = { pool = "ctr" }, taints = [{ key = "dedicated", value = "ctr", effect = "NoSchedule" }] }
+    cluster                 = { network_mode = "vpc-eni", service_cidr = "172.16.0.0/16", master = { flavor = "l200" }, delete_cds_snapshot = false }
+    volcano_version         = "v1.14.0"
+    volcano_keep_on_destroy = true
+  }
+
+  assert {
+    condition     = ctr_cluster.this.cce.worker_pool.zone == "zoneB" && ctr_cluster.this.cce.worker_pool.labels.pool == "ctr" && ctr_cluster.this.cce.worker_pool.taints[0].effect == "NoSchedule"
+    error_message = "workers reaches the worker pool"
+  }
+  assert {
+    condition     = ctr_cluster.this.cce.network_mode == "vpc-eni" && ctr_cluster.this.cce.service_cidr == "172.16.0.0/16" && ctr_cluster.this.cce.delete_cds_snapshot == false
+    error_message = "cluster reaches the CCE cluster"
+  }
+  assert {
+    condition     = ctr_cluster.this.cce.master.flavor == "l200" && ctr_cluster.this.cce.master.type == "managedPro"
+    error_message = "cluster.master reaches the master, its unset attributes the provider's defaults"
+  }
+  assert {
+    condition     = ctr_cluster.this.volcano.version == "v1.14.0" && ctr_cluster.this.volcano.keep_on_destroy
+    error_message = "the Volcano settings reach ctr_cluster"
+  }
+}
+
 run "bad_workers_refused" {
   command = plan
   variables {
