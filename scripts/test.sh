@@ -48,7 +48,7 @@ say "finding a Terraform CLI"
 eval "$(scripts/ensure-terraform.sh)"
 echo "    $TF_ACC_TERRAFORM_PATH"
 
-say "checking every example and module: terraform fmt -check and validate"
+say "checking every example and module: terraform fmt -check and validate, then the modules' terraform test (plan mode, no cluster)"
 scripts/validate-examples.sh
 
 say "checking docs/ is generated from the current schemas"
@@ -57,6 +57,9 @@ if [ -n "$(git status --porcelain -- docs)" ]; then
   git status --porcelain -- docs; git diff --stat -- docs
   echo "docs/ is stale: run make generate and commit the result"; exit 1
 fi
+
+say "checking each module's README lists its inputs and outputs as variables.tf and outputs.tf declare them"
+go run ./internal/tfmodule/cmd/moduledocs -check examples/modules/*
 
 say "checking the generated Go of every .proto is current"
 go run ./internal/genproto -check cube/paddle/servingpb

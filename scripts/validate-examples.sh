@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# `terraform fmt -check` and `terraform validate` of every example and module, against the
-# provider built from this checkout (dev_overrides: no registry is contacted for it). The
+# `terraform fmt -check` and `terraform validate` of every example and module, then the modules'
+# `terraform test` (scripts/test-modules.sh), against the provider built from this checkout
+# (dev_overrides: no registry is contacted for it). The
 # examples that need another provider (hashicorp/aws, hashicorp/google) are validated where
 # `terraform init` can install it, and only fmt-checked where it cannot (offline).
 set -euo pipefail
@@ -41,3 +42,5 @@ for dir in $(find examples -name '*.tf' -printf '%h\n' | sort -u); do
   fi
   echo "validate: $dir ok"
 done
+# The modules' own tests (terraform test, plan mode, no cluster), with the same provider build.
+CTR_DEV_CONFIG="$tmp" scripts/test-modules.sh

@@ -1,0 +1,416 @@
+package provider
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"testing"
+
+	rschema "github.com/hashicorp/terraform-plugin-framework/resource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/defaults"
+	"github.com/hashicorp/terraform-plugin-go/tftypes"
+	"github.com/zclconf/go-cty/cty"
+
+	"github.com/elasticctr/terraform-provider-ctr/internal/stack"
+	"github.com/elasticctr/terraform-provider-ctr/internal/tfmodule"
+)
+
+// The modules in examples/modules keep up with the provider: every argument they pass a
+// variable to has the provider's type and default (TestModuleInputsAreTheProviders), every
+// setting the provider offers is an input or named below with the reason it is not
+// (TestModulesExposeWhatTheProviderOffers), and elastic-ctr-cce passes every input of
+// elastic-ctr on (TestCCEModulePassesEveryStackInputOn).
+
+const (
+	stackModule = "../examples/modules/elastic-ctr"
+	cceModule   = "../examples/modules/elastic-ctr-cce"
+)
+
+// moduleDefaults are the module inputs whose default is not the provider's, on purpose,
+// by variable path: the value and why.
+var moduleDefaults = map[string]struct {
+	value cty.Value
+	why   string
+}{
+	"serving.wait": {cty.StringVal(stack.WaitNone), "the pods wait for the first model, which a first training pass takes minutes to write; apply does not"},
+	"training.requests": {cty.MapValEmpty(cty.String),
+		"{} as the module always passed it: the tasks are replaced on any change, and {} renders as null does"},
+	"training.limits": {cty.MapValEmpty(cty.String), "as training.requests"},
+	"dataset.sparse_dim": {cty.NumberIntVal(1000001),
+		"ElasticCTR's data.config value, which the module always set (the provider has no default: SPARSE_DIM is left out)"},
+	// The provider documents this default and applies it when rendering (no schema default):
+	// the same value, from the same constant.
+	"cube.storage.size": {cty.StringVal(stack.DefaultCubeStorageSize), "the provider's, applied when it renders"},
+}
+
+// notExposed are the settable attributes of the resources a module declares that it does
+// not set, and why.
+var notExposed = map[string]string{
+	"ctr_namespace.annotations": "the stack's namespace is a plain one; a namespace with annotations is made outside the module",
+	"ctr_namespace.labels":      "as ctr_namespace.annotations",
+	"ctr_namespace.kubernetes":  "as ctr_training_job.kubernetes",
+	"ctr_namespace.timeouts":    "the provider's",
+
+	"ctr_training_job.adopt":                           "a stack the module creates takes over nothing",
+	"ctr_training_job.kubernetes":                      "the caller's provider configuration connects the whole stack",
+	"ctr_training_job.timeouts":                        "the provider's; training.wait says how far apply waits",
+	"ctr_training_job.port":                            "the parameter-server port is internal to the job",
+	"ctr_training_job.scheduler_name":                  "gang scheduling needs Volcano's scheduler, the provider's default",
+	"ctr_training_job.policies":                        "the provider's restart policies are the ones the module's training needs",
+	"ctr_training_job.pserver.policies":                "as ctr_training_job.policies",
+	"ctr_training_job.trainer.policies":                "as ctr_training_job.policies",
+	"ctr_training_job.worker.policies":                 "as ctr_training_job.policies",
+	"ctr_training_job.pserver.gpus":                    "the provider refuses GPUs on parameter servers, which keep and update the tables on CPUs",
+	"ctr_training_job.model_output.mount_path":         "serving's default model_url is under the default mount path",
+	"ctr_training_job.model_output.donefile_path":      "the cube follows the donefile where the model export writes it",
+	"ctr_training_job.file_server.port":                "internal to the stack: the cube and serving are given its URL",
+	"ctr_training_job.file_server.service_annotations": "the file server is internal to the stack (ClusterIP by default)",
+	"ctr_training_job.file_server.upload":              "uploads are for ElasticCTR's own client, which the module does not run",
+	"ctr_training_job.file_server.upload_insecure":     "as file_server.upload",
+
+	"ctr_cube.adopt":               "as ctr_training_job.adopt",
+	"ctr_cube.kubernetes":          "as ctr_training_job.kubernetes",
+	"ctr_cube.timeouts":            "the provider's",
+	"ctr_cube.dict":                "serving and the cube agree on the provider's dictionary name",
+	"ctr_cube.port":                "internal to the stack: serving is given the cube.conf",
+	"ctr_cube.transfer_port":       "internal to the stack",
+	"ctr_cube.transfer_files_port": "internal to the stack",
+	"ctr_cube.timeout_ms":          "cube.conf tuning, the provider's defaults being Paddle Serving's",
+	"ctr_cube.retry":               "as ctr_cube.timeout_ms",
+	"ctr_cube.backup_request_ms":   "as ctr_cube.timeout_ms",
+	"ctr_cube.control_token":       "generated by the provider and kept in state",
+
+	"ctr_serving.adopt":             "as ctr_training_job.adopt",
+	"ctr_serving.kubernetes":        "as ctr_training_job.kubernetes",
+	"ctr_serving.timeouts":          "the provider's; serving.wait says how far apply waits",
+	"ctr_serving.port":              "the provider's; serving_url says where it is",
+	"ctr_serving.command":           "the launcher the provider installs runs Paddle Serving's images; an image that starts its own server is set on ctr_serving",
+	"ctr_serving.args":              "as ctr_serving.command",
+	"ctr_serving.cube_transfer_url": "following the cube needs a model_url of the export's serving layout; set on ctr_serving",
+
+	"ctr_cluster.kubernetes": "elastic-ctr-cce creates its cluster; the provider's adoption of an existing one is for elastic-ctr's callers",
+	"ctr_cluster.timeouts":   "the provider's",
+}
+
+func loadModule(t *testing.T, dir string) (*tfmodule.Module, tfmodule.Arguments) {
+	t.Helper()
+	m, err := tfmodule.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	args, err := m.Arguments()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m, args
+}
+
+func TestModuleInputsAreTheProviders(t *testing.T) {
+	schemas := resourceSchemas()
+	used := map[string]bool{}
+	for _, dir := range []string{stackModule, cceModule} {
+		m, args := loadModule(t, dir)
+		for _, b := range args.Bindings {
+			s, ok := schemas[b.Target[0]]
+			if !ok {
+				continue // a module call: see TestCCEModulePassesEveryStackInputOn
+			}
+			a, err := schemaAt(s.Attributes, b.Target[1:])
+			if err != nil {
+				t.Errorf("%s: %s: %v", dir, b, err)
+				continue
+			}
+			c := moduleChecker{m: m, used: used}
+			c.compare(strings.Join(b.Target, "."), a, b.Var)
+			for _, e := range c.errs {
+				t.Errorf("%s: %s: %s", dir, b, e)
+			}
+		}
+	}
+	for _, p := range slices.Sorted(maps.Keys(moduleDefaults)) {
+		if !used[p] {
+			t.Errorf("moduleDefaults names var.%s, which no longer differs from the provider's default (or is gone): drop it", p)
+		}
+	}
+}
+
+func TestModulesExposeWhatTheProviderOffers(t *testing.T) {
+	schemas := resourceSchemas()
+	set, bound := map[string]bool{}, map[string]bool{}
+	types := map[string]bool{}
+	for _, dir := range []string{stackModule, cceModule} {
+		_, args := loadModule(t, dir)
+		for p := range args.Set {
+			set[p] = true
+			if _, ok := schemas[strings.SplitN(p, ".", 2)[0]]; ok {
+				types[strings.SplitN(p, ".", 2)[0]] = true
+			}
+		}
+		for _, b := range args.Bindings {
+			bound[strings.Join(b.Target, ".")] = true
+		}
+	}
+	var missing []string
+	var walk func(prefix string, attrs map[string]rschema.Attribute)
+	walk = func(prefix string, attrs map[string]rschema.Attribute) {
+		for name, a := range attrs {
+			p := prefix + "." + name
+			if (!a.IsOptional() && !a.IsRequired()) || a.GetDeprecationMessage() != "" {
+				continue // computed only, or kept for old configurations
+			}
+			_, excused := notExposed[p]
+			switch {
+			case set[p] && excused:
+				t.Errorf("notExposed names %s, which a module sets now: drop it", p)
+			case bound[p]:
+				// The whole value is an input: TestModuleInputsAreTheProviders compares it.
+			case set[p]:
+				if nested := nestedAttributes(a); nested != nil {
+					walk(p, nested) // built attribute by attribute
+				}
+			case !excused:
+				missing = append(missing, p)
+			}
+		}
+	}
+	for typ := range types {
+		walk(typ, schemas[typ].Attributes)
+	}
+	slices.Sort(missing)
+	for _, p := range missing {
+		t.Errorf("%s is a setting of the provider that no module sets: make it a module input, or name it in notExposed with the reason", p)
+	}
+	for _, p := range slices.Sorted(maps.Keys(notExposed)) {
+		typ := strings.SplitN(p, ".", 2)[0]
+		if _, err := schemaAt(schemas[typ].Attributes, strings.Split(p, ".")[1:]); !types[typ] || err != nil {
+			t.Errorf("notExposed names %s, which is not a setting of a resource the modules declare: drop it", p)
+		}
+	}
+}
+
+func TestCCEModulePassesEveryStackInputOn(t *testing.T) {
+	inner, _ := loadModule(t, stackModule)
+	outer, args := loadModule(t, cceModule)
+	passed := map[string]string{}
+	for _, b := range args.Bindings {
+		if b.Target[0] == "module.stack" && len(b.Target) == 2 && len(b.Var) == 1 {
+			passed[b.Target[1]] = b.Var[0]
+		}
+	}
+	for _, v := range inner.Variables {
+		if from, ok := passed[v.Name]; !ok || from != v.Name {
+			t.Errorf("elastic-ctr-cce does not pass %s on as var.%[1]s (module \"stack\" sets it from %q)", v.Name, from)
+			continue
+		}
+		o, ok := outer.Variable(v.Name)
+		if !ok {
+			t.Errorf("elastic-ctr-cce has no variable %s", v.Name)
+			continue
+		}
+		if o.Type != cty.DynamicPseudoType && !o.Type.Equals(v.Type) {
+			t.Errorf("elastic-ctr-cce's var.%s is %s: declare it any (its type is elastic-ctr's) or as elastic-ctr does, %s", v.Name, o.TypeSource, v.TypeSource)
+		}
+		if o.Required() != v.Required() || !o.Required() && !o.Default.RawEquals(v.Default) {
+			t.Errorf("elastic-ctr-cce's var.%s defaults to %s, elastic-ctr's to %s: the same, so that leaving it unset means the same", v.Name, o.DefaultSource, v.DefaultSource)
+		}
+		if o.Sensitive != v.Sensitive {
+			t.Errorf("elastic-ctr-cce's var.%s is sensitive %v, elastic-ctr's %v", v.Name, o.Sensitive, v.Sensitive)
+		}
+	}
+}
+
+// moduleChecker compares one module input with the provider attribute it is passed to.
+type moduleChecker struct {
+	m    *tfmodule.Module
+	used map[string]bool // moduleDefaults entries that applied
+	errs []string
+}
+
+func (c *moduleChecker) errorf(format string, args ...any) {
+	c.errs = append(c.errs, fmt.Sprintf(format, args...))
+}
+
+func (c *moduleChecker) compare(target string, a rschema.Attribute, varPath []string) {
+	in, err := c.m.At(varPath)
+	if err != nil {
+		c.errorf("%v", err)
+		return
+	}
+	where := "var." + strings.Join(varPath, ".")
+	// A value the provider requires has no default to keep; nor has a top-level variable
+	// (a name, a namespace) passed where the provider has none: its default is the module's.
+	if !a.IsRequired() {
+		if _, ok := providerDefault(a); ok || len(varPath) > 1 {
+			c.compareDefault(target, a, in.Default, strings.Join(varPath, "."))
+		}
+	}
+	nested := nestedAttributes(a)
+	if nested == nil {
+		if want := a.GetType().TerraformType(context.Background()); !sameType(want, in.Type) {
+			c.errorf("%s is %s; %s is %s", where, in.Type.FriendlyName(), target, want)
+		}
+		return
+	}
+	objPath := varPath
+	switch a.(type) {
+	case rschema.ListNestedAttribute:
+		if !in.Type.IsListType() {
+			c.errorf("%s is %s; %s is a list of objects", where, in.Type.FriendlyName(), target)
+			return
+		}
+		objPath = append(slices.Clone(varPath), tfmodule.Element)
+	case rschema.MapNestedAttribute:
+		if !in.Type.IsMapType() {
+			c.errorf("%s is %s; %s is a map of objects", where, in.Type.FriendlyName(), target)
+			return
+		}
+		objPath = append(slices.Clone(varPath), tfmodule.Element)
+	}
+	obj, err := c.m.At(objPath)
+	if err != nil || !obj.Type.IsObjectType() {
+		c.errorf("%s is not an object, as %s is", where, target)
+		return
+	}
+	for _, name := range slices.Sorted(maps.Keys(nested)) {
+		na := nested[name]
+		if !obj.Type.HasAttribute(name) {
+			if na.GetDeprecationMessage() == "" && (na.IsOptional() || na.IsRequired()) {
+				c.errorf("%s has no %q, which %s has", where, name, target)
+			}
+			continue
+		}
+		if opt := obj.Type.AttributeOptional(name); opt == na.IsRequired() {
+			c.errorf("%s.%s is %s; %s.%s is %s", where, name, optionality(opt), target, name, optionality(!na.IsRequired()))
+		}
+		c.compare(target+"."+name, na, append(slices.Clone(objPath), name))
+	}
+	for name := range obj.Type.AttributeTypes() {
+		if _, ok := nested[name]; !ok {
+			c.errorf("%s has %q, which %s does not", where, name, target)
+		}
+	}
+}
+
+func optionality(optional bool) string {
+	if optional {
+		return "optional"
+	}
+	return "required"
+}
+
+// compareDefault: the module's default is the provider's, or the one moduleDefaults names.
+func (c *moduleChecker) compareDefault(target string, a rschema.Attribute, got cty.Value, varPath string) {
+	want, ok := providerDefault(a)
+	if !ok {
+		want = cty.NullVal(got.Type())
+	}
+	if d, ok := moduleDefaults[varPath]; ok {
+		c.used[varPath] = true
+		if !got.RawEquals(d.value) {
+			c.errorf("var.%s defaults to %#v; moduleDefaults says %#v (%s)", varPath, got, d.value, d.why)
+		}
+		if got.IsNull() == want.IsNull() && (got.IsNull() || got.RawEquals(want)) {
+			c.errorf("var.%s defaults to %#v, %s's default: drop it from moduleDefaults", varPath, got, target)
+		}
+		return
+	}
+	switch {
+	case got.IsNull() && want.IsNull():
+	case got.IsNull() != want.IsNull() || !got.RawEquals(want):
+		c.errorf("var.%s defaults to %s; %s defaults to %s: use the provider's default (or name it in moduleDefaults with the reason)", varPath, show(got), target, show(want))
+	}
+}
+
+func show(v cty.Value) string {
+	if v.IsNull() {
+		return "none"
+	}
+	return fmt.Sprintf("%#v", v)
+}
+
+// providerDefault is the attribute's static schema default.
+func providerDefault(a rschema.Attribute) (cty.Value, bool) {
+	ctx := context.Background()
+	switch a := a.(type) {
+	case rschema.StringAttribute:
+		if a.Default != nil {
+			var resp defaults.StringResponse
+			a.Default.DefaultString(ctx, defaults.StringRequest{}, &resp)
+			return cty.StringVal(resp.PlanValue.ValueString()), true
+		}
+	case rschema.Int64Attribute:
+		if a.Default != nil {
+			var resp defaults.Int64Response
+			a.Default.DefaultInt64(ctx, defaults.Int64Request{}, &resp)
+			return cty.NumberIntVal(resp.PlanValue.ValueInt64()), true
+		}
+	case rschema.BoolAttribute:
+		if a.Default != nil {
+			var resp defaults.BoolResponse
+			a.Default.DefaultBool(ctx, defaults.BoolRequest{}, &resp)
+			return cty.BoolVal(resp.PlanValue.ValueBool()), true
+		}
+	}
+	return cty.NilVal, false
+}
+
+// nestedAttributes are a nested attribute's (its elements') attributes; nil for the others.
+func nestedAttributes(a rschema.Attribute) map[string]rschema.Attribute {
+	switch a := a.(type) {
+	case rschema.SingleNestedAttribute:
+		return a.Attributes
+	case rschema.ListNestedAttribute:
+		return a.NestedObject.Attributes
+	case rschema.MapNestedAttribute:
+		return a.NestedObject.Attributes
+	}
+	return nil
+}
+
+func schemaAt(attrs map[string]rschema.Attribute, path []string) (rschema.Attribute, error) {
+	a, ok := attrs[path[0]]
+	if !ok {
+		return nil, fmt.Errorf("the provider has no attribute %q here", path[0])
+	}
+	if len(path) == 1 {
+		return a, nil
+	}
+	nested := nestedAttributes(a)
+	if nested == nil {
+		return nil, fmt.Errorf("%q is not a nested attribute", path[0])
+	}
+	return schemaAt(nested, path[1:])
+}
+
+// sameType reports whether a module's type is the provider's (optional markers aside).
+func sameType(want tftypes.Type, got cty.Type) bool {
+	switch {
+	case want.Is(tftypes.String):
+		return got == cty.String
+	case want.Is(tftypes.Number):
+		return got == cty.Number
+	case want.Is(tftypes.Bool):
+		return got == cty.Bool
+	}
+	switch w := want.(type) {
+	case tftypes.List:
+		return got.IsListType() && sameType(w.ElementType, got.ElementType())
+	case tftypes.Set:
+		return got.IsSetType() && sameType(w.ElementType, got.ElementType())
+	case tftypes.Map:
+		return got.IsMapType() && sameType(w.ElementType, got.ElementType())
+	case tftypes.Object:
+		if !got.IsObjectType() || len(w.AttributeTypes) != len(got.AttributeTypes()) {
+			return false
+		}
+		for name, t := range w.AttributeTypes {
+			if !got.HasAttribute(name) || !sameType(t, got.AttributeType(name)) {
+				return false
+			}
+		}
+		return true
+	}
+	return false
+}
