@@ -314,8 +314,8 @@ func TestOverhead(t *testing.T) {
 	d := openBench(t, n, vs)
 	over := float64(d.Size()-int64(n)*(8+vs)) / n
 	t.Logf("1M x %d B: file %d bytes, %.2f bytes/entry overhead beyond key+value", vs, d.Size(), over)
-	if over > 16 {
-		t.Fatalf("per-entry overhead %.2f B > 16 B", over)
+	if over > 13 {
+		t.Fatalf("per-entry overhead %.2f B > 13 B", over)
 	}
 }
 
