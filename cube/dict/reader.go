@@ -381,13 +381,21 @@ const batchGroup = 32
 // then prefetch every value record (the second miss) before any value is
 // read.
 func (d *Dict) LookupBatch(keys []uint64, fn func(i int, value []byte, ok bool)) {
+	d.lookupBatch(keys, nil, fn)
+}
+
+// lookupBatch is LookupBatch under an overlay (nil for none): a key the
+// overlay holds is answered from it. The overlay's filter is read and its
+// slots prefetched with the dictionary's home slots.
+func (d *Dict) lookupBatch(keys []uint64, ov *overlay, fn func(i int, value []byte, ok bool)) {
 	if d.inline {
-		d.lookupBatchInline(keys, fn)
+		d.lookupBatchInline(keys, ov, fn)
 		return
 	}
 	var (
 		slots [batchGroup]uint64
 		refs  [batchGroup]uint64
+		over  [batchGroup]bool
 	)
 	n := d.slots
 	v := d.view.Load()
@@ -398,6 +406,7 @@ func (d *Dict) LookupBatch(keys []uint64, fn func(i int, value []byte, ok bool))
 			s := homeSlot(k, n)
 			slots[j] = s
 			prefetch(&idx[s*refSlotSize])
+			over[j] = ov.mayHold(k)
 		}
 		for j, k := range group {
 			r := d.probeRef(v, k, slots[j])
@@ -409,7 +418,13 @@ func (d *Dict) LookupBatch(keys []uint64, fn func(i int, value []byte, ok bool))
 				}
 			}
 		}
-		for j := range group {
+		for j, k := range group {
+			if over[j] {
+				if val, ok := ov.get(k); ok {
+					fn(base+j, val, true)
+					continue
+				}
+			}
 			if refs[j] == 0 {
 				fn(base+j, nil, false)
 				continue
@@ -425,8 +440,11 @@ func (d *Dict) LookupBatch(keys []uint64, fn func(i int, value []byte, ok bool))
 // most keys at a load factor of 0.8.
 const inlinePrefetchSlots = 2
 
-func (d *Dict) lookupBatchInline(keys []uint64, fn func(i int, value []byte, ok bool)) {
-	var homes [batchGroup]uint64
+func (d *Dict) lookupBatchInline(keys []uint64, ov *overlay, fn func(i int, value []byte, ok bool)) {
+	var (
+		homes [batchGroup]uint64
+		over  [batchGroup]bool
+	)
 	v := d.view.Load()
 	n, s, idx := d.slots, d.slotSize, v.index
 	span := inlinePrefetchSlots*s - 1 // within the index: the extra slot follows the last
@@ -439,8 +457,15 @@ func (d *Dict) lookupBatchInline(keys []uint64, fn func(i int, value []byte, ok 
 				prefetch(&idx[at])
 			}
 			prefetch(&idx[h*s+span]) // the line the span ends in
+			over[j] = ov.mayHold(k)
 		}
 		for j, k := range group {
+			if over[j] {
+				if val, ok := ov.get(k); ok {
+					fn(base+j, val, true)
+					continue
+				}
+			}
 			val, ok := d.probeInline(v, k, homes[j])
 			fn(base+j, val, ok)
 		}
