@@ -109,7 +109,7 @@ func (t *Transfer) Handlers(together bool) (status, files http.Handler, err erro
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
-	mux.Handle("GET /metrics", promhttp.HandlerFor(t.m.reg, promhttp.HandlerOpts{}))
+	mux.Handle("GET "+api.MetricsPath, promhttp.HandlerFor(t.m.reg, promhttp.HandlerOpts{}))
 	mux.HandleFunc("POST /trigger", func(w http.ResponseWriter, r *http.Request) {
 		if !t.token.AcceptsRequest(r) {
 			writeJSON(w, http.StatusUnauthorized, map[string]string{"error": "need \"Authorization: Bearer <token>\""})
