@@ -294,13 +294,14 @@ var applyOptions = metav1.PatchOptions{FieldManager: FieldManager, Force: ptr.To
 // kindOrder installs what others depend on first: namespaces and CRDs, then accounts and
 // RBAC, then configuration, claims, network policies and disruption budgets (in force before
 // any pod they protect), Services, then workloads, then what acts on workloads (autoscalers,
-// which target a Deployment that exists by then), and admission webhooks last (a webhook that
-// points at a Service which is not up yet would block everything after it).
+// which target a Deployment that exists by then; PodMonitors, which select its pods), and
+// admission webhooks last (a webhook that points at a Service which is not up yet would block
+// everything after it).
 var kindOrder = map[string]int{
 	"Namespace": 0, "CustomResourceDefinition": 1, "PriorityClass": 2,
 	"ServiceAccount": 3, "ClusterRole": 4, "ClusterRoleBinding": 5, "Role": 4, "RoleBinding": 5,
 	"Secret": 6, "ConfigMap": 6, "PersistentVolumeClaim": 6, "NetworkPolicy": 6, "PodDisruptionBudget": 6,
-	"Service": 7, "Deployment": 8, "StatefulSet": 8, "DaemonSet": 8, "Job": 9, "HorizontalPodAutoscaler": 9,
+	"Service": 7, "Deployment": 8, "StatefulSet": 8, "DaemonSet": 8, "Job": 9, "HorizontalPodAutoscaler": 9, "PodMonitor": 9,
 	"MutatingWebhookConfiguration": 10, "ValidatingWebhookConfiguration": 10,
 }
 

@@ -26,6 +26,8 @@ var (
 	kindVolcanoJob     = metav1.TypeMeta{APIVersion: "batch.volcano.sh/v1alpha1", Kind: "Job"}
 	kindAutoscaler     = metav1.TypeMeta{APIVersion: "autoscaling/v2", Kind: "HorizontalPodAutoscaler"}
 	kindDisruption     = metav1.TypeMeta{APIVersion: "policy/v1", Kind: "PodDisruptionBudget"}
+	// The Prometheus Operator's (a CRD): rendered only when a cube's metrics ask for it.
+	kindPodMonitor = metav1.TypeMeta{APIVersion: "monitoring.coreos.com/v1", Kind: "PodMonitor"}
 	// Made by controllers from ours, carrying our labels.
 	kindPod        = metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"}
 	kindReplicaSet = metav1.TypeMeta{APIVersion: "apps/v1", Kind: "ReplicaSet"}
@@ -45,7 +47,7 @@ var (
 	TrainingJobKinds = gvks(kindServiceAccount, kindRole, kindRoleBinding, kindSecret, kindConfigMap, kindClaim,
 		kindDeployment, kindService, kindVolcanoJob)
 	CubeKinds = gvks(kindServiceAccount, kindSecret, kindNetworkPolicy, kindService, kindDisruption, kindStatefulSet,
-		kindClaim, kindDeployment)
+		kindClaim, kindPodMonitor, kindDeployment)
 	ServingKinds = gvks(kindServiceAccount, kindConfigMap, kindDisruption, kindService, kindDeployment, kindAutoscaler)
 	// ControllerKinds are objects that controllers create from ours, carrying our labels:
 	// deletion waits for them too.
@@ -77,6 +79,7 @@ func cubeControlName(cube string) string      { return cube + "-control" }
 func cubeTransferName(cube string) string     { return cube + "-transfer" }
 func cubeReplicasName(cube string) string     { return cube + "-replicas" }
 func cubeServerPolicyName(cube string) string { return cube + "-server" }
+func cubePodMonitorName(cube string) string   { return cube }
 func cubeShardName(cube string, i int32) string {
 	return fmt.Sprintf("%s-shard-%d", cube, i)
 }
