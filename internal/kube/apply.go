@@ -82,6 +82,9 @@ func (e *NotOwnedError) Error() string {
 }
 
 func (c *Client) apply(ctx context.Context, set stack.Set, owner string, adopt bool) (map[string]Operation, error) {
+	if err := c.checkServed(set); err != nil {
+		return nil, err
+	}
 	listed, err := c.listExisting(ctx, set)
 	if err != nil {
 		return nil, err
@@ -111,6 +114,34 @@ func (c *Client) apply(ctx context.Context, set stack.Set, owner string, adopt b
 		}
 	}
 	return ops, nil
+}
+
+// checkServed fails, before anything is written, when the cluster does not serve a kind of
+// the set that no CustomResourceDefinition of the set defines (a PodMonitor without the
+// Prometheus Operator): the apply would otherwise stop at that kind's wave with the objects
+// of the waves before it written.
+func (c *Client) checkServed(set stack.Set) error {
+	defined := map[schema.GroupKind]bool{}
+	for _, o := range set {
+		if o.Object.GetKind() != "CustomResourceDefinition" {
+			continue
+		}
+		group, _, _ := unstructured.NestedString(o.Object.Object, "spec", "group")
+		kind, _, _ := unstructured.NestedString(o.Object.Object, "spec", "names", "kind")
+		defined[schema.GroupKind{Group: group, Kind: kind}] = true
+	}
+	checked := map[schema.GroupVersionKind]bool{}
+	for _, o := range set {
+		gvk := o.Object.GroupVersionKind()
+		if checked[gvk] || defined[gvk.GroupKind()] {
+			continue
+		}
+		checked[gvk] = true
+		if _, err := c.mapping(gvk); err != nil {
+			return fmt.Errorf("apply %s: %w", Describe(o.Object), err)
+		}
+	}
+	return nil
 }
 
 // applyParallel bounds the objects applied at once (the client allows 50 requests/s, bursts of

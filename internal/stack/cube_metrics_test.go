@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/ptr"
 
 	"github.com/elasticctr/terraform-provider-ctr/cube/api"
@@ -154,4 +155,16 @@ func TestCube_ValidateMetrics(t *testing.T) {
 	}
 	assert.Empty(t, cube(&Metrics{PodMonitor: true, PodMonitorLabels: map[string]string{"release": "p"}, ScrapeFrom: peer}, nil).Validate())
 	assert.Empty(t, cube(&Metrics{ScrapeFrom: []NetworkPeer{}}, &NetworkPolicy{Enabled: ptr.To(false)}).Validate(), "no peers: nothing to refuse")
+}
+
+// TestMissingKindHint_EveryKindFromACRD: every kind a resource renders or waits for that
+// Kubernetes itself does not serve (a group with a dot, not under k8s.io) has a hint for the
+// error of a cluster without its CRD.
+func TestMissingKindHint_EveryKindFromACRD(t *testing.T) {
+	for _, kinds := range [][]schema.GroupVersionKind{TrainingJobKinds, CubeKinds, ServingKinds, ControllerKinds} {
+		for _, k := range kinds {
+			builtin := !strings.Contains(k.Group, ".") || strings.HasSuffix(k.Group, ".k8s.io")
+			assert.Equal(t, !builtin, MissingKindHint(k) != "", "%s: hint %q", k, MissingKindHint(k))
+		}
+	}
 }

@@ -34,6 +34,19 @@ var (
 	kindPodGroup   = metav1.TypeMeta{APIVersion: "scheduling.volcano.sh/v1beta1", Kind: "PodGroup"}
 )
 
+// kindsFromCRDs say what serves the kinds ctr renders that Kubernetes itself does not, and
+// what to do about it: the error of an apply to a cluster without them says so.
+var kindsFromCRDs = map[schema.GroupKind]string{
+	schema.FromAPIVersionAndKind(kindVolcanoJob.APIVersion, kindVolcanoJob.Kind).GroupKind(): "Volcano Jobs need Volcano, see ctr_cluster",
+	schema.FromAPIVersionAndKind(kindPodGroup.APIVersion, kindPodGroup.Kind).GroupKind():     "pod groups need Volcano, see ctr_cluster",
+	schema.FromAPIVersionAndKind(kindPodMonitor.APIVersion, kindPodMonitor.Kind).GroupKind(): "ctr_cube renders a PodMonitor for metrics.pod_monitor = true, " +
+		"and PodMonitors come with the Prometheus Operator: install it (or its CRDs), or set metrics.pod_monitor = false",
+}
+
+// MissingKindHint says what a cluster that does not serve a kind ctr renders lacks, and what
+// to do: "" for a kind of Kubernetes itself.
+func MissingKindHint(gvk schema.GroupVersionKind) string { return kindsFromCRDs[gvk.GroupKind()] }
+
 func gvks(kinds ...metav1.TypeMeta) []schema.GroupVersionKind {
 	out := make([]schema.GroupVersionKind, len(kinds))
 	for i, k := range kinds {
