@@ -136,7 +136,7 @@ func descName(d *prometheus.Desc) (string, error) {
 	const prefix = "Desc{fqName: "
 	rest, ok := strings.CutPrefix(s, prefix)
 	if !ok {
-		return "", fmt.Errorf("metric descriptor %s: not of the form %s\"<name>\", ...", s, prefix)
+		return "", fmt.Errorf("metric descriptor %s: not of the form %s\"<name>\" and the rest", s, prefix)
 	}
 	q, err := strconv.QuotedPrefix(rest)
 	if err != nil {

@@ -48,9 +48,11 @@ var keywords = map[string]bool{
 // labelLists are the keywords followed by a list of label names in parentheses.
 var labelLists = map[string]bool{"by": true, "without": true, "on": true, "ignoring": true, "group_left": true, "group_right": true}
 
-func isNameStart(r byte) bool { return r == '_' || r == ':' || (r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z') }
-func isNameChar(r byte) bool  { return isNameStart(r) || (r >= '0' && r <= '9') }
-func isDigit(r byte) bool     { return r >= '0' && r <= '9' }
+func isNameStart(r byte) bool {
+	return r == '_' || r == ':' || (r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z')
+}
+func isNameChar(r byte) bool { return isNameStart(r) || (r >= '0' && r <= '9') }
+func isDigit(r byte) bool    { return r >= '0' && r <= '9' }
 
 // lex splits expr into tokens.
 func lex(expr string) ([]token, error) {
@@ -153,7 +155,9 @@ func metricNames(expr string) ([]string, error) {
 			out = append(out, n)
 		}
 	}
-	is := func(i int, text string) bool { return i < len(toks) && toks[i].kind == tokPunct && toks[i].text == text }
+	is := func(i int, text string) bool {
+		return i < len(toks) && toks[i].kind == tokPunct && toks[i].text == text
+	}
 	depth := 0
 	for i := 0; i < len(toks); i++ {
 		t := toks[i]
