@@ -6,12 +6,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
 
 	"github.com/elasticctr/terraform-provider-ctr/cube/server"
 	"github.com/elasticctr/terraform-provider-ctr/cube/transfer"
+	"github.com/elasticctr/terraform-provider-ctr/internal/stack"
 )
 
 const dashboardFile = "ctr-cube.json"
@@ -212,5 +214,46 @@ func TestDashboard_AWrongMetricFails(t *testing.T) {
 		} else if !strings.HasPrefix(bad, "[") && !strings.Contains(problems[0], bad+" is not a metric") {
 			t.Errorf("%s in place of %s: %s", bad, old, problems[0])
 		}
+	}
+}
+
+// promLabel is the name Prometheus gives a Kubernetes label it copies onto series (a
+// PodMonitor's podTargetLabels, a labelmap of pod labels): every character a label name
+// cannot hold becomes '_'.
+func promLabel(k8sLabel string) string {
+	return strings.Map(func(r rune) rune {
+		if r == '_' || (r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z') || (r >= '0' && r <= '9') {
+			return r
+		}
+		return '_'
+	}, k8sLabel)
+}
+
+// TestDashboard_SelectsACubeByTheLabelItsPodsCarry: the dashboard's cube variable lists, and
+// every query of a panel or an annotation selects, the label that a rendered PodMonitor copies
+// onto the series from the pods' instance label, so that one cube's series are shown.
+func TestDashboard_SelectsACubeByTheLabelItsPodsCarry(t *testing.T) {
+	if !slices.Contains(stack.PodMonitorTargetLabels, stack.LabelInstance) {
+		t.Fatalf("a PodMonitor copies %v onto the series, not %s", stack.PodMonitorTargetLabels, stack.LabelInstance)
+	}
+	label := promLabel(stack.LabelInstance)
+	raw, err := os.ReadFile(dashboardFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	qs, err := queries(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range qs {
+		if strings.HasPrefix(q.at, "templating") {
+			continue
+		}
+		if !strings.Contains(q.expr, label+`=~"$cube"`) {
+			t.Errorf("%s does not select the cube by %s: %s", q.at, label, q.expr)
+		}
+	}
+	if !strings.Contains(string(raw), ", "+label+")") {
+		t.Errorf("the cube variable does not list the values of %s", label)
 	}
 }
