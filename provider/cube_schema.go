@@ -118,7 +118,7 @@ func cubeSchema(ctx context.Context) schema.Schema {
 					"enabled": schema.BoolAttribute{Optional: true, Computed: true, Default: booldefault.StaticBool(true),
 						MarkdownDescription: "Render the NetworkPolicies. Defaults to `true`; `false` lets every pod that can route to the cube reach its servers and the model."},
 					"allow_from": schema.ListNestedAttribute{Optional: true,
-						MarkdownDescription: "Further peers admitted to the cube servers' `port` (not to the model files, nor to their metrics: see `metrics.scrape_from`), " +
+						MarkdownDescription: "Further peers admitted to the cube servers' `port` (not to the model files; Prometheus scrapes the probe port, see `metrics.scrape_from`), " +
 							"e.g. a Paddle Serving deployed by other means. " + peerDescription,
 						NestedObject: networkPeerObject()},
 				}},
@@ -187,7 +187,7 @@ func metricsAttribute() schema.SingleNestedAttribute {
 	return schema.SingleNestedAttribute{Optional: true,
 		MarkdownDescription: fmt.Sprintf("How Prometheus scrapes the cube. Each cube server serves its metrics at `%[1]s` on its probe port %[2]d "+
 			"(apart from its clients' connections), the transfer at `%[1]s` on `transfer_port`. Unset: the scrape annotations, no PodMonitor, and the "+
-			"default scrapers admitted to the probe port. The repository ships a Grafana dashboard of these metrics (`examples/grafana/ctr-cube.json`). "+
+			"default scrapers admitted to the probe port. The provider's repository ships a Grafana dashboard of these metrics (`examples/grafana/ctr-cube.json`). "+
 			"Changing `annotations` rolls the cube servers and the transfer; the other settings change no pod.", api.MetricsPath, stack.CubeProbePort),
 		Attributes: map[string]schema.Attribute{
 			"annotations": schema.BoolAttribute{Optional: true, Computed: true, Default: booldefault.StaticBool(stack.DefaultMetricsAnnotations),
