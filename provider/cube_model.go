@@ -40,6 +40,7 @@ type cubeModel struct {
 	NetworkPolicy    *networkPolicyModel   `tfsdk:"network_policy"`
 	Spread           *spreadModel          `tfsdk:"spread"`
 	DisruptionBudget types.Bool            `tfsdk:"disruption_budget"`
+	Metrics          *metricsModel         `tfsdk:"metrics"`
 	ControlToken     types.String          `tfsdk:"control_token"`
 	CubeConf         types.String          `tfsdk:"cube_conf"`
 	Endpoints        types.List            `tfsdk:"endpoints"`
@@ -64,6 +65,13 @@ type networkPolicyModel struct {
 type spreadModel struct {
 	TopologyKey types.String `tfsdk:"topology_key"`
 	Required    types.Bool   `tfsdk:"required"`
+}
+
+type metricsModel struct {
+	Annotations      types.Bool         `tfsdk:"annotations"`
+	PodMonitor       types.Bool         `tfsdk:"pod_monitor"`
+	PodMonitorLabels types.Map          `tfsdk:"pod_monitor_labels"`
+	ScrapeFrom       []networkPeerModel `tfsdk:"scrape_from"`
 }
 
 type networkPeerModel struct {
@@ -92,11 +100,9 @@ func (m *cubeModel) settings(ctx context.Context, _ stack.Images) (stack.Cube, d
 		if !p.Enabled.IsNull() && !p.Enabled.IsUnknown() {
 			c.NetworkPolicy.Enabled = p.Enabled.ValueBoolPointer()
 		}
-		for _, peer := range p.AllowFrom {
-			c.NetworkPolicy.AllowFrom = append(c.NetworkPolicy.AllowFrom, stack.NetworkPeer{
-				NamespaceLabels: stringMap(ctx, peer.NamespaceLabels, &diags), PodLabels: stringMap(ctx, peer.PodLabels, &diags)})
-		}
+		c.NetworkPolicy.AllowFrom = peersToStack(ctx, p.AllowFrom, &diags)
 	}
+	c.Metrics = m.Metrics.stack(ctx, &diags)
 	if s := m.Spread; s != nil {
 		c.Spread = &stack.Spread{TopologyKey: s.TopologyKey.ValueString(), Required: s.Required.ValueBool()}
 	}
@@ -152,11 +158,9 @@ func (m *cubeModel) fromCluster(ctx context.Context, kc *kube.Client, diags *dia
 	m.NetworkPolicy = nil
 	if p := c.NetworkPolicy; p != nil {
 		m.NetworkPolicy = &networkPolicyModel{Enabled: types.BoolValue(p.Enabled == nil || *p.Enabled)}
-		for _, peer := range p.AllowFrom {
-			m.NetworkPolicy.AllowFrom = append(m.NetworkPolicy.AllowFrom, networkPeerModel{
-				NamespaceLabels: optionalStringMap(ctx, peer.NamespaceLabels, diags), PodLabels: optionalStringMap(ctx, peer.PodLabels, diags)})
-		}
+		m.NetworkPolicy.AllowFrom = peersFromStack(ctx, p.AllowFrom, diags)
 	}
+	m.Metrics = metricsFromStack(ctx, c.Metrics, diags)
 	m.Spread = nil
 	if s := c.Spread; s != nil {
 		m.Spread = &spreadModel{TopologyKey: types.StringValue(s.TopologyKey), Required: types.BoolValue(s.Required)}
@@ -171,4 +175,52 @@ func (m *cubeModel) fromCluster(ctx context.Context, kc *kube.Client, diags *dia
 // readLive asks the transfer what the replicas serve.
 func (m *cubeModel) readLive(ctx context.Context, kc *kube.Client, c stack.Cube, _ map[string]*unstructured.Unstructured, diags *diag.Diagnostics) {
 	readServing(ctx, kc, c, m, diags)
+}
+
+// peersToStack are NetworkPolicy peers as the stack takes them: nil for none given (null),
+// empty for an empty list, which metrics.scrape_from tells apart.
+func peersToStack(ctx context.Context, peers []networkPeerModel, diags *diag.Diagnostics) []stack.NetworkPeer {
+	if peers == nil {
+		return nil
+	}
+	out := make([]stack.NetworkPeer, 0, len(peers))
+	for _, p := range peers {
+		out = append(out, stack.NetworkPeer{NamespaceLabels: stringMap(ctx, p.NamespaceLabels, diags), PodLabels: stringMap(ctx, p.PodLabels, diags)})
+	}
+	return out
+}
+
+// peersFromStack is peersToStack's inverse, for import.
+func peersFromStack(ctx context.Context, peers []stack.NetworkPeer, diags *diag.Diagnostics) []networkPeerModel {
+	if peers == nil {
+		return nil
+	}
+	out := make([]networkPeerModel, 0, len(peers))
+	for _, p := range peers {
+		out = append(out, networkPeerModel{NamespaceLabels: optionalStringMap(ctx, p.NamespaceLabels, diags), PodLabels: optionalStringMap(ctx, p.PodLabels, diags)})
+	}
+	return out
+}
+
+// stack is the metrics settings as the stack takes them (nil when unset).
+func (m *metricsModel) stack(ctx context.Context, diags *diag.Diagnostics) *stack.Metrics {
+	if m == nil {
+		return nil
+	}
+	out := &stack.Metrics{PodMonitor: m.PodMonitor.ValueBool(), PodMonitorLabels: stringMap(ctx, m.PodMonitorLabels, diags),
+		ScrapeFrom: peersToStack(ctx, m.ScrapeFrom, diags)}
+	if !m.Annotations.IsNull() && !m.Annotations.IsUnknown() {
+		out.Annotations = m.Annotations.ValueBoolPointer()
+	}
+	return out
+}
+
+// metricsFromStack is the metrics block import reads back from the settings, each default
+// the schema fills in filled in.
+func metricsFromStack(ctx context.Context, s *stack.Metrics, diags *diag.Diagnostics) *metricsModel {
+	if s == nil {
+		return nil
+	}
+	return &metricsModel{Annotations: types.BoolValue(s.Annotations == nil || *s.Annotations), PodMonitor: types.BoolValue(s.PodMonitor),
+		PodMonitorLabels: optionalStringMap(ctx, s.PodMonitorLabels, diags), ScrapeFrom: peersFromStack(ctx, s.ScrapeFrom, diags)}
 }

@@ -3,7 +3,10 @@ package provider
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
@@ -115,15 +118,9 @@ func cubeSchema(ctx context.Context) schema.Schema {
 					"enabled": schema.BoolAttribute{Optional: true, Computed: true, Default: booldefault.StaticBool(true),
 						MarkdownDescription: "Render the NetworkPolicies. Defaults to `true`; `false` lets every pod that can route to the cube reach its servers and the model."},
 					"allow_from": schema.ListNestedAttribute{Optional: true,
-						MarkdownDescription: "Further peers admitted to the cube servers' `port` (not to the model files), e.g. a Prometheus that scrapes `/metrics`, " +
-							"or a Paddle Serving deployed by other means. Each peer is a NetworkPolicy peer: the pods with `pod_labels` in the cube's namespace, " +
-							"the pods with `pod_labels` in the namespaces with `namespace_labels`, or every pod of the namespaces with `namespace_labels`.",
-						NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
-							"namespace_labels": schema.MapAttribute{Optional: true, ElementType: types.StringType,
-								MarkdownDescription: "Labels of the peers' namespaces, e.g. `{ \"kubernetes.io/metadata.name\" = \"monitoring\" }`."},
-							"pod_labels": schema.MapAttribute{Optional: true, ElementType: types.StringType,
-								MarkdownDescription: "Labels of the peer pods, e.g. `{ \"app.kubernetes.io/name\" = \"prometheus\" }`."},
-						}}},
+						MarkdownDescription: "Further peers admitted to the cube servers' `port` (not to the model files; Prometheus scrapes the probe port, see `metrics.scrape_from`), " +
+							"e.g. a Paddle Serving deployed by other means. " + peerDescription,
+						NestedObject: networkPeerObject()},
 				}},
 			"spread": schema.SingleNestedAttribute{Optional: true,
 				MarkdownDescription: "How each shard's replicas spread over the cluster, so that losing one node (or zone) leaves each shard a replica: " +
@@ -143,6 +140,7 @@ func cubeSchema(ctx context.Context) schema.Schema {
 					"so that a node drain or a cluster-autoscaler scale-down evicts one replica of a shard at a time and waits until its replacement is Ready (serves a version). "+
 					"Rendered only with `replicas` of 2 or more: one replica can only be kept by refusing every eviction, which would block node drains for good. "+
 					"Defaults to `true`; set `false` to write your own budget (the eviction API refuses to evict a pod that two budgets select).", stack.ShardMaxUnavailable)},
+			"metrics": metricsAttribute(),
 			"control_token": schema.StringAttribute{Optional: true, Computed: true, Sensitive: true,
 				MarkdownDescription: "Shared token of the control endpoints (agent, transfer, ControlService), stored in a Secret. Generated when unset. " +
 					"Changing it rotates the token without restarting a pod: the cube servers and the transfer read the Secret's file again when the kubelet updates it (each pod within a minute or two), " +
@@ -164,4 +162,48 @@ func cubeSchema(ctx context.Context) schema.Schema {
 				MarkdownDescription: "Per shard, how many replicas serve `served_version`, as they report it at refresh (null when the transfer cannot be reached). When a shard has fewer than `replicas`, the plan shows a warning naming the replicas and what they serve; the transfer heals them by itself."},
 		},
 	}
+}
+
+// peerDescription says what a NetworkPolicy peer of networkPeerObject admits.
+const peerDescription = "Each peer is a NetworkPolicy peer: the pods with `pod_labels` in the cube's namespace, " +
+	"the pods with `pod_labels` in the namespaces with `namespace_labels`, or every pod of the namespaces with `namespace_labels`."
+
+// networkPeerObject is a NetworkPolicy peer (stack.NetworkPeer).
+func networkPeerObject() schema.NestedAttributeObject {
+	return schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
+		"namespace_labels": schema.MapAttribute{Optional: true, ElementType: types.StringType,
+			MarkdownDescription: "Labels of the peers' namespaces, e.g. `{ \"kubernetes.io/metadata.name\" = \"monitoring\" }`."},
+		"pod_labels": schema.MapAttribute{Optional: true, ElementType: types.StringType,
+			MarkdownDescription: "Labels of the peer pods, e.g. `{ \"app.kubernetes.io/name\" = \"prometheus\" }`."},
+	}}
+}
+
+// metricsAttribute is ctr_cube's metrics (stack.Metrics).
+func metricsAttribute() schema.SingleNestedAttribute {
+	scrapers := make([]string, 0, len(stack.DefaultScrapers))
+	for _, k := range slices.Sorted(maps.Keys(stack.DefaultScrapers)) {
+		scrapers = append(scrapers, fmt.Sprintf("`%s = %s`", k, stack.DefaultScrapers[k]))
+	}
+	return schema.SingleNestedAttribute{Optional: true,
+		MarkdownDescription: fmt.Sprintf("How Prometheus scrapes the cube. Each cube server serves its metrics at `%[1]s` on its probe port %[2]d "+
+			"(apart from its clients' connections), the transfer at `%[1]s` on `transfer_port`. Unset: the scrape annotations, no PodMonitor, and the "+
+			"default scrapers admitted to the probe port. The provider's repository ships a Grafana dashboard of these metrics (`examples/grafana/ctr-cube.json`). "+
+			"Changing `annotations` rolls the cube servers and the transfer; the other settings change no pod.", api.MetricsPath, stack.CubeProbePort),
+		Attributes: map[string]schema.Attribute{
+			"annotations": schema.BoolAttribute{Optional: true, Computed: true, Default: booldefault.StaticBool(stack.DefaultMetricsAnnotations),
+				MarkdownDescription: fmt.Sprintf("Render the conventional `%s`, `%s` and `%s` annotations on the cube servers' and the transfer's pods, "+
+					"which Prometheus' annotation-driven pod discovery reads. A key that `pod.annotations` sets keeps that value. Defaults to `%t`.",
+					stack.ScrapeAnnotation, stack.ScrapePortAnnotation, stack.ScrapePathAnnotation, stack.DefaultMetricsAnnotations)},
+			"pod_monitor": schema.BoolAttribute{Optional: true, Computed: true, Default: booldefault.StaticBool(false),
+				MarkdownDescription: "Render a `monitoring.coreos.com/v1` PodMonitor `<name>` for the Prometheus Operator: the cube servers' probe port and the transfer's " +
+					"`transfer_port`, with the pod labels `" + strings.Join(stack.PodMonitorTargetLabels, "`, `") + "` on every series. The cluster must serve " +
+					"the Prometheus Operator's PodMonitor CRD: without it, the apply fails before it writes anything, naming the CRD. Defaults to `false`."},
+			"pod_monitor_labels": schema.MapAttribute{Optional: true, ElementType: types.StringType,
+				MarkdownDescription: "Further labels of the PodMonitor: those a Prometheus' `podMonitorSelector` selects, e.g. `{ release = \"kube-prometheus-stack\" }`. Needs `pod_monitor = true`."},
+			"scrape_from": schema.ListNestedAttribute{Optional: true,
+				MarkdownDescription: "The pods the cube servers' NetworkPolicy admits to their probe port, where their metrics are (the transfer's status port is open to all). " +
+					"Unset: the pods labelled " + strings.Join(scrapers, ", ") + " in any namespace (the Prometheus Operator labels the Prometheus pods it runs so). " +
+					"`[]` admits no pod. Has no effect, and is refused, with `network_policy.enabled = false`. " + peerDescription,
+				NestedObject: networkPeerObject()},
+		}}
 }

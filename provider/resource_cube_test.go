@@ -241,6 +241,7 @@ const cubeEveryAttribute = `  stack               = "shop"
   control_token       = "an-operator-chosen-token"
   spread              = { topology_key = "topology.kubernetes.io/zone", required = true }
   disruption_budget   = false
+  metrics             = { annotations = false, scrape_from = [{ namespace_labels = { "kubernetes.io/metadata.name" = "monitoring" } }] }
 `
 
 // TestAccCube_Import: every attribute round-trips through the cluster: import reads the same
@@ -302,6 +303,14 @@ func TestCube_BadInput(t *testing.T) {
 		{"peer without labels", with(base, "network_policy", map[string]any{"allow_from": []any{map[string]any{"pod_labels": map[string]any{}}}}), "network_policy.allow_from[0]", `needs pod_labels, namespace_labels or both`},
 		{"peers with policies off", with(base, "network_policy", map[string]any{"enabled": false, "allow_from": []any{map[string]any{"pod_labels": map[string]any{"a": "b"}}}}),
 			"network_policy.allow_from", `has no effect with enabled = false`},
+		{"PodMonitor labels without a PodMonitor", with(base, "metrics", map[string]any{"pod_monitor_labels": map[string]any{"release": "p"}}),
+			"metrics.pod_monitor_labels", `has no effect without pod_monitor = true`},
+		{"a PodMonitor label ctr sets", with(base, "metrics", map[string]any{"pod_monitor": true, "pod_monitor_labels": map[string]any{stack.LabelInstance: "x"}}),
+			`metrics.pod_monitor_labels["app.kubernetes.io/instance"]`, `is a label ctr sets on the PodMonitor; choose another key`},
+		{"scrapers with policies off", with(base, "network_policy", map[string]any{"enabled": false}, "metrics", map[string]any{"scrape_from": []any{map[string]any{"pod_labels": map[string]any{"a": "b"}}}}),
+			"metrics.scrape_from", `has no effect with network_policy.enabled = false`},
+		{"scraper without labels", with(base, "metrics", map[string]any{"scrape_from": []any{map[string]any{"namespace_labels": map[string]any{}}}}),
+			"metrics.scrape_from[0]", `needs pod_labels, namespace_labels or both`},
 		{"seccomp profile", with(base, "security_context", map[string]any{"seccomp_profile": "Localhost"}), "security_context.seccomp_profile", `value must be one of`},
 		{"capability", with(base, "security_context", map[string]any{"add_capabilities": []any{"cap_chown"}}), "security_context.add_capabilities[0]", `"cap_chown" is not a capability name`},
 		{"bad timeout", with(base, "timeouts", map[string]any{"create": "10x"}), "timeouts.create", `Attribute timeouts.create: "10x" is not a positive duration`},

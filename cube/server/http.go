@@ -14,6 +14,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/elasticctr/terraform-provider-ctr/cube/api"
 	"github.com/elasticctr/terraform-provider-ctr/cube/portmux"
 	"github.com/elasticctr/terraform-provider-ctr/cube/proto"
 )
@@ -79,7 +80,7 @@ func (s *Server) ProbeHandler() http.Handler {
 func (s *Server) probeRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /healthz", s.httpHealth)
 	mux.HandleFunc("GET /readyz", s.httpReady)
-	mux.Handle("GET /metrics", promhttp.HandlerFor(s.m.reg, promhttp.HandlerOpts{}))
+	mux.Handle("GET "+api.MetricsPath, promhttp.HandlerFor(s.m.reg, promhttp.HandlerOpts{}))
 }
 
 // httpSeek answers POST /DictService/seek. The body is bounded before it is

@@ -6,6 +6,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promauto"
+
+	"github.com/elasticctr/terraform-provider-ctr/cube/metricnames"
 )
 
 // metrics are the Prometheus series of one server. Counters are resolved
@@ -37,9 +39,32 @@ type metrics struct {
 // baidu_std frame bodies counted against --max-inflight-bytes.
 func newMetrics(shard int, inflight, unchecked func() float64) *metrics {
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	// Every series is registered as it is made, with the shard's label.
-	f := promauto.With(prometheus.WrapRegistererWith(prometheus.Labels{"shard": strconv.Itoa(shard)}, reg))
+	reg.MustRegister(runtimeCollectors()...)
+	// Every series of the server's own has the shard's label.
+	m := registerMetrics(prometheus.WrapRegistererWith(prometheus.Labels{"shard": strconv.Itoa(shard)}, reg), inflight)
+	m.reg = reg
+	return m
+}
+
+// runtimeCollectors are the Go runtime's and the process's series.
+func runtimeCollectors() []prometheus.Collector {
+	return []prometheus.Collector{collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})}
+}
+
+// MetricFamilies are the metric families a server exports at GET /metrics, by name, with
+// their types (the server's own carry the label shard): what a dashboard may query. They
+// come from the registration newMetrics makes, not from a list.
+func MetricFamilies() (metricnames.Families, error) {
+	return metricnames.Of(func(r prometheus.Registerer) {
+		r.MustRegister(runtimeCollectors()...)
+		registerMetrics(r, func() float64 { return 0 })
+	})
+}
+
+// registerMetrics makes and registers the server's own series on r.
+func registerMetrics(r prometheus.Registerer, inflight func() float64) *metrics {
+	// Every series is registered as it is made.
+	f := promauto.With(r)
 	counter := func(name, help string) prometheus.Counter {
 		return f.NewCounter(prometheus.CounterOpts{Name: name, Help: help})
 	}
@@ -54,7 +79,6 @@ func newMetrics(shard int, inflight, unchecked func() float64) *metrics {
 	f.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "cube_dict_unchecked_bytes", Help: "Bytes of the current and background dictionaries not yet checked against their checksums: a block is checked the first time a lookup reads it, and by a pass in the background after the dictionary is opened."}, unchecked)
 	return &metrics{
-		reg:         reg,
 		requests:    reqs,
 		rpcOK:       reqs.WithLabelValues("baidu_std", "ok"),
 		rpcErr:      reqs.WithLabelValues("baidu_std", "error"),

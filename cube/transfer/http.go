@@ -16,6 +16,7 @@ import (
 
 	"github.com/elasticctr/terraform-provider-ctr/cube/api"
 	"github.com/elasticctr/terraform-provider-ctr/cube/fileserver"
+	"github.com/elasticctr/terraform-provider-ctr/cube/metricnames"
 )
 
 type metrics struct {
@@ -33,14 +34,28 @@ type metrics struct {
 
 func newMetrics() *metrics {
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m := registerMetrics(reg)
+	m.reg = reg
+	return m
+}
+
+// MetricFamilies are the metric families the transfer exports at GET /metrics, by name, with
+// their types: what a dashboard may query. They come from the registration newMetrics makes,
+// not from a list.
+func MetricFamilies() (metricnames.Families, error) {
+	return metricnames.Of(func(r prometheus.Registerer) { registerMetrics(r) })
+}
+
+// registerMetrics makes and registers the transfer's series on r, the Go runtime's and the
+// process's among them.
+func registerMetrics(r prometheus.Registerer) *metrics {
+	r.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	// Every series is registered as it is made.
-	f := promauto.With(reg)
+	f := promauto.With(r)
 	gauge := func(name, help string) prometheus.Gauge {
 		return f.NewGauge(prometheus.GaugeOpts{Name: name, Help: help})
 	}
 	return &metrics{
-		reg: reg,
 		rollouts: f.NewCounterVec(prometheus.CounterOpts{Name: "cube_transfer_rollouts_total",
 			Help: "Rollout attempts by result (served, failed)."}, []string{"result"}),
 		donefileWarnings: f.NewCounter(prometheus.CounterOpts{Name: "cube_transfer_donefile_warnings_total",
@@ -94,7 +109,7 @@ func (t *Transfer) Handlers(together bool) (status, files http.Handler, err erro
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
-	mux.Handle("GET /metrics", promhttp.HandlerFor(t.m.reg, promhttp.HandlerOpts{}))
+	mux.Handle("GET "+api.MetricsPath, promhttp.HandlerFor(t.m.reg, promhttp.HandlerOpts{}))
 	mux.HandleFunc("POST /trigger", func(w http.ResponseWriter, r *http.Request) {
 		if !t.token.AcceptsRequest(r) {
 			writeJSON(w, http.StatusUnauthorized, map[string]string{"error": "need \"Authorization: Bearer <token>\""})

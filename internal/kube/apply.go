@@ -82,6 +82,9 @@ func (e *NotOwnedError) Error() string {
 }
 
 func (c *Client) apply(ctx context.Context, set stack.Set, owner string, adopt bool) (map[string]Operation, error) {
+	if err := c.checkServed(set); err != nil {
+		return nil, err
+	}
 	listed, err := c.listExisting(ctx, set)
 	if err != nil {
 		return nil, err
@@ -111,6 +114,34 @@ func (c *Client) apply(ctx context.Context, set stack.Set, owner string, adopt b
 		}
 	}
 	return ops, nil
+}
+
+// checkServed fails, before anything is written, when the cluster does not serve a kind of
+// the set that no CustomResourceDefinition of the set defines (a PodMonitor without the
+// Prometheus Operator): the apply would otherwise stop at that kind's wave with the objects
+// of the waves before it written.
+func (c *Client) checkServed(set stack.Set) error {
+	defined := map[schema.GroupKind]bool{}
+	for _, o := range set {
+		if o.Object.GetKind() != "CustomResourceDefinition" {
+			continue
+		}
+		group, _, _ := unstructured.NestedString(o.Object.Object, "spec", "group")
+		kind, _, _ := unstructured.NestedString(o.Object.Object, "spec", "names", "kind")
+		defined[schema.GroupKind{Group: group, Kind: kind}] = true
+	}
+	checked := map[schema.GroupVersionKind]bool{}
+	for _, o := range set {
+		gvk := o.Object.GroupVersionKind()
+		if checked[gvk] || defined[gvk.GroupKind()] {
+			continue
+		}
+		checked[gvk] = true
+		if _, err := c.mapping(gvk); err != nil {
+			return fmt.Errorf("apply %s: %w", Describe(o.Object), err)
+		}
+	}
+	return nil
 }
 
 // applyParallel bounds the objects applied at once (the client allows 50 requests/s, bursts of
@@ -294,13 +325,14 @@ var applyOptions = metav1.PatchOptions{FieldManager: FieldManager, Force: ptr.To
 // kindOrder installs what others depend on first: namespaces and CRDs, then accounts and
 // RBAC, then configuration, claims, network policies and disruption budgets (in force before
 // any pod they protect), Services, then workloads, then what acts on workloads (autoscalers,
-// which target a Deployment that exists by then), and admission webhooks last (a webhook that
-// points at a Service which is not up yet would block everything after it).
+// which target a Deployment that exists by then; PodMonitors, which select its pods), and
+// admission webhooks last (a webhook that points at a Service which is not up yet would block
+// everything after it).
 var kindOrder = map[string]int{
 	"Namespace": 0, "CustomResourceDefinition": 1, "PriorityClass": 2,
 	"ServiceAccount": 3, "ClusterRole": 4, "ClusterRoleBinding": 5, "Role": 4, "RoleBinding": 5,
 	"Secret": 6, "ConfigMap": 6, "PersistentVolumeClaim": 6, "NetworkPolicy": 6, "PodDisruptionBudget": 6,
-	"Service": 7, "Deployment": 8, "StatefulSet": 8, "DaemonSet": 8, "Job": 9, "HorizontalPodAutoscaler": 9,
+	"Service": 7, "Deployment": 8, "StatefulSet": 8, "DaemonSet": 8, "Job": 9, "HorizontalPodAutoscaler": 9, "PodMonitor": 9,
 	"MutatingWebhookConfiguration": 10, "ValidatingWebhookConfiguration": 10,
 }
 

@@ -142,11 +142,22 @@ func (c *Client) mapping(gvk schema.GroupVersionKind) (*meta.RESTMapping, error)
 	}
 	if err != nil {
 		if meta.IsNoMatchError(err) {
-			return nil, fmt.Errorf("the cluster does not serve %s (is its CRD installed? Volcano Jobs need Volcano, see ctr_cluster): %w: %w", gvk.String(), errNotServed, err)
+			return nil, fmt.Errorf("%s: %w: %w", notServedWhy(gvk), errNotServed, err)
 		}
 		return nil, fmt.Errorf("discover %s: %w", gvk.String(), err)
 	}
 	return m, nil
+}
+
+// notServedWhy says that the cluster does not serve gvk, naming the CustomResourceDefinition
+// that would (plural.group), and what to do when ctr knows (stack.MissingKindHint).
+func notServedWhy(gvk schema.GroupVersionKind) string {
+	plural, _ := meta.UnsafeGuessKindToResource(gvk)
+	msg := fmt.Sprintf("the cluster does not serve %s %s: is its CustomResourceDefinition %s.%s installed?", gvk.GroupVersion(), gvk.Kind, plural.Resource, gvk.Group)
+	if hint := stack.MissingKindHint(gvk); hint != "" {
+		msg += " " + hint
+	}
+	return msg
 }
 
 // Get returns the live object, or nil when it does not exist.

@@ -68,6 +68,7 @@ const (
 	cubeUID                  = 65532
 	cubeDataDir              = "/data"
 	cubeProbePortName        = "probe" // the container port of CubeProbePort, which the probes name
+	transferStatusPortName   = "http"  // the container and Service port of transfer_port
 	cubeWorkDir              = "/work"
 	placeholderTokenForPlans = "(generated at apply)"
 )
@@ -148,6 +149,9 @@ type Cube struct {
 	// DisruptionBudget false renders no PodDisruptionBudget (a user's own takes its place);
 	// nil or true renders one per shard when replicas allow it (see disruptionBudget).
 	DisruptionBudget *bool `json:"disruption_budget,omitempty"`
+	// Metrics says how the servers and the transfer are scraped; nil renders the defaults
+	// (see Metrics).
+	Metrics *Metrics `json:"metrics,omitempty"`
 	// Token is the shared control token; never in the settings annotation.
 	Token string `json:"-"`
 }
@@ -276,8 +280,9 @@ func (c Cube) Render() (Cube, Set, error) {
 
 // RenderCube renders a cube's objects in apply order: the control token Secret, the
 // NetworkPolicies (before any pod they protect), the replicas' governing Service, per shard a
-// headless Service and a StatefulSet, then the transfer's claim, Service and Deployment (its
-// primary object, carrying the settings annotation).
+// headless Service and a StatefulSet, then the transfer's claim and Service, the PodMonitor
+// when metrics ask for one, and the transfer's Deployment (its primary object, carrying the
+// settings annotation).
 func RenderCube(given Cube) (Set, error) {
 	return render(given, func(set Set) *unstructured.Unstructured { return set[len(set)-1].Object })
 }
@@ -343,11 +348,14 @@ func (c Cube) objects() Set {
 		Spec: corev1.ServiceSpec{
 			Selector: c.transferSelector(),
 			Ports: []corev1.ServicePort{
-				{Name: "http", Port: c.TransferPort, TargetPort: intstr.FromString("http"), Protocol: corev1.ProtocolTCP},
+				{Name: transferStatusPortName, Port: c.TransferPort, TargetPort: intstr.FromString(transferStatusPortName), Protocol: corev1.ProtocolTCP},
 				{Name: "files", Port: c.TransferFilesPort, TargetPort: intstr.FromString("files"), Protocol: corev1.ProtocolTCP},
 			},
 		},
 	}))
+	if c.Metrics.podMonitor() {
+		add(c.podMonitor())
+	}
 	add(toObject(c.transferDeployment()))
 	return set
 }

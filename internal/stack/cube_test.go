@@ -30,6 +30,9 @@ func TestRenderCube_Golden(t *testing.T) {
 		NetworkPolicy: &NetworkPolicy{AllowFrom: []NetworkPeer{
 			{PodLabels: map[string]string{"app": "prometheus"}, NamespaceLabels: map[string]string{"kubernetes.io/metadata.name": "monitoring"}},
 			{PodLabels: map[string]string{"app": "ctr-debug"}}}}}))
+	golden(t, "cube_metrics.yaml", renderCubeYAML(t, Cube{Name: "cube", Namespace: "ads", DonefileURL: testDonefile, Token: "t0k3n", Shards: 1,
+		Metrics: &Metrics{Annotations: ptr.To(false), PodMonitor: true, PodMonitorLabels: map[string]string{"release": "kube-prometheus-stack"},
+			ScrapeFrom: []NetworkPeer{{NamespaceLabels: map[string]string{"kubernetes.io/metadata.name": "monitoring"}, PodLabels: map[string]string{LabelName: "prometheus"}}}}}))
 }
 
 func TestCube_CubeConf(t *testing.T) {
@@ -197,16 +200,16 @@ func TestRenderCube_TransferReachesReplicasThatServeNothing(t *testing.T) {
 }
 
 // TestCubeKinds_HaveEveryRenderedKind: what a cube renders, with every optional object
-// (claims, disruption budgets, network policies, a service account), is in CubeKinds, the
+// (claims, disruption budgets, network policies, a service account, a PodMonitor), is in CubeKinds, the
 // list prune and destroy work from: a kind missing there is never pruned.
 func TestCubeKinds_HaveEveryRenderedKind(t *testing.T) {
 	set, err := RenderCube(Cube{Name: "c", Namespace: "n", DonefileURL: testDonefile, Shards: 2, Replicas: 2,
-		Storage: &CubeStorage{Size: "1Gi"}, Pod: fullPod()})
+		Storage: &CubeStorage{Size: "1Gi"}, Pod: fullPod(), Metrics: &Metrics{PodMonitor: true}})
 	require.NoError(t, err)
 	seen := map[string]bool{}
 	for _, o := range set {
 		assert.Contains(t, CubeKinds, o.Object.GroupVersionKind(), o.Key)
 		seen[o.Object.GetKind()] = true
 	}
-	assert.True(t, seen["PodDisruptionBudget"] && seen["NetworkPolicy"] && seen["ServiceAccount"], "rendered kinds %v", seen)
+	assert.True(t, seen["PodDisruptionBudget"] && seen["NetworkPolicy"] && seen["ServiceAccount"] && seen["PodMonitor"], "rendered kinds %v", seen)
 }

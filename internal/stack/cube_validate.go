@@ -2,6 +2,8 @@ package stack
 
 import (
 	"net/url"
+
+	"k8s.io/utils/ptr"
 )
 
 // Validate checks what the schema cannot (see validate.go) and returns every problem found.
@@ -18,6 +20,7 @@ func (c Cube) Validate() FieldErrors {
 	ch.resources("transfer_resources", overDefaults(DefaultTransferRequests, c.TransferRequests), overDefaults(DefaultTransferLimits, c.TransferLimits))
 	ch.securityContext("security_context", c.SecurityContext)
 	ch.networkPolicy("network_policy", c.NetworkPolicy)
+	ch.metrics("metrics", c.Metrics, c.NetworkPolicy, c.labels(componentCubeMetrics))
 	ch.spread("spread", c.Spread)
 	if c.Storage != nil {
 		ch.quantity("storage.size", c.Storage.Size, DefaultCubeStorageSize)
@@ -34,6 +37,8 @@ func (c Cube) Validate() FieldErrors {
 	if len(ch.errs) == 0 && p != nil {
 		bare := c
 		bare.Pod, bare.SecurityContext, bare.NodeSelector, bare.Tolerations = nil, nil, nil, nil
+		// The scrape annotations are defaults that pod.annotations may replace (withScrapeAnnotations).
+		bare.Metrics = &Metrics{Annotations: ptr.To(false)}
 		ch.checkPodCollisions(bare.Defaulted().objects(), map[string]podTarget{componentCubeServer: {"pod", p}, componentCubeTransfer: {"pod", p}})
 	}
 	return ch.errs

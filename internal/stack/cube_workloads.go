@@ -127,6 +127,7 @@ func (c Cube) shardStatefulSet(i int32) *appsv1.StatefulSet {
 	}
 	c.spreadShard(i, &sts.Spec.Template.Spec)
 	applyPod(&sts.Spec.Template, cubeImageUser, c.Pod, c.Pod.ownServiceAccount(c.Name))
+	withScrapeAnnotations(&sts.Spec.Template, c.scrapeAnnotations(CubeProbePort))
 	return sts
 }
 
@@ -162,9 +163,9 @@ func (c Cube) transferDeployment() *appsv1.Deployment {
 					ImagePullSecrets:             pullSecrets(c.ImagePullSecrets),
 					Containers: []corev1.Container{{
 						Name: "transfer", Image: c.Image, ImagePullPolicy: corev1.PullPolicy(c.ImagePullPolicy), Args: args,
-						Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: c.TransferPort, Protocol: corev1.ProtocolTCP},
+						Ports: []corev1.ContainerPort{{Name: transferStatusPortName, ContainerPort: c.TransferPort, Protocol: corev1.ProtocolTCP},
 							{Name: "files", ContainerPort: c.TransferFilesPort, Protocol: corev1.ProtocolTCP}},
-						ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/healthz", Port: intstr.FromString("http")}}},
+						ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/healthz", Port: intstr.FromString(transferStatusPortName)}}},
 						Resources:      sized(c.TransferRequests, c.TransferLimits, DefaultTransferRequests, DefaultTransferLimits),
 						VolumeMounts:   []corev1.VolumeMount{{Name: "work", MountPath: cubeWorkDir}, tokMount},
 					}},
@@ -175,6 +176,7 @@ func (c Cube) transferDeployment() *appsv1.Deployment {
 		},
 	}
 	applyPod(&dep.Spec.Template, cubeImageUser, c.Pod, c.Pod.ownServiceAccount(c.Name))
+	withScrapeAnnotations(&dep.Spec.Template, c.scrapeAnnotations(c.TransferPort))
 	return dep
 }
 

@@ -26,11 +26,26 @@ var (
 	kindVolcanoJob     = metav1.TypeMeta{APIVersion: "batch.volcano.sh/v1alpha1", Kind: "Job"}
 	kindAutoscaler     = metav1.TypeMeta{APIVersion: "autoscaling/v2", Kind: "HorizontalPodAutoscaler"}
 	kindDisruption     = metav1.TypeMeta{APIVersion: "policy/v1", Kind: "PodDisruptionBudget"}
+	// The Prometheus Operator's (a CRD): rendered only when a cube's metrics ask for it.
+	kindPodMonitor = metav1.TypeMeta{APIVersion: "monitoring.coreos.com/v1", Kind: "PodMonitor"}
 	// Made by controllers from ours, carrying our labels.
 	kindPod        = metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"}
 	kindReplicaSet = metav1.TypeMeta{APIVersion: "apps/v1", Kind: "ReplicaSet"}
 	kindPodGroup   = metav1.TypeMeta{APIVersion: "scheduling.volcano.sh/v1beta1", Kind: "PodGroup"}
 )
+
+// kindsFromCRDs say what serves the kinds ctr renders that Kubernetes itself does not, and
+// what to do about it: the error of an apply to a cluster without them says so.
+var kindsFromCRDs = map[schema.GroupKind]string{
+	schema.FromAPIVersionAndKind(kindVolcanoJob.APIVersion, kindVolcanoJob.Kind).GroupKind(): "Volcano Jobs need Volcano, see ctr_cluster",
+	schema.FromAPIVersionAndKind(kindPodGroup.APIVersion, kindPodGroup.Kind).GroupKind():     "pod groups need Volcano, see ctr_cluster",
+	schema.FromAPIVersionAndKind(kindPodMonitor.APIVersion, kindPodMonitor.Kind).GroupKind(): "ctr_cube renders a PodMonitor for metrics.pod_monitor = true, " +
+		"and PodMonitors come with the Prometheus Operator: install it (or its CRDs), or set metrics.pod_monitor = false",
+}
+
+// MissingKindHint says what a cluster that does not serve a kind ctr renders lacks, and what
+// to do: "" for a kind of Kubernetes itself.
+func MissingKindHint(gvk schema.GroupVersionKind) string { return kindsFromCRDs[gvk.GroupKind()] }
 
 func gvks(kinds ...metav1.TypeMeta) []schema.GroupVersionKind {
 	out := make([]schema.GroupVersionKind, len(kinds))
@@ -45,7 +60,7 @@ var (
 	TrainingJobKinds = gvks(kindServiceAccount, kindRole, kindRoleBinding, kindSecret, kindConfigMap, kindClaim,
 		kindDeployment, kindService, kindVolcanoJob)
 	CubeKinds = gvks(kindServiceAccount, kindSecret, kindNetworkPolicy, kindService, kindDisruption, kindStatefulSet,
-		kindClaim, kindDeployment)
+		kindClaim, kindPodMonitor, kindDeployment)
 	ServingKinds = gvks(kindServiceAccount, kindConfigMap, kindDisruption, kindService, kindDeployment, kindAutoscaler)
 	// ControllerKinds are objects that controllers create from ours, carrying our labels:
 	// deletion waits for them too.
@@ -77,6 +92,7 @@ func cubeControlName(cube string) string      { return cube + "-control" }
 func cubeTransferName(cube string) string     { return cube + "-transfer" }
 func cubeReplicasName(cube string) string     { return cube + "-replicas" }
 func cubeServerPolicyName(cube string) string { return cube + "-server" }
+func cubePodMonitorName(cube string) string   { return cube }
 func cubeShardName(cube string, i int32) string {
 	return fmt.Sprintf("%s-shard-%d", cube, i)
 }

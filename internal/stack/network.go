@@ -82,23 +82,12 @@ func (c Cube) networkPolicies() []*networkingv1.NetworkPolicy {
 	}
 	// The serving pods whose cube_conf names this cube, from any namespace, and (as before)
 	// the serving pods of its stack.
-	// Every namespace: each has its name as a label (Kubernetes 1.21 and later). An empty
-	// selector would say the same, but does not survive conversion to an unstructured object.
-	anyNamespace := &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
-		{Key: corev1.LabelMetadataName, Operator: metav1.LabelSelectorOpExists}}}
 	clients := networkingv1.NetworkPolicyPeer{PodSelector: &metav1.LabelSelector{MatchLabels: map[string]string{CubeClientLabel(c.Name): c.Namespace}},
-		NamespaceSelector: anyNamespace}
+		NamespaceSelector: anyNamespace()}
 	cubeFrom := []networkingv1.NetworkPolicyPeer{pods(c.transferSelector()), pods(ServingPeer(c.Stack)), clients}
 	if c.NetworkPolicy != nil {
 		for _, p := range c.NetworkPolicy.AllowFrom {
-			peer := networkingv1.NetworkPolicyPeer{}
-			if len(p.PodLabels) > 0 {
-				peer.PodSelector = &metav1.LabelSelector{MatchLabels: p.PodLabels}
-			}
-			if len(p.NamespaceLabels) > 0 {
-				peer.NamespaceSelector = &metav1.LabelSelector{MatchLabels: p.NamespaceLabels}
-			}
-			cubeFrom = append(cubeFrom, peer)
+			cubeFrom = append(cubeFrom, p.policyPeer())
 		}
 	}
 	policy := func(name, component string, selector map[string]string, rules ...networkingv1.NetworkPolicyIngressRule) *networkingv1.NetworkPolicy {
@@ -112,18 +101,44 @@ func (c Cube) networkPolicies() []*networkingv1.NetworkPolicy {
 			},
 		}
 	}
-	// The servers' probe port (CubeProbePort) has no rule: the kubelet probes from the pod's
-	// own node, whose traffic to its pods the policy does not stop (the servers' port admits
-	// no node either, and the probes went there until the probe port), while other pods, the
-	// clients among them, cannot reach it and take the few connections it holds.
+	// The servers' probe port (CubeProbePort) admits the scrapers of their metrics alone: the
+	// kubelet probes from the pod's own node, whose traffic to its pods the policy does not stop
+	// (the servers' port admits no node either, and the probes went there until the probe
+	// port), while other pods, the clients among them, cannot reach it and take the few
+	// connections it holds. With no scraper, no rule: a rule without peers admits everyone.
+	server := policy(cubeServerPolicyName(c.Name), componentCubeServer, c.serverSelector(),
+		networkingv1.NetworkPolicyIngressRule{Ports: []networkingv1.NetworkPolicyPort{port(c.Port)}, From: cubeFrom})
+	if scrapers := c.scrapers(); len(scrapers) > 0 {
+		server.Spec.Ingress = append(server.Spec.Ingress, networkingv1.NetworkPolicyIngressRule{
+			Ports: []networkingv1.NetworkPolicyPort{port(CubeProbePort)}, From: scrapers})
+	}
 	return []*networkingv1.NetworkPolicy{
-		policy(cubeServerPolicyName(c.Name), componentCubeServer, c.serverSelector(),
-			networkingv1.NetworkPolicyIngressRule{Ports: []networkingv1.NetworkPolicyPort{port(c.Port)}, From: cubeFrom}),
+		server,
 		policy(c.TransferService(), componentCubeTransfer, c.transferSelector(),
 			networkingv1.NetworkPolicyIngressRule{Ports: []networkingv1.NetworkPolicyPort{port(c.TransferFilesPort)}, From: []networkingv1.NetworkPolicyPeer{pods(c.serverSelector())}},
 			// No From: any source, for the status API.
 			networkingv1.NetworkPolicyIngressRule{Ports: []networkingv1.NetworkPolicyPort{port(c.TransferPort)}}),
 	}
+}
+
+// anyNamespace selects every namespace: each has its name as a label (Kubernetes 1.21 and
+// later). An empty selector would say the same, but does not survive conversion to an
+// unstructured object.
+func anyNamespace() *metav1.LabelSelector {
+	return &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
+		{Key: corev1.LabelMetadataName, Operator: metav1.LabelSelectorOpExists}}}
+}
+
+// policyPeer is the NetworkPolicy peer p names.
+func (p NetworkPeer) policyPeer() networkingv1.NetworkPolicyPeer {
+	peer := networkingv1.NetworkPolicyPeer{}
+	if len(p.PodLabels) > 0 {
+		peer.PodSelector = &metav1.LabelSelector{MatchLabels: p.PodLabels}
+	}
+	if len(p.NamespaceLabels) > 0 {
+		peer.NamespaceSelector = &metav1.LabelSelector{MatchLabels: p.NamespaceLabels}
+	}
+	return peer
 }
 
 func ptrIntOrString(p int32) *intstr.IntOrString {
@@ -138,10 +153,15 @@ func (c *checker) networkPolicy(path string, p *NetworkPolicy) {
 	if !p.enabled() && len(p.AllowFrom) > 0 {
 		c.bad(path+".allow_from", "has no effect with enabled = false (no policy is rendered); remove it or enable the policies")
 	}
-	for i, peer := range p.AllowFrom {
-		at := fmt.Sprintf("%s.allow_from[%d]", path, i)
+	c.peers(path+".allow_from", p.AllowFrom)
+}
+
+// peers checks NetworkPolicy peers at path.
+func (c *checker) peers(path string, peers []NetworkPeer) {
+	for i, peer := range peers {
+		at := fmt.Sprintf("%s[%d]", path, i)
 		if len(peer.PodLabels) == 0 && len(peer.NamespaceLabels) == 0 {
-			c.bad(at, "needs pod_labels, namespace_labels or both, each with at least one label (to admit everyone, set enabled = false)")
+			c.bad(at, "needs pod_labels, namespace_labels or both, each with at least one label (to admit everyone, set network_policy.enabled = false)")
 		}
 		c.labels(at+".pod_labels", peer.PodLabels)
 		c.labels(at+".namespace_labels", peer.NamespaceLabels)

@@ -38,6 +38,7 @@ const (
 	roleShard     netRole = "cube shard"
 	roleTransfer  netRole = "cube transfer"
 	roleClient    netRole = "cube client" // a pod the cube's policy is meant to admit to the cube port
+	roleScraper   netRole = "scraper"     // a pod the cube's policy is meant to admit to the shards' metrics (probe) port
 	roleBystander netRole = "bystander"   // any other pod
 	roleOutside   netRole = "outside"     // an address outside the cluster (no pod)
 )
@@ -179,12 +180,17 @@ func (m policyMatrix) guardedBy(p netPod) []string {
 var undeclaredPort = corev1.ContainerPort{ContainerPort: 9999, Protocol: corev1.ProtocolTCP}
 
 // meantToReach is what the cube's policies are for, per role: the transfer and the cube's
-// clients reach the shards' cube port (the transfer drives the agent there); only shards
-// download from the transfer's files port; the transfer's status port is open to all; pods the
-// policies do not guard stay open (Kubernetes' default).
+// clients reach the shards' cube port (the transfer drives the agent there); the scrapers, and
+// no other pod, the shards' probe port (their metrics; the kubelet's probes come from the
+// node); only shards download from the transfer's files port; the transfer's status port
+// (with its metrics) is open to all; pods the policies do not guard stay open (Kubernetes'
+// default).
 func meantToReach(src, dst netPod, port corev1.ContainerPort) bool {
 	switch dst.role {
 	case roleShard:
+		if port.Name == cubeProbePortName {
+			return src.role == roleScraper
+		}
 		return port.Name == "cube" && (src.role == roleTransfer || src.role == roleClient)
 	case roleTransfer:
 		return port.Name == "http" || (port.Name == "files" && src.role == roleShard)
@@ -232,10 +238,10 @@ func (m policyMatrix) checkMatrix(t *testing.T, pods []netPod) {
 // its stack, one of another stack ("other-shop") and one in namespace "team-b". Bystanders:
 // servings of another cube and of a cube "cube" in team-b, a serving of the stack "shop" in
 // team-b on another cube, a training job in team-b, and unrelated pods in both namespaces.
-func shopStack(t *testing.T, policy *NetworkPolicy) (policies []*networkingv1.NetworkPolicy, pods []netPod) {
+func shopStack(t *testing.T, policy *NetworkPolicy, metrics *Metrics) (policies []*networkingv1.NetworkPolicy, pods []netPod) {
 	t.Helper()
 	training := TrainingJob{Name: "cube", Namespace: "ads", Stack: "shop", ModelExport: &ModelExport{}}.Defaulted()
-	cube := Cube{Name: "cube", Namespace: "ads", Stack: "shop", Shards: 2, Replicas: 2, DonefileURL: training.DonefileURL(), NetworkPolicy: policy}
+	cube := Cube{Name: "cube", Namespace: "ads", Stack: "shop", Shards: 2, Replicas: 2, DonefileURL: training.DonefileURL(), NetworkPolicy: policy, Metrics: metrics}
 	conf := cube.Defaulted().CubeConf()
 	cubeSet, err := RenderCube(cube)
 	require.NoError(t, err)
@@ -282,7 +288,7 @@ func shopStack(t *testing.T, policy *NetworkPolicy) (policies []*networkingv1.Ne
 // only the shards reach the transfer's files port, its status port is open, and nothing else
 // reaches a guarded port.
 func TestCubeNetworkPolicies_AdmitExactlyTheirPeers(t *testing.T) {
-	policies, pods := shopStack(t, nil)
+	policies, pods := shopStack(t, nil, nil)
 	require.Len(t, policies, 2)
 	m := newPolicyMatrix(t, policies, pods, nil)
 	m.checkMatrix(t, pods)
@@ -314,7 +320,7 @@ func TestCubeNetworkPolicies_AllowFromAdmitsItsPeers(t *testing.T) {
 	policies, pods := shopStack(t, &NetworkPolicy{AllowFrom: []NetworkPeer{
 		{NamespaceLabels: map[string]string{"team": "monitoring"}, PodLabels: map[string]string{"app": "prometheus"}},
 		{NamespaceLabels: map[string]string{corev1.LabelMetadataName: "ops"}},
-	}})
+	}}, nil)
 	extra := func(name, ns string, l map[string]string, role netRole) netPod {
 		return netPod{name: name, namespace: ns, labels: l, role: role,
 			ports: []corev1.ContainerPort{{Name: "metrics", ContainerPort: 9090, Protocol: corev1.ProtocolTCP}}}
@@ -328,4 +334,57 @@ func TestCubeNetworkPolicies_AllowFromAdmitsItsPeers(t *testing.T) {
 	)
 	m := newPolicyMatrix(t, policies, pods, map[string]map[string]string{"monitoring": {"team": "monitoring"}})
 	m.checkMatrix(t, pods)
+}
+
+// scraperPods are pods that may or may not scrape the cube's metrics, each with the role
+// roles gives its name ("operator-prometheus", "operator-prometheus-ads", "app-prometheus",
+// "grafana"): a Prometheus the Prometheus Operator runs (labelled app.kubernetes.io/name =
+// prometheus) in "monitoring" and one in the cube's namespace, a Prometheus labelled
+// app = prometheus in "monitoring" (namespace label team = monitoring), and a Grafana there.
+func scraperPods(roles map[string]netRole) []netPod {
+	port := []corev1.ContainerPort{{Name: "web", ContainerPort: 9090, Protocol: corev1.ProtocolTCP}}
+	pod := func(name, ns string, l map[string]string) netPod {
+		role, ok := roles[name]
+		if !ok {
+			role = roleBystander
+		}
+		return netPod{name: name, namespace: ns, labels: l, role: role, ports: port}
+	}
+	return []netPod{
+		pod("operator-prometheus", "monitoring", map[string]string{LabelName: "prometheus", "prometheus": "k8s"}),
+		pod("operator-prometheus-ads", "ads", map[string]string{LabelName: "prometheus"}),
+		pod("app-prometheus", "monitoring", map[string]string{"app": "prometheus"}),
+		pod("grafana", "monitoring", map[string]string{LabelName: "grafana"}),
+	}
+}
+
+var monitoringNamespace = map[string]map[string]string{"monitoring": {"team": "monitoring"}}
+
+// TestCubeNetworkPolicies_DefaultScrapersReachTheMetrics: with metrics unset, the pods labelled
+// as DefaultScrapers, in any namespace, reach the shards' probe port, where their metrics are
+// (and no other port the policies guard); every other pod is kept off it.
+func TestCubeNetworkPolicies_DefaultScrapersReachTheMetrics(t *testing.T) {
+	policies, pods := shopStack(t, nil, nil)
+	pods = append(pods, scraperPods(map[string]netRole{"operator-prometheus": roleScraper, "operator-prometheus-ads": roleScraper})...)
+	newPolicyMatrix(t, policies, pods, monitoringNamespace).checkMatrix(t, pods)
+}
+
+// TestCubeNetworkPolicies_ScrapeFromReplacesTheDefault: metrics.scrape_from admits its peers
+// to the metrics port instead of DefaultScrapers; an empty list admits no pod (and renders no
+// rule, which would admit every pod).
+func TestCubeNetworkPolicies_ScrapeFromReplacesTheDefault(t *testing.T) {
+	policies, pods := shopStack(t, nil, &Metrics{ScrapeFrom: []NetworkPeer{{NamespaceLabels: map[string]string{"team": "monitoring"}, PodLabels: map[string]string{"app": "prometheus"}}}})
+	pods = append(pods, scraperPods(map[string]netRole{"app-prometheus": roleScraper})...)
+	newPolicyMatrix(t, policies, pods, monitoringNamespace).checkMatrix(t, pods)
+
+	policies, pods = shopStack(t, nil, &Metrics{ScrapeFrom: []NetworkPeer{}})
+	pods = append(pods, scraperPods(nil)...)
+	newPolicyMatrix(t, policies, pods, monitoringNamespace).checkMatrix(t, pods)
+	for _, np := range policies {
+		for _, rule := range np.Spec.Ingress {
+			for _, p := range rule.Ports {
+				assert.NotEqual(t, int32(CubeProbePort), p.Port.IntVal, "%s has a rule on the probe port with scrape_from = []", np.Name)
+			}
+		}
+	}
 }
