@@ -36,12 +36,13 @@ type metrics struct {
 }
 
 // newMetrics registers the series of shard; inflight reports the bytes of
-// baidu_std frame bodies counted against --max-inflight-bytes.
+// baidu_std frame bodies counted against --max-inflight-bytes, unchecked the
+// bytes of dictionaries not yet checked against their checksums.
 func newMetrics(shard int, inflight, unchecked func() float64) *metrics {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(runtimeCollectors()...)
 	// Every series of the server's own has the shard's label.
-	m := registerMetrics(prometheus.WrapRegistererWith(prometheus.Labels{"shard": strconv.Itoa(shard)}, reg), inflight)
+	m := registerMetrics(prometheus.WrapRegistererWith(prometheus.Labels{"shard": strconv.Itoa(shard)}, reg), inflight, unchecked)
 	m.reg = reg
 	return m
 }
@@ -57,12 +58,13 @@ func runtimeCollectors() []prometheus.Collector {
 func MetricFamilies() (metricnames.Families, error) {
 	return metricnames.Of(func(r prometheus.Registerer) {
 		r.MustRegister(runtimeCollectors()...)
-		registerMetrics(r, func() float64 { return 0 })
+		zero := func() float64 { return 0 }
+		registerMetrics(r, zero, zero)
 	})
 }
 
 // registerMetrics makes and registers the server's own series on r.
-func registerMetrics(r prometheus.Registerer, inflight func() float64) *metrics {
+func registerMetrics(r prometheus.Registerer, inflight, unchecked func() float64) *metrics {
 	// Every series is registered as it is made.
 	f := promauto.With(r)
 	counter := func(name, help string) prometheus.Counter {
