@@ -51,6 +51,24 @@ type PrepareRequest struct {
 	URL     string `json:"url"`    // the shard file; must be under --source-url
 	SHA256  string `json:"sha256"` // hex, required
 	Size    int64  `json:"size"`   // bytes, required
+	// Layered: the version holds only its patch's keys and is served over
+	// Base; Layers are the versions under it, newest first (Layers[0] is
+	// Base), down to one that holds every key. The agent fetches those it
+	// does not have, as it fetches the version.
+	Layered bool       `json:"layered,omitempty"`
+	Base    string     `json:"base,omitempty"`
+	Layers  []LayerRef `json:"layers,omitempty"`
+}
+
+// LayerRef is a version under a layered one in a PrepareRequest: its shard
+// file, and whether it is layered itself over the next one.
+type LayerRef struct {
+	Version string `json:"version"`
+	Layered bool   `json:"layered,omitempty"`
+	Base    string `json:"base,omitempty"`
+	URL     string `json:"url"`
+	SHA256  string `json:"sha256"`
+	Size    int64  `json:"size"`
 }
 
 // CommitRequest is the body of POST /agent/commit. AtUnixMs, if set, is the

@@ -14,6 +14,7 @@ import (
 	"github.com/elasticctr/terraform-provider-ctr/cube/api"
 	"github.com/elasticctr/terraform-provider-ctr/cube/atomicfile"
 	"github.com/elasticctr/terraform-provider-ctr/cube/dict"
+	"github.com/elasticctr/terraform-provider-ctr/cube/layers"
 	"github.com/elasticctr/terraform-provider-ctr/cube/layout"
 	"github.com/elasticctr/terraform-provider-ctr/cube/seqfile"
 )
@@ -26,8 +27,13 @@ type Options struct {
 	Dict   string // dictionary name (required)
 	// Base, if set, makes this a delta build: the version under Output that
 	// the input patches (upsert). The result is a self-contained dictionary
-	// per shard holding base + patch.
+	// per shard holding base + patch, unless Layered.
 	Base string
+	// Layered makes a delta build write only the patch's keys: a layer,
+	// served over Base (cube server opens the chain of layers down to a
+	// version that holds every key), built and shipped in proportion to the
+	// patch. Base may be layered itself.
+	Layered bool
 	// Version overrides the version name. If empty it is "<unix seconds>"
 	// for a base and "<depend>_<unix seconds>" for a delta, bumped by one
 	// second while the name is taken.
@@ -85,7 +91,7 @@ func Build(opts Options) (*layout.Manifest, error) {
 		if base.Dict != opts.Dict {
 			return nil, fmt.Errorf("delta build: base %q is dictionary %q, not %q", opts.Base, base.Dict, opts.Dict)
 		}
-		m.Mode, m.Base, m.Depend = "delta", opts.Base, base.Depend
+		m.Mode, m.Base, m.Depend, m.Layered = "delta", opts.Base, base.Depend, opts.Layered
 	}
 	m.Version = opts.Version
 	if m.Version == "" {
@@ -126,7 +132,7 @@ func Build(opts Options) (*layout.Manifest, error) {
 			return nil, err
 		}
 	}
-	if base != nil {
+	if base != nil && !opts.Layered {
 		if err := addBase(opts.Output, opts.Base, writers); err != nil {
 			return nil, err
 		}
@@ -185,6 +191,8 @@ func (o *Options) validate() error {
 		return fmt.Errorf("build: shards must be >= 1, got %d", o.Shards)
 	case o.Dict == "":
 		return errors.New("build: dict name is required")
+	case o.Layered && o.Base == "":
+		return errors.New("build: a layered build needs the base it is layered over")
 	}
 	if o.Version != "" {
 		if _, _, ok := layout.ParseVersion(o.Version); !ok {
@@ -208,11 +216,12 @@ func freeVersion(root, depend string, ts int64) string {
 	}
 }
 
-// addBase copies every entry of the base version into the shard writers, so
-// that the patch records added after them win (upsert).
+// addBase copies every entry of the base version (with the layers under it,
+// if it is layered: this merges them) into the shard writers, so that the
+// patch records added after them win (upsert).
 func addBase(root, version string, writers []*dict.Writer) error {
 	for i, w := range writers {
-		d, err := dict.Open(filepath.Join(root, version, layout.ShardFile(i)), dict.Options{})
+		d, err := layers.Open(root, version, i, dict.Options{})
 		if err != nil {
 			return fmt.Errorf("delta build: %w", err)
 		}

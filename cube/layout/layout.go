@@ -28,11 +28,14 @@ const ManifestName = "manifest.json"
 
 // Manifest describes one published build.
 type Manifest struct {
-	Dict       string          `json:"dict"`
-	Version    string          `json:"version"`
-	Depend     string          `json:"depend"`         // the base version this one belongs to
-	Mode       string          `json:"mode"`           // "base" or "delta"
-	Base       string          `json:"base,omitempty"` // for a delta: the version it patches
+	Dict    string `json:"dict"`
+	Version string `json:"version"`
+	Depend  string `json:"depend"`         // the base version this one belongs to
+	Mode    string `json:"mode"`           // "base" or "delta"
+	Base    string `json:"base,omitempty"` // for a delta: the version it patches
+	// Layered: this delta holds only its patch's keys and is served over
+	// Base (itself layered or not); otherwise a delta holds every key.
+	Layered    bool            `json:"layered,omitempty"`
 	ShardCount int             `json:"shard_count"`
 	Format     uint32          `json:"format"`
 	Created    time.Time       `json:"created"`

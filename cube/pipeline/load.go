@@ -31,7 +31,8 @@ func (c *Cluster) Load(ctx context.Context, workers, batch int) (*LoadStats, err
 // Loader looks keys of a model written by WriteModel (cube model) up through
 // a cube.conf entry, checking every answer: each key is found, its value is
 // ValueSize bytes starting with the key, and no response combines values of
-// two generations (versions).
+// two versions (two generations among the keys patches hold, or among the
+// others).
 type Loader struct {
 	Conf      client.DictConf
 	Keys      int // keys 0..Keys-1 exist
@@ -60,7 +61,11 @@ func (l Loader) Run(ctx context.Context, workers, batch int) (*LoadStats, error)
 			res, _, firstMixed, err := cl.SeekConsistent(rctx, keys, time.Second)
 			cancel()
 			failed, mixed := err != nil, false
-			var gen byte
+			// The keys a patch holds (every PatchStride-th) and the others each
+			// have one generation in any version: a response holding two among
+			// either combines versions.
+			var gen [2]byte
+			var seen [2]bool
 			for i, r := range res {
 				if err != nil {
 					break
@@ -70,12 +75,10 @@ func (l Loader) Run(ctx context.Context, workers, batch int) (*LoadStats, error)
 					break
 				}
 				g, _ := GenOf(keys[i], r.Value)
-				if i == 0 {
-					gen = g
-				} else if g != gen {
-					// Exact for bases only: a delta keeps the base's values for the keys
-					// it does not patch, so one response may hold two generations; the
-					// bench and the demo load bases.
+				class := min(keys[i]%PatchStride, 1)
+				if !seen[class] {
+					gen[class], seen[class] = g, true
+				} else if g != gen[class] {
 					mixed = true
 				}
 			}

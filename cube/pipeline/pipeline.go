@@ -257,12 +257,16 @@ func (c *Cluster) PublishModel(m Model) error {
 	return WriteModel(c.Root, m)
 }
 
+// PatchStride is the keys a synthetic patch holds: every PatchStride-th
+// key, from key 0.
+const PatchStride = 3
+
 // Model is a synthetic model version, as a trainer would write it.
 type Model struct {
 	ID        string // donefile id (a decimal number, increasing)
 	Gen       byte   // generation: every value's bytes after the key (see Value)
 	PatchOf   string // for a patch (patch.txt): the id of its base; "" for a base
-	Keys      int    // keys 0..Keys-1 (a patch holds every third)
+	Keys      int    // keys 0..Keys-1 (a patch holds every PatchStride-th)
 	ValueSize int    // bytes per value, >= 10
 	// Embedding makes every value Embedding(key, gen, ValueSize/4), float32s a model can
 	// use, instead of Value's bytes.
@@ -293,7 +297,7 @@ func WriteModel(root string, m Model) error {
 	}
 	step := 1
 	if m.PatchOf != "" {
-		step = 3
+		step = PatchStride
 	}
 	for k := 0; k < m.Keys; k += step {
 		v := Value(uint64(k), m.Gen, m.ValueSize)

@@ -32,6 +32,7 @@ import (
 
 	"github.com/elasticctr/terraform-provider-ctr/cube/api"
 	"github.com/elasticctr/terraform-provider-ctr/cube/atomicfile"
+	"github.com/elasticctr/terraform-provider-ctr/cube/layers"
 	"github.com/elasticctr/terraform-provider-ctr/cube/layout"
 	"github.com/elasticctr/terraform-provider-ctr/cube/retry"
 )
@@ -208,17 +209,7 @@ func (a *agent) httpPrepare(w http.ResponseWriter, r *http.Request) {
 	if !decodeBody(w, r, &req) {
 		return
 	}
-	u, err := url.Parse(req.URL)
-	switch {
-	case !validVersion(req.Version):
-		err = fmt.Errorf("bad version %q", req.Version)
-	case req.Shard != a.s.opts.Shard:
-		err = fmt.Errorf("this server serves shard %d, not %d", a.s.opts.Shard, req.Shard)
-	case len(req.SHA256) != 64 || req.Size <= 0:
-		err = errors.New("sha256 (64 hex digits) and size are required")
-	case err == nil:
-		err = a.allowed(u)
-	}
+	err := a.checkPrepare(req)
 	if err != nil {
 		httpError(w, http.StatusBadRequest, err.Error())
 		return
@@ -250,11 +241,51 @@ func (a *agent) httpPrepare(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusAccepted, a.status())
 }
 
+// checkPrepare refuses a prepare request that is not whole and consistent:
+// a chain of layers that does not end in a version holding every key, or
+// whose links do not match, would load something else than was built.
+func (a *agent) checkPrepare(req api.PrepareRequest) error {
+	refs := append([]api.LayerRef{{Version: req.Version, Layered: req.Layered, Base: req.Base, URL: req.URL, SHA256: req.SHA256, Size: req.Size}}, req.Layers...)
+	if req.Shard != a.s.opts.Shard {
+		return fmt.Errorf("this server serves shard %d, not %d", a.s.opts.Shard, req.Shard)
+	}
+	if len(refs) > layers.Max+1 {
+		return fmt.Errorf("%d layers: at most %d", len(req.Layers), layers.Max)
+	}
+	for i, r := range refs {
+		u, err := url.Parse(r.URL)
+		switch {
+		case !validVersion(r.Version):
+			return fmt.Errorf("bad version %q", r.Version)
+		case len(r.SHA256) != 64 || r.Size <= 0:
+			return fmt.Errorf("version %q: sha256 (64 hex digits) and size are required", r.Version)
+		case err != nil:
+			return err
+		case r.Layered && (i+1 == len(refs) || refs[i+1].Version != r.Base):
+			return fmt.Errorf("version %q is layered over %q, which is not the next of its layers", r.Version, r.Base)
+		case !r.Layered && i+1 < len(refs):
+			return fmt.Errorf("version %q holds every key, but layers are listed under it", r.Version)
+		}
+		if err := a.allowed(u); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // prepare downloads, verifies and background-loads one shard, then records
 // the outcome unless the request was superseded or aborted meanwhile.
 func (a *agent) prepare(ctx context.Context, req api.PrepareRequest) {
 	start := time.Now()
-	err := a.fetch(ctx, req)
+	var err error
+	// The layers first, the one holding every key first of all: a version
+	// is published on disk only once what it is served over is.
+	for i := len(req.Layers) - 1; i >= 0 && err == nil; i-- {
+		err = a.fetch(ctx, req.Dict, req.Shard, req.Layers[i])
+	}
+	if err == nil {
+		err = a.fetch(ctx, req.Dict, req.Shard, api.LayerRef{Version: req.Version, Layered: req.Layered, Base: req.Base, URL: req.URL, SHA256: req.SHA256, Size: req.Size})
+	}
 	fetched := time.Now()
 	if err == nil {
 		a.s.store.mu.Lock()
@@ -285,9 +316,9 @@ func (a *agent) prepare(ctx context.Context, req api.PrepareRequest) {
 // fetch puts <data>/<version>/shard-<i>.cube in place, verified. A version
 // directory already there (an earlier prepare, or the previous version kept
 // for rollback) is reused if it verifies.
-func (a *agent) fetch(ctx context.Context, req api.PrepareRequest) error {
+func (a *agent) fetch(ctx context.Context, dict string, shard int, req api.LayerRef) error {
 	data := a.s.opts.DataDir
-	sm := layout.ShardManifest{Dict: req.Dict, Version: req.Version, Shard: req.Shard, File: layout.ShardFile(req.Shard), Size: req.Size, SHA256: req.SHA256}
+	sm := layout.ShardManifest{Dict: dict, Version: req.Version, Shard: shard, File: layout.ShardFile(shard), Size: req.Size, SHA256: req.SHA256}
 	final := filepath.Join(data, req.Version)
 	if sum, err := atomicfile.SHA256(filepath.Join(final, sm.File)); err == nil && sum == req.SHA256 {
 		return nil
@@ -317,8 +348,12 @@ func (a *agent) fetch(ctx context.Context, req api.PrepareRequest) error {
 		os.Remove(file) // do not resume from bad bytes
 		return fmt.Errorf("shard %q: sha256 %s, expected %s", req.URL, got, req.SHA256)
 	}
-	m := layout.Manifest{Dict: req.Dict, Version: req.Version, ShardCount: 0, Created: time.Now().UTC(), Shards: []layout.ShardManifest{sm}}
-	if err := atomicfile.WriteJSON(filepath.Join(tmp, layout.ShardManifestFile(req.Shard)), sm, 0o644); err != nil {
+	m := layout.Manifest{Dict: dict, Version: req.Version, ShardCount: 0, Created: time.Now().UTC(), Shards: []layout.ShardManifest{sm},
+		Mode: "base", Layered: req.Layered}
+	if req.Layered {
+		m.Mode, m.Base = "delta", req.Base
+	}
+	if err := atomicfile.WriteJSON(filepath.Join(tmp, layout.ShardManifestFile(shard)), sm, 0o644); err != nil {
 		return err
 	}
 	if err := atomicfile.WriteJSON(filepath.Join(tmp, layout.ManifestName), m, 0o644); err != nil {
@@ -515,15 +550,30 @@ func (a *agent) commit(req api.CommitRequest) error {
 	if a.version == req.Version {
 		a.state, a.version, a.err, a.cancel = api.AgentIdle, "", "", nil
 	}
-	keep := map[string]bool{req.Version: true, a.previous: true, a.version: true}
+	keep := a.withLayers(req.Version, a.previous, a.version)
 	a.mu.Unlock()
 	a.s.log.Info("agent: committed", "version", req.Version, "previous", old)
 	a.gc(keep)
 	return nil
 }
 
+// withLayers is the set of versions and the layers each is served over.
+func (a *agent) withLayers(versions ...string) map[string]bool {
+	keep := map[string]bool{}
+	for _, v := range versions {
+		keep[v] = true
+		if chain, err := layers.Chain(a.s.opts.DataDir, v); err == nil {
+			for _, l := range chain {
+				keep[l] = true
+			}
+		}
+	}
+	return keep
+}
+
 // gc removes version directories other than the ones to keep (current,
-// previous, in flight) and stale temporary directories.
+// previous, in flight, and the layers under them) and stale temporary
+// directories.
 func (a *agent) gc(keep map[string]bool) {
 	ents, err := os.ReadDir(a.s.opts.DataDir)
 	if err != nil {
@@ -589,7 +639,7 @@ func (a *agent) abort(version string) error {
 		a.s.store.bgUnload()
 	}
 	a.s.store.mu.Unlock()
-	if version != prev && validVersion(version) {
+	if !a.withLayers(cur, prev)[version] && validVersion(version) {
 		os.RemoveAll(filepath.Join(a.s.opts.DataDir, version))
 		os.RemoveAll(filepath.Join(a.s.opts.DataDir, ".tmp-"+version+"-agent"))
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/elasticctr/terraform-provider-ctr/cube/dict"
+	"github.com/elasticctr/terraform-provider-ctr/cube/layers"
 	"github.com/elasticctr/terraform-provider-ctr/cube/layout"
 )
 
@@ -21,11 +22,11 @@ import (
 // request.
 type version struct {
 	name string
-	d    *dict.Dict
+	d    *dict.Stack // the version's shard, with the layers under it
 	refs atomic.Int64
 }
 
-func newVersion(name string, d *dict.Dict) *version {
+func newVersion(name string, d *dict.Stack) *version {
 	v := &version{name: name, d: d}
 	v.refs.Store(1)
 	return v
@@ -217,8 +218,7 @@ func (s *store) open(name string) (*version, error) {
 	if _, err := os.Stat(filepath.Join(s.dataDir, name, layout.ManifestName)); err != nil {
 		return nil, fmt.Errorf("version %q is not published (no %s): %w", name, layout.ManifestName, err)
 	}
-	path := filepath.Join(s.dataDir, name, layout.ShardFile(s.shard))
-	d, err := dict.Open(path, dict.Options{InMemory: s.inMemory, VerifyOnTouch: true})
+	d, err := layers.Open(s.dataDir, name, s.shard, dict.Options{InMemory: s.inMemory, VerifyOnTouch: true})
 	if err != nil {
 		return nil, err
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/elasticctr/terraform-provider-ctr/cube/api"
 	"github.com/elasticctr/terraform-provider-ctr/cube/build"
+	"github.com/elasticctr/terraform-provider-ctr/cube/layers"
 	"github.com/elasticctr/terraform-provider-ctr/cube/layout"
 )
 
@@ -41,13 +42,23 @@ func (t *Transfer) buildVersion(ctx context.Context, r *api.Rollout, tm *api.Tim
 	}
 	bs := time.Now()
 	m, err := t.safeBuild(build.Options{Input: in, Output: t.outputDir(), Shards: t.shards(), Dict: t.opts.Dict,
-		Base: r.Base, Version: r.Version, Seq: t.opts.Seq, AllowEmpty: t.opts.AllowEmpty, Log: t.log})
+		Base: r.Base, Layered: t.layered(r.Base), Version: r.Version, Seq: t.opts.Seq, AllowEmpty: t.opts.AllowEmpty, Log: t.log})
 	if err != nil {
 		return &brokenError{err: fmt.Errorf("build: %w", err)}
 	}
 	tm.BuildMs = time.Since(bs).Milliseconds()
-	t.log.Info("version built and published", "version", m.Version, "records", m.Records, "input_bytes", n, "download_ms", tm.DownloadMs, "build_ms", tm.BuildMs)
+	t.log.Info("version built and published", "version", m.Version, "records", m.Records, "input_bytes", n, "layered", m.Layered, "download_ms", tm.DownloadMs, "build_ms", tm.BuildMs)
 	return nil
+}
+
+// layered reports whether a patch of base is built as a layer over it:
+// while base has fewer than MaxLayers layers under it.
+func (t *Transfer) layered(base string) bool {
+	if base == "" || t.opts.MaxLayers <= 0 {
+		return false
+	}
+	chain, err := layers.Chain(t.outputDir(), base)
+	return err == nil && len(chain) <= t.opts.MaxLayers
 }
 
 // mirrorInput fetches r's input within InputTimeout.
@@ -136,9 +147,14 @@ func removeGlob(pattern string) {
 // the served one) and drops the rest, and the downloaded inputs.
 func (t *Transfer) gc() {
 	st := t.snapshot()
-	keep := map[string]bool{st.Served: true, st.Previous: true}
-	if st.InFlight != nil {
-		keep[st.InFlight.Version] = true
+	keep := map[string]bool{}
+	for _, v := range []string{st.Served, st.Previous, inFlightVersion(st.InFlight)} {
+		keep[v] = true
+		if chain, err := layers.Chain(t.outputDir(), v); err == nil { // the layers it is served over
+			for _, l := range chain {
+				keep[l] = true
+			}
+		}
 	}
 	vs, _ := layout.Versions(t.outputDir())
 	for _, v := range vs {

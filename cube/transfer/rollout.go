@@ -15,6 +15,7 @@ import (
 
 	"github.com/elasticctr/terraform-provider-ctr/cube/api"
 	"github.com/elasticctr/terraform-provider-ctr/cube/bounded"
+	"github.com/elasticctr/terraform-provider-ctr/cube/layers"
 	"github.com/elasticctr/terraform-provider-ctr/cube/layout"
 	"github.com/elasticctr/terraform-provider-ctr/cube/retry"
 )
@@ -147,6 +148,34 @@ func (t *Transfer) prepareAll(ctx context.Context, r *api.Rollout, tm *api.Timin
 }
 
 // prepare prepares version on the replicas rs; see prepareAll.
+// layersUnder returns the manifests of the versions version is served
+// over, newest first (none unless it is layered).
+func (t *Transfer) layersUnder(version string) ([]*layout.Manifest, error) {
+	chain, err := layers.Chain(t.outputDir(), version)
+	if err != nil {
+		return nil, err
+	}
+	var ms []*layout.Manifest
+	for _, v := range chain[1:] {
+		m, err := layout.ReadManifest(t.outputDir(), v)
+		if err != nil {
+			return nil, err
+		}
+		if len(m.Shards) != t.shards() {
+			return nil, fmt.Errorf("version %q (a layer of %q) has %d shards, want %d", v, version, len(m.Shards), t.shards())
+		}
+		ms = append(ms, m)
+	}
+	return ms, nil
+}
+
+// layerRef is shard's file of the version m describes, as agents fetch it.
+func (t *Transfer) layerRef(m *layout.Manifest, shard int) api.LayerRef {
+	sm := m.Shards[shard]
+	return api.LayerRef{Version: m.Version, Layered: m.Layered, Base: m.Base,
+		URL: fmt.Sprintf("%s/files/%s/%s", t.opts.PublicURL, m.Version, sm.File), SHA256: sm.SHA256, Size: sm.Size}
+}
+
 func (t *Transfer) prepare(ctx context.Context, version string, rs []replica, tm *api.Timings) error {
 	m, err := layout.ReadManifest(t.outputDir(), version)
 	if err != nil {
@@ -155,13 +184,20 @@ func (t *Transfer) prepare(ctx context.Context, version string, rs []replica, tm
 	if len(m.Shards) != t.shards() {
 		return fmt.Errorf("version %q has %d shards, want %d", version, len(m.Shards), t.shards())
 	}
+	under, err := t.layersUnder(version)
+	if err != nil {
+		return err
+	}
 	ctx, cancel := context.WithTimeout(ctx, t.opts.PrepareTimeout)
 	defer cancel()
 	var mu sync.Mutex
 	return forEach(rs, func(rp replica) error {
-		sm := m.Shards[rp.shard]
+		top := t.layerRef(m, rp.shard)
 		req := api.PrepareRequest{Version: version, Dict: t.opts.Dict, Shard: rp.shard,
-			URL: fmt.Sprintf("%s/files/%s/%s", t.opts.PublicURL, version, sm.File), SHA256: sm.SHA256, Size: sm.Size}
+			URL: top.URL, SHA256: top.SHA256, Size: top.Size, Layered: top.Layered, Base: top.Base}
+		for _, l := range under {
+			req.Layers = append(req.Layers, t.layerRef(l, rp.shard))
+		}
 		send := func() error {
 			return retry.Do(ctx, t.opts.Retries, t.opts.Backoff, func() error {
 				_, err := t.call(ctx, rp, api.AgentPreparePath, req)

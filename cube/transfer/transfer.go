@@ -29,6 +29,10 @@ import (
 	"golang.org/x/sync/singleflight"
 )
 
+// DefaultMaxLayers is the layers a patch may be served over before one is
+// built in full (Options.MaxLayers).
+const DefaultMaxLayers = 8
+
 // DefaultHealInterval is how often, by default, every replica is asked
 // what it serves (Options.HealInterval).
 const DefaultHealInterval = 5 * time.Second
@@ -65,6 +69,13 @@ type Options struct {
 	// refuse the new one and accepted on POST /trigger for api.ControlTokenGrace.
 	TokenFile string
 	Mode      string // "base" or "base_delta"
+	// MaxLayers, in base_delta mode, builds each patch as a layer holding
+	// only its keys, served over the version before it, while that version
+	// has fewer than MaxLayers layers under it; the patch that would make
+	// one more is built in full (base + every layer + patch, merging the
+	// layers). 0: every patch in full. DefaultMaxLayers is the command's
+	// default.
+	MaxLayers int
 	// ServeVersion pins the cube to a kept version (State.kept: the decided one or the one
 	// before it): the transfer rolls it out as any version (prepare everywhere, one switch
 	// instant), heals replicas to it, and rolls no donefile line out while it is set. A

@@ -25,6 +25,7 @@ func runBuild(fs flagSet, stdout, stderr io.Writer) error {
 	fs.IntVar(&o.Shards, "shards", 0, "number of shards `N`; a key goes to shard key % N")
 	fs.StringVar(&o.Dict, "dict", "", "dictionary `name` (cube.conf dict_name)")
 	fs.StringVar(&o.Base, "base", "", "make a delta: the base `VERSION` under --output that this input patches (upsert)")
+	fs.BoolVar(&o.Layered, "layered", false, "with --base: write only the input's keys, a layer served over the base (which may be layered itself), instead of base + input in full")
 	fs.StringVar(&o.Version, "version", "", "version name (default <unix seconds>, or <depend>_<unix seconds> for a delta)")
 	inputFlags(fs.FlagSet, &o.Seq, &o.AllowEmpty)
 	newLogger := logFlag(fs, logLevelHelp)

@@ -47,6 +47,7 @@ func runTransfer(fs flagSet, stdout, stderr io.Writer) error {
 	tokenFile := fs.String("control-token-file", "", "bearer token `file` for the agents (or $CUBE_CONTROL_TOKEN), read again when it changes: an agent that refuses the new token is offered the one it replaced for "+strconv.Itoa(int(api.ControlTokenGrace/time.Minute))+" minutes")
 	fs.StringVar(&o.PublicURL, "public-url", "", "`URL` at which agents reach this transfer (they download <URL>/files/<version>/shard-<i>.cube)")
 	fs.StringVar(&o.Mode, "mode", "base", "base (base.txt only) or base_delta (also patch.txt)")
+	fs.IntVar(&o.MaxLayers, "max-layers", transfer.DefaultMaxLayers, "base_delta: build each patch as a layer of its keys alone, served over the version before it, while that one has fewer than `N` layers under it; the next patch is built in full, merging them (0: every patch in full)")
 	fs.StringVar(&o.ServeVersion, "serve-version", "", "pin the cube to this kept `version` (the decided one or the one before it, /status kept_versions): it is rolled out as any version, all replicas switching at one instant, heal keeps every replica on it, and no donefile line rolls out until the flag is dropped")
 	fs.DurationVar(&o.Poll, "poll", transfer.DefaultPoll, "donefile polling `interval`")
 	fs.DurationVar(&o.PrepareTimeout, "prepare-timeout", transfer.DefaultPrepareTimeout, "deadline of the prepare phase (every replica downloaded, verified, loaded)")
