@@ -73,7 +73,7 @@ func inProcessRate(path string, o Options, serverCPUs []int) (float64, error) {
 // keys/s. The random keys are drawn before the clock starts (a ring of
 // inProcessKeys per goroutine, reused batch after batch), so the rate is of
 // lookups and copies alone.
-func lookupRound(d *dict.Dict, o Options, round uint64) float64 {
+func lookupRound(d batchLooker, o Options, round uint64) float64 {
 	procs := runtime.GOMAXPROCS(0)
 	rings := make([][]uint64, procs)
 	for g := range rings {
@@ -103,6 +103,11 @@ func lookupRound(d *dict.Dict, o Options, round uint64) float64 {
 	}
 	wg.Wait()
 	return float64(total.Load()) / time.Since(start).Seconds()
+}
+
+// batchLooker is a dictionary, or a stack of them.
+type batchLooker interface {
+	LookupBatch(keys []uint64, fn func(i int, value []byte, ok bool))
 }
 
 // inProcessKeys is about the keys in each in-process ring: 8 MiB of keys,

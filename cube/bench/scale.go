@@ -39,6 +39,9 @@ type ScaleOptions struct {
 	// Scale multiplies Sizes and RolloutKeys, for quick runs (make bench's
 	// BENCH_SCALE); if 0, 1. No size goes below 10,000.
 	Scale float64
+	// DeltaBase is the keys of the delta table's base; if 0,
+	// DefaultDeltaBase. Scale applies to it.
+	DeltaBase int
 	// Duration of the lookups measured per size; if 0, 3s.
 	Duration time.Duration
 	// Batch and Conns of the lookups; if 0, 1,000 keys and DefaultConns.
@@ -55,8 +58,9 @@ type ScaleOptions struct {
 	CubeBinary string
 	// WorkDir holds the generated data; if empty, a temporary directory.
 	WorkDir string
-	// Tables selects "size" (build and lookups against the size) and
-	// "rollout" (rollout and heal against shards); if nil, both.
+	// Tables selects "size" (build and lookups against the size),
+	// "rollout" (rollout and heal against shards) and "delta" (patches as
+	// full rebuilds and as layers); if nil, all.
 	Tables []string
 }
 
@@ -89,6 +93,7 @@ func (o *ScaleOptions) defaults() error {
 		o.Shards = []int{2, 4, 8, 16}
 	}
 	o.RolloutKeys = scale(cmp.Or(o.RolloutKeys, 1_000_000))
+	o.DeltaBase = scale(cmp.Or(o.DeltaBase, DefaultDeltaBase))
 	o.Replicas = cmp.Or(o.Replicas, 2)
 	o.Rollouts = cmp.Or(o.Rollouts, 3)
 	if o.HealInterval <= 0 {
@@ -116,11 +121,11 @@ func (o *ScaleOptions) defaults() error {
 		}
 	}
 	if o.Tables == nil {
-		o.Tables = []string{"size", "rollout"}
+		o.Tables = []string{"size", "rollout", "delta"}
 	}
 	for _, t := range o.Tables {
-		if t != "size" && t != "rollout" {
-			return fmt.Errorf("table %q: the tables are size and rollout", t)
+		if t != "size" && t != "rollout" && t != "delta" {
+			return fmt.Errorf("table %q: the tables are size, rollout and delta", t)
 		}
 	}
 	return selfBinary(&o.CubeBinary)
@@ -150,6 +155,11 @@ func RunScale(ctx context.Context, o ScaleOptions, w io.Writer) error {
 	if slices.Contains(o.Tables, "rollout") {
 		if err := rolloutTable(o, work, w); err != nil {
 			return err
+		}
+	}
+	if slices.Contains(o.Tables, "delta") {
+		if err := deltaTable(o, work, w); err != nil {
+			return fmt.Errorf("delta table: %w", err)
 		}
 	}
 	return nil

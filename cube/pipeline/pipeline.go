@@ -267,6 +267,9 @@ type Model struct {
 	Gen       byte   // generation: every value's bytes after the key (see Value)
 	PatchOf   string // for a patch (patch.txt): the id of its base; "" for a base
 	Keys      int    // keys 0..Keys-1 (a patch holds every PatchStride-th)
+	// PatchKeys, if set, is how many keys a patch holds: the first
+	// PatchKeys of every PatchStride-th key.
+	PatchKeys int
 	ValueSize int    // bytes per value, >= 10
 	// Embedding makes every value Embedding(key, gen, ValueSize/4), float32s a model can
 	// use, instead of Value's bytes.
@@ -299,7 +302,7 @@ func WriteModel(root string, m Model) error {
 	if m.PatchOf != "" {
 		step = PatchStride
 	}
-	for k := 0; k < m.Keys; k += step {
+	for k, n := 0, 0; k < m.Keys && (m.PatchOf == "" || m.PatchKeys == 0 || n < m.PatchKeys); k, n = k+step, n+1 {
 		v := Value(uint64(k), m.Gen, m.ValueSize)
 		if m.Embedding {
 			v = EmbeddingBytes(uint64(k), m.Gen, m.ValueSize/4)

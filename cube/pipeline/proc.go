@@ -61,6 +61,21 @@ func (p *Proc) Start() error {
 // restarts).
 func (p *Proc) LogFile() string { return p.log }
 
+// PID is the running process's id, 0 when it is not running.
+func (p *Proc) PID() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cmd == nil || p.cmd.Process == nil {
+		return 0
+	}
+	select {
+	case <-p.done:
+		return 0
+	default:
+		return p.cmd.Process.Pid
+	}
+}
+
 // Kill sends SIGKILL to the process (by PID) and waits for it.
 func (p *Proc) Kill() { p.signal(syscall.SIGKILL) }
 

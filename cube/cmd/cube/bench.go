@@ -79,6 +79,7 @@ func runBenchScale(fs flagSet, stdout, stderr io.Writer) error {
 	sizes := fs.String("sizes", joinInts(bench.DefaultScaleSizes()), "`records` built, and keys per shard served, one row each (a size is skipped when its dictionary does not fit three times in the available memory)")
 	shards := fs.String("shards", "2,4,8,16", "shard `counts` of the rollout table")
 	fs.IntVar(&o.RolloutKeys, "rollout-keys", 1_000_000, "keys `K` per version in the rollout table")
+	fs.IntVar(&o.DeltaBase, "delta-base", bench.DefaultDeltaBase, "keys `K` of the delta table's base")
 	fs.IntVar(&o.Replicas, "replicas", 2, "replicas `R` per shard in the rollout table")
 	fs.IntVar(&o.Rollouts, "rollouts", 3, "rollouts `N` measured per shard count, after the first version")
 	fs.DurationVar(&o.HealInterval, "heal-interval", transfer.DefaultHealInterval, "the transfer's --heal-interval in the rollout table (the heal column measures a replica restarted with an empty disk)")
@@ -88,7 +89,7 @@ func runBenchScale(fs flagSet, stdout, stderr io.Writer) error {
 	fs.IntVar(&o.Conns, "conns", bench.DefaultConns, "client connections `C` of the lookups")
 	cpuFlags(fs, &o.ServerCPUs, &o.ClientCPUs, "the builder and the server")
 	memory := fs.String("memory", bench.MemoryMapped+","+bench.MemoryHugePages, "how each size is served and measured in-process: `modes` "+bench.MemoryMapped+" (the file mapping, cube server's default), "+bench.MemoryHugePages+" (a huge-page copy, --in-memory)")
-	tables := fs.String("tables", "size,rollout", "`tables` to print: size (build, and lookups, against the size), rollout (rollout and heal against shards)")
+	tables := fs.String("tables", "size,rollout,delta", "`tables` to print: size (build, and lookups, against the size), rollout (rollout and heal against shards), delta (patches of 1k/10k/100k keys over a 10M-key base, --scale'd, built in full and as layers)")
 	fs.StringVar(&o.WorkDir, "work-dir", "", "keep generated data in this `directory` (default: a removed temp dir); each size's files are removed once measured")
 	if err := fs.parse(); err != nil {
 		return err
