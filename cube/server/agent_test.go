@@ -300,3 +300,36 @@ func TestAgentCommitThatCannotBeRecordedKeepsServing(t *testing.T) {
 		t.Fatalf("commit once the fault is gone: %d %s", code, raw)
 	}
 }
+
+// TestAgentRefusesABrokenChainOfLayers: a prepare whose layers do not link up, or do not end
+// in a version holding every key, is refused before anything is fetched.
+func TestAgentRefusesABrokenChainOfLayers(t *testing.T) {
+	e := startAgent(t, t.TempDir(), 0)
+	sm := publish(t, e.out, "1700000000", 1)
+	ref := func(v string, layered bool, base string) api.LayerRef {
+		return api.LayerRef{Version: v, Layered: layered, Base: base, URL: e.source + "1700000000/" + sm.File, SHA256: sm.SHA256, Size: sm.Size}
+	}
+	top := func(base string, under ...api.LayerRef) api.PrepareRequest {
+		return api.PrepareRequest{Version: "1700000000_1700000002", Dict: "d", URL: e.source + "1700000000/" + sm.File, SHA256: sm.SHA256, Size: sm.Size,
+			Layered: true, Base: base, Layers: under}
+	}
+	for name, c := range map[string]struct {
+		req  api.PrepareRequest
+		want string
+	}{
+		"no layers under a layer":    {top("1700000000"), "not the next of its layers"},
+		"base is not the next":       {top("1700000000", ref("1700000000_1700000001", false, "")), "not the next of its layers"},
+		"chain ends in a layer":      {top("1700000000_1700000001", ref("1700000000_1700000001", true, "1700000000")), "not the next of its layers"},
+		"layers under a full one":    {top("1700000000_1700000001", ref("1700000000_1700000001", false, ""), ref("1700000000", false, "")), "holds every key"},
+		"a layer outside --source":   {top("1700000000", api.LayerRef{Version: "1700000000", URL: "http://127.0.0.1:1/x", SHA256: sm.SHA256, Size: sm.Size}), "source"},
+		"a layer without its sha256": {top("1700000000", api.LayerRef{Version: "1700000000", URL: e.source + "x", Size: 1}), "sha256"},
+	} {
+		code, _, raw := e.call("POST", "/agent/prepare", testToken, c.req)
+		if code != http.StatusBadRequest || !strings.Contains(raw, c.want) {
+			t.Errorf("%s: %d %s, want 400 saying %q", name, code, raw, c.want)
+		}
+	}
+	if ents, _ := os.ReadDir(e.data); len(ents) != 0 {
+		t.Fatalf("a refused prepare left %v", ents)
+	}
+}
