@@ -128,3 +128,39 @@ func TestDamagedBlockIsNeverServed(t *testing.T) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// TestServesAVersion1Dictionary: a version written by an earlier release (dictionary format
+// 1, the dict package's golden file) is served after the upgrade, every way a server opens it.
+func TestServesAVersion1Dictionary(t *testing.T) {
+	v1, err := os.ReadFile(filepath.Join("..", "dict", "testdata", "small.v1.cube"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, inMemory := range []bool{false, true} {
+		data := t.TempDir()
+		dir := filepath.Join(data, "1700000000")
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "shard-0.cube"), v1, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "manifest.json"), []byte(`{"dict":"d","version":"1700000000","mode":"base","shard_count":1,"format":1}`), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		srv, addr := serveOpts(t, Options{DataDir: data, InMemory: inMemory})
+		if cur, _ := srv.store.versionNames(); cur != "1700000000" {
+			t.Fatalf("serving %q", cur)
+		}
+		c, err := client.Dial(addr, time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		vals, _, err := c.Seek([]uint64{0, 42, 7, 3}, false, time.Now().Add(2*time.Second))
+		c.Close()
+		if err != nil || len(vals) != 4 || string(vals[0].Value) != "zero" || string(vals[1].Value) != "forty-two" ||
+			string(vals[2].Value) != "second wins" || vals[3].Status == 0 {
+			t.Fatalf("in-memory %v: %+v %v", inMemory, vals, err)
+		}
+	}
+}
