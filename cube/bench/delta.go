@@ -26,6 +26,7 @@ func DefaultDeltaPatches() []int { return []int{1_000, 10_000, 100_000} }
 
 // deltaRow is one patch rolled out one way.
 type deltaRow struct {
+	version string
 	keys    int
 	layered bool
 	rec     rolloutRec
@@ -87,7 +88,7 @@ func deltaTable(o ScaleOptions, work string, w io.Writer) error {
 		if err != nil {
 			return deltaRow{}, err
 		}
-		row := deltaRow{keys: keys, rec: rolloutRec{float64(rec.TotalMs), float64(rec.DownloadMs), float64(rec.BuildMs),
+		row := deltaRow{version: rec.Version, keys: keys, rec: rolloutRec{float64(rec.TotalMs), float64(rec.DownloadMs), float64(rec.BuildMs),
 			float64(rec.DistribMs), float64(rec.LoadMs), float64(rec.SwitchMs), ms(time.Since(start))}}
 		man, err := layout.ReadManifest(out, rec.Version)
 		if err != nil {
@@ -117,17 +118,16 @@ func deltaTable(o ScaleOptions, work string, w io.Writer) error {
 	if _, err := patch(DefaultDeltaPatches()[0], 0); err != nil {
 		return err
 	}
+	// The n-th layer is then merged in the background; its layered version
+	// stays on the replicas as the previous one.
 	layerKeys := min(DefaultDeltaPatches()[1], base/pipeline.PatchStride)
+	var top deltaRow
 	for range n {
-		if _, err := patch(layerKeys, n); err != nil {
+		if top, err = patch(layerKeys, n); err != nil {
 			return err
 		}
 	}
-	st, err := c.Status()
-	if err != nil {
-		return err
-	}
-	single, layered, depth, err := layerLookups(o, c.DataDir(0, 0), st.ServedVersion, base)
+	single, layered, depth, err := layerLookups(o, c.DataDir(0, 0), top.version, base)
 	if err != nil {
 		return err
 	}

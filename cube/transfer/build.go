@@ -61,6 +61,42 @@ func (t *Transfer) layered(base string) bool {
 	return err == nil && len(chain) <= t.opts.MaxLayers
 }
 
+// mergeRollout returns the rollout of the served version merged in full,
+// built here, once the served version has MaxLayers layers under it; nil
+// when it has fewer, or its merge failed before (logged; the next patch is
+// then built in full).
+func (t *Transfer) mergeRollout(st State) *api.Rollout {
+	if t.opts.MaxLayers <= 0 || st.Served == "" {
+		return nil
+	}
+	chain, err := layers.Chain(t.outputDir(), st.Served)
+	if err != nil || len(chain)-1 < t.opts.MaxLayers || t.mergeFailed == st.Served {
+		return nil
+	}
+	m, err := layout.ReadManifest(t.outputDir(), st.Served)
+	if err != nil {
+		return nil
+	}
+	empty := filepath.Join(t.inputDir(), ".merge")
+	if err := os.MkdirAll(empty, 0o755); err != nil {
+		t.log.Error("merge layers", "err", err)
+		return nil
+	}
+	defer os.RemoveAll(empty)
+	start := time.Now()
+	version := t.newVersion(m.Depend, st)
+	t.log.Info("merging the served version's layers", "served", st.Served, "layers", len(chain)-1, "version", version)
+	if _, err := t.safeBuild(build.Options{Input: empty, Output: t.outputDir(), Shards: t.shards(), Dict: t.opts.Dict,
+		Base: st.Served, Version: version, AllowEmpty: true, Log: t.log}); err != nil {
+		t.mergeFailed = st.Served
+		t.log.Error("merge layers: the build failed; the next patch is built in full", "served", st.Served, "err", err)
+		return nil
+	}
+	t.log.Info("layers merged", "version", version, "build_ms", time.Since(start).Milliseconds())
+	return &api.Rollout{ID: st.ServedID, Key: st.BaseID, Mode: "delta", Version: version, Base: st.Served,
+		Phase: api.PhasePreparing, Triggered: time.Now()}
+}
+
 // mirrorInput fetches r's input within InputTimeout.
 func (t *Transfer) mirrorInput(ctx context.Context, r *api.Rollout) (string, int64, error) {
 	ictx, cancel := context.WithTimeout(ctx, t.opts.InputTimeout)

@@ -71,10 +71,11 @@ type Options struct {
 	Mode      string // "base" or "base_delta"
 	// MaxLayers, in base_delta mode, builds each patch as a layer holding
 	// only its keys, served over the version before it, while that version
-	// has fewer than MaxLayers layers under it; the patch that would make
-	// one more is built in full (base + every layer + patch, merging the
-	// layers). 0: every patch in full. DefaultMaxLayers is the command's
-	// default.
+	// has fewer than MaxLayers layers under it. Once the served version has
+	// MaxLayers layers, the transfer merges them, between donefile lines: it
+	// builds the served version in full under a new name and rolls it out
+	// as any version (a patch that comes first is built in full instead).
+	// 0: every patch in full. DefaultMaxLayers is the command's default.
 	MaxLayers int
 	// ServeVersion pins the cube to a kept version (State.kept: the decided one or the one
 	// before it): the transfer rolls it out as any version (prepare everywhere, one switch
@@ -254,6 +255,9 @@ type Transfer struct {
 	skipped string
 	// pinErr says why the pinned version cannot be served (stepPinned); "" when it can.
 	pinErr string
+	// mergeFailed is the served version whose layers failed to merge
+	// (mergeRollout), so that the merge is not tried again every poll.
+	mergeFailed string
 
 	// switching is held by a rollout from its prepare phase to its end and
 	// by heal: they never interleave (see heal).
@@ -424,7 +428,15 @@ func (t *Transfer) step(ctx context.Context) {
 		r = next
 		t.log.Info("new version triggered", "id", r.ID, "key", r.Key, "mode", r.Mode, "version", r.Version, "input", r.Input)
 	case r == nil || r.Phase == api.PhaseFailed:
-		return // nothing new; a failed version waits for a newer line
+		// Nothing new (a failed version waits for a newer line): time to
+		// merge the served version's layers, if they grew.
+		if r = t.mergeRollout(st); r == nil {
+			return
+		}
+		if err := t.update(func(s *State) { s.InFlight = r }); err != nil {
+			t.log.Error("persist", "err", err)
+			return
+		}
 	}
 	if time.Now().Before(r.NextTry) {
 		return

@@ -12,11 +12,12 @@ import (
 	"github.com/elasticctr/terraform-provider-ctr/cube/layout"
 )
 
-// TestLayeredRollout: in base_delta mode with --max-layers 2, two patches roll out as layers
-// (each holding only its keys, shipped alone), under load with no failed or mixed request; a
-// replica back with an empty disk heals to the layered version (fetching the base and every
-// layer); a rollback pins the version before, a layer too, and every replica switches to it;
-// the third patch is built in full, merging the layers.
+// TestLayeredRollout: in base_delta mode with --max-layers 2, patches roll out as layers (each
+// holding only its keys, shipped alone) under load with no failed or mixed request; a replica
+// back with an empty disk heals to a layered version (fetching the base and the layer); once
+// the served version has two layers, the transfer merges them into a full version and rolls it
+// out between donefile lines; a rollback pins the layered version before it; the next patch
+// is a layer over the merged version.
 func TestLayeredRollout(t *testing.T) {
 	c := startPipeline(t, 2, 2, "--max-layers", "2")
 	var own []string
@@ -30,6 +31,7 @@ func TestLayeredRollout(t *testing.T) {
 		}
 		return m
 	}
+	keysOf := func(m *layout.Manifest) uint64 { return m.Shards[0].Count + m.Shards[1].Count }
 	keys := []uint64{0, 1, 2, 3, 2997, 2998, 2999}
 	gens := func(want ...byte) {
 		t.Helper()
@@ -43,71 +45,73 @@ func TestLayeredRollout(t *testing.T) {
 	load := startLoad(t, c)
 	publish(t, c, "1001", 2, "1000")
 	l1 := served(t, c, "1001")
-	publish(t, c, "1002", 3, "1000")
-	l2 := served(t, c, "1002")
-	if ls := load.stop(t); ls.Failed != 0 || ls.Mixed != 0 {
-		t.Fatalf("layered rollouts under load: failed=%d mixed=%d (%s)", ls.Failed, ls.Mixed, ls.FirstErr)
-	}
 	// A patch holds every third key.
-	gens(3, 1, 1, 3, 3, 1, 1)
-	for _, v := range []string{l1, l2} {
-		m := manifest(v)
-		if !m.Layered {
-			t.Fatalf("%s is not a layer", v)
-		}
-		if n := m.Shards[0].Count + m.Shards[1].Count; n != 1000 {
-			t.Fatalf("layer %s holds %d keys, want its patch's 1000", v, n)
-		}
-	}
-	if chain, err := layers.Chain(out, l2); err != nil || !slices.Equal(chain, []string{l2, l1, base}) {
-		t.Fatalf("chain of %s: %v %v", l2, chain, err)
+	gens(2, 1, 1, 2, 2, 1, 1)
+	if m := manifest(l1); !m.Layered || keysOf(m) != 1000 {
+		t.Fatalf("%s: layered %v, %d keys; want a layer of its patch's 1000 keys", l1, m.Layered, keysOf(m))
 	}
 	for s := range 2 {
 		for r := range 2 {
-			if chain, err := layers.Chain(c.DataDir(s, r), l2); err != nil || len(chain) != 3 {
-				t.Fatalf("replica %d/%d: chain of %s on its disk: %v %v", s, r, l2, chain, err)
+			if chain, err := layers.Chain(c.DataDir(s, r), l1); err != nil || !slices.Equal(chain, []string{l1, base}) {
+				t.Fatalf("replica %d/%d: chain of %s on its disk: %v %v", s, r, l1, chain, err)
 			}
 		}
 	}
 
-	// Heal: an empty disk fetches the base and both layers.
+	// Heal: an empty disk fetches the base and the layer.
 	wipe(t, c, 0, 1)
 	if err := c.Servers[0][1].Start(); err != nil {
 		t.Fatal(err)
 	}
+	waitServing(t, c, l1)
+	if err := c.CheckReplicasDirect(l1); err != nil {
+		t.Fatal(err)
+	}
+
+	// A second layer; then the merge, with no new line.
+	publish(t, c, "1002", 3, "1000")
+	// Two records of id 1002: the layer, then the merge.
+	var of1002 []string
+	st := waitStatus(t, c, "patch 1002 as a layer, then merged", func(st api.Status) bool {
+		of1002 = nil
+		for _, h := range st.History {
+			if h.ID == "1002" && h.Result == "served" {
+				of1002 = append(of1002, h.Version)
+			}
+		}
+		return len(of1002) == 2 && st.ServedVersion == of1002[1] && st.InFlight == "" && len(st.Lagging()) == 0
+	})
+	l2, merged := of1002[0], st.ServedVersion
+	if chain, err := layers.Chain(out, l2); err != nil || !slices.Equal(chain, []string{l2, l1, base}) {
+		t.Fatalf("chain of %s: %v %v", l2, chain, err)
+	}
+	if ls := load.stop(t); ls.Failed != 0 || ls.Mixed != 0 {
+		t.Fatalf("layered rollouts and the merge under load: failed=%d mixed=%d (%s)", ls.Failed, ls.Mixed, ls.FirstErr)
+	}
+	if m := manifest(merged); m.Layered || keysOf(m) != 3000 {
+		t.Fatalf("%s: layered %v, %d keys; want the merge, a full version of 3000 keys", merged, m.Layered, keysOf(m))
+	}
+	gens(3, 1, 1, 3, 3, 1, 1)
+
+	// Rollback to the layered version before the merge.
+	restartTransfer(t, c, own, "--serve-version", l2)
 	waitServing(t, c, l2)
 	if err := c.CheckReplicasDirect(l2); err != nil {
 		t.Fatal(err)
 	}
 	gens(3, 1, 1, 3, 3, 1, 1)
-
-	// Rollback to the version before, itself a layer.
-	restartTransfer(t, c, own, "--serve-version", l1)
-	waitServing(t, c, l1)
-	gens(2, 1, 1, 2, 2, 1, 1)
-	// Unpinned, patch 1002 rolls out again (a new build, layered over l1).
+	restartTransfer(t, c, own, "--serve-version", merged)
+	waitServing(t, c, merged)
 	restartTransfer(t, c, own)
-	again := waitStatus(t, c, "patch 1002 served again", func(st api.Status) bool {
-		return st.ServedVersion != l1 && st.ServedVersion != "" && st.InFlight == ""
-	}).ServedVersion
-	waitServing(t, c, again)
-	gens(3, 1, 1, 3, 3, 1, 1)
-	if chain, err := layers.Chain(out, again); err != nil || !slices.Equal(chain, []string{again, l1, base}) {
-		t.Fatalf("chain of %s: %v %v", again, chain, err)
-	}
 
-	// Two layers under it: the next patch is built in full.
+	// The next patch is a layer over the merged version.
 	publish(t, c, "1003", 4, "1000")
-	full := served(t, c, "1003")
-	if m := manifest(full); m.Layered || m.Shards[0].Count+m.Shards[1].Count != 3000 {
-		t.Fatalf("%s: layered %v, %d keys; want a full version of 3000 keys", full, m.Layered, m.Shards[0].Count+m.Shards[1].Count)
+	l3 := served(t, c, "1003")
+	if chain, err := layers.Chain(out, l3); err != nil || !slices.Equal(chain, []string{l3, merged}) {
+		t.Fatalf("chain of %s: %v %v", l3, chain, err)
 	}
 	gens(4, 1, 1, 4, 4, 1, 1)
-	// Old versions go once nothing served is layered over them.
-	st, err := c.FreshStatus()
-	if err != nil {
-		t.Fatal(err)
-	}
+	// What no kept version is served over is gone from the replicas.
 	ents, _ := os.ReadDir(c.DataDir(1, 0))
 	var dirs []string
 	for _, e := range ents {
@@ -115,8 +119,8 @@ func TestLayeredRollout(t *testing.T) {
 			dirs = append(dirs, e.Name())
 		}
 	}
-	t.Logf("kept %v; replica 1/0 holds %v", st.Kept, dirs)
-	if slices.Contains(dirs, base) && !slices.Contains(st.Kept, again) {
-		t.Fatalf("replica 1/0 keeps the base %s that nothing kept is layered over", base)
+	slices.Sort(dirs)
+	if want := []string{merged, l3}; !slices.Equal(dirs, want) {
+		t.Fatalf("replica 1/0 holds %v, want %v (served and previous)", dirs, want)
 	}
 }
