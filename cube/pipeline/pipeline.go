@@ -263,14 +263,14 @@ const PatchStride = 3
 
 // Model is a synthetic model version, as a trainer would write it.
 type Model struct {
-	ID        string // donefile id (a decimal number, increasing)
-	Gen       byte   // generation: every value's bytes after the key (see Value)
-	PatchOf   string // for a patch (patch.txt): the id of its base; "" for a base
-	Keys      int    // keys 0..Keys-1 (a patch holds every PatchStride-th)
+	ID      string // donefile id (a decimal number, increasing)
+	Gen     byte   // generation: every value's bytes after the key (see Value)
+	PatchOf string // for a patch (patch.txt): the id of its base; "" for a base
+	Keys    int    // keys 0..Keys-1 (a patch holds every PatchStride-th)
 	// PatchKeys, if set, is how many keys a patch holds: the first
 	// PatchKeys of every PatchStride-th key.
 	PatchKeys int
-	ValueSize int    // bytes per value, >= 10
+	ValueSize int // bytes per value, >= 10
 	// Embedding makes every value Embedding(key, gen, ValueSize/4), float32s a model can
 	// use, instead of Value's bytes.
 	Embedding bool
