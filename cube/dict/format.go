@@ -202,6 +202,28 @@ func blocksFor(end uint64, shift uint32) uint64 {
 	return (end - headerSize + 1<<shift - 1) >> shift
 }
 
+// field is one integer of a header: its offset and where it lives in a
+// header struct (exactly one of u32, u64).
+type field struct {
+	off int
+	u32 *uint32
+	u64 *uint64
+}
+
+// fieldsV1 and fieldsV2 list each version's header integers after magic,
+// version and header size, as the layout above has them: marshal and
+// unmarshal both read this one list.
+func (h *header) fieldsV1() []field {
+	return []field{{16, nil, &h.count}, {24, nil, &h.slots}, {32, nil, &h.indexOffset}, {40, nil, &h.valuesOffset},
+		{48, nil, &h.valuesSize}, {56, nil, &h.maxValue}, {64, &h.indexCRC, nil}, {68, &h.valuesCRC, nil}}
+}
+
+func (h *header) fieldsV2() []field {
+	return []field{{16, nil, &h.count}, {24, nil, &h.slots}, {32, nil, &h.indexOffset}, {40, nil, &h.valuesOffset},
+		{48, nil, &h.valuesSize}, {56, nil, &h.maxValue}, {64, &h.slotSize, nil}, {68, &h.inline, nil},
+		{72, nil, &h.maxProbe}, {80, &h.blockShift, nil}, {84, &h.flags, nil}, {88, nil, &h.blocks}, {96, &h.blocksCRC, nil}}
+}
+
 // marshal writes a version 2 header.
 func (h *header) marshal(b []byte) {
 	le := binary.LittleEndian
@@ -209,20 +231,37 @@ func (h *header) marshal(b []byte) {
 	copy(b, magic)
 	le.PutUint32(b[8:], FormatV2)
 	le.PutUint32(b[12:], headerSize)
-	le.PutUint64(b[16:], h.count)
-	le.PutUint64(b[24:], h.slots)
-	le.PutUint64(b[32:], h.indexOffset)
-	le.PutUint64(b[40:], h.valuesOffset)
-	le.PutUint64(b[48:], h.valuesSize)
-	le.PutUint64(b[56:], h.maxValue)
-	le.PutUint32(b[64:], h.slotSize)
-	le.PutUint32(b[68:], h.inline)
-	le.PutUint64(b[72:], h.maxProbe)
-	le.PutUint32(b[80:], h.blockShift)
-	le.PutUint32(b[84:], h.flags)
-	le.PutUint64(b[88:], h.blocks)
-	le.PutUint32(b[96:], h.blocksCRC)
+	for _, f := range h.fieldsV2() {
+		if f.u32 != nil {
+			le.PutUint32(b[f.off:], *f.u32)
+		} else {
+			le.PutUint64(b[f.off:], *f.u64)
+		}
+	}
 	le.PutUint32(b[124:], crc32.Checksum(b[:124], castagnoli))
+}
+
+// decode reads fs from b after checking the header's own checksum, stored
+// at crcAt over the bytes before it, and its size.
+func decode(b []byte, size, crcAt int, fs []field) error {
+	le := binary.LittleEndian
+	if len(b) < size {
+		return ErrTruncated
+	}
+	if crc32.Checksum(b[:crcAt], castagnoli) != le.Uint32(b[crcAt:]) {
+		return ErrChecksum
+	}
+	if le.Uint32(b[12:]) != uint32(size) {
+		return ErrTruncated
+	}
+	for _, f := range fs {
+		if f.u32 != nil {
+			*f.u32 = le.Uint32(b[f.off:])
+		} else {
+			*f.u64 = le.Uint64(b[f.off:])
+		}
+	}
+	return nil
 }
 
 // unmarshal validates and decodes a header of either version against the
@@ -245,21 +284,9 @@ func (h *header) unmarshal(b []byte, fileSize uint64) error {
 }
 
 func (h *header) unmarshalV1(b []byte, fileSize uint64) error {
-	le := binary.LittleEndian
-	if crc32.Checksum(b[:92], castagnoli) != le.Uint32(b[92:]) {
-		return ErrChecksum
+	if err := decode(b, headerSizeV1, 92, h.fieldsV1()); err != nil {
+		return err
 	}
-	if le.Uint32(b[12:]) != headerSizeV1 {
-		return ErrTruncated
-	}
-	h.count = le.Uint64(b[16:])
-	h.slots = le.Uint64(b[24:])
-	h.indexOffset = le.Uint64(b[32:])
-	h.valuesOffset = le.Uint64(b[40:])
-	h.valuesSize = le.Uint64(b[48:])
-	h.maxValue = le.Uint64(b[56:])
-	h.indexCRC = le.Uint32(b[64:])
-	h.valuesCRC = le.Uint32(b[68:])
 	h.slotSize = refSlotSize
 	switch {
 	case h.valuesOffset != headerSizeV1,
@@ -274,30 +301,12 @@ func (h *header) unmarshalV1(b []byte, fileSize uint64) error {
 }
 
 func (h *header) unmarshalV2(b []byte, fileSize uint64) error {
-	le := binary.LittleEndian
-	if len(b) < headerSize {
-		return ErrTruncated
+	if err := decode(b, headerSize, 124, h.fieldsV2()); err != nil {
+		return err
 	}
-	if crc32.Checksum(b[:124], castagnoli) != le.Uint32(b[124:]) {
-		return ErrChecksum
-	}
-	h.count = le.Uint64(b[16:])
-	h.slots = le.Uint64(b[24:])
-	h.indexOffset = le.Uint64(b[32:])
-	h.valuesOffset = le.Uint64(b[40:])
-	h.valuesSize = le.Uint64(b[48:])
-	h.maxValue = le.Uint64(b[56:])
-	h.slotSize = le.Uint32(b[64:])
-	h.inline = le.Uint32(b[68:])
-	h.maxProbe = le.Uint64(b[72:])
-	h.blockShift = le.Uint32(b[80:])
-	h.flags = le.Uint32(b[84:])
-	h.blocks = le.Uint64(b[88:])
-	h.blocksCRC = le.Uint32(b[96:])
 	extra := uint64(h.flags & flagExtraKey)
 	switch {
-	case le.Uint32(b[12:]) != headerSize,
-		h.valuesOffset != headerSize,
+	case h.valuesOffset != headerSize,
 		h.slots == 0 || h.slots > (1<<40) || h.count-extra >= h.slots || h.count < extra,
 		h.maxProbe >= h.slots,
 		h.flags&^flagExtraKey != 0,

@@ -137,19 +137,15 @@ func (s *Stack) UncheckedBytes() int64 {
 }
 
 // VerifyPending runs Dict.VerifyPending on every dictionary of the stack.
-func (s *Stack) VerifyPending() error {
-	for _, d := range s.all() {
-		if err := d.VerifyPending(); err != nil {
-			return err
-		}
-	}
-	return nil
-}
+func (s *Stack) VerifyPending() error { return s.each((*Dict).VerifyPending) }
 
 // Verify runs Dict.Verify on every dictionary of the stack.
-func (s *Stack) Verify() error {
+func (s *Stack) Verify() error { return s.each((*Dict).Verify) }
+
+// each runs check on every dictionary of the stack until one fails.
+func (s *Stack) each(check func(*Dict) error) error {
 	for _, d := range s.all() {
-		if err := d.Verify(); err != nil {
+		if err := check(d); err != nil {
 			return err
 		}
 	}
