@@ -156,10 +156,13 @@ func pathString(p *tftypes.AttributePath) string {
 	return b.String()
 }
 
-// tfValue builds the value of type t from a Go value: nil is null.
+// tfValue builds the value of type t from a Go value: nil is null, unknownValue{} unknown.
 func tfValue(t tftypes.Type, v any) (tftypes.Value, error) {
 	if v == nil {
 		return tftypes.NewValue(t, nil), nil
+	}
+	if _, ok := v.(unknownValue); ok {
+		return tftypes.NewValue(t, tftypes.UnknownValue), nil
 	}
 	switch tt := t.(type) {
 	case tftypes.Object:
@@ -195,14 +198,20 @@ func tfValue(t tftypes.Type, v any) (tftypes.Value, error) {
 			elems[k] = ev
 		}
 		return tftypes.NewValue(t, elems), nil
-	case tftypes.List:
+	case tftypes.List, tftypes.Set:
 		l, ok := v.([]any)
 		if !ok {
 			return tftypes.Value{}, fmt.Errorf("want a list, got %T", v)
 		}
+		var elemType tftypes.Type
+		if lt, ok := t.(tftypes.List); ok {
+			elemType = lt.ElementType
+		} else {
+			elemType = t.(tftypes.Set).ElementType
+		}
 		var elems []tftypes.Value
 		for _, e := range l {
-			ev, err := tfValue(tt.ElementType, e)
+			ev, err := tfValue(elemType, e)
 			if err != nil {
 				return ev, err
 			}

@@ -196,14 +196,34 @@ func (v resourceCredential) MarkdownDescription(ctx context.Context) string {
 }
 
 func (resourceCredential) ValidateString(_ context.Context, req validator.StringRequest, resp *validator.StringResponse) {
-	if req.ConfigValue.IsNull() {
-		return
+	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
+		return // judged once known: at plan, or else at apply (ownCredentials)
 	}
-	resp.Diagnostics.Append(diagnostics.InvalidSetting("Connection", req.Path, "a resource's kubernetes is stored in state and "+
+	resp.Diagnostics.Append(staticCredential(req.Path))
+}
+
+// staticCredential is the refusal of a static credential in a resource's own connection.
+func staticCredential(at path.Path) diag.Diagnostic {
+	return diagnostics.InvalidSetting("Connection", at, "a resource's kubernetes is stored in state and "+
 		"used again as stored at refresh and destroy, so a static credential here would be stale once rotated, and every "+
 		"rotation would plan an update. Put host, token and certificates on the provider instead "+
 		"(provider \"ctr\" { kubernetes = { ... } }, read afresh on every run), or use exec or config_path here, "+
-		"which yield current credentials whenever they are used"))
+		"which yield current credentials whenever they are used")
+}
+
+// ownCredentials refuses, at apply, a static credential in a resource's own connection that
+// was known only then (the attribute's validator refuses one known at plan).
+func ownCredentials(own types.Object) diag.Diagnostics {
+	var diags diag.Diagnostics
+	if own.IsNull() || own.IsUnknown() {
+		return diags
+	}
+	for _, name := range staticCredentials {
+		if v, ok := own.Attributes()[name]; ok && !v.IsNull() && !v.IsUnknown() {
+			diags.Append(staticCredential(path.Root("kubernetes").AtName(name)))
+		}
+	}
+	return diags
 }
 
 const connectionDescription = "How to reach the Kubernetes cluster, with the kubernetes provider's attributes: kubeconfig files " +
@@ -327,7 +347,7 @@ type providerConnection struct {
 
 // providerConnectionFrom resolves the provider's `kubernetes` and the KUBE_* environment.
 func providerConnectionFrom(ctx context.Context, obj types.Object) (providerConnection, diag.Diagnostics) {
-	if obj.IsUnknown() {
+	if !fullyKnown(obj) {
 		return providerConnection{unknown: true}, nil
 	}
 	var m connectionModel
@@ -336,9 +356,6 @@ func providerConnectionFrom(ctx context.Context, obj types.Object) (providerConn
 		diags.Append(obj.As(ctx, &m, basetypes.ObjectAsOptions{})...)
 		if diags.HasError() {
 			return providerConnection{}, diags
-		}
-		if hasUnknown(obj) {
-			return providerConnection{unknown: true}, diags
 		}
 	}
 	conn, d := m.connection(ctx)
@@ -376,34 +393,6 @@ func providerConnectionFrom(ctx context.Context, obj types.Object) (providerConn
 		}
 	}
 	return providerConnection{conn: conn}, diags
-}
-
-// hasUnknown reports whether any attribute of a connection object is unknown.
-func hasUnknown(v attr.Value) bool {
-	if v.IsUnknown() {
-		return true
-	}
-	switch o := v.(type) {
-	case types.Object:
-		for _, a := range o.Attributes() {
-			if hasUnknown(a) {
-				return true
-			}
-		}
-	case types.List:
-		for _, e := range o.Elements() {
-			if hasUnknown(e) {
-				return true
-			}
-		}
-	case types.Map:
-		for _, e := range o.Elements() {
-			if hasUnknown(e) {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 // connection converts the model (known values) to kube's.
@@ -450,7 +439,7 @@ const (
 
 // connection picks the resource's own connection, else the provider's.
 func connection(ctx context.Context, own types.Object, data *providerData) (kube.Connection, connectionState, diag.Diagnostics) {
-	if own.IsUnknown() || hasUnknown(own) {
+	if !fullyKnown(own) {
 		return kube.Connection{}, connectionUnknown, nil
 	}
 	if !own.IsNull() {
