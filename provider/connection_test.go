@@ -323,3 +323,26 @@ func TestOwnCredentials_JudgedOnceKnown(t *testing.T) {
 		t.Errorf("no connection of its own: %v", diags)
 	}
 }
+
+// TestProviderConnection_HalfACertificate: the provider's client certificate goes with its
+// key wherever each comes from: the configuration or the KUBE_* variables that fill it. Half
+// of one is refused, at the half that is there, saying what to add; the halves from the two
+// places together are accepted. Not parallel: it sets the environment.
+func TestProviderConnection_HalfACertificate(t *testing.T) {
+	r := newBadInputRun(t, "provider")
+	conn := func(kv ...any) map[string]any {
+		return map[string]any{"kubernetes": with(map[string]any{"host": "https://k:6443"}, kv...)}
+	}
+	t.Setenv("KUBE_TOKEN", "")
+	t.Setenv("KUBE_CLIENT_KEY_DATA", "KEY")
+	if errs, _ := r.errors("provider", conn("client_certificate", "PEM")); len(errs) > 0 {
+		t.Errorf("the certificate configured, its key from KUBE_CLIENT_KEY_DATA: %s", describeDiags(errs))
+	}
+	t.Setenv("KUBE_CLIENT_KEY_DATA", "")
+	t.Setenv("KUBE_CLIENT_CERT_DATA", "PEM")
+	errs, later := r.errors("provider", conn())
+	if len(errs) != 1 || !later || pathString(errs[0].Attribute) != "kubernetes.client_certificate" ||
+		!strings.Contains(errs[0].Detail, "a client certificate authenticates only with its private key: set client_key (or KUBE_CLIENT_KEY_DATA) too") {
+		t.Errorf("a certificate from KUBE_CLIENT_CERT_DATA alone: %s", describeDiags(errs))
+	}
+}
