@@ -194,7 +194,7 @@ var durationValidator = stringCheck{kind: "Timeout", rule: "a positive duration 
 // serveVersionValidator accepts a cube version name, as served_version shows them.
 var serveVersionValidator = stringCheck{kind: "Cube", rule: "a cube version name, as `served_version` and `kept_versions` show them", check: func(s string) error {
 	if !layout.ValidVersion(s) {
-		return fmt.Errorf("%q is not a cube version name: digits, or two groups of digits joined by `_`, as served_version and kept_versions show them", s)
+		return fmt.Errorf("%q is not a cube version name: use digits, or two groups of digits joined by `_`, as served_version and kept_versions show them", s)
 	}
 	return nil
 }}

@@ -122,6 +122,7 @@ func clusterSchema(ctx context.Context) schema.Schema {
 					"is computed from the new cluster's kubeconfig (host, CA, and its client certificate and key: sensitive, in this resource's " +
 					"state only) for the provider: `provider \"ctr\" { kubernetes = ctr_cluster.this.kubernetes }`.",
 				PlanModifiers: []planmodifier.Object{objectplanmodifier.UseStateForUnknown()},
+				Validators:    connectionResourceAttribute().Validators,
 				Attributes:    connectionResourceAttribute().Attributes,
 			},
 			"volcano": schema.SingleNestedAttribute{Optional: true,

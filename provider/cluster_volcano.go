@@ -344,7 +344,7 @@ func (r *clusterResource) ValidateConfig(ctx context.Context, req resource.Valid
 		return
 	}
 	for _, name := range []string{"version", "manifest_url", "keep_on_destroy"} {
-		if !attrs[name].IsNull() {
+		if v := attrs[name]; !v.IsNull() && !v.IsUnknown() { // judged once known
 			resp.Diagnostics.Append(diagnostics.InvalidSetting("Volcano", path.Root("volcano").AtName(name),
 				`has no effect with volcano.mode = "none" (ctr_cluster installs and removes nothing of Volcano): remove it, or choose another mode`))
 		}

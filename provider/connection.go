@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
 
 	"github.com/hashicorp/terraform-plugin-framework-validators/listvalidator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/objectvalidator"
@@ -147,18 +148,54 @@ func connectionValidators(name string) []validator.String {
 		return []validator.String{stringvalidator.LengthAtLeast(1), stringvalidator.ConflictsWith(sibling("config_paths"))}
 	case "host":
 		return []validator.String{stringvalidator.LengthAtLeast(1)}
-	case "client_certificate":
-		return []validator.String{stringvalidator.AlsoRequires(sibling("client_key"))}
-	case "client_key":
-		return []validator.String{stringvalidator.AlsoRequires(sibling("client_certificate"))}
+	case "client_certificate", "client_key":
+		return []validator.String{certificatePair{}}
 	case "proxy_url":
 		return []validator.String{stringvalidator.RegexMatches(proxyURLPattern, "must be an http://, https:// or socks5:// URL")}
 	}
 	return nil
 }
 
+// execValidators are the provider's exec's: another credential beside it is refused. A
+// resource's own connection refuses those credentials themselves, so its exec needs none.
 var execValidators = []validator.Object{objectvalidator.ConflictsWith(
 	path.MatchRelative().AtParent().AtName("token"), path.MatchRelative().AtParent().AtName("client_certificate"))}
+
+// certificatePair refuses half of a client certificate in the provider's connection: the
+// certificate without its key, or the key without its certificate, in the configuration and
+// the environment variables that fill it (providerConnectionFrom refuses what the environment
+// alone leaves half).
+type certificatePair struct{}
+
+func (certificatePair) Description(context.Context) string {
+	return "client_certificate and client_key go together"
+}
+func (v certificatePair) MarkdownDescription(ctx context.Context) string { return v.Description(ctx) }
+
+func (certificatePair) ValidateString(ctx context.Context, req validator.StringRequest, resp *validator.StringResponse) {
+	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
+		return
+	}
+	name := req.Path.String()[strings.LastIndex(req.Path.String(), ".")+1:]
+	other := map[string]string{"client_certificate": "client_key", "client_key": "client_certificate"}[name]
+	var v types.String
+	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, req.Path.ParentPath().AtName(other), &v)...)
+	if !v.IsNull() || os.Getenv(connectionEnv[other]) != "" {
+		return // set, or known only later: judged once known
+	}
+	resp.Diagnostics.Append(halfCertificate(req.Path, name))
+}
+
+// halfCertificate is the refusal of a client certificate without its key, or the other way
+// round; at is where the half that is there was given.
+func halfCertificate(at path.Path, given string) diag.Diagnostic {
+	if given == "client_certificate" {
+		return diagnostics.InvalidSetting("Connection", at, "a client certificate authenticates only with its private key: set client_key "+
+			"(or "+connectionEnv["client_key"]+") too, or authenticate with token or exec instead")
+	}
+	return diagnostics.InvalidSetting("Connection", at, "a client key is the private key of a client certificate: set client_certificate "+
+		"(or "+connectionEnv["client_certificate"]+") too, or leave client_key out")
+}
 
 var proxyURLPattern = regexp.MustCompile(`^(https?|socks5)://[^/]`)
 
@@ -195,15 +232,46 @@ func (v resourceCredential) MarkdownDescription(ctx context.Context) string {
 	return v.Description(ctx)
 }
 
-func (resourceCredential) ValidateString(_ context.Context, req validator.StringRequest, resp *validator.StringResponse) {
-	if req.ConfigValue.IsNull() {
-		return
+func (resourceCredential) ValidateString(ctx context.Context, req validator.StringRequest, resp *validator.StringResponse) {
+	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
+		return // judged once known: at plan, or else at apply (ownCredentials)
 	}
-	resp.Diagnostics.Append(diagnostics.InvalidSetting("Connection", req.Path, "a resource's kubernetes is stored in state and "+
+	if strings.HasSuffix(req.Path.String(), ".client_key") {
+		var cert types.String
+		resp.Diagnostics.Append(req.Config.GetAttribute(ctx, req.Path.ParentPath().AtName("client_certificate"), &cert)...)
+		if !cert.IsNull() {
+			return // one certificate, one refusal: the certificate's
+		}
+	}
+	resp.Diagnostics.Append(staticCredential(req.Path))
+}
+
+// staticCredential is the refusal of a static credential in a resource's own connection.
+func staticCredential(at path.Path) diag.Diagnostic {
+	return diagnostics.InvalidSetting("Connection", at, "a resource's kubernetes is stored in state and "+
 		"used again as stored at refresh and destroy, so a static credential here would be stale once rotated, and every "+
 		"rotation would plan an update. Put host, token and certificates on the provider instead "+
 		"(provider \"ctr\" { kubernetes = { ... } }, read afresh on every run), or use exec or config_path here, "+
-		"which yield current credentials whenever they are used"))
+		"which yield current credentials whenever they are used")
+}
+
+// ownCredentials refuses, at apply, a static credential in a resource's own connection that
+// was known only then (the attribute's validator refuses one known at plan).
+func ownCredentials(own types.Object) diag.Diagnostics {
+	var diags diag.Diagnostics
+	if own.IsNull() || own.IsUnknown() {
+		return diags
+	}
+	attrs := own.Attributes()
+	for _, name := range staticCredentials {
+		if name == "client_key" && attrs["client_certificate"] != nil && !attrs["client_certificate"].IsNull() {
+			continue // one certificate, one refusal: the certificate's
+		}
+		if v, ok := attrs[name]; ok && !v.IsNull() && !v.IsUnknown() {
+			diags.Append(staticCredential(path.Root("kubernetes").AtName(name)))
+		}
+	}
+	return diags
 }
 
 const connectionDescription = "How to reach the Kubernetes cluster, with the kubernetes provider's attributes: kubeconfig files " +
@@ -294,7 +362,7 @@ func connectionResourceAttribute() rschema.SingleNestedAttribute {
 				MarkdownDescription: connectionDescriptions[name]}
 		},
 		func() rschema.Attribute {
-			return rschema.SingleNestedAttribute{Optional: true, MarkdownDescription: connectionDescriptions["exec"], Validators: execValidators,
+			return rschema.SingleNestedAttribute{Optional: true, MarkdownDescription: connectionDescriptions["exec"],
 				Attributes: map[string]rschema.Attribute{
 					"api_version": rschema.StringAttribute{Required: true, MarkdownDescription: execDescriptions["api_version"],
 						Validators: []validator.String{stringvalidator.OneOf(execAPIVersions...)}},
@@ -327,7 +395,7 @@ type providerConnection struct {
 
 // providerConnectionFrom resolves the provider's `kubernetes` and the KUBE_* environment.
 func providerConnectionFrom(ctx context.Context, obj types.Object) (providerConnection, diag.Diagnostics) {
-	if obj.IsUnknown() {
+	if !fullyKnown(obj) {
 		return providerConnection{unknown: true}, nil
 	}
 	var m connectionModel
@@ -336,9 +404,6 @@ func providerConnectionFrom(ctx context.Context, obj types.Object) (providerConn
 		diags.Append(obj.As(ctx, &m, basetypes.ObjectAsOptions{})...)
 		if diags.HasError() {
 			return providerConnection{}, diags
-		}
-		if hasUnknown(obj) {
-			return providerConnection{unknown: true}, diags
 		}
 	}
 	conn, d := m.connection(ctx)
@@ -364,6 +429,12 @@ func providerConnectionFrom(ctx context.Context, obj types.Object) (providerConn
 	fill(&conn.ClientCertificate, "client_certificate")
 	fill(&conn.ClientKey, "client_key")
 	fill(&conn.ClusterCACertificate, "cluster_ca_certificate")
+	switch {
+	case conn.ClientCertificate != "" && conn.ClientKey == "":
+		diags.Append(halfCertificate(path.Root("kubernetes").AtName("client_certificate"), "client_certificate"))
+	case conn.ClientKey != "" && conn.ClientCertificate == "":
+		diags.Append(halfCertificate(path.Root("kubernetes").AtName("client_key"), "client_key"))
+	}
 	fill(&conn.TLSServerName, "tls_server_name")
 	fill(&conn.ProxyURL, "proxy_url")
 	if m.Insecure.IsNull() {
@@ -376,34 +447,6 @@ func providerConnectionFrom(ctx context.Context, obj types.Object) (providerConn
 		}
 	}
 	return providerConnection{conn: conn}, diags
-}
-
-// hasUnknown reports whether any attribute of a connection object is unknown.
-func hasUnknown(v attr.Value) bool {
-	if v.IsUnknown() {
-		return true
-	}
-	switch o := v.(type) {
-	case types.Object:
-		for _, a := range o.Attributes() {
-			if hasUnknown(a) {
-				return true
-			}
-		}
-	case types.List:
-		for _, e := range o.Elements() {
-			if hasUnknown(e) {
-				return true
-			}
-		}
-	case types.Map:
-		for _, e := range o.Elements() {
-			if hasUnknown(e) {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 // connection converts the model (known values) to kube's.
@@ -450,7 +493,7 @@ const (
 
 // connection picks the resource's own connection, else the provider's.
 func connection(ctx context.Context, own types.Object, data *providerData) (kube.Connection, connectionState, diag.Diagnostics) {
-	if own.IsUnknown() || hasUnknown(own) {
+	if !fullyKnown(own) {
 		return kube.Connection{}, connectionUnknown, nil
 	}
 	if !own.IsNull() {

@@ -9,6 +9,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hashicorp/terraform-plugin-framework/attr"
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+	"github.com/hashicorp/terraform-plugin-go/tftypes"
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	"github.com/hashicorp/terraform-plugin-testing/plancheck"
 	"github.com/hashicorp/terraform-plugin-testing/statecheck"
@@ -285,4 +290,59 @@ func (f stateCheckFunc) CheckState(_ context.Context, req statecheck.CheckStateR
 		return
 	}
 	resp.Error = f(string(data))
+}
+
+// TestOwnCredentials_JudgedOnceKnown: a static credential of a resource's own connection
+// that no plan could judge (known only at apply) is refused at apply, at its attribute, with
+// the validator's words; unset or still unknown ones are not.
+func TestOwnCredentials_JudgedOnceKnown(t *testing.T) {
+	t.Parallel()
+	conn := func(token types.String) types.Object {
+		attrs := map[string]attr.Value{}
+		for name, typ := range connectionAttrTypes {
+			v, err := typ.ValueFromTerraform(context.Background(), tftypes.NewValue(typ.TerraformType(context.Background()), nil))
+			if err != nil {
+				t.Fatal(err)
+			}
+			attrs[name] = v
+		}
+		attrs["config_path"], attrs["token"] = types.StringValue("/kubeconfig"), token
+		return types.ObjectValueMust(connectionAttrTypes, attrs)
+	}
+	diags := ownCredentials(conn(types.StringValue("t")))
+	if len(diags) != 1 || !diags[0].(diag.DiagnosticWithPath).Path().Equal(path.Root("kubernetes").AtName("token")) ||
+		!strings.Contains(diags[0].Detail(), "static credential here would be stale") {
+		t.Errorf("a known token: %v", diags)
+	}
+	for _, token := range []types.String{types.StringNull(), types.StringUnknown()} {
+		if diags := ownCredentials(conn(token)); diags.HasError() {
+			t.Errorf("token %v: %v", token, diags)
+		}
+	}
+	if diags := ownCredentials(types.ObjectNull(connectionAttrTypes)); diags.HasError() {
+		t.Errorf("no connection of its own: %v", diags)
+	}
+}
+
+// TestProviderConnection_HalfACertificate: the provider's client certificate goes with its
+// key wherever each comes from: the configuration or the KUBE_* variables that fill it. Half
+// of one is refused, at the half that is there, saying what to add; the halves from the two
+// places together are accepted. Not parallel: it sets the environment.
+func TestProviderConnection_HalfACertificate(t *testing.T) {
+	r := newBadInputRun(t, "provider")
+	conn := func(kv ...any) map[string]any {
+		return map[string]any{"kubernetes": with(map[string]any{"host": "https://k:6443"}, kv...)}
+	}
+	t.Setenv("KUBE_TOKEN", "")
+	t.Setenv("KUBE_CLIENT_KEY_DATA", "KEY")
+	if errs, _ := r.errors("provider", conn("client_certificate", "PEM")); len(errs) > 0 {
+		t.Errorf("the certificate configured, its key from KUBE_CLIENT_KEY_DATA: %s", describeDiags(errs))
+	}
+	t.Setenv("KUBE_CLIENT_KEY_DATA", "")
+	t.Setenv("KUBE_CLIENT_CERT_DATA", "PEM")
+	errs, later := r.errors("provider", conn())
+	if len(errs) != 1 || !later || pathString(errs[0].Attribute) != "kubernetes.client_certificate" ||
+		!strings.Contains(errs[0].Detail, "a client certificate authenticates only with its private key: set client_key (or KUBE_CLIENT_KEY_DATA) too") {
+		t.Errorf("a certificate from KUBE_CLIENT_CERT_DATA alone: %s", describeDiags(errs))
+	}
 }

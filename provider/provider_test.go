@@ -27,7 +27,8 @@ import (
 // falls back to KUBECONFIG by itself: KUBE_CONFIG_PATH names the local control plane's
 // kubeconfig (the KUBECONFIG that scripts/test.sh exports). Without a control plane, the
 // plan-only tests, which never connect, get an explicit unreachable host. Tests of the
-// connection itself set their own environment with t.Setenv.
+// connection itself set their own environment with t.Setenv. The providers built for the CLI
+// (localProvider, devOverrides) go with the test binary.
 func TestMain(m *testing.M) {
 	if os.Getenv("KUBE_CONFIG_PATH") == "" && os.Getenv("KUBE_HOST") == "" {
 		if kc := os.Getenv("KUBECONFIG"); kc != "" {
@@ -37,7 +38,13 @@ func TestMain(m *testing.M) {
 			_ = os.Setenv("KUBE_TOKEN", "plan-only")
 		}
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	for _, dir := range []string{devBuild.dir, devOverridesBuild.dir} {
+		if dir != "" {
+			_ = os.RemoveAll(dir)
+		}
+	}
+	os.Exit(code)
 }
 
 // unreachableHost is an API server address where nothing listens.

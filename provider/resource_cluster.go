@@ -55,7 +55,7 @@ func (r *clusterResource) ModifyPlan(ctx context.Context, req resource.ModifyPla
 		resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("volcano_drift"), keyList(nil))...)
 		return
 	}
-	if unknownAttrs(req.Plan.Raw, clusterObjects...) {
+	if !readable[clusterModel](req.Plan.Raw) {
 		return
 	}
 	var plan, state clusterModel
@@ -441,6 +441,9 @@ func adoptedID(ctx context.Context, kubernetes types.Object, diags *diag.Diagnos
 
 // adopt manages only Volcano on an existing cluster.
 func (r *clusterResource) adopt(ctx context.Context, plan *clusterModel, state stateLike, diags *diag.Diagnostics) {
+	if diags.Append(ownCredentials(plan.Kubernetes)...); diags.HasError() {
+		return
+	}
 	id, ok := adoptedID(ctx, plan.Kubernetes, diags)
 	if !ok {
 		return

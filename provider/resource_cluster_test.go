@@ -560,27 +560,26 @@ resource "ctr_cluster" "this" {
 	})
 }
 
-// TestCluster_BadInput: refused at plan time, once, at the attribute; no cluster or cloud needed.
-func TestCluster_BadInput(t *testing.T) {
-	t.Parallel()
+// clusterBadInputs are ctr_cluster's bad values: see badInputs.
+func clusterBadInputs() []badInput {
 	pool := map[string]any{"replicas": 1, "machine_spec": "bcc.g5.c8m32", "subnet_id": "sbn-1"}
 	cce := func(pool map[string]any) map[string]any {
 		return map[string]any{"cce": map[string]any{"name": "ctr", "k8s_version": "1.34.2", "vpc_id": "vpc-1", "worker_pool": pool}}
 	}
 	adopt := map[string]any{"kubernetes": map[string]any{"config_path": "/kubeconfig"}}
-	testBadInputs(t, "ctr_cluster", []badInput{
+	return []badInput{
 		{"worker pool of 0 nodes", cce(with(pool, "replicas", 0)), "cce.worker_pool.replicas", `Attribute cce.worker_pool.replicas value must be at least 1`},
 		{"tiny root disk", cce(with(pool, "root_disk_size", 10)), "cce.worker_pool.root_disk_size", `value must be at least 20`},
 		{"manifest over FTP", with(adopt, "volcano", map[string]any{"manifest_url": "ftp://mirror/volcano.yaml"}), "volcano.manifest_url",
 			`Attribute volcano.manifest_url: "ftp://mirror/volcano.yaml": use an https://, http:// or file:// URL`},
 		{"manifest as a bare path", with(adopt, "volcano", map[string]any{"manifest_url": "/srv/volcano.yaml"}), "volcano.manifest_url", `use an https://, http:// or file:// URL`},
 		{"manifest URL without a host", with(adopt, "volcano", map[string]any{"manifest_url": "https:///volcano.yaml"}), "volcano.manifest_url", `names no host`},
-		{"adopted with a static token", map[string]any{"kubernetes": map[string]any{"host": "https://k:6443", "token": "t"}},
-			"kubernetes.token", `a resource's kubernetes is stored in state`},
 		{"unknown Volcano mode", with(adopt, "volcano", map[string]any{"mode": "replace"}), "volcano.mode",
 			`Attribute volcano.mode value must be one of: \["if_absent" "adopt" "none"\]`},
 		{"Volcano version without Volcano", with(adopt, "volcano", map[string]any{"mode": "none", "version": "v1.13.0"}), "volcano.version",
 			`Attribute volcano.version: has no effect with volcano.mode = "none"`},
-		{"bad timeout", with(adopt, "timeouts", map[string]any{"create": "1 hour"}), "timeouts.create", `"1 hour" is not a positive duration`},
-	})
+		{"neither cce nor kubernetes", map[string]any{}, "cce", `No attribute specified when one \(and only one\) of \[cce,kubernetes\] is required`},
+		{"empty machine spec", cce(with(pool, "machine_spec", "")), "cce.worker_pool.machine_spec", `string length must be at least 1`},
+		{"taint effect", cce(with(pool, "taints", []any{map[string]any{"key": "k", "effect": "NoRun"}})), "cce.worker_pool.taints[0].effect", `value must be one of`},
+	}
 }

@@ -58,7 +58,9 @@ func (r *cubeResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRe
 		return
 	}
 	state := cubeWorkload.prior(ctx, req.State, &resp.Diagnostics)
-	if plan.Image.IsUnknown() && state == nil {
+	var configured types.String
+	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root("image"), &configured)...)
+	if plan.Image.IsUnknown() && configured.IsNull() && state == nil { // unset, not known only later
 		plan.Image = types.StringValue(r.images().Cube())
 		if plan.Image.ValueString() == "" {
 			resp.Diagnostics.Append(diagnostics.InvalidSetting("Cube", path.Root("image"), stack.NoCubeImage))

@@ -7,6 +7,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hashicorp/terraform-plugin-framework/attr"
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
 	"github.com/hashicorp/terraform-plugin-testing/plancheck"
@@ -265,12 +268,10 @@ func TestAccCube_Destroy(t *testing.T) {
 	k.run(t, ns, stack.CubeType, name, resource.TestStep{Config: cubeConfig(ns, name, "")})
 }
 
-// TestCube_BadInput: every class of bad value is refused at plan time, once, at its
-// attribute, saying what is allowed. No cluster needed.
-func TestCube_BadInput(t *testing.T) {
-	t.Parallel()
+// cubeBadInputs are ctr_cube's bad values: see badInputs.
+func cubeBadInputs() []badInput {
 	base := map[string]any{"name": "c", "donefile_url": "http://f/base.txt"}
-	testBadInputs(t, "ctr_cube", []badInput{
+	return []badInput{
 		// One bad value, one error: the schema alone checks a bound (stack.Cube.Validate no longer repeats it).
 		{"shards above the bound", with(base, "shards", 300), "shards", `shards value must be between 1 and 256, got: 300`},
 		{"no shards", with(base, "shards", 0), "shards", `between 1 and 256`},
@@ -282,8 +283,6 @@ func TestCube_BadInput(t *testing.T) {
 		{"serve_version with a sign", with(base, "serve_version", "+1700000000"), "serve_version", `is not a cube version name`},
 		{"name starting with a digit", with(base, "name", "1cube"), "name", `starting with a letter .* DNS-1035 .* got: 1cube`},
 		{"name too long", with(base, "name", strings.Repeat("c", 41)), "name", `at most 40`},
-		{"bad namespace", with(base, "namespace", "Ads"), "namespace", `at most 63 lowercase letters`},
-		{"stack not a label value", with(base, "stack", "elastic ctr"), "stack", `"elastic ctr" is not a valid label value`},
 		{"empty image", with(base, "image", ""), "image", `string length must be at least 1`},
 		{"donefile not http", with(base, "donefile_url", "ftp://x/base.txt"), "donefile_url", `"ftp://x/base.txt" must be an http:// or https:// URL`},
 		{"not a quantity", with(base, "resources", map[string]any{"requests": map[string]any{"memory": "lots"}}), `resources.requests["memory"]`, `"lots" is not a quantity`},
@@ -303,6 +302,12 @@ func TestCube_BadInput(t *testing.T) {
 		{"peer without labels", with(base, "network_policy", map[string]any{"allow_from": []any{map[string]any{"pod_labels": map[string]any{}}}}), "network_policy.allow_from[0]", `needs pod_labels, namespace_labels or both`},
 		{"peers with policies off", with(base, "network_policy", map[string]any{"enabled": false, "allow_from": []any{map[string]any{"pod_labels": map[string]any{"a": "b"}}}}),
 			"network_policy.allow_from", `has no effect with enabled = false`},
+		{"negative timeout", with(base, "timeout_ms", -5), "timeout_ms", `Attribute timeout_ms value must be between 1 and 600000, got: -5`},
+		{"negative backup request", with(base, "backup_request_ms", -5), "backup_request_ms", `value must be between 0 and 600000, got: -5`},
+		{"retries below the bound", with(base, "retry", -1), "retry", `between 0 and 10`},
+		{"empty donefile URL", with(base, "donefile_url", ""), "donefile_url", `is required: set the training job's donefile_url`},
+		{"a pin at create", with(with(base, "image", "cube:1"), "serve_version", "1700000000"), "serve_version",
+			`a new cube keeps no version to pin yet: create it without serve_version, and pin one of its kept_versions later`},
 		{"PodMonitor labels without a PodMonitor", with(base, "metrics", map[string]any{"pod_monitor_labels": map[string]any{"release": "p"}}),
 			"metrics.pod_monitor_labels", `has no effect without pod_monitor = true`},
 		{"a PodMonitor label ctr sets", with(base, "metrics", map[string]any{"pod_monitor": true, "pod_monitor_labels": map[string]any{stack.LabelInstance: "x"}}),
@@ -311,33 +316,7 @@ func TestCube_BadInput(t *testing.T) {
 			"metrics.scrape_from", `has no effect with network_policy.enabled = false`},
 		{"scraper without labels", with(base, "metrics", map[string]any{"scrape_from": []any{map[string]any{"namespace_labels": map[string]any{}}}}),
 			"metrics.scrape_from[0]", `needs pod_labels, namespace_labels or both`},
-		{"seccomp profile", with(base, "security_context", map[string]any{"seccomp_profile": "Localhost"}), "security_context.seccomp_profile", `value must be one of`},
-		{"capability", with(base, "security_context", map[string]any{"add_capabilities": []any{"cap_chown"}}), "security_context.add_capabilities[0]", `"cap_chown" is not a capability name`},
-		{"bad timeout", with(base, "timeouts", map[string]any{"create": "10x"}), "timeouts.create", `Attribute timeouts.create: "10x" is not a positive duration`},
-		{"negative timeout", with(base, "timeouts", map[string]any{"delete": "-5m"}), "timeouts.delete", `"-5m" is not a positive duration`},
-		{"empty connection", with(base, "kubernetes", map[string]any{}), "kubernetes", `Attribute kubernetes: sets nothing`},
-		{"two ways to name kubeconfigs", with(base, "kubernetes", map[string]any{"config_path": "/kubeconfig", "config_paths": []any{"/a", "/b"}}),
-			"kubernetes.config_path", `"kubernetes.config_paths" cannot be specified when "kubernetes.config_path" is specified`},
-		{"static token in a resource", with(base, "kubernetes", map[string]any{"host": "https://k:6443", "token": "t"}),
-			"kubernetes.token", `Attribute kubernetes.token: a resource's kubernetes is stored in state .* Put host, token and certificates on the provider`},
-		{"client key in a resource", with(base, "kubernetes", map[string]any{"config_path": "/kubeconfig", "client_key": "PEM"}),
-			"kubernetes.client_key", `a resource's kubernetes is stored in state`},
-		{"empty host", with(base, "kubernetes", map[string]any{"host": "", "config_path": "/kubeconfig"}), "kubernetes.host", `string length must be at least 1`},
-		{"exec with an unknown API version", with(base, "kubernetes", map[string]any{"host": "https://k:6443",
-			"exec": map[string]any{"api_version": "client.authentication.k8s.io/v1alpha1", "command": "aws"}}), "kubernetes.exec.api_version", `value must be one of`},
-		{"proxy without a scheme", with(base, "kubernetes", map[string]any{"config_path": "/kubeconfig", "proxy_url": "proxy:3128"}),
-			"kubernetes.proxy_url", `must be an http://, https:// or socks5:// URL`},
-	})
-}
-
-// TestCube_PinAtCreate: a new cube keeps no version, so a pin is refused at plan, naming
-// the attribute. No cluster needed.
-func TestCube_PinAtCreate(t *testing.T) {
-	t.Parallel()
-	resource.UnitTest(t, resource.TestCase{ProtoV6ProviderFactories: providerFactories, Steps: []resource.TestStep{{
-		Config:   hclResource("ctr_cube", "c", map[string]any{"name": "c", "donefile_url": "http://f/base.txt", "image": "cube:1", "serve_version": "1700000000"}),
-		PlanOnly: true, ExpectError: regexp.MustCompile(`(?s)serve_version.*a new cube keeps no version to pin yet`),
-	}}})
+	}
 }
 
 // TestCube_RetryZero: `retry = 0` is a setting of its own (no retries), not "the default".
@@ -381,4 +360,25 @@ func TestAccCube_CreateWaitTimesOutWithWarning(t *testing.T) {
 			},
 		},
 	})
+}
+
+// TestPlanPin_OnlyAKeptVersion: a new pin of a cube that exists must be one of the versions it
+// kept at the last refresh; the refusal names them.
+func TestPlanPin_OnlyAKeptVersion(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	kept := types.ListValueMust(types.StringType, []attr.Value{types.StringValue("1700000001"), types.StringValue("1700000000")})
+	state := &cubeModel{KeptVersions: kept}
+	state.Namespace, state.Name = types.StringValue("ads"), types.StringValue("c")
+	plan := *state
+	plan.ServeVersion = types.StringValue("1600000000")
+	var diags diag.Diagnostics
+	if planPin(ctx, &plan, state, &diags) || !diags.HasError() ||
+		!strings.Contains(diags[0].Detail(), `does not keep version "1600000000": it keeps ["1700000001" "1700000000"]`) {
+		t.Errorf("a version the cube does not keep: %v", diags)
+	}
+	plan.ServeVersion, diags = types.StringValue("1700000000"), nil
+	if !planPin(ctx, &plan, state, &diags) || diags.HasError() {
+		t.Errorf("a kept version: %v", diags)
+	}
 }

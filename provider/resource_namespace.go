@@ -2,6 +2,7 @@ package provider
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
@@ -71,11 +72,18 @@ func (r *namespaceResource) Schema(ctx context.Context, _ resource.SchemaRequest
 func (r *namespaceResource) ValidateConfig(ctx context.Context, req resource.ValidateConfigRequest, resp *resource.ValidateConfigResponse) {
 	var m namespaceModel
 	resp.Diagnostics.Append(req.Config.Get(ctx, &m)...)
-	if resp.Diagnostics.HasError() || m.Name.IsUnknown() || m.Labels.IsUnknown() {
-		return
+	if resp.Diagnostics.HasError() || !modelKnown(&m, namespaceSkips()) {
+		return // judged once known
 	}
 	resp.Diagnostics.Append(settingErrors("Namespace", m.settings(ctx, &resp.Diagnostics).Validate())...)
 }
+
+// namespaceSkips are the attributes of ctr_namespace its settings do not read.
+var namespaceSkips = sync.OnceValue(func() map[string]bool {
+	var resp resource.SchemaResponse
+	(&namespaceResource{}).Schema(context.Background(), resource.SchemaRequest{}, &resp)
+	return rendererSkips(resp.Schema)
+})
 
 // ModifyPlan refuses, at plan time, a namespace that no connection could reach.
 func (r *namespaceResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
@@ -90,6 +98,7 @@ func (r *namespaceResource) ModifyPlan(ctx context.Context, req resource.ModifyP
 func (r *namespaceResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
 	var plan namespaceModel
 	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	resp.Diagnostics.Append(ownCredentials(plan.Kubernetes)...)
 	if resp.Diagnostics.HasError() {
 		return
 	}
@@ -187,6 +196,7 @@ func tracked(ctx context.Context, m types.Map, diags *diag.Diagnostics) func(str
 func (r *namespaceResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
 	var plan namespaceModel
 	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	resp.Diagnostics.Append(ownCredentials(plan.Kubernetes)...)
 	if resp.Diagnostics.HasError() {
 		return
 	}

@@ -3,6 +3,7 @@ package provider
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
@@ -171,12 +172,11 @@ func TestAccServing_Destroy(t *testing.T) {
 	k.run(t, ns, stack.ServingType, name, resource.TestStep{Config: servingConfig(ns, name, "1", "  replicas = 2"), Check: k.deploymentAvailable(ns, name, 2)})
 }
 
-// TestServing_BadInput: refused at plan time, once, at the attribute; no cluster needed.
-func TestServing_BadInput(t *testing.T) {
-	t.Parallel()
+// servingBadInputs are ctr_serving's bad values: see badInputs.
+func servingBadInputs() []badInput {
 	base := map[string]any{"name": "s", "cube_conf": `[{"dict_name":"d","shard":1}]`}
 	cpuRequest := with(base, "resources", map[string]any{"limits": map[string]any{"cpu": "1"}})
-	testBadInputs(t, "ctr_serving", []badInput{
+	return []badInput{
 		{"cube.conf not JSON", with(base, "cube_conf", "{not json"), "cube_conf", `cube_conf: is not the JSON array Paddle Serving reads`},
 		{"cube.conf without a dictionary", with(base, "cube_conf", "[]"), "cube_conf", `cube_conf: needs at least one dictionary`},
 		{"port 0", with(base, "port", 0), "port", `port value must be between 1 and 65535`},
@@ -186,8 +186,6 @@ func TestServing_BadInput(t *testing.T) {
 		{"service type", with(base, "service_type", "Ingress"), "service_type", `value must be one of`},
 		{"environment variable name", with(base, "env", map[string]any{"1X": "y"}), `env["1X"]`, `"1X" is not a valid environment variable name`},
 		{"negative limit", with(base, "resources", map[string]any{"limits": map[string]any{"cpu": "-1"}}), `resources.limits["cpu"]`, `"-1" is negative`},
-		{"bad timeout", with(base, "timeouts", map[string]any{"update": "soon"}), "timeouts.update", `"soon" is not a positive duration`},
-		{"pull secret name", with(base, "image_pull_secrets", []any{"Mirror_Pull"}), "image_pull_secrets[0]", `must be a Secret's name`},
 		{"service annotation key", with(base, "service_annotations", map[string]any{"lb scheme": "internal"}), `service_annotations["lb scheme"]`,
 			`"lb scheme" is not an annotation key`},
 		{"ctr's annotation on the Service", with(base, "service_annotations", map[string]any{"ctr.elasticctr.io/settings": "x"}),
@@ -210,7 +208,19 @@ func TestServing_BadInput(t *testing.T) {
 			"autoscaling.target_memory_utilization", `set resources.requests.memory`},
 		{"zero CPU target", with(cpuRequest, "autoscaling", map[string]any{"max_replicas": 3, "target_cpu_utilization": 0}),
 			"autoscaling.target_cpu_utilization", `value must be at least 1`},
-	})
+		{"empty launcher image", with(base, "launcher_image", ""), "launcher_image", `string length must be at least 1`},
+		{"wait mode", with(base, "wait", "forever"), "wait", `value must be one of`},
+		{"two cubes of a name", with(base, "cube_conf", `[{"dict_name":"a","shard":1,"nodes":[{"ipport_list":"http://c-shard-0.ns1.svc:8027"}]},`+
+			`{"dict_name":"b","shard":1,"nodes":[{"ipport_list":"http://c-shard-0.ns2.svc:8027"}]}]`), "cube_conf", `names two cubes called "c" \(in namespaces "ns1" and "ns2"\)`},
+		{"model id without the transfer", with(base, "model_url", "http://f/models/{id}.tar.gz"), "model_url", `has \{id\}, the donefile id .* set cube_transfer_url`},
+		{"the launcher's port", with(base, "port", stack.ServingStatusPort), "port", `8019 is the launcher's status port: choose another`},
+		{"half a GPU", with(base, "image", "serving:0.9.0-cuda11.2-runtime", "resources", map[string]any{"limits": map[string]any{stack.GPUResource: "0.5"}}),
+			`resources.limits["nvidia.com/gpu"]`, `"0.5": a GPU limit must be a whole number of devices`},
+		{"GPUs on the CPU image", with(base, "resources", map[string]any{"limits": map[string]any{stack.GPUResource: "1"}}), "image",
+			`is Paddle Serving's CPU image, but resources.limits asks for nvidia.com/gpu: use a GPU runtime image`},
+		{"annotations too large", with(base, "service_annotations", map[string]any{"a": strings.Repeat("x", 300*1024)}), "service_annotations",
+			`are too large for Kubernetes`},
+	}
 }
 
 // TestAccServing_CreateWaitTimesOutWithWarning: a serving whose pods cannot be ready within

@@ -345,14 +345,11 @@ func TestAccTrainingJob_RemovedBehindOurBack(t *testing.T) {
 	})
 }
 
-// TestTrainingJob_BadInput: every bad value is refused at plan time, once, at its attribute,
-// saying what is allowed. It needs the terraform CLI but no cluster.
-func TestTrainingJob_BadInput(t *testing.T) {
-	t.Parallel()
+// trainingJobBadInputs are ctr_training_job's bad values: see badInputs.
+func trainingJobBadInputs() []badInput {
 	base := map[string]any{"name": "bad"}
 	dataset := func(kv ...any) map[string]any { return with(base, "dataset", with(map[string]any{}, kv...)) }
-	testBadInputs(t, "ctr_training_job", []badInput{
-		{"no trainers", with(base, "trainer", map[string]any{"replicas": 0}), "trainer.replicas", `Attribute trainer.replicas value must be at least 1`},
+	return []badInput{
 		{"file server Service annotation key", with(base, "file_server", map[string]any{"service_annotations": map[string]any{"-bad": "x"}}),
 			`file_server.service_annotations["-bad"]`, `"-bad" is not an annotation key`},
 		{"gang larger than the job", with(base, "min_available", 5), "min_available", `Attribute min_available: 5 is more than the 4 pods the job asks for`},
@@ -362,7 +359,6 @@ func TestTrainingJob_BadInput(t *testing.T) {
 		{"unknown mode", with(base, "mode", "mpi"), "mode", `Attribute mode value must be one of`},
 		{"port out of range", with(base, "port", 70000), "port", `Attribute port value must be between 1 and 65535`},
 		{"max_retry 0", with(base, "max_retry", 0), "max_retry", `value must be at least 1`},
-		{"negative GPUs", with(base, "trainer", map[string]any{"gpus": -1}), "trainer.gpus", `value must be at least 0`},
 		{"HDFS address", dataset("hdfs_address", "http://namenode:9000"), "dataset.hdfs_address", `"http://namenode:9000" is not an HDFS address`},
 		{"hour not in the form", dataset("start_hour", "2020-04-01"), "dataset.start_hour", `"2020-04-01" is not an hour`},
 		{"month 13", dataset("start_hour", "20201301/00"), "dataset.start_hour", `"20201301/00" is not an hour that exists`},
@@ -385,13 +381,9 @@ func TestTrainingJob_BadInput(t *testing.T) {
 			"file_server.upload_insecure", `with service_type = "NodePort" the file server is reachable from outside the cluster`},
 		{"file server request over its limit", with(base, "file_server", map[string]any{"resources": map[string]any{"requests": map[string]any{"memory": "1Gi"}}}),
 			"file_server.resources.requests[\"memory\"]", `request 1Gi is more than the limit ` + stack.DefaultFileServerLimits["memory"]},
-		{"root and non-root", with(base, "security_context", map[string]any{"run_as_user": 0, "run_as_non_root": true}), "security_context.run_as_non_root", `contradicts run_as_user = 0`},
-		{"negative group", with(base, "file_server", map[string]any{"security_context": map[string]any{"fs_group": -1}}), "file_server.security_context.fs_group", `value must be between 0 and`},
 		{"name with capitals", with(base, "name", "Bad_Name"), "name", `Attribute name must be at most 40 lowercase letters`},
 		{"name starting with a digit", with(base, "name", "0job"), "name", `starting with a letter`},
 		{"name too long", with(base, "name", strings.Repeat("a", 41)), "name", `at most 40`},
-		{"stack not a label value", with(base, "stack", "-x-"), "stack", `"-x-" is not a valid label value`},
-		{"bad timeout", with(base, "timeouts", map[string]any{"create": "20"}), "timeouts.create", `"20" is not a positive duration`},
 		{"model export format", with(base, "model_export", map[string]any{"format": "pickle"}), "model_export.format", `value must be one of`},
 		{"model export interval", with(base, "model_export", map[string]any{"interval_seconds": 0}), "model_export.interval_seconds", `value must be at least 1`},
 		{"model export path", with(base, "model_export", map[string]any{"path": "/abs"}), "model_export.path", `must be relative to the model output's mount path`},
@@ -403,7 +395,31 @@ func TestTrainingJob_BadInput(t *testing.T) {
 		{"fleet-ctr without slot config", with(dataset("hdfs_address", "hdfs://nn:9000", "hdfs_ugi", "u,p", "path", "/d", "start_hour", "20200401/00",
 			"end_hour", "20200401/01", "sparse_dim", 1000), "recipe", "fleet-ctr"), "recipe", `"fleet-ctr" needs slot_config: train_with_mlflow.py fetches slot.conf`},
 		{"wait mode", with(base, "wait", "forever"), "wait", `Attribute wait value must be one of: \["none" "submitted" "running" "completed"\]`},
-	})
+		{"pull policy", with(base, "image_pull_policy", "Sometimes"), "image_pull_policy", `value must be one of`},
+		{"job policy action", with(base, "policies", []any{map[string]any{"event": "PodFailed", "action": "Shrug"}}), "policies[0].action", `value must be one of`},
+		{"file server port", with(base, "file_server", map[string]any{"port": 0}), "file_server.port", `value must be between 1 and 65535`},
+		{"no file server", with(base, "file_server", map[string]any{"replicas": 0}), "file_server.replicas", `value must be at least 1`},
+		{"parameter servers in collective mode", with(with(base, "mode", "collective"), "pserver", map[string]any{"replicas": 1}), "pserver",
+			`is only used with mode = "ps"; with mode = "collective" configure worker`},
+		{"sparse dim", dataset("sparse_dim", 0), "dataset.sparse_dim", `value must be at least 1`},
+		{"relative dataset path", dataset("path", "train_data"), "dataset.path", `"train_data" must be an absolute path in the dataset's source \(starting with /\)`},
+		{"bucket name", dataset("s3", map[string]any{"bucket": "Ads_Data"}), "dataset.s3.bucket", `must be a bucket name`},
+		{"region name", dataset("s3", map[string]any{"bucket": "ads", "region": "US East"}), "dataset.s3.region", `must be a region name`},
+		{"S3 endpoint", dataset("s3", map[string]any{"bucket": "ads", "endpoint": "s3.bj.bcebos.com"}), "dataset.s3.endpoint", `is not an endpoint; use https://HOST\[:PORT\]`},
+		{"credentials Secret", dataset("s3", map[string]any{"bucket": "ads", "credentials_secret": "Keys"}), "dataset.s3.credentials_secret", `"Keys" is not a valid Secret name`},
+		{"two sources", dataset("hdfs_address", "hdfs://nn:9000", "s3", map[string]any{"bucket": "ads"}), "dataset", `names hdfs_address/hdfs_ugi and s3: a dataset has one source; set only one of them`},
+		{"dataset mount path", dataset("volume", map[string]any{"claim_name": "samples", "mount_path": "/data/../x"}), "dataset.volume.mount_path", `must be a clean absolute path other than /, e.g. /dataset`},
+		{"dataset inside the model output", dataset("volume", map[string]any{"claim_name": "samples", "mount_path": "/output/samples"}), "dataset.volume.mount_path",
+			`"/output/samples" is, holds or is inside /output, where ctr mounts another volume into the trainers; choose another path`},
+		{"model mount path", with(base, "model_output", map[string]any{"mount_path": "output"}), "model_output.mount_path", `"output" must be an absolute path other than /`},
+		{"donefile outside the model output", with(base, "model_output", map[string]any{"donefile_path": "../base.txt"}), "model_output.donefile_path",
+			`"../base.txt" must be relative to the model output, without ..`},
+		{"model claim name", with(base, "model_output", map[string]any{"existing_claim": "Model_Claim"}), "model_output.existing_claim", `is not a valid PersistentVolumeClaim name`},
+		{"serving model outside a save", with(base, "model_export", map[string]any{"serving_model": "../dense"}), "model_export.serving_model", `must be relative to a save folder, without ..`},
+		{"variable path", with(base, "model_export", map[string]any{"var": "a/b"}), "model_export.var", `"a/b": a variable's file name, without /`},
+		{"embedx_dim beside lodtensor", with(base, "model_export", map[string]any{"embedx_dim": 8}), "model_export.embedx_dim", `only with format = "ps-table", and at least 0`},
+		{"negative embedx_dim", with(base, "model_export", map[string]any{"format": "ps-table", "embedx_dim": -1}), "model_export.embedx_dim", `and at least 0`},
+	}
 }
 
 // TestTrainingJob_PlanWithoutCluster: plan renders the manifests without any cluster, even

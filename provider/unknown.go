@@ -1,6 +1,7 @@
 package provider
 
 import (
+	"context"
 	"reflect"
 
 	"github.com/hashicorp/terraform-plugin-framework/attr"
@@ -8,48 +9,79 @@ import (
 	"github.com/hashicorp/terraform-plugin-go/tftypes"
 )
 
-// unknownAttrs reports whether any of the named top-level attributes of a configuration or
-// plan is unknown as a whole — a nested object assigned from a value known only after
-// apply (a module variable during validate, another resource's attribute). Such objects
-// cannot be read into the Go structs of the models; validation skips them and the plan
-// marks what depends on them unknown.
-func unknownAttrs(raw tftypes.Value, names ...string) bool {
-	if !raw.IsKnown() {
-		return true
-	}
-	var attrs map[string]tftypes.Value
-	if err := raw.As(&attrs); err != nil {
-		return false
-	}
-	for _, n := range names {
-		if v, ok := attrs[n]; ok && !v.IsKnown() {
-			return true
-		}
-	}
-	return false
+// readable reports whether a configuration or plan (raw) can be read into a model of type
+// M: every value M holds in a Go struct, pointer, slice, map or plain Go value — not in an
+// attr.Value, which can hold an unknown — is known (and null only where Go has nil). A nested object, a list element or a
+// value inside them assigned from a value known only later (a variable or a conditional
+// during validate, another resource's attribute during plan) cannot be read; validation
+// skips such a configuration, the plan marks what depends on it unknown, and the values are
+// judged once known. Derived from the model, so no nested block is left out.
+func readable[M any](raw tftypes.Value) bool {
+	return readableAs(raw, reflect.TypeFor[M]())
 }
 
-// nestedObjects are the attributes a model reads into struct pointers or slices (its tfsdk
-// fields of those kinds), which cannot hold an unknown value: derived from the model, so a new
-// nested block is never left out.
-func nestedObjects(model any) []string {
-	var out []string
-	t := reflect.TypeOf(model)
+func readableAs(v tftypes.Value, t reflect.Type) bool {
+	if t.Implements(attrValue) {
+		return true
+	}
+	if !v.IsKnown() {
+		return false
+	}
+	if v.IsNull() { // nil; a struct or a Go value cannot be null
+		return t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice || t.Kind() == reflect.Map
+	}
+	switch t.Kind() {
+	case reflect.Pointer:
+		return readableAs(v, t.Elem())
+	case reflect.Slice:
+		var elems []tftypes.Value
+		if err := v.As(&elems); err != nil {
+			return false
+		}
+		for _, e := range elems {
+			if !readableAs(e, t.Elem()) {
+				return false
+			}
+		}
+	case reflect.Map:
+		var elems map[string]tftypes.Value
+		if err := v.As(&elems); err != nil {
+			return false
+		}
+		for _, e := range elems {
+			if !readableAs(e, t.Elem()) {
+				return false
+			}
+		}
+	case reflect.Struct:
+		var attrs map[string]tftypes.Value
+		if err := v.As(&attrs); err != nil {
+			return false
+		}
+		return readableFields(attrs, t)
+	}
+	return true
+}
+
+// readableFields walks the tfsdk fields of a struct type, and those of the structs it embeds
+// (the workload attributes), whose attributes sit beside its own.
+func readableFields(attrs map[string]tftypes.Value, t reflect.Type) bool {
 	for i := range t.NumField() {
 		f := t.Field(i)
 		tag := f.Tag.Get("tfsdk")
-		if tag == "" || tag == "-" {
-			continue
-		}
-		if k := f.Type.Kind(); k == reflect.Pointer || k == reflect.Slice {
-			out = append(out, tag)
+		switch {
+		case f.Anonymous && tag == "" && f.Type.Kind() == reflect.Struct:
+			if !readableFields(attrs, f.Type) {
+				return false
+			}
+		case tag != "" && tag != "-":
+			if a, ok := attrs[tag]; ok && !readableAs(a, f.Type) {
+				return false
+			}
 		}
 	}
-	return out
+	return true
 }
-
-// clusterObjects are ctr_cluster's nested objects (the workloads' are their workload's nested).
-var clusterObjects = nestedObjects(clusterModel{})
 
 // notRendered are the inputs rendering does not read: the connection, how long and how far to
 // wait, whether to adopt existing objects, and the secrets generated when unset, the training job's upload token and the cube's
@@ -72,9 +104,9 @@ func rendererSkips(s schema.Schema) map[string]bool {
 }
 
 // modelKnown reports whether every value of a model (a pointer to its struct) that rendering
-// reads is known, walking its tfsdk fields but skip: attribute values, nested struct pointers
-// and slices of them, and the workload attributes it embeds. Derived from the model and its
-// schema, so no attribute is forgotten.
+// reads is known, walking its tfsdk fields but skip: attribute values (and every element of a
+// list or map value), nested struct pointers, slices and maps of them, and the workload
+// attributes it embeds. Derived from the model and its schema, so no attribute is forgotten.
 func modelKnown(model any, skip map[string]bool) bool {
 	// The shared attributes are an embedded struct of an unexported type, whose fields
 	// reflection may not read through the model: they are walked through attrs().
@@ -91,10 +123,17 @@ func valueKnown(v reflect.Value, skip map[string]bool) bool {
 	case v.Kind() == reflect.Pointer || v.Kind() == reflect.Interface:
 		return v.IsNil() || valueKnown(v.Elem(), skip)
 	case v.Type().Implements(attrValue):
-		return !v.Interface().(attr.Value).IsUnknown()
+		return fullyKnown(v.Interface().(attr.Value))
 	case v.Kind() == reflect.Slice:
 		for i := range v.Len() {
 			if !valueKnown(v.Index(i), skip) {
+				return false
+			}
+		}
+		return true
+	case v.Kind() == reflect.Map:
+		for it := v.MapRange(); it.Next(); {
+			if !valueKnown(it.Value(), skip) {
 				return false
 			}
 		}
@@ -113,4 +152,14 @@ func valueKnown(v reflect.Value, skip map[string]bool) bool {
 		}
 	}
 	return true
+}
+
+// fullyKnown reports whether a value is known, and every element, attribute or map value
+// inside it too.
+func fullyKnown(v attr.Value) bool {
+	if v.IsUnknown() || v.IsNull() {
+		return !v.IsUnknown()
+	}
+	tv, err := v.ToTerraformValue(context.Background())
+	return err == nil && tv.IsFullyKnown()
 }

@@ -109,7 +109,7 @@ type workload[S interface{ Validate() stack.FieldErrors }, M any, P interface {
 	// (what callers read back, so that none needs a Defaulted() of its own).
 	render func(S) (S, stack.Set, error)
 	// unrendered are the attributes besides manifests that rendering sets, made unknown when
-	// the plan cannot be rendered (a nested object known only after apply).
+	// the plan cannot be read (a nested object, or a value inside one, known only after apply).
 	unrendered map[string]attr.Value
 	// Default timeouts of create (and update) and of delete.
 	timeouts opTimeouts
@@ -123,19 +123,16 @@ type workload[S interface{ Validate() stack.FieldErrors }, M any, P interface {
 	// servers' claims), inside the same delete timeout and with the same client.
 	afterDelete func(ctx context.Context, kc *kube.Client, m P) error
 
-	// Derived by newWorkload from the model and the schema.
-	nested []string               // the nested objects, read into pointers (unknownAttrs)
-	skips  func() map[string]bool // the attributes rendering does not read (rendererSkips)
+	// Derived by newWorkload from the schema.
+	skips func() map[string]bool // the attributes rendering does not read (rendererSkips)
 }
 
-// newWorkload completes a workload with what its model and schema say: the nested objects
-// (see nestedObjects) and the attributes rendering does not read (see rendererSkips).
+// newWorkload completes a workload with what its schema says: the attributes rendering does
+// not read (see rendererSkips).
 func newWorkload[S interface{ Validate() stack.FieldErrors }, M any, P interface {
 	*M
 	workloadModel[S]
 }](w workload[S, M, P]) workload[S, M, P] {
-	var m M
-	w.nested = nestedObjects(m)
 	w.skips = sync.OnceValue(func() map[string]bool { return rendererSkips(w.schema(context.Background())) })
 	return w
 }
@@ -202,7 +199,7 @@ type stateLike interface {
 // validate is ValidateConfig: what the schema cannot check (see internal/stack/validate.go),
 // each error at its attribute. Values not known until apply are checked when they are.
 func (w workload[S, M, P]) validate(ctx context.Context, config tfsdk.Config, images stack.Images, diags *diag.Diagnostics) {
-	if unknownAttrs(config.Raw, w.nested...) {
+	if !readable[M](config.Raw) {
 		return
 	}
 	var m M
@@ -218,8 +215,8 @@ func (w workload[S, M, P]) validate(ctx context.Context, config tfsdk.Config, im
 }
 
 // planned reads ModifyPlan's plan, or nil when there is nothing to render: a destroy, or a
-// nested object or the provider's image_registry known only after apply (then manifests are
-// unknown). A resource that has no connection anywhere is refused here, at plan time.
+// nested object (or a value inside one) or the provider's image_registry known only after
+// apply (then manifests are unknown; see readable). A resource that has no connection anywhere is refused here, at plan time.
 func (w workload[S, M, P]) planned(ctx context.Context, data *providerData, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) P {
 	if req.Plan.Raw.IsNull() {
 		return nil
@@ -231,7 +228,7 @@ func (w workload[S, M, P]) planned(ctx context.Context, data *providerData, req 
 		return nil
 	}
 	w.planDefaultImage(ctx, data, req, resp)
-	if unknownAttrs(req.Plan.Raw, w.nested...) || (data != nil && data.registryUnknown) {
+	if !readable[M](req.Plan.Raw) || (data != nil && data.registryUnknown) {
 		resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("manifests"), unknownManifests())...)
 		for name, v := range w.unrendered {
 			resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root(name), v)...)
@@ -364,6 +361,10 @@ func (w workload[S, M, P]) converge(ctx context.Context, data *providerData, pla
 	}
 	s, set, ok := render(ctx, plan, images, diags)
 	if !ok {
+		return nil, s, nil, false
+	}
+	diags.Append(ownCredentials(plan.attrs().Kubernetes)...)
+	if diags.HasError() {
 		return nil, s, nil, false
 	}
 	kc, d := kubeClient(ctx, plan.attrs().Kubernetes, data)

@@ -11,7 +11,7 @@ func (c Cube) Validate() FieldErrors {
 	var ch checker
 	ch.labelValue("stack", c.Stack)
 	if c.DonefileURL == "" {
-		ch.bad("donefile_url", "is required: the training job's donefile_url")
+		ch.bad("donefile_url", "is required: set the training job's donefile_url (ctr_training_job.<name>.donefile_url)")
 	} else if u, err := url.Parse(c.DonefileURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		ch.bad("donefile_url", "%q must be an http:// or https:// URL of base.txt", c.DonefileURL)
 	}

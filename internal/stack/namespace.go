@@ -32,12 +32,10 @@ func IsReservedLabel(key string) bool {
 	return false
 }
 
-// Validate checks what the schema cannot.
+// Validate checks what the schema cannot: the name is the schema's (NamespacePattern), so a
+// bad name gets one error.
 func (n Namespace) Validate() FieldErrors {
 	var errs FieldErrors
-	if !NamespacePattern.MatchString(n.Name) {
-		errs = append(errs, FieldError{Path: "name", Detail: fmt.Sprintf("%q %s.", n.Name, NamespaceRule)})
-	}
 	for _, k := range sortedKeys(n.Labels) {
 		if IsReservedLabel(k) {
 			errs = append(errs, FieldError{Path: fmt.Sprintf("labels[%q]", k), Detail: fmt.Sprintf("%q is set by ctr or Kubernetes itself (reserved: %s).", k, strings.Join(reservedLabels, ", "))})

@@ -24,9 +24,9 @@ func TestRenderNamespace(t *testing.T) {
 }
 
 func TestNamespace_Validate(t *testing.T) {
+	// The name is the provider schema's to check (NamespacePattern), once.
 	errs := Namespace{Name: "Ads", Labels: map[string]string{OwnerLabel: "x", "kubernetes.io/metadata.name": "y"}}.Validate()
-	require.Len(t, errs, 3)
-	assert.Equal(t, "name", errs[0].Path)
-	assert.Equal(t, `labels["ctr.elasticctr.io/owner"]`, errs[1].Path)
-	assert.Equal(t, `labels["kubernetes.io/metadata.name"]`, errs[2].Path)
+	require.Len(t, errs, 2)
+	assert.Equal(t, `labels["ctr.elasticctr.io/owner"]`, errs[0].Path)
+	assert.Equal(t, `labels["kubernetes.io/metadata.name"]`, errs[1].Path)
 }

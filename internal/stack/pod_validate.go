@@ -92,7 +92,7 @@ func (c *checker) pod(path string, p *PodSettings) {
 	for _, k := range sortedKeys(p.SecretEnv) {
 		kp := fmt.Sprintf("%s[%q]", at("secret_env"), k)
 		if msgs := validation.IsEnvVarName(k); len(msgs) > 0 {
-			c.bad(kp, "%q is not a valid environment variable name", k)
+			c.bad(kp, "%q is not a valid environment variable name: use %s", k, EnvVarNameRule)
 		}
 		if _, dup := p.Env[k]; dup {
 			c.bad(kp, "%q is also in env; set a variable in one of them", k)
@@ -111,7 +111,7 @@ func (c *checker) pod(path string, p *PodSettings) {
 		c.dnsSubdomain(ep+".config_map", e.ConfigMap, "ConfigMap")
 		if e.Prefix != "" {
 			if msgs := validation.IsEnvVarName(e.Prefix); len(msgs) > 0 {
-				c.bad(ep+".prefix", "%q is not the start of a valid environment variable name", e.Prefix)
+				c.bad(ep+".prefix", "%q is not the start of a valid environment variable name: use %s", e.Prefix, EnvVarNameRule)
 			}
 		}
 	}
@@ -123,10 +123,8 @@ func (c *checker) affinity(path string, a *Affinity) {
 	if a == nil || a.Node == nil {
 		return
 	}
+	// An empty list of requirements is the schema's to refuse (a term without any matches no node).
 	exprs := func(p string, rs []NodeRequirement) {
-		if len(rs) == 0 {
-			c.bad(p, "needs at least one requirement: a term without any matches no node")
-		}
 		for i, r := range rs {
 			rp := fmt.Sprintf("%s[%d]", p, i)
 			if msgs := validation.IsQualifiedName(r.Key); len(msgs) > 0 {
@@ -182,7 +180,7 @@ func (c *checker) annotationKeys(path string, m map[string]string, reservedPrefi
 func (c *checker) annotations(path string, m map[string]string) {
 	c.annotationKeys(path, m, ReservedAnnotationPrefixes)
 	if err := apivalidation.ValidateAnnotationsSize(m); err != nil {
-		c.bad(path, "are too large for Kubernetes: %s", err)
+		c.bad(path, "are too large for Kubernetes: %s; keep keys and values within 256 KiB together", err)
 	}
 }
 
@@ -194,7 +192,7 @@ func (c *checker) volumes(path string, vs []Volume, mounts []VolumeMount) {
 			c.bad(vp+".name", "%q is not a volume name (lowercase letters, digits and '-', at most 63): %s", v.Name, strings.Join(msgs, "; "))
 		}
 		if names[v.Name] {
-			c.bad(vp+".name", "%q names two volumes", v.Name)
+			c.bad(vp+".name", "%q names two volumes; give each volume a name of its own", v.Name)
 		}
 		names[v.Name] = true
 		sources := 0
@@ -232,7 +230,7 @@ func (c *checker) volumes(path string, vs []Volume, mounts []VolumeMount) {
 		if !strings.HasPrefix(m.MountPath, "/") || m.MountPath == "/" || strings.Contains(m.MountPath, "..") || strings.Contains(m.MountPath, ":") {
 			c.bad(mp+".mount_path", "%q must be an absolute path other than /, without .. or ':'", m.MountPath)
 		} else if paths[m.MountPath] {
-			c.bad(mp+".mount_path", "%q is the mount path of another mount", m.MountPath)
+			c.bad(mp+".mount_path", "%q is the mount path of another mount; give each mount a path of its own", m.MountPath)
 		}
 		paths[m.MountPath] = true
 		if strings.HasPrefix(m.SubPath, "/") || strings.Contains(m.SubPath, "..") {

@@ -144,7 +144,7 @@ var Recipes = []Recipe{
 					mp, path.Join(fleetCTROutputDir, fleetCTRCubeDir, "<date>", "base"), fleetCTROutputDir)
 			}
 			if dp := d.ModelOutput.DonefilePath; dp != fleetCTRDonefile {
-				c.bad("model_output.donefile_path", "%q"+with+": ElasticCTR's dumper appends to %q", dp, fleetCTRDonefile)
+				c.bad("model_output.donefile_path", "%q"+with+": ElasticCTR's dumper appends to %q; use it", dp, fleetCTRDonefile)
 			}
 		},
 	},

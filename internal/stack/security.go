@@ -118,7 +118,7 @@ func (c *checker) securityContext(path string, o *SecurityContext) {
 		return
 	}
 	if o.RunAsNonRoot != nil && *o.RunAsNonRoot && o.RunAsUser != nil && *o.RunAsUser == 0 {
-		c.bad(path+".run_as_non_root", "contradicts run_as_user = 0: the kubelet would refuse to start the pod")
+		c.bad(path+".run_as_non_root", "contradicts run_as_user = 0: the kubelet would refuse to start the pod; set run_as_user to another id, or leave run_as_non_root out")
 	}
 	for i, capName := range o.AddCapabilities {
 		if capName == "" || strings.ToUpper(capName) != capName || strings.HasPrefix(capName, "CAP_") || capName == "ALL" {

@@ -334,7 +334,7 @@ func (s Serving) Validate() FieldErrors {
 		c.bad("port", "%d is the launcher's status port: choose another", ServingStatusPort)
 	}
 	if gpus, ok := s.Limits[GPUResource]; ok && gpuIDs(gpus) == "" {
-		c.bad(fmt.Sprintf("resources.limits[%q]", GPUResource), "%q: a GPU limit is a whole number of devices", gpus)
+		c.bad(fmt.Sprintf("resources.limits[%q]", GPUResource), "%q: a GPU limit must be a whole number of devices, e.g. 1", gpus)
 	}
 	if _, ok := s.Limits[GPUResource]; ok && s.Args == nil && (s.Image == "" || strings.HasSuffix(s.Image, ":0.9.0-runtime")) {
 		c.bad("image", "is Paddle Serving's CPU image, but resources.limits asks for %s: use a GPU runtime image (a 0.9.0-cuda*-runtime tag), "+

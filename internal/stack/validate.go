@@ -102,6 +102,9 @@ var (
 	TaintEffects        = []string{string(corev1.TaintEffectNoSchedule), string(corev1.TaintEffectPreferNoSchedule), string(corev1.TaintEffectNoExecute)}
 )
 
+// EnvVarNameRule is what an environment variable's name may be (Kubernetes' IsEnvVarName).
+const EnvVarNameRule = "letters, digits, '_', '-' and '.', not starting with a digit"
+
 // HourLayout is ElasticCTR's form of an hour of data (START_DATE_HR, END_DATE_HR).
 const HourLayout = "20060102/15"
 
@@ -153,7 +156,7 @@ func (j TrainingJob) Validate() FieldErrors {
 			"(the default image's is %q), name the image's recipe (recipe), or set command", j.Image, DefaultEntry)
 	}
 	if total := j.Defaulted().TotalPods(); j.MinAvailable > total {
-		c.bad("min_available", "%d is more than the %d pods the job asks for; a gang larger than the job is never scheduled", j.MinAvailable, total)
+		c.bad("min_available", "%d is more than the %d pods the job asks for; a gang larger than the job is never scheduled: set at most %d, or leave it out (the whole job)", j.MinAvailable, total, total)
 	}
 	if ds := j.Dataset; ds != nil {
 		c.dataset(ds)
@@ -278,7 +281,7 @@ func (c *checker) dataset(ds *Dataset) {
 	start, okStart := hour("dataset.start_hour", ds.StartHour)
 	end, okEnd := hour("dataset.end_hour", ds.EndHour)
 	if okStart && okEnd && end.Before(start) {
-		c.bad("dataset.end_hour", "%q is before start_hour %q", ds.EndHour, ds.StartHour)
+		c.bad("dataset.end_hour", "%q is before start_hour %q; the window must end at or after its start", ds.EndHour, ds.StartHour)
 	}
 }
 
@@ -297,7 +300,7 @@ func (c *checker) resources(path string, requests, limits map[string]string) {
 			if q, err := resource.ParseQuantity(v); err != nil {
 				c.bad(p, "%q is not a quantity, e.g. 500m or 2 for cpu, 4Gi for memory", v)
 			} else if q.Sign() < 0 {
-				c.bad(p, "%q is negative", v)
+				c.bad(p, "%q is negative; use 0 or more", v)
 			}
 		}
 	}
@@ -309,7 +312,7 @@ func (c *checker) resources(path string, requests, limits map[string]string) {
 		rq, err1 := resource.ParseQuantity(requests[k])
 		lq, err2 := resource.ParseQuantity(lim)
 		if err1 == nil && err2 == nil && rq.Cmp(lq) > 0 {
-			c.bad(fmt.Sprintf("%s.requests[%q]", path, k), "request %s is more than the limit %s", requests[k], lim)
+			c.bad(fmt.Sprintf("%s.requests[%q]", path, k), "request %s is more than the limit %s; a request must be at most its limit", requests[k], lim)
 		}
 	}
 }
@@ -364,7 +367,7 @@ func (c *checker) labelKey(path, k string) {
 func (c *checker) envNames(path string, env map[string]string) {
 	for _, k := range sortedKeys(env) {
 		if msgs := validation.IsEnvVarName(k); len(msgs) > 0 {
-			c.bad(fmt.Sprintf("%s[%q]", path, k), "%q is not a valid environment variable name", k)
+			c.bad(fmt.Sprintf("%s[%q]", path, k), "%q is not a valid environment variable name: use %s", k, EnvVarNameRule)
 		}
 	}
 }

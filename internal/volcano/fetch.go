@@ -25,7 +25,7 @@ func CheckManifestURL(rawURL string) error {
 	switch u.Scheme {
 	case "http", "https":
 		if u.Host == "" {
-			return fmt.Errorf("%q names no host", rawURL)
+			return fmt.Errorf("%q names no host: use https://HOST/PATH", rawURL)
 		}
 	case "file":
 		if u.Path == "" {

@@ -84,6 +84,7 @@ resource "ctr_cube" "this" {
   disruption_budget  = var.cube.disruption_budget
   spread             = var.cube.spread
   network_policy     = var.cube.network_policy
+  metrics            = var.cube.metrics
   pod                = lookup(var.pods, "cube", null)
 }
 

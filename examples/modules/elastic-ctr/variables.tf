@@ -220,7 +220,7 @@ variable "model_export" {
 }
 
 variable "cube" {
-  description = "The cube (ctr_cube): shards, replicas per shard, image, rollout mode, resources, storage, how replicas spread, and who may reach it."
+  description = "The cube (ctr_cube): shards, replicas per shard, image, rollout mode, resources, storage, how replicas spread, who may reach it, and how Prometheus scrapes it."
   type = object({
     shards            = optional(number, 2)
     replicas          = optional(number, 2)
@@ -249,6 +249,15 @@ variable "cube" {
     transfer_resources = optional(object({ # over the provider's defaults, key by key
       requests = optional(map(string))
       limits   = optional(map(string))
+    }))
+    metrics = optional(object({ # null: scrape annotations, no PodMonitor, the default scrapers admitted
+      annotations        = optional(bool, true)
+      pod_monitor        = optional(bool, false)
+      pod_monitor_labels = optional(map(string))
+      scrape_from = optional(list(object({
+        namespace_labels = optional(map(string))
+        pod_labels       = optional(map(string))
+      })))
     }))
   })
   default  = {}

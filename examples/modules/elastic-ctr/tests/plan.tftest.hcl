@@ -22,6 +22,18 @@ run "defaults" {
   }
 }
 
+run "metrics" {
+  command = plan
+  variables {
+    cube = { metrics = { pod_monitor = true, pod_monitor_labels = { release = "kube-prometheus-stack" } } }
+  }
+
+  assert {
+    condition     = yamldecode(ctr_cube.this.manifests["monitoring.coreos.com/v1/PodMonitor/ctr-cube"]).metadata.labels.release == "kube-prometheus-stack"
+    error_message = "cube.metrics reaches ctr_cube: a PodMonitor with its labels"
+  }
+}
+
 run "shards_and_namespace" {
   command = plan
   variables {
