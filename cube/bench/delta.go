@@ -9,6 +9,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/elasticctr/terraform-provider-ctr/cube/api"
 	"github.com/elasticctr/terraform-provider-ctr/cube/dict"
 	"github.com/elasticctr/terraform-provider-ctr/cube/layers"
 	"github.com/elasticctr/terraform-provider-ctr/cube/layout"
@@ -87,6 +88,15 @@ func deltaTable(o ScaleOptions, work string, w io.Writer) error {
 		rec, err := c.WaitServed(pid, 30*time.Minute)
 		if err != nil {
 			return deltaRow{}, err
+		}
+		// The patch's own record: a merge of layers that followed it at once
+		// has the same id.
+		st, err := c.Status()
+		if err != nil {
+			return deltaRow{}, err
+		}
+		if i := slices.IndexFunc(st.History, func(h api.Record) bool { return h.ID == pid && h.Result == "served" }); i >= 0 {
+			rec = st.History[i]
 		}
 		row := deltaRow{version: rec.Version, keys: keys, rec: rolloutRec{float64(rec.TotalMs), float64(rec.DownloadMs), float64(rec.BuildMs),
 			float64(rec.DistribMs), float64(rec.LoadMs), float64(rec.SwitchMs), ms(time.Since(start))}}

@@ -226,17 +226,18 @@ func withConn[C io.Closer](addr string, dial func(string) (C, error), f func(C) 
 	return f(c)
 }
 
-// waitChecked waits until the cube server at addr has checked every block
-// of its dictionary against its checksum (cube_dict_unchecked_bytes 0).
-func waitChecked(ctx context.Context, addr string) error {
+// waitGauge waits until the cube server at addr reports gauge satisfying
+// done (cube_dict_unchecked_bytes 0: every block checked;
+// cube_dict_bytes_in_memory the dictionary's size: its copy made).
+func waitGauge(ctx context.Context, addr, gauge string, done func(float64) bool) error {
 	deadline := time.Now().Add(10 * time.Minute)
 	for {
-		n, err := scrapeGauge("http://"+addr+"/metrics", "cube_dict_unchecked_bytes")
-		if err == nil && n == 0 {
+		n, err := scrapeGauge("http://"+addr+"/metrics", gauge)
+		if err == nil && done(n) {
 			return nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("cube server %s: blocks still unchecked after 10 minutes (%v, %v)", addr, n, err)
+			return fmt.Errorf("cube server %s: %s still %v after 10 minutes (%v)", addr, gauge, n, err)
 		}
 		select {
 		case <-ctx.Done():

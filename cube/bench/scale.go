@@ -184,6 +184,7 @@ type serveRow struct {
 	serverRSSKiB int64
 	serverOpen   time.Duration // from start to listening: map or copy
 	checked      time.Duration // from start to every block checked against its checksum
+	copied       time.Duration // in memory: from start to serving the huge-page copy
 }
 
 func (r serveRow) mode() string {
@@ -219,16 +220,21 @@ func sizeTables(ctx context.Context, o ScaleOptions, work string, w io.Writer) e
 	_ = tw.Flush()
 	fmt.Fprintf(w, "\nlookups against keys per shard: cube server on CPUs %s, load generator on CPUs %s, batch %d random keys, %d connections, %s each, once every block is checked;"+
 		" memory: the file mapping (4 KiB pages of the page cache) or a huge-page copy (--in-memory);"+
-		" in-process: LookupBatch on the server CPUs; listening: server start to serving (map, or copy); checked: server start to every block checked against its checksum (cube_dict_unchecked_bytes 0); GB/s: dictionary bytes / checked\n",
+		" in-process: LookupBatch on the server CPUs; listening: server start to serving from the file mapping; checked: server start to every block checked against its checksum (cube_dict_unchecked_bytes 0), serving nothing unchecked before; GB/s: dictionary bytes / checked;"+
+		" in memory: server start to serving the huge-page copy (cube_dict_bytes_in_memory), the file mapping serving until then\n",
 		o.ServerCPUs, o.ClientCPUs, o.Batch, o.Conns, o.Duration)
 	tw = tabwriter.NewWriter(w, 0, 0, 3, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "keys/shard\tmemory\tkeys/s\tp50 ms\tp99 ms\tin-process keys/s\tdictionary B/key\tserver RSS B/key\tlistening s\tchecked s\tGB/s\terrors\t")
+	fmt.Fprintln(tw, "keys/shard\tmemory\tkeys/s\tp50 ms\tp99 ms\tin-process keys/s\tdictionary B/key\tserver RSS B/key\tlistening s\tchecked s\tGB/s\tin memory s\terrors\t")
 	for _, r := range rows {
 		for _, v := range r.serves {
 			l := v.lookups
-			fmt.Fprintf(tw, "%d\t%s\t%.2fM\t%.3f\t%.3f\t%.2fM\t%.1f\t%.1f\t%.2f\t%.2f\t%.2f\t%d\t\n", r.n, v.mode(), l.KeysPerSec()/1e6, ms(l.P50), ms(l.P99),
+			copied := "-"
+			if v.inMemory {
+				copied = fmt.Sprintf("%.2f", v.copied.Seconds())
+			}
+			fmt.Fprintf(tw, "%d\t%s\t%.2fM\t%.3f\t%.3f\t%.2fM\t%.1f\t%.1f\t%.2f\t%.2f\t%.2f\t%s\t%d\t\n", r.n, v.mode(), l.KeysPerSec()/1e6, ms(l.P50), ms(l.P99),
 				v.inproc/1e6, float64(r.dictSize)/float64(r.n), float64(v.serverRSSKiB<<10)/float64(r.n), v.serverOpen.Seconds(),
-				v.checked.Seconds(), float64(r.dictSize)/1e9/v.checked.Seconds(), l.Errors+l.Mismatches)
+				v.checked.Seconds(), float64(r.dictSize)/1e9/v.checked.Seconds(), copied, l.Errors+l.Mismatches)
 		}
 	}
 	_ = tw.Flush()
@@ -338,6 +344,9 @@ func measureSize(ctx context.Context, o ScaleOptions, dir string, n int, serverC
 			return row, fmt.Errorf("%s: %w", v.mode(), err)
 		}
 		fmt.Fprintf(w, "; %s: server listening after %.1fs, every block checked after %.1fs", v.mode(), v.serverOpen.Seconds(), v.checked.Seconds())
+		if inMemory {
+			fmt.Fprintf(w, ", serving its huge-page copy after %.1fs", v.copied.Seconds())
+		}
 		row.serves = append(row.serves, v)
 	}
 	fmt.Fprintln(w)
@@ -370,10 +379,20 @@ func serveSize(ctx context.Context, o ScaleOptions, data, shard string, n int, i
 	}
 	defer srv.stop()
 	v.serverOpen = time.Since(t0)
-	if err := waitChecked(ctx, srv.addr); err != nil {
+	if err := waitGauge(ctx, srv.addr, "cube_dict_unchecked_bytes", func(n float64) bool { return n == 0 }); err != nil {
 		return v, err
 	}
 	v.checked = time.Since(t0)
+	if inMemory {
+		st, err := os.Stat(shard)
+		if err != nil {
+			return v, err
+		}
+		if err := waitGauge(ctx, srv.addr, "cube_dict_bytes_in_memory", func(n float64) bool { return n >= float64(st.Size()) }); err != nil {
+			return v, err
+		}
+		v.copied = time.Since(t0)
+	}
 	if v.lookups, err = drive(ctx, bo, "cube", srv.pid(), cubeWorker(srv.addr, bo)); err != nil {
 		return v, err
 	}

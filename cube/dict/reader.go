@@ -29,9 +29,10 @@ type Options struct {
 	// miss the TLB on almost every key; 2 MiB pages make those misses rare.
 	// The copy is made read-only after loading. Paddle's cube loads into
 	// memory too (--in_mem, its default). With VerifyOnTouch, a version 2
-	// dictionary serves from the file mapping until VerifyPending has made
-	// and checked the copy: getting huge pages from the kernel can take far
-	// longer than reading the file.
+	// dictionary serves from the file mapping, checked as usual, until
+	// VerifyPending has checked it whole and then made and checked the copy:
+	// getting huge pages from the kernel can take far longer than reading
+	// the file.
 	InMemory bool
 }
 
@@ -138,6 +139,10 @@ const (
 	madvPopulateRead  = 22
 	madvPopulateWrite = 23
 )
+
+// pageSize is the base page size on x86-64 and arm64 (as Linux configures
+// them here; madvise needs addresses aligned to it).
+const pageSize = 4 << 10
 
 // hugePage is the transparent huge page size on x86-64 and arm64 (4 KiB
 // base pages).

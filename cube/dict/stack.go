@@ -136,6 +136,15 @@ func (s *Stack) UncheckedBytes() int64 {
 	return n
 }
 
+// CopiedBytes returns the bytes of the stack served from anonymous memory.
+func (s *Stack) CopiedBytes() int64 {
+	var n int64
+	for _, d := range s.all() {
+		n += d.CopiedBytes()
+	}
+	return n
+}
+
 // VerifyPending runs Dict.VerifyPending on every dictionary of the stack.
 func (s *Stack) VerifyPending() error { return s.each((*Dict).VerifyPending) }
 

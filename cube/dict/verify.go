@@ -81,6 +81,12 @@ func (d *Dict) checkBlock(data []byte, b uint64) error {
 	s := d.blocks
 	lo := headerSize + b<<s.shift
 	hi := min(lo+1<<s.shift, s.end)
+	if d.mapping != nil && len(data) > 0 && &data[0] == &d.mapping[0] && s.pending.Load() > 0 {
+		// Fill the block's page table entries with one call: reading them
+		// one fault a page (MADV_RANDOM turns fault-around off) costs far
+		// more than their checksum in a virtual machine.
+		_ = syscall.Madvise(d.mapping[lo&^(pageSize-1):hi], madvPopulateRead)
+	}
 	if crc32.Checksum(data[lo:hi], castagnoli) != binary.LittleEndian.Uint32(s.crcs[4*b:]) {
 		return &CorruptError{Path: d.path, Block: b, Offset: lo}
 	}
@@ -99,19 +105,28 @@ func (d *Dict) checkBlock(data []byte, b uint64) error {
 // take no page fault of their own, which in a virtual machine costs far more
 // than the page's checksum.
 //
-// A dictionary opened InMemory is copied here, each block checked in the
-// copy, and served from the copy from then on.
+// A dictionary opened InMemory is then copied, each block checked again in
+// the copy, and served from the copy from then on: the mapping, checked,
+// serves until then.
 func (d *Dict) VerifyPending() error {
-	if d.copyPending {
-		d.copyPending = false
-		err := d.copyToMemory()
-		_ = d.file.Close()
-		d.file = nil
-		if err == nil || errors.Is(err, ErrChecksum) {
-			return err
-		}
-		// No memory for the copy: serve the file mapping, checked below.
+	if err := d.checkPending(); err != nil {
+		return err
 	}
+	if !d.copyPending {
+		return nil
+	}
+	d.copyPending = false
+	err := d.copyToMemory()
+	_ = d.file.Close()
+	d.file = nil
+	if errors.Is(err, ErrChecksum) {
+		return err
+	}
+	return nil // no memory for the copy: the file mapping, checked, serves on
+}
+
+// checkPending checks every block not checked yet in the view served.
+func (d *Dict) checkPending() error {
 	s := d.blocks
 	if s == nil || s.pending.Load() == 0 {
 		return nil
@@ -176,6 +191,16 @@ func (d *Dict) UncheckedBytes() int64 {
 		return 0
 	}
 	return min(d.blocks.pending.Load()<<d.blocks.shift, int64(d.blocks.end-headerSize))
+}
+
+// CopiedBytes returns the size of the dictionary if it is served from a
+// copy in anonymous memory (Options.InMemory, once VerifyPending made it),
+// else 0.
+func (d *Dict) CopiedBytes() int64 {
+	if v := d.view.Load(); d.copy != nil && len(v.data) > 0 && &v.data[0] == &d.copy[0] {
+		return int64(len(v.data))
+	}
+	return 0
 }
 
 // Pending returns how many blocks have not been checked yet.

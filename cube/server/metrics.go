@@ -38,11 +38,11 @@ type metrics struct {
 // newMetrics registers the series of shard; inflight reports the bytes of
 // baidu_std frame bodies counted against --max-inflight-bytes, unchecked the
 // bytes of dictionaries not yet checked against their checksums.
-func newMetrics(shard int, inflight, unchecked func() float64) *metrics {
+func newMetrics(shard int, inflight, unchecked, copied func() float64) *metrics {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(runtimeCollectors()...)
 	// Every series of the server's own has the shard's label.
-	m := registerMetrics(prometheus.WrapRegistererWith(prometheus.Labels{"shard": strconv.Itoa(shard)}, reg), inflight, unchecked)
+	m := registerMetrics(prometheus.WrapRegistererWith(prometheus.Labels{"shard": strconv.Itoa(shard)}, reg), inflight, unchecked, copied)
 	m.reg = reg
 	return m
 }
@@ -59,12 +59,12 @@ func MetricFamilies() (metricnames.Families, error) {
 	return metricnames.Of(func(r prometheus.Registerer) {
 		r.MustRegister(runtimeCollectors()...)
 		zero := func() float64 { return 0 }
-		registerMetrics(r, zero, zero)
+		registerMetrics(r, zero, zero, zero)
 	})
 }
 
 // registerMetrics makes and registers the server's own series on r.
-func registerMetrics(r prometheus.Registerer, inflight, unchecked func() float64) *metrics {
+func registerMetrics(r prometheus.Registerer, inflight, unchecked, copied func() float64) *metrics {
 	// Every series is registered as it is made.
 	f := promauto.With(r)
 	counter := func(name, help string) prometheus.Counter {
@@ -80,6 +80,8 @@ func registerMetrics(r prometheus.Registerer, inflight, unchecked func() float64
 		Name: "cube_inflight_frame_bytes", Help: "Bytes of baidu_std frame bodies counted against --max-inflight-bytes."}, inflight)
 	f.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "cube_dict_unchecked_bytes", Help: "Bytes of the current and background dictionaries not yet checked against their checksums: a block is checked the first time a lookup reads it, and by a pass in the background after the dictionary is opened."}, unchecked)
+	f.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "cube_dict_bytes_in_memory", Help: "Bytes of the current and background dictionaries served from their copy in anonymous memory (--in-memory): made in the background once a dictionary is checked; it is served from its file mapping until then."}, copied)
 	return &metrics{
 		requests:    reqs,
 		rpcOK:       reqs.WithLabelValues("baidu_std", "ok"),

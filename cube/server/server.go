@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/elasticctr/terraform-provider-ctr/cube/api"
+	"github.com/elasticctr/terraform-provider-ctr/cube/dict"
 	"github.com/elasticctr/terraform-provider-ctr/cube/portmux"
 	"github.com/elasticctr/terraform-provider-ctr/cube/token"
 )
@@ -275,7 +276,8 @@ func New(opts Options) (*Server, error) {
 	cores := float64(runtime.GOMAXPROCS(0))
 	s.heavy = make(chan struct{}, max(1, int(math.Ceil(s.opts.HeavyShare*cores-1e-9))))
 	s.heavyPace = &pacer{rate: s.opts.HeavyShare * cores}
-	s.m = newMetrics(opts.Shard, func() float64 { return float64(s.inflight.used.Load()) }, s.uncheckedBytes)
+	s.m = newMetrics(opts.Shard, func() float64 { return float64(s.inflight.used.Load()) },
+		s.dictBytes((*dict.Stack).UncheckedBytes), s.dictBytes((*dict.Stack).CopiedBytes))
 	s.store.onChange = s.dictChanged
 	s.store.warm = s.warmUp
 	if opts.Agent {
@@ -318,17 +320,18 @@ func New(opts Options) (*Server, error) {
 	return s, err
 }
 
-// uncheckedBytes is the size of the blocks of the current and background
-// dictionaries not checked yet.
-func (s *Server) uncheckedBytes() float64 {
-	var n int64
-	for _, slot := range []*atomic.Pointer[version]{&s.store.cur, &s.store.bg} {
-		if v := s.store.acquireFrom(slot); v != nil {
-			n += v.d.UncheckedBytes()
-			v.release()
+// dictBytes sums f over the current and background dictionaries.
+func (s *Server) dictBytes(f func(*dict.Stack) int64) func() float64 {
+	return func() float64 {
+		var n int64
+		for _, slot := range []*atomic.Pointer[version]{&s.store.cur, &s.store.bg} {
+			if v := s.store.acquireFrom(slot); v != nil {
+				n += f(v.d)
+				v.release()
+			}
 		}
+		return float64(n)
 	}
-	return float64(n)
 }
 
 // dictChanged refreshes the dictionary gauges; store.mu is held.
