@@ -230,6 +230,8 @@ const cubeEveryAttribute = `  stack               = "shop"
   resources           = { requests = { cpu = "100m", memory = "256Mi" }, limits = { memory = "512Mi" } }
   storage             = { size = "1Gi", storage_class = "no-such-class" } # the claims stay Pending: the apply waits for pods, not for readiness
   transfer_storage    = "2Gi"
+  transfer_storage_class = "no-such-class" # the transfer's pod stays Pending, which is enough here too
+  transfer_resources  = { requests = { memory = "300Mi" }, limits = { cpu = "3" } }
   node_selector       = { type = "kwok" }
   tolerations         = [{ key = "dedicated", operator = "Equal", value = "cube", effect = "NoSchedule" }, { operator = "Exists" }]
   timeout_ms          = 150
