@@ -217,8 +217,10 @@ func TestAccCube_ShardBudgets(t *testing.T) {
 }
 
 // cubeEveryAttribute sets every configurable attribute of ctr_cube to a value other than its
-// default (retry to 0, a value that is its own), for the import round trip.
-const cubeEveryAttribute = `  stack               = "shop"
+// default (retry to 0, a value that is its own), for the import round trip; storageClass is
+// the cluster's, so that the transfer's claim binds and its pod becomes ready.
+func cubeEveryAttribute(storageClass string) string {
+	return fmt.Sprintf(`  stack               = "shop"
   dict                = "ctr_dict"
   shards              = 3
   replicas            = 1
@@ -230,7 +232,7 @@ const cubeEveryAttribute = `  stack               = "shop"
   resources           = { requests = { cpu = "100m", memory = "256Mi" }, limits = { memory = "512Mi" } }
   storage             = { size = "1Gi", storage_class = "no-such-class" } # the claims stay Pending: the apply waits for pods, not for readiness
   transfer_storage    = "2Gi"
-  transfer_storage_class = "no-such-class" # the transfer's pod stays Pending, which is enough here too
+  transfer_storage_class = %q
   transfer_resources  = { requests = { memory = "300Mi" }, limits = { cpu = "3" } }
   node_selector       = { type = "kwok" }
   tolerations         = [{ key = "dedicated", operator = "Equal", value = "cube", effect = "NoSchedule" }, { operator = "Exists" }]
@@ -243,14 +245,15 @@ const cubeEveryAttribute = `  stack               = "shop"
   control_token       = "an-operator-chosen-token"
   spread              = { topology_key = "topology.kubernetes.io/zone", required = true }
   disruption_budget   = false
-`
+`, storageClass)
+}
 
 // TestAccCube_Import: every attribute round-trips through the cluster: import reads the same
 // configuration back (and the next plan is empty).
 func TestAccCube_Import(t *testing.T) {
 	t.Parallel()
 	k, ns, name := cubeTest(t)
-	config := cubeConfig(ns, name, cubeEveryAttribute)
+	config := cubeConfig(ns, name, cubeEveryAttribute(k.defaultStorageClass(t)))
 	k.run(t, ns, stack.CubeType, name, append([]resource.TestStep{{
 		Config: config,
 		ConfigStateChecks: []statecheck.StateCheck{
