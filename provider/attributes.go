@@ -210,21 +210,29 @@ func quoted(vs []string) string {
 	return strings.Join(q, ", ")
 }
 
-// defaultedResourcesAttribute is the requests and limits of what (a container ctr renders
-// with defaults of its own, see stack.DefaultTransferRequests), its defaults in its text.
-func defaultedResourcesAttribute(what string, defRequests, defLimits map[string]string) schema.SingleNestedAttribute {
-	show := func(m map[string]string) string {
-		var kv []string
-		for _, k := range slices.Sorted(maps.Keys(m)) {
-			kv = append(kv, fmt.Sprintf("%s = %q", k, m[k]))
-		}
-		return "`{ " + strings.Join(kv, ", ") + " }`"
+// resourcesRule says how the requests and limits given combine with a container's defaults
+// (stack.Sizing.Over).
+const resourcesRule = "A resource given (e.g. `memory`) replaces its default and the others keep theirs, except that a default request " +
+	"above a given limit is lowered to that limit, and a default limit below a given request raised to that request. Every container " +
+	"ctr renders has CPU and memory requests and limits, so that a namespace whose ResourceQuota requires them admits its pods and " +
+	"no pod is BestEffort (the first evicted under node pressure)."
+
+// resourcesDoc shows requests or limits as HCL, e.g. `{ cpu = "1", memory = "4Gi" }`.
+func resourcesDoc(m map[string]string) string {
+	var kv []string
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		kv = append(kv, fmt.Sprintf("%s = %q", k, m[k]))
 	}
+	return "`{ " + strings.Join(kv, ", ") + " }`"
+}
+
+// defaultedResourcesAttribute is the `resources` (requests and limits) of what, over the
+// defaults def (see stack.DefaultTransferResources), with its defaults and more in its text.
+func defaultedResourcesAttribute(what string, def stack.Sizing, more string) schema.SingleNestedAttribute {
 	return schema.SingleNestedAttribute{Optional: true,
-		MarkdownDescription: "Requests and limits of " + what + ", over the defaults: a key given replaces the default's, the others stay. " +
-			"Always set, so that a namespace whose ResourceQuota requires them admits the pod and the pod is not the first evicted.",
+		MarkdownDescription: strings.TrimSpace("Requests and limits of " + what + ". " + resourcesRule + " " + more),
 		Attributes: map[string]schema.Attribute{
-			"requests": schema.MapAttribute{Optional: true, ElementType: types.StringType, MarkdownDescription: "Defaults to " + show(defRequests) + "."},
-			"limits":   schema.MapAttribute{Optional: true, ElementType: types.StringType, MarkdownDescription: "Defaults to " + show(defLimits) + " (no CPU limit: throttling only slows it)."},
+			"requests": schema.MapAttribute{Optional: true, ElementType: types.StringType, MarkdownDescription: "Defaults to " + resourcesDoc(def.Requests) + "."},
+			"limits":   schema.MapAttribute{Optional: true, ElementType: types.StringType, MarkdownDescription: "Defaults to " + resourcesDoc(def.Limits) + "."},
 		}}
 }

@@ -29,6 +29,7 @@ type cubeModel struct {
 	TransferRes      *resourcesModel       `tfsdk:"transfer_resources"`
 	Storage          *cubeStorageModel     `tfsdk:"storage"`
 	TransferStorage  types.String          `tfsdk:"transfer_storage"`
+	TransferClass    types.String          `tfsdk:"transfer_storage_class"`
 	NodeSelector     types.Map             `tfsdk:"node_selector"`
 	Tolerations      []tolerationModel     `tfsdk:"tolerations"`
 	PullSecrets      types.List            `tfsdk:"image_pull_secrets"`
@@ -85,7 +86,8 @@ func (m *cubeModel) settings(ctx context.Context, _ stack.Images) (stack.Cube, d
 		Shards: int32(m.Shards.ValueInt64()), Replicas: int32(m.Replicas.ValueInt64()), Image: m.Image.ValueString(),
 		DonefileURL: m.DonefileURL.ValueString(), Mode: m.Mode.ValueString(), ServeVersion: m.ServeVersion.ValueString(), Port: int32(m.Port.ValueInt64()),
 		TransferPort: int32(m.TransferPort.ValueInt64()), TransferFilesPort: int32(m.FilesPort.ValueInt64()), TransferStorage: m.TransferStorage.ValueString(),
-		TimeoutMS: int32(m.TimeoutMS.ValueInt64()), Retry: int32Ptr(m.Retry), BackupRequestMS: int32(m.BackupRequestMS.ValueInt64()),
+		TransferStorageClass: m.TransferClass.ValueString(),
+		TimeoutMS:            int32(m.TimeoutMS.ValueInt64()), Retry: int32Ptr(m.Retry), BackupRequestMS: int32(m.BackupRequestMS.ValueInt64()),
 		Token: m.ControlToken.ValueString(), NodeSelector: stringMap(ctx, m.NodeSelector, &diags), Tolerations: tolerations(m.Tolerations),
 		ImagePullSecrets: stringList(ctx, m.PullSecrets, &diags)}
 	c.Requests, c.Limits = m.Resources.stack(ctx, &diags)
@@ -142,7 +144,7 @@ func (m *cubeModel) fromCluster(ctx context.Context, kc *kube.Client, diags *dia
 	m.Image, m.DonefileURL, m.Mode = optionalString(c.Image), types.StringValue(c.DonefileURL), optionalString(c.Mode)
 	m.ServeVersion = optionalString(c.ServeVersion)
 	m.Port, m.TransferPort, m.FilesPort = types.Int64Value(int64(c.Port)), types.Int64Value(int64(c.TransferPort)), types.Int64Value(int64(d.TransferFilesPort))
-	m.TransferStorage = optionalString(c.TransferStorage)
+	m.TransferStorage, m.TransferClass = optionalString(c.TransferStorage), optionalString(c.TransferStorageClass)
 	m.TimeoutMS, m.Retry, m.BackupRequestMS = types.Int64Value(int64(d.TimeoutMS)), types.Int64Value(int64(*d.Retry)), types.Int64Value(int64(c.BackupRequestMS))
 	m.NodeSelector, m.ControlToken = optionalStringMap(ctx, c.NodeSelector, diags), optionalString(stack.ControlToken(secret))
 	m.Resources = resourcesFromStack(ctx, c.Requests, c.Limits, diags)

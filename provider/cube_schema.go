@@ -74,16 +74,12 @@ func cubeSchema(ctx context.Context) schema.Schema {
 			"transfer_port": portAttribute("Port of the transfer's status API (`/status`, `/healthz`, `/metrics`, `POST /trigger`). Must differ from `port`.", stack.DefaultTransferPort),
 			"transfer_files_port": portAttribute("Port at which the transfer publishes built shards (`/files/`) for the cube servers to download; "+
 				"only cube servers may reach it while the network policies are enabled. Must differ from `port` and `transfer_port`.", stack.DefaultTransferFilesPort),
-			"resources": schema.SingleNestedAttribute{Optional: true, MarkdownDescription: "Requests and limits of each cube server. A cube server always has a memory limit: " +
-				"the memory request when only a request is given, else `" + stack.DefaultCubeMemory + "` as both request and limit. The dictionary is memory-mapped: " +
-				"its page cache counts against the limit but is reclaimed under pressure, so a limit below the shard's dictionary size slows lookups " +
-				"(they read from disk) rather than killing the pod; to keep a shard in memory, ask for its dictionary size plus about 512Mi.",
-				Attributes: map[string]schema.Attribute{
-					"requests": schema.MapAttribute{Optional: true, ElementType: types.StringType, MarkdownDescription: "e.g. `{ cpu = \"2\", memory = \"8Gi\" }`."},
-					"limits":   schema.MapAttribute{Optional: true, ElementType: types.StringType, MarkdownDescription: "e.g. `{ memory = \"16Gi\" }`."},
-				}},
+			"resources": defaultedResourcesAttribute("each cube server", stack.DefaultCubeServerResources,
+				"A memory request given alone is also the memory limit. The dictionary is memory-mapped: its page cache counts against the limit "+
+					"but is reclaimed under pressure, so a limit below the shard's dictionary size slows lookups (they read from disk) rather than "+
+					"killing the pod; to keep a shard in memory, ask for its dictionary size plus about 512Mi."),
 			"transfer_resources": defaultedResourcesAttribute("the transfer (it mirrors each version's input to its claim and builds it streaming)",
-				stack.DefaultTransferRequests, stack.DefaultTransferLimits),
+				stack.DefaultTransferResources, ""),
 			"storage": schema.SingleNestedAttribute{Optional: true,
 				MarkdownDescription: "Per-replica dictionary storage as a PersistentVolumeClaim. Unset: an emptyDir (a restarted pod gets its dictionary back from the transfer). Changing it replaces the cube.",
 				PlanModifiers:       []planmodifier.Object{objectplanmodifier.RequiresReplace()},
@@ -93,6 +89,9 @@ func cubeSchema(ctx context.Context) schema.Schema {
 				}},
 			"transfer_storage": schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString(stack.DefaultTransferStorage),
 				MarkdownDescription: "Size of the transfer's volume (downloads, built shards, state). Defaults to `" + stack.DefaultTransferStorage + "`."},
+			"transfer_storage_class": schema.StringAttribute{Optional: true, PlanModifiers: []planmodifier.String{stringplanmodifier.RequiresReplace()},
+				MarkdownDescription: "StorageClass of the transfer's volume; the cluster's default StorageClass when unset (a cluster without one, " +
+					"such as EKS since 1.30, leaves the claim Pending: name a class). Changing it replaces the cube: a claim's class cannot change."},
 			"node_selector": func() schema.MapAttribute {
 				a := nodeSelectorAttribute("every cube pod")
 				a.DeprecationMessage, a.MarkdownDescription = deprecatedFor("pod.node_selector"), "Deprecated: use `pod.node_selector`. "+a.MarkdownDescription

@@ -168,7 +168,8 @@ func podAttribute(pods, images, note string, modifiers ...planmodifier.Object) s
 			"service_account_annotations": strMap("Annotations of the ServiceAccount ctr creates for the pods, e.g. " +
 				"`{ \"eks.amazonaws.com/role-arn\" = \"arn:aws:iam::...:role/ctr\" }` (IRSA) or `{ \"iam.gke.io/gcp-service-account\" = \"ctr@PROJECT.iam.gserviceaccount.com\" }` " +
 				"(Workload Identity). The training tasks' ServiceAccount is the job's own; for the other pods ctr creates one named after the resource " +
-				"only when annotations are given. Refused with `service_account_name`, whose ServiceAccount is not ctr's."),
+				"only when annotations are given, and the pods name the namespace's `" + stack.DefaultServiceAccount + "` ServiceAccount when there is none (so that removing " +
+				"the annotations, which deletes that ServiceAccount, leaves no pod template naming it). Refused with `service_account_name`, whose ServiceAccount is not ctr's."),
 			"labels": strMap("Extra labels of the pods. Keys ctr sets on the pods, and keys under " + quoted(stack.ReservedLabelPrefixes) + ", are refused."),
 			"annotations": strMap("Extra annotations of the pods. Keys ctr sets on the pods, and keys under " + quoted(stack.ReservedAnnotationPrefixes) +
 				", are refused."),

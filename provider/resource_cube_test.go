@@ -220,8 +220,10 @@ func TestAccCube_ShardBudgets(t *testing.T) {
 }
 
 // cubeEveryAttribute sets every configurable attribute of ctr_cube to a value other than its
-// default (retry to 0, a value that is its own), for the import round trip.
-const cubeEveryAttribute = `  stack               = "shop"
+// default (retry to 0, a value that is its own), for the import round trip; storageClass is
+// the cluster's, so that the transfer's claim binds and its pod becomes ready.
+func cubeEveryAttribute(storageClass string) string {
+	return fmt.Sprintf(`  stack               = "shop"
   dict                = "ctr_dict"
   shards              = 3
   replicas            = 1
@@ -233,6 +235,8 @@ const cubeEveryAttribute = `  stack               = "shop"
   resources           = { requests = { cpu = "100m", memory = "256Mi" }, limits = { memory = "512Mi" } }
   storage             = { size = "1Gi", storage_class = "no-such-class" } # the claims stay Pending: the apply waits for pods, not for readiness
   transfer_storage    = "2Gi"
+  transfer_storage_class = %q
+  transfer_resources  = { requests = { memory = "300Mi" }, limits = { cpu = "3" } }
   node_selector       = { type = "kwok" }
   tolerations         = [{ key = "dedicated", operator = "Equal", value = "cube", effect = "NoSchedule" }, { operator = "Exists" }]
   timeout_ms          = 150
@@ -245,14 +249,15 @@ const cubeEveryAttribute = `  stack               = "shop"
   spread              = { topology_key = "topology.kubernetes.io/zone", required = true }
   disruption_budget   = false
   metrics             = { annotations = false, scrape_from = [{ namespace_labels = { "kubernetes.io/metadata.name" = "monitoring" } }] }
-`
+`, storageClass)
+}
 
 // TestAccCube_Import: every attribute round-trips through the cluster: import reads the same
 // configuration back (and the next plan is empty).
 func TestAccCube_Import(t *testing.T) {
 	t.Parallel()
 	k, ns, name := cubeTest(t)
-	config := cubeConfig(ns, name, cubeEveryAttribute)
+	config := cubeConfig(ns, name, cubeEveryAttribute(k.defaultStorageClass(t)))
 	k.run(t, ns, stack.CubeType, name, append([]resource.TestStep{{
 		Config: config,
 		ConfigStateChecks: []statecheck.StateCheck{
@@ -292,6 +297,9 @@ func cubeBadInputs() []badInput {
 		{"port = the probe port", with(base, "port", stack.CubeProbePort), "port", `8028 is the cube servers' probe port .*; choose another`},
 		{"storage size", with(base, "storage", map[string]any{"size": "0"}), "storage.size", `"0" is not a positive storage quantity`},
 		{"transfer storage", with(base, "transfer_storage", "lots"), "transfer_storage", `"lots" is not a positive storage quantity`},
+		{"transfer storage class", with(base, "transfer_storage_class", "GP 3"), "transfer_storage_class", `"GP 3" is not a valid StorageClass name`},
+		{"transfer limit below its request", with(base, "transfer_resources", map[string]any{"requests": map[string]any{"cpu": "2"}, "limits": map[string]any{"cpu": "1"}}),
+			`transfer_resources.requests["cpu"]`, `request 2 is more than the limit 1`},
 		{"label key of the node selector", with(base, "node_selector", map[string]any{"-pool": "cube"}), `node_selector["-pool"]`, `"-pool" is not a label key`},
 		{"toleration operator", with(base, "tolerations", []any{map[string]any{"key": "k", "operator": "Bogus"}}), "tolerations[0].operator", `value must be one of: \["Exists" "Equal"\]`},
 		{"toleration effect", with(base, "tolerations", []any{map[string]any{"key": "k", "effect": "NoRun"}}), "tolerations[0].effect", `value must be one of`},

@@ -175,7 +175,6 @@ func TestAccServing_Destroy(t *testing.T) {
 // servingBadInputs are ctr_serving's bad values: see badInputs.
 func servingBadInputs() []badInput {
 	base := map[string]any{"name": "s", "cube_conf": `[{"dict_name":"d","shard":1}]`}
-	cpuRequest := with(base, "resources", map[string]any{"limits": map[string]any{"cpu": "1"}})
 	return []badInput{
 		{"cube.conf not JSON", with(base, "cube_conf", "{not json"), "cube_conf", `cube_conf: is not the JSON array Paddle Serving reads`},
 		{"cube.conf without a dictionary", with(base, "cube_conf", "[]"), "cube_conf", `cube_conf: needs at least one dictionary`},
@@ -190,24 +189,18 @@ func servingBadInputs() []badInput {
 			`"lb scheme" is not an annotation key`},
 		{"ctr's annotation on the Service", with(base, "service_annotations", map[string]any{"ctr.elasticctr.io/settings": "x"}),
 			`service_annotations["ctr.elasticctr.io/settings"]`, `which ctr and Volcano keep`},
-		// Autoscaling: the autoscaler sizes the Deployment, within ordered bounds, by a
-		// utilization of requests the pods have.
-		{"replicas with autoscaling", with(with(cpuRequest, "replicas", 2), "autoscaling", map[string]any{"max_replicas": 3}), "replicas",
+		// Autoscaling: the autoscaler sizes the Deployment, within ordered bounds.
+		{"replicas with autoscaling", with(with(base, "replicas", 2), "autoscaling", map[string]any{"max_replicas": 3}), "replicas",
 			`is set together with autoscaling`},
-		{"min above max", with(cpuRequest, "autoscaling", map[string]any{"min_replicas": 4, "max_replicas": 3}), "autoscaling.max_replicas",
+		{"min above max", with(base, "autoscaling", map[string]any{"min_replicas": 4, "max_replicas": 3}), "autoscaling.max_replicas",
 			`is 3, below min_replicas \(4\)`},
-		{"no min", with(cpuRequest, "autoscaling", map[string]any{"min_replicas": 0, "max_replicas": 3}), "autoscaling.min_replicas",
+		{"no min", with(base, "autoscaling", map[string]any{"min_replicas": 0, "max_replicas": 3}), "autoscaling.min_replicas",
 			`value must be at least 1`},
-		{"no max", with(cpuRequest, "autoscaling", map[string]any{"max_replicas": 0}), "autoscaling.max_replicas", `value must be at least 1`},
-		{"default CPU target without a CPU request", with(base, "autoscaling", map[string]any{"max_replicas": 3}), "autoscaling",
-			`targets 80% cpu utilization.*resources.requests has no cpu`},
-		{"CPU target without a CPU request", with(with(base, "resources", map[string]any{"requests": map[string]any{"memory": "1Gi"}}),
-			"autoscaling", map[string]any{"max_replicas": 3, "target_cpu_utilization": 50}), "autoscaling.target_cpu_utilization",
-			`targets 50% cpu utilization`},
-		{"memory target without a memory request", with(cpuRequest, "autoscaling", map[string]any{"max_replicas": 3, "target_memory_utilization": 70}),
-			"autoscaling.target_memory_utilization", `set resources.requests.memory`},
-		{"zero CPU target", with(cpuRequest, "autoscaling", map[string]any{"max_replicas": 3, "target_cpu_utilization": 0}),
+		{"no max", with(base, "autoscaling", map[string]any{"max_replicas": 0}), "autoscaling.max_replicas", `value must be at least 1`},
+		{"zero CPU target", with(base, "autoscaling", map[string]any{"max_replicas": 3, "target_cpu_utilization": 0}),
 			"autoscaling.target_cpu_utilization", `value must be at least 1`},
+		{"zero memory target", with(base, "autoscaling", map[string]any{"max_replicas": 3, "target_memory_utilization": 0}),
+			"autoscaling.target_memory_utilization", `value must be at least 1`},
 		{"empty launcher image", with(base, "launcher_image", ""), "launcher_image", `string length must be at least 1`},
 		{"wait mode", with(base, "wait", "forever"), "wait", `value must be one of`},
 		{"two cubes of a name", with(base, "cube_conf", `[{"dict_name":"a","shard":1,"nodes":[{"ipport_list":"http://c-shard-0.ns1.svc:8027"}]},`+

@@ -233,9 +233,11 @@ func trainingJobEveryAttribute(storageClass string) string {
     start_hour = "20200401/00", end_hour = "20200401/23", sparse_dim = 1000001 }
   slot_config  = "6048\n6002\n"
   model_output = { size = "2Gi", storage_class = %q, access_mode = "ReadWriteOnce", mount_path = "/data", donefile_path = "done/donefile/base.txt", retain = false }
-  model_export = { format = "ps-table", path = "saves", var = "embedding", embedx_dim = 8, interval_seconds = 30, serving_model = "inference" }
+  model_export = { format = "ps-table", path = "saves", var = "embedding", embedx_dim = 8, interval_seconds = 30, serving_model = "inference",
+    resources = { requests = { cpu = "200m" }, limits = { memory = "1Gi" } } }
   file_server  = { image = "ghcr.io/elasticctr/cube:v0.0.1-test", upload = true, upload_insecure = false, port = 8081,
-    service_type = "NodePort", replicas = 1, security_context = { fs_group = 2000, read_only_root_filesystem = true } }
+    service_type = "NodePort", replicas = 1, security_context = { fs_group = 2000, read_only_root_filesystem = true },
+    resources = { requests = { memory = "100Mi" }, limits = { cpu = "1" } } }
   security_context = { fs_group = 3000, seccomp_profile = "RuntimeDefault", allow_privilege_escalation = false, add_capabilities = ["CHOWN"] }
 `, storageClass)
 }
@@ -379,8 +381,10 @@ func trainingJobBadInputs() []badInput {
 			"file_server.upload_insecure", `with service_type = "LoadBalancer" the file server is reachable from outside the cluster`},
 		{"insecure uploads on a node port", with(base, "file_server", map[string]any{"upload": true, "upload_insecure": true, "service_type": "NodePort"}),
 			"file_server.upload_insecure", `with service_type = "NodePort" the file server is reachable from outside the cluster`},
-		{"file server request over its limit", with(base, "file_server", map[string]any{"resources": map[string]any{"requests": map[string]any{"memory": "1Gi"}}}),
-			"file_server.resources.requests[\"memory\"]", `request 1Gi is more than the limit ` + stack.DefaultFileServerLimits["memory"]},
+		{"file server request over its limit", with(base, "file_server", map[string]any{"resources": map[string]any{"requests": map[string]any{"memory": "1Gi"}, "limits": map[string]any{"memory": "512Mi"}}}),
+			"file_server.resources.requests[\"memory\"]", `request 1Gi is more than the limit 512Mi`},
+		{"model export limit", with(base, "model_export", map[string]any{"resources": map[string]any{"limits": map[string]any{"cpu": "lots"}}}),
+			"model_export.resources.limits[\"cpu\"]", `"lots" is not a quantity`},
 		{"name with capitals", with(base, "name", "Bad_Name"), "name", `Attribute name must be at most 40 lowercase letters`},
 		{"name starting with a digit", with(base, "name", "0job"), "name", `starting with a letter`},
 		{"name too long", with(base, "name", strings.Repeat("a", 41)), "name", `at most 40`},

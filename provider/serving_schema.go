@@ -84,11 +84,9 @@ func servingSchema(ctx context.Context) schema.Schema {
 					"plus `--gpu-ids=0,…,N-1` when `resources.limits` asks for N `" + stack.GPUResource + "`."},
 			"env": schema.MapAttribute{Optional: true, ElementType: types.StringType, DeprecationMessage: deprecatedFor("pod.env"),
 				MarkdownDescription: "Deprecated: use `pod.env`. Extra environment variables."},
-			"resources": schema.SingleNestedAttribute{Optional: true, MarkdownDescription: "Requests and limits of each pod.",
-				Attributes: map[string]schema.Attribute{
-					"requests": schema.MapAttribute{Optional: true, ElementType: types.StringType, MarkdownDescription: "e.g. `{ cpu = \"4\" }`."},
-					"limits":   schema.MapAttribute{Optional: true, ElementType: types.StringType, MarkdownDescription: "e.g. `{ memory = \"8Gi\" }`."},
-				}},
+			"resources": defaultedResourcesAttribute("each serving pod's server", stack.DefaultServingResources,
+				"The init container that installs the launcher has its own, "+resourcesDoc(stack.LauncherResources.Requests)+" requested and "+
+					resourcesDoc(stack.LauncherResources.Limits)+" as limits."),
 			"cube_conf":        schema.StringAttribute{Required: true, MarkdownDescription: "The `cube.conf` to mount: `ctr_cube.<name>.cube_conf`."},
 			"security_context": deprecated(securityContextAttribute("the serving pods", servingImage), "pod.security_context"),
 			"pod":              podAttribute("the serving pods", servingImage, "Changes roll the serving pods."),
@@ -112,8 +110,7 @@ func autoscalingAttribute() schema.SingleNestedAttribute {
 			"the Deployment is applied without `spec.replicas`, which is the autoscaler's, so its scaling is neither drift in `manifests` nor undone " +
 			"by an apply. Setting it on a serving that has `replicas` keeps the pods it runs (the autoscaler takes over from there); removing it " +
 			"deletes the autoscaler and sizes the Deployment by `replicas` again. Each utilization target is a percentage of the pods' request " +
-			"of that resource, so it needs that request in `resources.requests` (or a limit, which is the request when none is set): " +
-			"a plan without it is refused. The autoscaler reads utilization from the cluster's metrics API (e.g. metrics-server).",
+			"of that resource, which the pods always have (`resources`, with its defaults). The autoscaler reads utilization from the cluster's metrics API (e.g. metrics-server).",
 		Attributes: map[string]schema.Attribute{
 			"min_replicas": schema.Int64Attribute{Optional: true, Computed: true, Default: int64default.StaticInt64(stack.DefaultServingReplicas),
 				Validators:          []validator.Int64{int64validator.AtLeast(1)},

@@ -101,12 +101,13 @@ type modelOutputMdl struct {
 }
 
 type modelExportModel struct {
-	Format          types.String `tfsdk:"format"`
-	Path            types.String `tfsdk:"path"`
-	Var             types.String `tfsdk:"var"`
-	EmbedxDim       types.Int64  `tfsdk:"embedx_dim"`
-	IntervalSeconds types.Int64  `tfsdk:"interval_seconds"`
-	ServingModel    types.String `tfsdk:"serving_model"`
+	Format          types.String    `tfsdk:"format"`
+	Path            types.String    `tfsdk:"path"`
+	Var             types.String    `tfsdk:"var"`
+	EmbedxDim       types.Int64     `tfsdk:"embedx_dim"`
+	IntervalSeconds types.Int64     `tfsdk:"interval_seconds"`
+	ServingModel    types.String    `tfsdk:"serving_model"`
+	Resources       *resourcesModel `tfsdk:"resources"`
 }
 
 type fileServerModel struct {
@@ -183,6 +184,7 @@ func (m *trainingJobModel) settings(ctx context.Context, images stack.Images) (s
 	if e := m.ModelExport; e != nil {
 		j.ModelExport = &stack.ModelExport{Format: e.Format.ValueString(), Path: e.Path.ValueString(), Var: e.Var.ValueString(),
 			EmbedxDim: e.EmbedxDim.ValueInt64(), IntervalSeconds: e.IntervalSeconds.ValueInt64(), ServingModel: e.ServingModel.ValueString()}
+		j.ModelExport.Requests, j.ModelExport.Limits = e.Resources.stack(ctx, &diags)
 	}
 	if f := m.FileServer; f != nil {
 		j.FileServer = &stack.FileServer{Image: f.Image.ValueString(), Upload: f.Upload.ValueBool(), UploadInsecure: f.UploadInsecure.ValueBool(),
@@ -317,7 +319,8 @@ func (m *trainingJobModel) fromJob(ctx context.Context, j stack.TrainingJob, dia
 	m.ModelExport = nil
 	if e := j.ModelExport; e != nil {
 		m.ModelExport = &modelExportModel{Format: optionalString(e.Format), Path: optionalString(e.Path), Var: optionalString(e.Var),
-			EmbedxDim: optionalInt64(e.EmbedxDim), IntervalSeconds: optionalInt64(e.IntervalSeconds), ServingModel: optionalString(e.ServingModel)}
+			EmbedxDim: optionalInt64(e.EmbedxDim), IntervalSeconds: optionalInt64(e.IntervalSeconds), ServingModel: optionalString(e.ServingModel),
+			Resources: resourcesFromStack(ctx, e.Requests, e.Limits, diags)}
 	}
 	m.FileServer = nil
 	if f := j.FileServer; f != nil {

@@ -79,9 +79,11 @@ func taskAttribute(name, desc string) schema.SingleNestedAttribute {
 				MarkdownDescription: fmt.Sprintf("Number of %s pods. At least %d. Defaults to `%d`.", name, stack.MinTaskReplicas, stack.DefaultReplicas),
 				Validators:          []validator.Int64{int64validator.AtLeast(stack.MinTaskReplicas)}},
 			"requests": schema.MapAttribute{Optional: true, ElementType: types.StringType,
-				MarkdownDescription: "Resource requests per pod, e.g. `{ cpu = \"1\", memory = \"4Gi\" }` (Kubernetes quantities)."},
+				MarkdownDescription: "Resource requests per pod (Kubernetes quantities), e.g. `{ cpu = \"1\", memory = \"4Gi\" }`. Defaults to " +
+					resourcesDoc(stack.DefaultTaskResources.Requests) + ". " + resourcesRule},
 			"limits": schema.MapAttribute{Optional: true, ElementType: types.StringType,
-				MarkdownDescription: "Resource limits per pod, e.g. `{ cpu = \"10\", memory = \"30Gi\" }`. A request above its limit is refused."},
+				MarkdownDescription: "Resource limits per pod, e.g. `{ cpu = \"10\", memory = \"30Gi\" }`. Defaults to " + resourcesDoc(stack.DefaultTaskResources.Limits) +
+					". A request given above the limit given is refused. `CPU_NUM` is the whole CPUs of the CPU limit (at least 1)."},
 			"gpus": schema.Int64Attribute{Optional: true, Validators: []validator.Int64{int64validator.AtLeast(0)},
 				MarkdownDescription: "GPUs per pod (`nvidia.com/gpu` limit), for trainers and collective workers; refused on parameter servers, which keep and update the tables on CPUs. " +
 					"A collective worker runs one process per GPU (`TRAINER_PORTS_NUM`). Defaults to none."},
@@ -262,6 +264,8 @@ func trainingJobSchema(ctx context.Context) schema.Schema {
 						MarkdownDescription: "A folder of each save, relative to it, holding the serving model (the dense network Paddle Serving loads): published with " +
 							"the version as `<folder>/serving/<id>/`, beside the cube's input `<folder>/data/<id>/` and before the donefile line, so that the dense model " +
 							"and the sparse table of a version carry the same id. None by default."},
+					"resources": defaultedResourcesAttribute("the model export's pod (it streams a save's rows: its memory does not grow with the table)",
+						stack.DefaultModelExportResources, ""),
 				}},
 			"file_server": schema.SingleNestedAttribute{Optional: true,
 				MarkdownDescription: "The HTTP file server that publishes the model output with directory listings (what the cube transfer expects). Changes in place.",
@@ -285,7 +289,7 @@ func trainingJobSchema(ctx context.Context) schema.Schema {
 						Validators:          []validator.Int64{int64validator.AtLeast(1)}},
 					"security_context": deprecated(securityContextAttribute("the file server's pods", fileServerImage), "file_server.pod.security_context"),
 					"pod":              podAttribute("the file server's pods", fileServerImage, "Changes in place."),
-					"resources":        defaultedResourcesAttribute("each file server pod", stack.DefaultFileServerRequests, stack.DefaultFileServerLimits),
+					"resources":        defaultedResourcesAttribute("each file server pod", stack.DefaultFileServerResources, ""),
 				}},
 			"security_context": func() schema.SingleNestedAttribute {
 				a := securityContextAttribute("the training pods (pserver, trainer, worker)", trainingImage+" "+replaceReason)

@@ -117,15 +117,18 @@ type Cube struct {
 	// that agents download, apart so that a NetworkPolicy can admit only cube servers to it.
 	TransferPort      int32 `json:"transfer_port,omitempty"`
 	TransferFilesPort int32 `json:"transfer_files_port,omitempty"`
-	// Requests and Limits of each cube server; see serverResources for the memory default.
+	// Requests and Limits of each cube server, over DefaultCubeServerResources; see
+	// serverResources for how memory follows a request.
 	Requests map[string]string `json:"requests,omitempty"`
 	Limits   map[string]string `json:"limits,omitempty"`
 	// Storage is per-replica dictionary storage: a PersistentVolumeClaim template when set,
 	// else an emptyDir (dictionaries come back from the transfer after a pod restart).
 	Storage         *CubeStorage `json:"storage,omitempty"`
 	TransferStorage string       `json:"transfer_storage,omitempty"`
-	// TransferRequests and TransferLimits of the transfer, over DefaultTransferRequests
-	// and DefaultTransferLimits (a key given replaces the default's).
+	// TransferStorageClass is the StorageClass of the transfer's claim; "" is the cluster's
+	// default class.
+	TransferStorageClass string `json:"transfer_storage_class,omitempty"`
+	// TransferRequests and TransferLimits of the transfer, over DefaultTransferResources.
 	TransferRequests map[string]string `json:"transfer_requests,omitempty"`
 	TransferLimits   map[string]string `json:"transfer_limits,omitempty"`
 	NodeSelector     map[string]string `json:"node_selector,omitempty"`
@@ -334,14 +337,7 @@ func (c Cube) objects() Set {
 		}
 		add(toObject(c.shardStatefulSet(i)))
 	}
-	add(toObject(&corev1.PersistentVolumeClaim{
-		TypeMeta:   kindClaim,
-		ObjectMeta: meta(c.TransferService(), c.Namespace, c.labels(componentCubeTransfer)),
-		Spec: corev1.PersistentVolumeClaimSpec{
-			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-			Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse(c.TransferStorage)}},
-		},
-	}))
+	add(toObject(c.transferClaim()))
 	add(toObject(&corev1.Service{
 		TypeMeta:   kindService,
 		ObjectMeta: meta(c.TransferService(), c.Namespace, c.labels(componentCubeTransfer)),
@@ -358,6 +354,22 @@ func (c Cube) objects() Set {
 	}
 	add(toObject(c.transferDeployment()))
 	return set
+}
+
+// transferClaim is the transfer's work volume: downloads, built shards and its state.
+func (c Cube) transferClaim() *corev1.PersistentVolumeClaim {
+	pvc := &corev1.PersistentVolumeClaim{
+		TypeMeta:   kindClaim,
+		ObjectMeta: meta(c.TransferService(), c.Namespace, c.labels(componentCubeTransfer)),
+		Spec: corev1.PersistentVolumeClaimSpec{
+			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse(c.TransferStorage)}},
+		},
+	}
+	if c.TransferStorageClass != "" {
+		pvc.Spec.StorageClassName = ptr.To(c.TransferStorageClass)
+	}
+	return pvc
 }
 
 // ServerClaimsSelector selects the claims of every cube server (made by the shards'

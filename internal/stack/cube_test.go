@@ -23,7 +23,7 @@ func TestRenderCube_Golden(t *testing.T) {
 	golden(t, "cube_minimal.yaml", renderCubeYAML(t, Cube{Name: "cube", Namespace: "default", DonefileURL: testDonefile, Token: "t0k3n"}))
 	golden(t, "cube_full.yaml", renderCubeYAML(t, Cube{Name: "ctr-cube", Namespace: "ads", Stack: "elastic-ctr", Dict: "ctr_dict",
 		Shards: 3, Replicas: 1, Image: "ghcr.io/elasticctr/cube:v1.2.3", DonefileURL: testDonefile, Mode: "base_delta", ServeVersion: "1700000000",
-		Requests: map[string]string{"cpu": "2", "memory": "8Gi"}, Storage: &CubeStorage{Size: "50Gi", StorageClass: "ssd"},
+		Requests: map[string]string{"cpu": "2", "memory": "8Gi"}, Storage: &CubeStorage{Size: "50Gi", StorageClass: "ssd"}, TransferStorageClass: "gp3",
 		NodeSelector: map[string]string{"pool": "cube"}, Tolerations: []Toleration{{Key: "dedicated", Operator: "Equal", Value: "cube", Effect: "NoSchedule"}},
 		TimeoutMS: 100, Retry: ptr.To[int32](1), BackupRequestMS: 20, Token: "t0k3n", TransferFilesPort: 9100,
 		SecurityContext: &SecurityContext{RunAsUser: ptr.To[int64](1000), ReadOnlyRootFilesystem: ptr.To(false), AddCapabilities: []string{"NET_BIND_SERVICE"}},

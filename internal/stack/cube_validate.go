@@ -17,7 +17,7 @@ func (c Cube) Validate() FieldErrors {
 	}
 	c.checkPorts(&ch)
 	ch.resources("resources", c.Requests, c.Limits)
-	ch.resources("transfer_resources", overDefaults(DefaultTransferRequests, c.TransferRequests), overDefaults(DefaultTransferLimits, c.TransferLimits))
+	ch.resources("transfer_resources", c.TransferRequests, c.TransferLimits)
 	ch.securityContext("security_context", c.SecurityContext)
 	ch.networkPolicy("network_policy", c.NetworkPolicy)
 	ch.metrics("metrics", c.Metrics, c.NetworkPolicy, c.labels(componentCubeMetrics))
@@ -27,6 +27,7 @@ func (c Cube) Validate() FieldErrors {
 		ch.dnsSubdomain("storage.storage_class", c.Storage.StorageClass, "StorageClass")
 	}
 	ch.quantity("transfer_storage", c.TransferStorage, DefaultTransferStorage)
+	ch.dnsSubdomain("transfer_storage_class", c.TransferStorageClass, "StorageClass")
 	ch.labels("node_selector", c.NodeSelector)
 	ch.tolerations("tolerations", c.Tolerations)
 	p := c.Pod

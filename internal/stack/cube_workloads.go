@@ -28,28 +28,23 @@ func (c Cube) shardService(i int32) *corev1.Service {
 	}
 }
 
-// serverResources are a cube server's requests and limits: the user's, with a memory limit
-// always. The dictionary is mapped from disk: its page cache counts against the limit but is
-// reclaimed under pressure (lookups then read from disk), so an undersized limit slows a
-// server rather than killing it, while the server's own memory stays bounded
-// (--max-inflight-bytes). With no memory given, DefaultCubeMemory is the request and the
-// limit; a memory request alone is also the limit.
+// serverResources are a cube server's requests and limits: the user's over
+// DefaultCubeServerResources, where a memory request given alone is also the limit. The
+// dictionary is mapped from disk: its page cache counts against the limit but is reclaimed
+// under pressure (lookups then read from disk), so an undersized limit slows a server rather
+// than killing it, while the server's own memory stays bounded (--max-inflight-bytes).
 func (c Cube) serverResources() corev1.ResourceRequirements {
-	req, lim := maps.Clone(c.Requests), maps.Clone(c.Limits)
-	if req == nil {
-		req = map[string]string{}
-	}
-	if lim == nil {
-		lim = map[string]string{}
-	}
+	lim := maps.Clone(c.Limits)
 	mem := string(corev1.ResourceMemory)
 	if _, ok := lim[mem]; !ok {
-		if _, ok := req[mem]; !ok {
-			req[mem] = DefaultCubeMemory
+		if r, ok := c.Requests[mem]; ok {
+			if lim == nil {
+				lim = map[string]string{}
+			}
+			lim[mem] = r
 		}
-		lim[mem] = req[mem]
 	}
-	return resources(&Task{Requests: req, Limits: lim}, false)
+	return DefaultCubeServerResources.Over(c.Requests, lim).requirements()
 }
 
 func (c Cube) tokenVolume() (corev1.Volume, corev1.VolumeMount) {
@@ -166,7 +161,7 @@ func (c Cube) transferDeployment() *appsv1.Deployment {
 						Ports: []corev1.ContainerPort{{Name: transferStatusPortName, ContainerPort: c.TransferPort, Protocol: corev1.ProtocolTCP},
 							{Name: "files", ContainerPort: c.TransferFilesPort, Protocol: corev1.ProtocolTCP}},
 						ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/healthz", Port: intstr.FromString(transferStatusPortName)}}},
-						Resources:      sized(c.TransferRequests, c.TransferLimits, DefaultTransferRequests, DefaultTransferLimits),
+						Resources:      DefaultTransferResources.Over(c.TransferRequests, c.TransferLimits).requirements(),
 						VolumeMounts:   []corev1.VolumeMount{{Name: "work", MountPath: cubeWorkDir}, tokMount},
 					}},
 					Volumes: []corev1.Volume{tokVol, {Name: "work", VolumeSource: corev1.VolumeSource{

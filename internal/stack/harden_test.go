@@ -245,7 +245,7 @@ func TestCubeServers_MemoryLimit(t *testing.T) {
 	assert.Equal(t, DefaultCubeMemory, r.Requests.Memory().String())
 	r = limits(map[string]string{"memory": "6Gi", "cpu": "2"}, nil)
 	assert.Equal(t, "6Gi", r.Limits.Memory().String(), "a memory request alone is also the limit")
-	assert.True(t, r.Limits.Cpu().IsZero(), "no CPU limit is invented")
+	assert.Equal(t, "2", r.Limits.Cpu().String(), "the default CPU limit, never below the request")
 	r = limits(map[string]string{"memory": "2Gi"}, map[string]string{"memory": "8Gi"})
 	assert.Equal(t, "2Gi", r.Requests.Memory().String())
 	assert.Equal(t, "8Gi", r.Limits.Memory().String())

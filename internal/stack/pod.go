@@ -174,6 +174,10 @@ func mergeLegacy(p *PodSettings, env map[string]string, sc *SecurityContext, nod
 	return &out
 }
 
+// DefaultServiceAccount is the ServiceAccount that Kubernetes makes in every namespace: the
+// one pods run as when they name none and ctr renders none for them.
+const DefaultServiceAccount = "default"
+
 // ownServiceAccount is name when ctr renders a ServiceAccount, of that name, for these pods:
 // when it must carry annotations and the pods name none of their own. Else "".
 func (p *PodSettings) ownServiceAccount(name string) string {
@@ -221,12 +225,18 @@ func applyPod(t *corev1.PodTemplateSpec, img imageUser, p *PodSettings, ownSA st
 	for _, v := range p.Volumes {
 		spec.Volumes = append(spec.Volumes, v.render())
 	}
+	// Always named: an apply that left serviceAccountName out would not reset it, as the API
+	// server keeps the deprecated serviceAccount field it copied the name into and reads the
+	// name back from there, so a template would go on naming a ServiceAccount that the same
+	// apply pruned (service_account_annotations removed), and no new pod could be created.
 	switch {
 	case p.ServiceAccountName != "":
 		spec.ServiceAccountName = p.ServiceAccountName
 		spec.AutomountServiceAccountToken = nil
 	case ownSA != "":
 		spec.ServiceAccountName = ownSA
+	default:
+		spec.ServiceAccountName = DefaultServiceAccount
 	}
 	if len(p.NodeSelector) > 0 {
 		spec.NodeSelector = maps.Clone(p.NodeSelector)

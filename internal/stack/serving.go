@@ -11,7 +11,6 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -212,12 +211,8 @@ func (s Serving) objects() Set {
 					ImagePullSecrets: pullSecrets(s.ImagePullSecrets),
 					InitContainers: []corev1.Container{{
 						Name: "install-launcher", Image: s.LauncherImage, ImagePullPolicy: corev1.PullPolicy(s.ImagePullPolicy),
-						Args: []string{"install", ServingLauncherDir}, // the cube image's entrypoint is the binary
-						// A few MB copied once: small requests, so that the init container
-						// never decides the pod's size.
-						Resources: corev1.ResourceRequirements{
-							Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("32Mi")},
-							Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("128Mi")}},
+						Args:         []string{"install", ServingLauncherDir}, // the cube image's entrypoint is the binary
+						Resources:    LauncherResources.requirements(),
 						VolumeMounts: []corev1.VolumeMount{{Name: "launcher", MountPath: ServingLauncherDir}},
 					}},
 					Containers: []corev1.Container{{
@@ -226,7 +221,7 @@ func (s Serving) objects() Set {
 						Ports: []corev1.ContainerPort{{Name: "serving", ContainerPort: s.Port, Protocol: corev1.ProtocolTCP},
 							{Name: "launcher", ContainerPort: ServingStatusPort, Protocol: corev1.ProtocolTCP}},
 						ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromString("serving")}}},
-						Resources:      resources(&Task{Requests: s.Requests, Limits: s.Limits}, false),
+						Resources:      DefaultServingResources.Over(s.Requests, s.Limits).requirements(),
 						VolumeMounts: []corev1.VolumeMount{{Name: "cube-conf", MountPath: servingConfDir + "/" + servingConfKey, SubPath: servingConfKey, ReadOnly: true},
 							{Name: "launcher", MountPath: ServingLauncherDir, ReadOnly: true},
 							{Name: "work", MountPath: ServingWorkDir}},

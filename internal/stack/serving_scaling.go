@@ -106,25 +106,9 @@ func (c *checker) autoscaling(s Serving) {
 		c.bad("replicas", "is set together with autoscaling, which sizes the Deployment: remove replicas (or autoscaling)")
 	}
 	// The schema holds each bound at 1 or more (0 is "default" here); what is left is their order.
-	given := *s.Autoscaling
-	a := given.Defaulted()
+	// Each target is a percentage of a request the pods always have (DefaultServingResources).
+	a := s.Autoscaling.Defaulted()
 	if a.MaxReplicas >= 1 && a.MaxReplicas < a.MinReplicas {
 		c.bad("autoscaling.max_replicas", "is %d, below min_replicas (%d): it must be at least min_replicas", a.MaxReplicas, a.MinReplicas)
-	}
-	for _, t := range []struct {
-		field  string
-		res    corev1.ResourceName
-		target int32
-	}{{"target_cpu_utilization", corev1.ResourceCPU, a.TargetCPUUtilization}, {"target_memory_utilization", corev1.ResourceMemory, a.TargetMemoryUtilization}} {
-		res := string(t.res)
-		if t.target <= 0 || s.Requests[res] != "" || s.Limits[res] != "" {
-			continue // a limit alone is the request too
-		}
-		at := "autoscaling"
-		if given.TargetCPUUtilization != 0 || given.TargetMemoryUtilization != 0 {
-			at += "." + t.field
-		}
-		c.bad(at, "targets %d%% %s utilization, a percentage of the pods' %s request, but resources.requests has no %s: set resources.requests.%s (e.g. %q)",
-			t.target, res, res, res, res, map[string]string{"cpu": "1", "memory": "4Gi"}[res])
 	}
 }

@@ -61,19 +61,19 @@ func TestServing_Validate(t *testing.T) {
 		`resources.limits["nvidia.com/gpu"]`: {Name: "s", Namespace: "n", CubeConf: `[{"dict_name":"d","shard":1}]`,
 			Image: "serving:0.9.0-cuda11.2-cudnn8-runtime", Limits: map[string]string{GPUResource: "500m"}},
 		"image": {Name: "s", Namespace: "n", CubeConf: `[{"dict_name":"d","shard":1}]`, Limits: map[string]string{GPUResource: "1"}},
-		// Autoscaling: replicas is the autoscaler's, bounds in order, and a request for each target.
+		// Autoscaling: replicas is the autoscaler's, and bounds in order.
 		"replicas": {Name: "s", Namespace: "n", CubeConf: `[{"dict_name":"d","shard":1}]`, Replicas: 2,
 			Requests: map[string]string{"cpu": "1"}, Autoscaling: &Autoscaling{MaxReplicas: 3}},
 		"autoscaling.max_replicas": {Name: "s", Namespace: "n", CubeConf: `[{"dict_name":"d","shard":1}]`,
 			Requests: map[string]string{"cpu": "1"}, Autoscaling: &Autoscaling{MinReplicas: 4, MaxReplicas: 3}},
-		"autoscaling": {Name: "s", Namespace: "n", CubeConf: `[{"dict_name":"d","shard":1}]`,
-			Requests: map[string]string{"memory": "1Gi"}, Autoscaling: &Autoscaling{MaxReplicas: 3}},
-		"autoscaling.target_memory_utilization": {Name: "s", Namespace: "n", CubeConf: `[{"dict_name":"d","shard":1}]`,
-			Requests: map[string]string{"cpu": "1"}, Autoscaling: &Autoscaling{MaxReplicas: 3, TargetCPUUtilization: 70, TargetMemoryUtilization: 70}},
 	} {
 		errs := s.Validate()
 		require.NotEmpty(t, errs, path)
 		assert.Equal(t, path, errs[0].Path)
+	}
+	// Each utilization target is of a request the pods always have (the defaults').
+	for _, a := range []*Autoscaling{{MaxReplicas: 3}, {MaxReplicas: 3, TargetCPUUtilization: 70, TargetMemoryUtilization: 70}} {
+		assert.Empty(t, Serving{Name: "s", Namespace: "n", CubeConf: `[{"dict_name":"d","shard":1}]`, Autoscaling: a}.Validate())
 	}
 }
 

@@ -184,6 +184,9 @@ type ModelExport struct {
 	// ServingModel is a folder of each save (relative to it) holding the serving model; it is
 	// published with the version as serving/<id>/ beside the cube's input.
 	ServingModel string `json:"serving_model,omitempty"`
+	// Requests and Limits of the exporter, over DefaultModelExportResources.
+	Requests map[string]string `json:"requests,omitempty"`
+	Limits   map[string]string `json:"limits,omitempty"`
 }
 
 // ModelExportFormats are the formats `cube export` reads.
@@ -218,8 +221,7 @@ type FileServer struct {
 	SecurityContext *SecurityContext `json:"security_context,omitempty"`
 	// Pod is added to the file server's pods.
 	Pod *PodSettings `json:"pod,omitempty"`
-	// Requests and Limits of the file server, over DefaultFileServerRequests and
-	// DefaultFileServerLimits (a key given replaces the default's).
+	// Requests and Limits of the file server, over DefaultFileServerResources.
 	Requests map[string]string `json:"requests,omitempty"`
 	Limits   map[string]string `json:"limits,omitempty"`
 }

@@ -72,7 +72,7 @@ func (j TrainingJob) renderFileServer() *appsv1.Deployment {
 						ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{
 							TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromString("http")},
 						}},
-						Resources:    sized(j.FileServer.Requests, j.FileServer.Limits, DefaultFileServerRequests, DefaultFileServerLimits),
+						Resources:    DefaultFileServerResources.Over(j.FileServer.Requests, j.FileServer.Limits).requirements(),
 						VolumeMounts: mounts,
 					}},
 					Volumes: volumes,
@@ -119,6 +119,7 @@ func (j TrainingJob) renderModelExport() *appsv1.Deployment {
 						Name:         "export",
 						Image:        j.FileServer.Image,
 						Args:         args,
+						Resources:    DefaultModelExportResources.Over(me.Requests, me.Limits).requirements(),
 						VolumeMounts: []corev1.VolumeMount{{Name: "model-output", MountPath: root}},
 					}},
 					Volumes: []corev1.Volume{j.modelVolume()},

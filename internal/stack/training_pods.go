@@ -77,7 +77,7 @@ func (j TrainingJob) task(name string, t *Task, role string) batchv1alpha1.TaskS
 		Command:         j.Command,
 		Env:             append(j.env(role), corev1.EnvVar{Name: "CPU_NUM", Value: strconv.FormatInt(cpuNum(t), 10)}),
 		Ports:           []corev1.ContainerPort{{Name: "paddle", ContainerPort: j.Port, Protocol: corev1.ProtocolTCP}},
-		Resources:       resources(t, true),
+		Resources:       t.resources(),
 	}
 	spec := corev1.PodSpec{
 		ServiceAccountName: j.Name,
@@ -206,7 +206,8 @@ func (j TrainingJob) env(role string) []corev1.EnvVar {
 // cpuNum is CPU_NUM, how many copies of the program Fluid runs (unset, it takes the node's
 // cores, not the pod's): the task's whole CPUs, from its limit, else its request, at least 1.
 func cpuNum(t *Task) int64 {
-	for _, m := range []map[string]string{t.Limits, t.Requests} {
+	s := t.sizing()
+	for _, m := range []map[string]string{s.Limits, s.Requests} {
 		if v, ok := m[string(corev1.ResourceCPU)]; ok {
 			if q, err := resource.ParseQuantity(v); err == nil {
 				return max(q.MilliValue()/1000, 1)
@@ -286,23 +287,14 @@ func setEnv(env []corev1.EnvVar, add []corev1.EnvVar) []corev1.EnvVar {
 	return env
 }
 
-func resources(t *Task, gpu bool) corev1.ResourceRequirements {
-	conv := func(m map[string]string) corev1.ResourceList {
-		if len(m) == 0 {
-			return nil
-		}
-		out := corev1.ResourceList{}
-		for k, v := range m {
-			out[corev1.ResourceName(k)] = resource.MustParse(v)
-		}
-		return out
-	}
-	r := corev1.ResourceRequirements{Requests: conv(t.Requests), Limits: conv(t.Limits)}
-	if gpu && t.GPUs != nil && *t.GPUs > 0 {
-		if r.Limits == nil {
-			r.Limits = corev1.ResourceList{}
-		}
-		r.Limits["nvidia.com/gpu"] = *resource.NewQuantity(int64(*t.GPUs), resource.DecimalSI)
+// sizing is the task's requests and limits over DefaultTaskResources.
+func (t *Task) sizing() Sizing { return DefaultTaskResources.Over(t.Requests, t.Limits) }
+
+// resources are a task's requests and limits (sizing), with its GPUs as the nvidia.com/gpu limit.
+func (t *Task) resources() corev1.ResourceRequirements {
+	r := t.sizing().requirements()
+	if t.GPUs != nil && *t.GPUs > 0 {
+		r.Limits[GPUResource] = *resource.NewQuantity(int64(*t.GPUs), resource.DecimalSI)
 	}
 	return r
 }

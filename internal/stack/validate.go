@@ -195,6 +195,7 @@ func (j TrainingJob) Validate() FieldErrors {
 		if me.EmbedxDim < 0 || (me.EmbedxDim > 0 && d.ModelExport.Format != "ps-table") {
 			c.bad("model_export.embedx_dim", "is a parameter-server table's accessor setting: only with format = \"ps-table\", and at least 0")
 		}
+		c.resources("model_export.resources", me.Requests, me.Limits)
 		if dp := d.ModelOutput.DonefilePath; dp != modelExportDonefileSuffix && !strings.HasSuffix(dp, "/"+modelExportDonefileSuffix) {
 			c.bad("model_output.donefile_path", "%q: the model export writes <folder>/%s (the default %q does); end the path with it", dp, modelExportDonefileSuffix, DefaultDonefilePath)
 		}
@@ -209,7 +210,7 @@ func (j TrainingJob) Validate() FieldErrors {
 				st, corev1.ServiceTypeClusterIP)
 		}
 		c.annotations("file_server.service_annotations", fs.ServiceAnnotations)
-		c.resources("file_server.resources", overDefaults(DefaultFileServerRequests, fs.Requests), overDefaults(DefaultFileServerLimits, fs.Limits))
+		c.resources("file_server.resources", fs.Requests, fs.Limits)
 		c.securityContext("file_server.security_context", fs.SecurityContext)
 		c.legacy("file_server.security_context", fs.SecurityContext != nil, "file_server.pod.security_context", fs.Pod != nil && fs.Pod.SecurityContext != nil)
 		c.pod("file_server.pod", fs.Pod)

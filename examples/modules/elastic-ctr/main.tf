@@ -67,25 +67,26 @@ resource "ctr_training_job" "this" {
 }
 
 resource "ctr_cube" "this" {
-  name               = "${var.name}-cube"
-  namespace          = local.namespace
-  stack              = var.name
-  donefile_url       = ctr_training_job.this.donefile_url
-  shards             = var.cube.shards
-  replicas           = var.cube.replicas
-  image              = var.cube.image
-  image_pull_secrets = var.image_pull_secrets
-  mode               = var.cube.mode
-  serve_version      = var.cube.serve_version
-  resources          = var.cube.requests == null && var.cube.limits == null ? null : { requests = var.cube.requests, limits = var.cube.limits }
-  storage            = var.cube.storage
-  transfer_storage   = var.cube.transfer_storage
-  transfer_resources = var.cube.transfer_resources
-  disruption_budget  = var.cube.disruption_budget
-  spread             = var.cube.spread
-  network_policy     = var.cube.network_policy
-  metrics            = var.cube.metrics
-  pod                = lookup(var.pods, "cube", null)
+  name                   = "${var.name}-cube"
+  namespace              = local.namespace
+  stack                  = var.name
+  donefile_url           = ctr_training_job.this.donefile_url
+  shards                 = var.cube.shards
+  replicas               = var.cube.replicas
+  image                  = var.cube.image
+  image_pull_secrets     = var.image_pull_secrets
+  mode                   = var.cube.mode
+  serve_version          = var.cube.serve_version
+  resources              = var.cube.requests == null && var.cube.limits == null ? null : { requests = var.cube.requests, limits = var.cube.limits }
+  storage                = var.cube.storage
+  transfer_storage       = var.cube.transfer_storage
+  transfer_storage_class = var.cube.transfer_storage_class
+  transfer_resources     = var.cube.transfer_resources
+  disruption_budget      = var.cube.disruption_budget
+  spread                 = var.cube.spread
+  network_policy         = var.cube.network_policy
+  metrics                = var.cube.metrics
+  pod                    = lookup(var.pods, "cube", null)
 }
 
 resource "ctr_serving" "this" {

@@ -215,6 +215,10 @@ variable "model_export" {
     embedx_dim       = optional(number)              # ps-table with part-* shards only
     interval_seconds = optional(number, 10)
     serving_model    = optional(string) # a folder of each save with the serving model, published with the version
+    resources = optional(object({       # over the provider's defaults, key by key
+      requests = optional(map(string))
+      limits   = optional(map(string))
+    }))
   })
   default = {}
 }
@@ -245,8 +249,9 @@ variable "cube" {
       size          = optional(string, "10Gi")
       storage_class = optional(string)
     }))
-    transfer_storage = optional(string, "20Gi")
-    transfer_resources = optional(object({ # over the provider's defaults, key by key
+    transfer_storage       = optional(string, "20Gi")
+    transfer_storage_class = optional(string) # null: the cluster's default StorageClass
+    transfer_resources = optional(object({    # over the provider's defaults, key by key
       requests = optional(map(string))
       limits   = optional(map(string))
     }))
