@@ -26,6 +26,7 @@ var (
 	kindVolcanoJob     = metav1.TypeMeta{APIVersion: "batch.volcano.sh/v1alpha1", Kind: "Job"}
 	kindAutoscaler     = metav1.TypeMeta{APIVersion: "autoscaling/v2", Kind: "HorizontalPodAutoscaler"}
 	kindDisruption     = metav1.TypeMeta{APIVersion: "policy/v1", Kind: "PodDisruptionBudget"}
+	kindQueue          = metav1.TypeMeta{APIVersion: "scheduling.volcano.sh/v1beta1", Kind: "Queue"}
 	// Made by controllers from ours, carrying our labels.
 	kindPod        = metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"}
 	kindReplicaSet = metav1.TypeMeta{APIVersion: "apps/v1", Kind: "ReplicaSet"}
