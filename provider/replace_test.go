@@ -74,6 +74,7 @@ func TestReplaceReasons_NameEveryAttributeThatReplaces(t *testing.T) {
 		"queue":                       func(j *stack.TrainingJob) { j.Queue = "r" },
 		"scheduler_name":              func(j *stack.TrainingJob) { j.SchedulerName = "t" },
 		"max_retry":                   func(j *stack.TrainingJob) { j.MaxRetry = 4 },
+		"ttl_seconds_after_finished":  func(j *stack.TrainingJob) { j.TTLSecondsAfterFinished = ptr.To[int32](60) },
 		"slot_config":                 func(j *stack.TrainingJob) { j.SlotConfig = "1" },
 		"pserver":                     func(j *stack.TrainingJob) { j.PServer = &stack.Task{Replicas: 2} },
 		"trainer":                     func(j *stack.TrainingJob) { j.Trainer = &stack.Task{Replicas: 2} },

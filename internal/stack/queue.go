@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/utils/ptr"
 	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
@@ -44,13 +45,10 @@ type Queue struct {
 	Reclaimable *bool
 }
 
-// Validate checks what the schema cannot: the name against Volcano's own queues, and the
-// capability's quantities.
+// Validate checks what the schema cannot: the name against Volcano's own queues (its
+// pattern, NamespacePattern, is the schema's), and the capability's quantities.
 func (q Queue) Validate() FieldErrors {
 	var c checker
-	if !NamespacePattern.MatchString(q.Name) {
-		c.bad("name", "%q %s", q.Name, NamespaceRule)
-	}
 	if slices.Contains(ReservedQueues, q.Name) {
 		c.bad("name", "%q is Volcano's own queue, which Volcano creates and never deletes: name it in a training job's queue without declaring it", q.Name)
 	}
@@ -93,6 +91,9 @@ func RenderQueue(q Queue) (Set, error) {
 	return Set{toObject(obj)}, nil
 }
 
+// QueueResource is the resource of Volcano's queues, for reading one without discovery.
+var QueueResource = schema.GroupVersionResource{Group: "scheduling.volcano.sh", Version: "v1beta1", Resource: "queues"}
+
 // QueueRef is a Volcano queue, for reading it.
 func QueueRef(name string) *unstructured.Unstructured { return ref(kindQueue, "", name) }
 
@@ -126,3 +127,10 @@ func QueueState(u *unstructured.Unstructured) string {
 // QueueOpen is the state of a queue that takes jobs: Volcano's webhook refuses a job whose
 // queue is in any other.
 const QueueOpen = string(schedulingv1beta1.QueueStateOpen)
+
+// SameQuantity reports whether two quantities are the same amount ("1" and "1000m").
+func SameQuantity(a, b string) bool {
+	qa, errA := resource.ParseQuantity(a)
+	qb, errB := resource.ParseQuantity(b)
+	return errA == nil && errB == nil && qa.Cmp(qb) == 0
+}

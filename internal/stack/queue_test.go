@@ -5,6 +5,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/utils/ptr"
 )
 
@@ -46,7 +47,6 @@ func TestQueue_Validate(t *testing.T) {
 	}{
 		"Volcano's default":  {Queue{Name: "default"}, "name", `"default" is Volcano's own queue`},
 		"Volcano's root":     {Queue{Name: "root"}, "name", `"root" is Volcano's own queue`},
-		"capitals":           {Queue{Name: "GPU"}, "name", "lowercase letters"},
 		"not a quantity":     {Queue{Name: "q", Capability: map[string]string{"cpu": "lots"}}, `capability["cpu"]`, `"lots" is not a quantity`},
 		"negative":           {Queue{Name: "q", Capability: map[string]string{"memory": "-1Gi"}}, `capability["memory"]`, `"-1Gi" is not a quantity`},
 		"not a resource key": {Queue{Name: "q", Capability: map[string]string{"-x": "1"}}, `capability["-x"]`, `"-x" is not a resource name`},
@@ -59,4 +59,14 @@ func TestQueue_Validate(t *testing.T) {
 		})
 	}
 	assert.Empty(t, Queue{Name: "ads", Capability: map[string]string{"cpu": "500m"}}.Validate())
+	assert.True(t, SameQuantity("1", "1000m"))
+	assert.False(t, SameQuantity("1", "1Gi"))
+}
+
+// QueueResource, read without discovery, is the resource of the kind queues render as.
+func TestQueueResource_IsTheKindsResource(t *testing.T) {
+	set, err := RenderQueue(Queue{Name: "q"})
+	require.NoError(t, err)
+	res, _ := apimeta.UnsafeGuessKindToResource(set[0].Object.GroupVersionKind())
+	assert.Equal(t, QueueResource, res)
 }

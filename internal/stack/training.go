@@ -353,6 +353,16 @@ func (j TrainingJob) TotalPods() int32 {
 	return n
 }
 
+// DeletedWhenFinished are the manifests keys of the objects that Volcano deletes by itself
+// once the job has finished (TTLSecondsAfterFinished): the Volcano Job. Their absence is not
+// drift, and nothing submits them again.
+func (j TrainingJob) DeletedWhenFinished() []string {
+	if j.TTLSecondsAfterFinished == nil {
+		return nil
+	}
+	return []string{VolcanoJobKey(j.Name)}
+}
+
 // FileServerURL is the in-cluster URL of the file server (on a defaulted job).
 func (j TrainingJob) FileServerURL() string {
 	return fmt.Sprintf("http://%s:%d", j.fileServerHost(), j.FileServer.Port)
