@@ -55,6 +55,7 @@ func (r *clusterResource) ModifyPlan(ctx context.Context, req resource.ModifyPla
 		resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("volcano_drift"), keyList(nil))...)
 		return
 	}
+	warnReplacement(ctx, req, resp)
 	if unknownAttrs(req.Plan.Raw, clusterObjects...) {
 		return
 	}
@@ -79,6 +80,32 @@ func (r *clusterResource) ModifyPlan(ctx context.Context, req resource.ModifyPla
 	}
 	planVolcano(ctx, &plan, &state)
 	resp.Diagnostics.Append(resp.Plan.Set(ctx, &plan)...)
+}
+
+// clusterReplacing are the attributes of ctr_cluster whose change replaces it, from its schema.
+var clusterReplacing = replacingAttributes(clusterSchema(context.Background()).Attributes, "")
+
+// warnReplacement warns, in the plan, that a change replaces a CCE cluster, naming the
+// attributes that force it and what goes with the cluster: Terraform itself shows only
+// "# forces replacement". An adopted cluster is never deleted, so it gets no warning.
+func warnReplacement(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
+	var id, name types.String
+	resp.Diagnostics.Append(req.State.GetAttribute(ctx, path.Root("cluster_id"), &id)...)
+	resp.Diagnostics.Append(req.State.GetAttribute(ctx, path.Root("cce").AtName("name"), &name)...)
+	if id.ValueString() == "" {
+		return
+	}
+	changed := changedReplacing(ctx, resp.Plan, req.State, clusterReplacing)
+	if len(changed) == 0 {
+		return
+	}
+	resp.Diagnostics.Append(diagnostics.Warning("CCE Cluster Will Be Replaced",
+		fmt.Sprintf("Changing %s replaces CCE cluster %s (%s): CCE cannot change it in place, so it deletes the cluster and creates a new, "+
+			"empty one. Everything on the cluster goes with it: Volcano and its queues, every namespace, every training job, cube and serving "+
+			"(of this configuration or any other), their Services and load balancers, and their volume claims with the model versions and "+
+			"dictionaries on them; the new cluster has a new API server address and kubeconfig", strings.Join(changed, ", "), id.ValueString(), name.ValueString()),
+		"If that is not what you want, undo the change. To have Terraform refuse any plan that deletes the cluster, set "+
+			"lifecycle { prevent_destroy = true } on this ctr_cluster."))
 }
 
 func (r *clusterResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
