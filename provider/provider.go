@@ -207,6 +207,7 @@ type ctrResource interface {
 	resource.ResourceWithValidateConfig
 	resource.ResourceWithModifyPlan
 	resource.ResourceWithImportState
+	resource.ResourceWithIdentity
 }
 
 var (

@@ -109,6 +109,7 @@ func warnReplacement(ctx context.Context, req resource.ModifyPlanRequest, resp *
 }
 
 func (r *clusterResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
+	defer setClusterIdentity(ctx, &resp.State, resp.Identity, &resp.Diagnostics)
 	var plan clusterModel
 	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
 	if resp.Diagnostics.HasError() {
@@ -170,6 +171,13 @@ func (r *clusterResource) Create(ctx context.Context, req resource.CreateRequest
 }
 
 func (r *clusterResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
+	defer func() {
+		st := &resp.State
+		if st.Raw.IsNull() {
+			st = &req.State // removed: the identity of what was there
+		}
+		setClusterIdentity(ctx, st, resp.Identity, &resp.Diagnostics)
+	}()
 	var st clusterModel
 	resp.Diagnostics.Append(req.State.Get(ctx, &st)...)
 	if resp.Diagnostics.HasError() {
@@ -229,6 +237,7 @@ func (r *clusterResource) Read(ctx context.Context, req resource.ReadRequest, re
 }
 
 func (r *clusterResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
+	defer setClusterIdentity(ctx, &resp.State, resp.Identity, &resp.Diagnostics)
 	var plan, state clusterModel
 	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
 	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
@@ -332,8 +341,25 @@ func (r *clusterResource) Delete(ctx context.Context, req resource.DeleteRequest
 	}
 }
 
+// IdentitySchema: a CCE cluster is named by its ID, an adopted one by its API server.
+func (r *clusterResource) IdentitySchema(ctx context.Context, req resource.IdentitySchemaRequest, resp *resource.IdentitySchemaResponse) {
+	identitySchema(clusterIdentity)(ctx, req, resp)
+}
+
 func (r *clusterResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
 	// An adopted cluster is named by the kubeconfig that reaches it; a CCE cluster by its ID.
+	if ident, ok := importedIdentity(ctx, req, &resp.Diagnostics); ok {
+		// By identity (Terraform 1.12+): a CCE cluster's ID. An adopted cluster's API server
+		// says where it is, not how to reach it.
+		if ident["cluster_id"] == "" {
+			resp.Diagnostics.Append(diagnostics.Failed("Invalid Import Identity",
+				"An import by identity takes cluster_id, the ID of a CCE cluster; an adopted cluster's api_server says where it is, not how to reach it",
+				`Import a CCE cluster with identity = { cluster_id = "cce-..." }, and an adopted cluster by the kubeconfig that reaches it: `+
+					`id = "kubeconfig:PATH" or "kubeconfig:PATH#CONTEXT".`, nil))
+			return
+		}
+		req.ID = ident["cluster_id"]
+	}
 	if rest, ok := strings.CutPrefix(req.ID, adoptImportPrefix); ok {
 		kubeconfig, kctx, _ := strings.Cut(rest, "#")
 		if kubeconfig == "" {
@@ -361,6 +387,9 @@ func (r *clusterResource) ImportState(ctx context.Context, req resource.ImportSt
 	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("id"), req.ID)...)
 	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("cluster_id"), req.ID)...)
 }
+
+// adoptedIDPrefix starts the ID of an adopted cluster, "existing/<API server host>".
+const adoptedIDPrefix = "existing/"
 
 // adoptImportPrefix starts the import ID of an adopted cluster: kubeconfig:PATH[#CONTEXT].
 const adoptImportPrefix = "kubeconfig:"
@@ -463,7 +492,7 @@ func adoptedID(ctx context.Context, kubernetes types.Object, diags *diag.Diagnos
 	if u, err := url.Parse(cfg.Host); err == nil && u.Host != "" {
 		host = u.Host
 	}
-	return "existing/" + host, true
+	return adoptedIDPrefix + host, true
 }
 
 // adopt manages only Volcano on an existing cluster.

@@ -106,6 +106,7 @@ func (r *queueResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanR
 }
 
 func (r *queueResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
+	defer identityFromState(ctx, &resp.State, resp.Identity, &resp.Diagnostics)
 	var plan queueModel
 	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
 	if resp.Diagnostics.HasError() {
@@ -156,6 +157,7 @@ func existingQueue(name string, live *unstructured.Unstructured) diag.Diagnostic
 }
 
 func (r *queueResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
+	defer readIdentity(ctx, req.State, &resp.State, resp.Identity, &resp.Diagnostics)
 	var st queueModel
 	resp.Diagnostics.Append(req.State.Get(ctx, &st)...)
 	if resp.Diagnostics.HasError() || connectionPending(ctx, st.Kubernetes, r.data) {
@@ -185,6 +187,7 @@ func (r *queueResource) Read(ctx context.Context, req resource.ReadRequest, resp
 }
 
 func (r *queueResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
+	defer identityFromState(ctx, &resp.State, resp.Identity, &resp.Diagnostics)
 	var plan queueModel
 	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
 	if resp.Diagnostics.HasError() {
@@ -234,13 +237,23 @@ func (r *queueResource) Delete(ctx context.Context, req resource.DeleteRequest, 
 	}
 }
 
+// IdentitySchema: the object is named by its name alone (it is cluster-scoped).
+func (r *queueResource) IdentitySchema(ctx context.Context, req resource.IdentitySchemaRequest, resp *resource.IdentitySchemaResponse) {
+	identitySchema(namedIdentity)(ctx, req, resp)
+}
+
+// ImportState takes the name, as the import ID or (Terraform 1.12+) the identity's name.
 func (r *queueResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
-	if !stack.NamespacePattern.MatchString(req.ID) {
-		resp.Diagnostics.Append(diagnostics.InvalidImportID(req.ID, "a queue name, e.g. training (it "+stack.NamespaceRule+")"))
+	id := req.ID
+	if ident, ok := importedIdentity(ctx, req, &resp.Diagnostics); ok {
+		id = ident["name"]
+	}
+	if !stack.NamespacePattern.MatchString(id) {
+		resp.Diagnostics.Append(diagnostics.InvalidImportID(id, "a queue name, e.g. training (it "+stack.NamespaceRule+")"))
 		return
 	}
-	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("id"), req.ID)...)
-	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("name"), req.ID)...)
+	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("id"), id)...)
+	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("name"), id)...)
 }
 
 // live renders m's queue and reads it through m's connection: the client, the rendered set,

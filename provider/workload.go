@@ -178,15 +178,23 @@ func (r *workloadResource[S, M, P]) ValidateConfig(ctx context.Context, req reso
 	r.w.validate(ctx, req.Config, r.images(), &resp.Diagnostics)
 }
 
+// IdentitySchema: a workload is named by its namespace and name.
+func (r *workloadResource[S, M, P]) IdentitySchema(ctx context.Context, req resource.IdentitySchemaRequest, resp *resource.IdentitySchemaResponse) {
+	identitySchema(namespacedIdentity)(ctx, req, resp)
+}
+
 func (r *workloadResource[S, M, P]) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
+	defer identityFromState(ctx, &resp.State, resp.Identity, &resp.Diagnostics)
 	r.w.create(ctx, req, resp, r.apply)
 }
 
 func (r *workloadResource[S, M, P]) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
+	defer readIdentity(ctx, req.State, &resp.State, resp.Identity, &resp.Diagnostics)
 	r.w.read(ctx, r.data, r.images(), req, resp)
 }
 
 func (r *workloadResource[S, M, P]) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
+	defer identityFromState(ctx, &resp.State, resp.Identity, &resp.Diagnostics)
 	r.w.update(ctx, req, resp, r.apply)
 }
 
