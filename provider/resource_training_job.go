@@ -16,6 +16,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-log/tflog"
 	"sigs.k8s.io/yaml"
 
+	"github.com/elasticctr/terraform-provider-ctr/internal/kube"
 	"github.com/elasticctr/terraform-provider-ctr/internal/stack"
 	"github.com/elasticctr/terraform-provider-ctr/provider/internal/diagnostics"
 )
@@ -221,8 +222,13 @@ func (r *trainingJobResource) apply(ctx context.Context, plan, prior *trainingJo
 		plan.ExternalURL = types.StringNull() // until it comes
 	}
 	diags.Append(state.Set(ctx, plan)...)
-	if collected == nil {
+	switch {
+	case collected == nil:
 		plan.waitJob(ctx, kc, j, set, diags)
+	case plan.Wait.ValueString() != waitNone:
+		// The training is over: only the file server is left to wait for.
+		trainingJobWorkload.wait(ctx, kc, set, stack.FileServerKey(j.Name), kube.DeploymentAvailable,
+			"The file server of "+plan.describe("Training Job")+" did not become available", false, nil, diags)
 	}
 	if awaitLB && !diags.HasError() {
 		lctx := ctx
