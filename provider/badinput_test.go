@@ -40,6 +40,7 @@ var badInputs = map[string][]func() []badInput{
 	"ctr_cluster":   {clusterBadInputs, families("ctr_cluster")},
 	"ctr_cube":      {cubeBadInputs, cubePodBadInputs, families("ctr_cube", "pod", "security_context")},
 	"ctr_namespace": {namespaceBadInputs, families("ctr_namespace")},
+	"ctr_queue":     {queueBadInputs, families("ctr_queue")},
 	"ctr_serving":   {servingBadInputs, servingPodBadInputs, families("ctr_serving", "pod", "security_context")},
 	"ctr_training_job": {trainingJobBadInputs, trainingJobPodBadInputs, trainingJobTaskBadInputs, recipeBadInputs,
 		families("ctr_training_job", "pod", "security_context", "file_server.pod", "file_server.security_context")},

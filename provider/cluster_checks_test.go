@@ -28,6 +28,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apiresource "k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -179,8 +180,7 @@ func (k *kubeClients) ownedOf(ctx context.Context, namespace, owner string, kind
 	n := 0
 	var names []string
 	for _, gvk := range slices.Concat(kinds, stack.ControllerKinds) {
-		gvr := gvrOf(gvk)
-		list, err := k.dyn.Resource(gvr).Namespace(namespace).List(ctx, metav1.ListOptions{LabelSelector: stack.OwnerLabel + "=" + owner})
+		list, err := k.listOwned(ctx, gvk, namespace, owner)
 		if err != nil {
 			return 0, nil, err
 		}
@@ -193,6 +193,16 @@ func (k *kubeClients) ownedOf(ctx context.Context, namespace, owner string, kind
 		}
 	}
 	return n, names, nil
+}
+
+// listOwned lists the objects of kind gvk in ns that carry owner's label; a kind the
+// cluster does not serve (a PodMonitor without the Prometheus Operator) has none.
+func (k *kubeClients) listOwned(ctx context.Context, gvk schema.GroupVersionKind, ns, owner string) (*unstructured.UnstructuredList, error) {
+	list, err := k.dyn.Resource(gvrOf(gvk)).Namespace(ns).List(ctx, metav1.ListOptions{LabelSelector: stack.OwnerLabel + "=" + owner})
+	if apierrors.IsNotFound(err) {
+		return &unstructured.UnstructuredList{}, nil
+	}
+	return list, err
 }
 
 // deleteNamespaceB deletes an iteration's namespace and waits until it is gone, so that
@@ -443,8 +453,9 @@ func (k *kubeClients) checkCubePolicies(ns, cube, serving string) resource.TestC
 		if err != nil {
 			return err
 		}
-		if len(srv.Spec.Ingress) != 1 || !slices.Equal(policyPorts(srv.Spec.Ingress[0]), []int32{8027}) {
-			return fmt.Errorf("policy %s ingress %+v: want one rule for port 8027", srv.Name, srv.Spec.Ingress)
+		if len(srv.Spec.Ingress) != 2 || !slices.Equal(policyPorts(srv.Spec.Ingress[0]), []int32{8027}) ||
+			!slices.Equal(policyPorts(srv.Spec.Ingress[1]), []int32{stack.CubeProbePort}) {
+			return fmt.Errorf("policy %s ingress %+v: want a rule for port 8027 and one for the metrics' scrapers on the probe port %d", srv.Name, srv.Spec.Ingress, stack.CubeProbePort)
 		}
 		tr, err := np.Get(ctx, cube+"-transfer", metav1.GetOptions{})
 		if err != nil {
@@ -706,7 +717,7 @@ func (k *kubeClients) checkNoValues(ns, owner string, kinds []schema.GroupVersio
 			}
 		}
 		for _, gvk := range kinds {
-			list, err := k.dyn.Resource(gvrOf(gvk)).Namespace(ns).List(context.Background(), metav1.ListOptions{LabelSelector: stack.OwnerLabel + "=" + owner})
+			list, err := k.listOwned(context.Background(), gvk, ns, owner)
 			if err != nil {
 				return err
 			}

@@ -61,7 +61,8 @@ func clusterSchema(ctx context.Context) schema.Schema {
 			"cce": schema.SingleNestedAttribute{
 				Optional: true,
 				MarkdownDescription: "Create a CCE cluster. Versions, runtimes, network modes and flavors are not checked against a list " +
-					"of ours: CCE judges them at apply time and its message is shown.",
+					"of ours: CCE judges them at apply time and its message is shown. A change of an attribute marked \"" + cceReplace + "\" " +
+					"deletes the cluster with everything on it: the plan says so in a warning that names the attributes.",
 				Validators: []validator.Object{objectvalidator.ExactlyOneOf(path.MatchRoot("cce"), path.MatchRoot("kubernetes"))},
 				Attributes: map[string]schema.Attribute{
 					"name":            str("Cluster name.", true),

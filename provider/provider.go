@@ -8,6 +8,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
@@ -48,6 +49,38 @@ type providerData struct {
 	registryUnknown bool
 	// manifests are the release manifests (Volcano's) this provider run has downloaded.
 	manifests *volcano.ManifestCache
+	// queues are the Volcano queues that ctr_queue resources plan to create in this run.
+	queues *plannedQueues
+}
+
+// plannedQueues are the names of the queues this provider run plans to create. Terraform
+// plans a training job after the ctr_queue it references, with the same configured provider,
+// so a job's queue check finds its queue here before the queue exists. Resources are planned
+// concurrently: the mutex orders the queue's note and the job's look.
+type plannedQueues struct {
+	mu    sync.Mutex
+	names map[string]bool
+}
+
+func (p *plannedQueues) plan(name string) {
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.names == nil {
+		p.names = map[string]bool{}
+	}
+	p.names[name] = true
+}
+
+func (p *plannedQueues) planned(name string) bool {
+	if p == nil {
+		return false
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.names[name]
 }
 
 // baiduCredentials are the Baidu Cloud (BCE) credentials ctr_cluster uses for CCE.
@@ -152,6 +185,7 @@ func (p *ctrProvider) Configure(ctx context.Context, req provider.ConfigureReque
 		imageRegistry:   m.Registry.ValueString(),
 		registryUnknown: m.Registry.IsUnknown(),
 		manifests:       &volcano.ManifestCache{},
+		queues:          &plannedQueues{},
 		baidu: baiduCredentials{
 			AccessKey:    stringOr(m.AccessKey, os.Getenv("BCE_ACCESS_KEY_ID")),
 			SecretKey:    stringOr(m.SecretKey, os.Getenv("BCE_SECRET_ACCESS_KEY")),
@@ -173,12 +207,14 @@ type ctrResource interface {
 	resource.ResourceWithValidateConfig
 	resource.ResourceWithModifyPlan
 	resource.ResourceWithImportState
+	resource.ResourceWithIdentity
 }
 
 var (
 	_ ctrResource = (*clusterResource)(nil)
 	_ ctrResource = (*cubeResource)(nil)
 	_ ctrResource = (*namespaceResource)(nil)
+	_ ctrResource = (*queueResource)(nil)
 	_ ctrResource = (*servingResource)(nil)
 	_ ctrResource = (*trainingJobResource)(nil)
 )
@@ -188,6 +224,7 @@ func (p *ctrProvider) Resources(context.Context) []func() resource.Resource {
 		NewClusterResource,
 		NewCubeResource,
 		NewNamespaceResource,
+		NewQueueResource,
 		NewServingResource,
 		NewTrainingJobResource,
 	}

@@ -2,51 +2,15 @@ package provider
 
 import (
 	"context"
-	"reflect"
 	"slices"
-	"sort"
 	"strings"
 	"testing"
 
 	"github.com/hashicorp/terraform-plugin-framework/diag"
-	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
 	"k8s.io/utils/ptr"
 
 	"github.com/elasticctr/terraform-provider-ctr/internal/stack"
 )
-
-// replacingAttributes walks a schema for the attributes whose plan modifiers may require
-// replacement (RequiresReplace and RequiresReplaceIf of every type), by path; below such an
-// attribute nothing more is listed (its change replaces whatever changed inside).
-func replacingAttributes(attrs map[string]schema.Attribute, prefix string) []string {
-	var out []string
-	for name, a := range attrs {
-		p := prefix + name
-		if replaces(a) {
-			out = append(out, p)
-			continue
-		}
-		if n, ok := a.(schema.SingleNestedAttribute); ok {
-			out = append(out, replacingAttributes(n.Attributes, p+".")...)
-		}
-	}
-	sort.Strings(out)
-	return out
-}
-
-func replaces(a schema.Attribute) bool {
-	v := reflect.ValueOf(a)
-	f := v.FieldByName("PlanModifiers")
-	if !f.IsValid() {
-		return false
-	}
-	for i := range f.Len() {
-		if strings.Contains(strings.ToLower(reflect.TypeOf(f.Index(i).Interface()).String()), "requiresreplace") {
-			return true
-		}
-	}
-	return false
-}
 
 // TestReplaceReasons_NameEveryAttributeThatReplaces ties the training job's replace warning to
 // its schema: every attribute that may force replacement has a change here, and the warning
@@ -74,6 +38,7 @@ func TestReplaceReasons_NameEveryAttributeThatReplaces(t *testing.T) {
 		"queue":                       func(j *stack.TrainingJob) { j.Queue = "r" },
 		"scheduler_name":              func(j *stack.TrainingJob) { j.SchedulerName = "t" },
 		"max_retry":                   func(j *stack.TrainingJob) { j.MaxRetry = 4 },
+		"ttl_seconds_after_finished":  func(j *stack.TrainingJob) { j.TTLSecondsAfterFinished = ptr.To[int32](60) },
 		"slot_config":                 func(j *stack.TrainingJob) { j.SlotConfig = "1" },
 		"pserver":                     func(j *stack.TrainingJob) { j.PServer = &stack.Task{Replicas: 2} },
 		"trainer":                     func(j *stack.TrainingJob) { j.Trainer = &stack.Task{Replicas: 2} },

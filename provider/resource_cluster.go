@@ -55,6 +55,7 @@ func (r *clusterResource) ModifyPlan(ctx context.Context, req resource.ModifyPla
 		resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("volcano_drift"), keyList(nil))...)
 		return
 	}
+	warnReplacement(ctx, req, resp)
 	if !readable[clusterModel](req.Plan.Raw) {
 		return
 	}
@@ -81,7 +82,34 @@ func (r *clusterResource) ModifyPlan(ctx context.Context, req resource.ModifyPla
 	resp.Diagnostics.Append(resp.Plan.Set(ctx, &plan)...)
 }
 
+// clusterReplacing are the attributes of ctr_cluster whose change replaces it, from its schema.
+var clusterReplacing = replacingAttributes(clusterSchema(context.Background()).Attributes, "")
+
+// warnReplacement warns, in the plan, that a change replaces a CCE cluster, naming the
+// attributes that force it and what goes with the cluster: Terraform itself shows only
+// "# forces replacement". An adopted cluster is never deleted, so it gets no warning.
+func warnReplacement(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
+	var id, name types.String
+	resp.Diagnostics.Append(req.State.GetAttribute(ctx, path.Root("cluster_id"), &id)...)
+	resp.Diagnostics.Append(req.State.GetAttribute(ctx, path.Root("cce").AtName("name"), &name)...)
+	if id.ValueString() == "" {
+		return
+	}
+	changed := changedReplacing(ctx, resp.Plan, req.State, clusterReplacing)
+	if len(changed) == 0 {
+		return
+	}
+	resp.Diagnostics.Append(diagnostics.Warning("CCE Cluster Will Be Replaced",
+		fmt.Sprintf("Changing %s replaces CCE cluster %s (%s): CCE cannot change it in place, so it deletes the cluster and creates a new, "+
+			"empty one. Everything on the cluster goes with it: Volcano and its queues, every namespace, every training job, cube and serving "+
+			"(of this configuration or any other), their Services and load balancers, and their volume claims with the model versions and "+
+			"dictionaries on them; the new cluster has a new API server address and kubeconfig", strings.Join(changed, ", "), id.ValueString(), name.ValueString()),
+		"If that is not what you want, undo the change. To have Terraform refuse any plan that deletes the cluster, set "+
+			"lifecycle { prevent_destroy = true } on this ctr_cluster."))
+}
+
 func (r *clusterResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
+	defer setClusterIdentity(ctx, &resp.State, resp.Identity, &resp.Diagnostics)
 	var plan clusterModel
 	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
 	if resp.Diagnostics.HasError() {
@@ -143,6 +171,13 @@ func (r *clusterResource) Create(ctx context.Context, req resource.CreateRequest
 }
 
 func (r *clusterResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
+	defer func() {
+		st := &resp.State
+		if st.Raw.IsNull() {
+			st = &req.State // removed: the identity of what was there
+		}
+		setClusterIdentity(ctx, st, resp.Identity, &resp.Diagnostics)
+	}()
 	var st clusterModel
 	resp.Diagnostics.Append(req.State.Get(ctx, &st)...)
 	if resp.Diagnostics.HasError() {
@@ -202,6 +237,7 @@ func (r *clusterResource) Read(ctx context.Context, req resource.ReadRequest, re
 }
 
 func (r *clusterResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
+	defer setClusterIdentity(ctx, &resp.State, resp.Identity, &resp.Diagnostics)
 	var plan, state clusterModel
 	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
 	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
@@ -305,8 +341,25 @@ func (r *clusterResource) Delete(ctx context.Context, req resource.DeleteRequest
 	}
 }
 
+// IdentitySchema: a CCE cluster is named by its ID, an adopted one by its API server.
+func (r *clusterResource) IdentitySchema(ctx context.Context, req resource.IdentitySchemaRequest, resp *resource.IdentitySchemaResponse) {
+	identitySchema(clusterIdentity)(ctx, req, resp)
+}
+
 func (r *clusterResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
 	// An adopted cluster is named by the kubeconfig that reaches it; a CCE cluster by its ID.
+	if ident, ok := importedIdentity(ctx, req, &resp.Diagnostics); ok {
+		// By identity (Terraform 1.12+): a CCE cluster's ID. An adopted cluster's API server
+		// says where it is, not how to reach it.
+		if ident["cluster_id"] == "" {
+			resp.Diagnostics.Append(diagnostics.Failed("Invalid Import Identity",
+				"An import by identity takes cluster_id, the ID of a CCE cluster; an adopted cluster's api_server says where it is, not how to reach it",
+				`Import a CCE cluster with identity = { cluster_id = "cce-..." }, and an adopted cluster by the kubeconfig that reaches it: `+
+					`id = "kubeconfig:PATH" or "kubeconfig:PATH#CONTEXT".`, nil))
+			return
+		}
+		req.ID = ident["cluster_id"]
+	}
 	if rest, ok := strings.CutPrefix(req.ID, adoptImportPrefix); ok {
 		kubeconfig, kctx, _ := strings.Cut(rest, "#")
 		if kubeconfig == "" {
@@ -334,6 +387,9 @@ func (r *clusterResource) ImportState(ctx context.Context, req resource.ImportSt
 	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("id"), req.ID)...)
 	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("cluster_id"), req.ID)...)
 }
+
+// adoptedIDPrefix starts the ID of an adopted cluster, "existing/<API server host>".
+const adoptedIDPrefix = "existing/"
 
 // adoptImportPrefix starts the import ID of an adopted cluster: kubeconfig:PATH[#CONTEXT].
 const adoptImportPrefix = "kubeconfig:"
@@ -436,7 +492,7 @@ func adoptedID(ctx context.Context, kubernetes types.Object, diags *diag.Diagnos
 	if u, err := url.Parse(cfg.Host); err == nil && u.Host != "" {
 		host = u.Host
 	}
-	return "existing/" + host, true
+	return adoptedIDPrefix + host, true
 }
 
 // adopt manages only Volcano on an existing cluster.

@@ -96,6 +96,7 @@ func (r *namespaceResource) ModifyPlan(ctx context.Context, req resource.ModifyP
 }
 
 func (r *namespaceResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
+	defer identityFromState(ctx, &resp.State, resp.Identity, &resp.Diagnostics)
 	var plan namespaceModel
 	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
 	resp.Diagnostics.Append(ownCredentials(plan.Kubernetes)...)
@@ -134,6 +135,7 @@ func existingNamespace(name string, live *unstructured.Unstructured) diag.Diagno
 }
 
 func (r *namespaceResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
+	defer readIdentity(ctx, req.State, &resp.State, resp.Identity, &resp.Diagnostics)
 	var st namespaceModel
 	resp.Diagnostics.Append(req.State.Get(ctx, &st)...)
 	if resp.Diagnostics.HasError() || connectionPending(ctx, st.Kubernetes, r.data) {
@@ -194,6 +196,7 @@ func tracked(ctx context.Context, m types.Map, diags *diag.Diagnostics) func(str
 }
 
 func (r *namespaceResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
+	defer identityFromState(ctx, &resp.State, resp.Identity, &resp.Diagnostics)
 	var plan namespaceModel
 	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
 	resp.Diagnostics.Append(ownCredentials(plan.Kubernetes)...)
@@ -245,13 +248,23 @@ func (r *namespaceResource) Delete(ctx context.Context, req resource.DeleteReque
 	}
 }
 
+// IdentitySchema: the object is named by its name alone (it is cluster-scoped).
+func (r *namespaceResource) IdentitySchema(ctx context.Context, req resource.IdentitySchemaRequest, resp *resource.IdentitySchemaResponse) {
+	identitySchema(namedIdentity)(ctx, req, resp)
+}
+
+// ImportState takes the name, as the import ID or (Terraform 1.12+) the identity's name.
 func (r *namespaceResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
-	if !stack.NamespacePattern.MatchString(req.ID) {
-		resp.Diagnostics.Append(diagnostics.InvalidImportID(req.ID, "a namespace name, e.g. ctr-ads (it "+stack.NamespaceRule+")"))
+	id := req.ID
+	if ident, ok := importedIdentity(ctx, req, &resp.Diagnostics); ok {
+		id = ident["name"]
+	}
+	if !stack.NamespacePattern.MatchString(id) {
+		resp.Diagnostics.Append(diagnostics.InvalidImportID(id, "a namespace name, e.g. ctr-ads (it "+stack.NamespaceRule+")"))
 		return
 	}
-	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("id"), req.ID)...)
-	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("name"), req.ID)...)
+	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("id"), id)...)
+	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("name"), id)...)
 	resp.Diagnostics.Append(resp.Private.SetKey(ctx, importedKey, []byte("true"))...)
 }
 

@@ -13,8 +13,10 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/tfsdk"
 	"github.com/hashicorp/terraform-plugin-framework/types"
+	"github.com/hashicorp/terraform-plugin-log/tflog"
 	"sigs.k8s.io/yaml"
 
+	"github.com/elasticctr/terraform-provider-ctr/internal/kube"
 	"github.com/elasticctr/terraform-provider-ctr/internal/stack"
 	"github.com/elasticctr/terraform-provider-ctr/provider/internal/diagnostics"
 )
@@ -37,7 +39,8 @@ var trainingJobWorkload = newWorkload(workload[stack.TrainingJob, trainingJobMod
 	kind: "Training Job", typ: stack.TrainingJobType, kinds: stack.TrainingJobKinds, schema: trainingJobSchema, render: stack.TrainingJob.Render,
 	timeouts:     trainingJobTimeouts,
 	defaultImage: trainingDefaultImage, imageReplaces: true,
-	unrendered: map[string]attr.Value{"min_available": types.Int64Unknown(), "upload_token": types.StringUnknown()},
+	unrendered:       map[string]attr.Value{"min_available": types.Int64Unknown(), "upload_token": types.StringUnknown()},
+	deletedOnPurpose: stack.TrainingJob.DeletedWhenFinished,
 })
 
 // trainingDefaultImage is the image of the configuration's recipe (EDL's without one).
@@ -124,6 +127,10 @@ func (r *trainingJobResource) ModifyPlan(ctx context.Context, req resource.Modif
 		}
 	}
 	resp.Diagnostics.Append(resp.Plan.Set(ctx, plan)...)
+	if state == nil || len(reasons) > 0 {
+		// The job is submitted by this apply: Volcano's webhook will look its queue up.
+		r.checkQueue(ctx, plan.Kubernetes, j.Queue, &resp.Diagnostics)
+	}
 
 	if len(reasons) > 0 {
 		keep := "The model-output volume is kept (model_output.retain): the new job takes it back with every model version on it."
@@ -137,6 +144,45 @@ func (r *trainingJobResource) ModifyPlan(ctx context.Context, req resource.Modif
 			fmt.Sprintf("Changing %s replaces %s: Volcano does not allow changing the tasks of a submitted job "+
 				"(only min_available changes in place). The running job and its pods are deleted and training starts "+
 				"again from the beginning", strings.Join(reasons, ", "), plan.describe("Training Job")), keep))
+	}
+}
+
+// queueCheckTimeout bounds the plan's look at the job's queue: a cluster that does not answer
+// by then leaves the queue unknown, as if there were no connection.
+const queueCheckTimeout = 10 * time.Second
+
+// checkQueue refuses, at plan time, a job whose Volcano queue is missing or not open, which
+// Volcano's admission webhook would refuse at apply. It says so only where that can be known:
+// the connection is known, the cluster answers, Volcano serves queues and Terraform may read
+// them, and no ctr_queue of this run plans to create the queue. Anything else leaves it to
+// the apply.
+func (r *trainingJobResource) checkQueue(ctx context.Context, own types.Object, queue string, diags *diag.Diagnostics) {
+	if r.data == nil || r.data.queues.planned(queue) {
+		return
+	}
+	if _, st, _ := connection(ctx, own, r.data); st != connectionSet {
+		return
+	}
+	kc, d := kubeClient(ctx, own, r.data)
+	if d.HasError() {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, queueCheckTimeout)
+	defer cancel()
+	live, err := kc.GetByResource(ctx, stack.QueueResource, queue)
+	switch {
+	case err != nil:
+		tflog.Info(ctx, fmt.Sprintf("Volcano queue %q not checked at plan time: %v", queue, err))
+	case live == nil:
+		diags.Append(diagnostics.FailedAt(path.Root("queue"), "Volcano Queue Not Found",
+			fmt.Sprintf("Volcano queue %q does not exist on the cluster, and Volcano's admission webhook refuses a job whose queue is missing", queue),
+			"Declare it with a ctr_queue in this configuration and reference it (queue = ctr_queue.<name>.name), so that Terraform creates "+
+				"the queue before the job; or name an existing queue (kubectl get queues.scheduling.volcano.sh), or leave queue unset for "+
+				"Volcano's \""+stack.DefaultQueue+"\".", nil))
+	case stack.QueueState(live) != "" && stack.QueueState(live) != stack.QueueOpen:
+		diags.Append(diagnostics.FailedAt(path.Root("queue"), "Volcano Queue Not Open",
+			fmt.Sprintf("Volcano queue %q is %s, and Volcano's admission webhook refuses a job whose queue is not %s", queue, stack.QueueState(live), stack.QueueOpen),
+			"Open the queue again (vcctl queue operate --name "+queue+" --action open), or name another queue.", nil))
 	}
 }
 
@@ -155,18 +201,35 @@ func (r *trainingJobResource) apply(ctx context.Context, plan, prior *trainingJo
 		}
 		plan.UploadToken = types.StringValue(tok)
 	}
-	kc, j, set, ok := trainingJobWorkload.converge(ctx, r.data, plan, r.images(), prior == nil, true, state, diags)
+	// A Volcano Job that Volcano deleted after it finished is not submitted again by an
+	// update in place (the file server's, say): the training is over.
+	var collected []string
+	if prior != nil && prior.Phase.ValueString() == phaseCollected {
+		collected = []string{stack.VolcanoJobKey(plan.Name.ValueString())}
+	}
+	kc, j, set, ok := trainingJobWorkload.converge(ctx, r.data, plan, r.images(), prior == nil, true, state, diags, collected...)
 	if !ok {
 		return
 	}
-	plan.setLive(ctx, kc, nil)
-	plan.Phase = types.StringValue("Pending")
+	if collected != nil {
+		plan.Phase, plan.Tasks, plan.LastCondition = prior.Phase, prior.Tasks, prior.LastCondition
+	} else {
+		plan.setLive(ctx, kc, nil)
+		plan.Phase = types.StringValue("Pending")
+	}
 	awaitLB := plan.ExternalURL.IsUnknown()
 	if awaitLB {
 		plan.ExternalURL = types.StringNull() // until it comes
 	}
 	diags.Append(state.Set(ctx, plan)...)
-	plan.waitJob(ctx, kc, j, set, diags)
+	switch {
+	case collected == nil:
+		plan.waitJob(ctx, kc, j, set, diags)
+	case plan.Wait.ValueString() != waitNone:
+		// The training is over: only the file server is left to wait for.
+		trainingJobWorkload.wait(ctx, kc, set, stack.FileServerKey(j.Name), kube.DeploymentAvailable,
+			"The file server of "+plan.describe("Training Job")+" did not become available", false, nil, diags)
+	}
 	if awaitLB && !diags.HasError() {
 		lctx := ctx
 		if ctx.Err() != nil { // the job's wait used up the timeout: look once

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hashicorp/terraform-plugin-testing/helper/acctest"
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
@@ -17,7 +18,9 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
 
 	"github.com/elasticctr/terraform-provider-ctr/internal/stack"
@@ -361,6 +364,9 @@ func trainingJobBadInputs() []badInput {
 		{"unknown mode", with(base, "mode", "mpi"), "mode", `Attribute mode value must be one of`},
 		{"port out of range", with(base, "port", 70000), "port", `Attribute port value must be between 1 and 65535`},
 		{"max_retry 0", with(base, "max_retry", 0), "max_retry", `value must be at least 1`},
+		{"negative GPUs", with(base, "trainer", map[string]any{"gpus": -1}), "trainer.gpus", `value must be at least 0`},
+		{"GPUs on parameter servers", with(base, "pserver", map[string]any{"gpus": 1}), "pserver.gpus", `parameter servers keep and update the tables on CPUs`},
+		{"negative TTL", with(base, "ttl_seconds_after_finished", -1), "ttl_seconds_after_finished", `value must be at least 0`},
 		{"HDFS address", dataset("hdfs_address", "http://namenode:9000"), "dataset.hdfs_address", `"http://namenode:9000" is not an HDFS address`},
 		{"hour not in the form", dataset("start_hour", "2020-04-01"), "dataset.start_hour", `"2020-04-01" is not an hour`},
 		{"month 13", dataset("start_hour", "20201301/00"), "dataset.start_hour", `"20201301/00" is not an hour that exists`},
@@ -542,6 +548,76 @@ func TestAccTrainingJob_CreateRefusesAnObjectItDoesNotOwnUnlessAdopted(t *testin
 				return fmt.Errorf("the adopted Service's owner label is %q, want %q", got, want)
 			}
 			return nil
+		},
+	})
+}
+
+// TestAccTrainingJob_DeletedByVolcanoAfterFinishing: with ttl_seconds_after_finished, the
+// Volcano Job carries the TTL, and a Volcano Job that is gone (as Volcano deletes it once it
+// finished) is neither drift nor submitted again: the phase reads Collected, the plan is
+// empty, and an update in place (the file server) leaves the training alone.
+func TestAccTrainingJob_DeletedByVolcanoAfterFinishing(t *testing.T) {
+	t.Parallel()
+	k, ns, name := trainingJobTest(t)
+	config := func(fileServers int) string {
+		return trainingJobConfig(ns, name, fmt.Sprintf("  ttl_seconds_after_finished = 3600\n  file_server = { replicas = %d }", fileServers))
+	}
+	jobGone := func(*terraform.State) error {
+		_, err := k.dyn.Resource(vcjobGVR).Namespace(ns).Get(context.Background(), name, metav1.GetOptions{})
+		if !apierrors.IsNotFound(err) {
+			return fmt.Errorf("Volcano job %s/%s: want it gone, got %v", ns, name, err)
+		}
+		return nil
+	}
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: providerFactories,
+		CheckDestroy:             k.nothingLeftOf(ns, stack.TrainingJobType, name),
+		Steps: []resource.TestStep{
+			{
+				Config: config(1),
+				Check: func(*terraform.State) error {
+					u, err := k.dyn.Resource(vcjobGVR).Namespace(ns).Get(context.Background(), name, metav1.GetOptions{})
+					if err != nil {
+						return err
+					}
+					if ttl, _, _ := unstructured.NestedInt64(u.Object, "spec", "ttlSecondsAfterFinished"); ttl != 3600 {
+						return fmt.Errorf("the Volcano job's ttlSecondsAfterFinished is %d, want 3600", ttl)
+					}
+					return nil
+				},
+			},
+			{
+				PreConfig: func() {
+					// What Volcano's garbage collector does once the TTL has passed.
+					ctx := context.Background()
+					if err := k.dyn.Resource(vcjobGVR).Namespace(ns).Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+						t.Fatal(err)
+					}
+					for deadline := time.Now().Add(30 * time.Second); jobGone(nil) != nil; time.Sleep(200 * time.Millisecond) {
+						if time.Now().After(deadline) {
+							t.Fatal(jobGone(nil))
+						}
+					}
+				},
+				Config: config(1),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(jobAddr, plancheck.ResourceActionNoop),
+				}},
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(jobAddr, tfjsonpath.New("phase"), knownvalue.StringExact("Collected")),
+				},
+				Check: jobGone,
+			},
+			{
+				Config: config(2),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(jobAddr, plancheck.ResourceActionUpdate),
+				}},
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(jobAddr, tfjsonpath.New("phase"), knownvalue.StringExact("Collected")),
+				},
+				Check: resource.ComposeTestCheckFunc(jobGone, k.deploymentAvailable(ns, name+"-fileserver", 2)),
+			},
 		},
 	})
 }

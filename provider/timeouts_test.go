@@ -12,7 +12,7 @@ import (
 // have exactly the operations that take a timeout.
 func TestTimeouts_DescribeTheirDefaults(t *testing.T) {
 	used := map[string]opTimeouts{
-		"ctr_cluster": clusterTimeouts, "ctr_namespace": namespaceTimeouts,
+		"ctr_cluster": clusterTimeouts, "ctr_namespace": namespaceTimeouts, "ctr_queue": queueTimeouts,
 		"ctr_cube": cubeWorkload.timeouts, "ctr_serving": servingWorkload.timeouts, "ctr_training_job": trainingJobWorkload.timeouts,
 	}
 	for typ, s := range resourceSchemas() {

@@ -3,6 +3,7 @@ package provider
 import (
 	"context"
 	"reflect"
+	"slices"
 
 	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
@@ -30,6 +31,7 @@ type trainingJobModel struct {
 	SchedulerName   types.String          `tfsdk:"scheduler_name"`
 	MinAvailable    types.Int64           `tfsdk:"min_available"`
 	MaxRetry        types.Int64           `tfsdk:"max_retry"`
+	TTLAfterFinish  types.Int64           `tfsdk:"ttl_seconds_after_finished"`
 	PServer         *taskModel            `tfsdk:"pserver"`
 	Trainer         *taskModel            `tfsdk:"trainer"`
 	Worker          *taskModel            `tfsdk:"worker"`
@@ -129,27 +131,28 @@ type fileServerModel struct {
 func (m *trainingJobModel) settings(ctx context.Context, images stack.Images) (stack.TrainingJob, diag.Diagnostics) {
 	var diags diag.Diagnostics
 	j := stack.TrainingJob{
-		Name:             m.Name.ValueString(),
-		Namespace:        m.Namespace.ValueString(),
-		Stack:            m.Stack.ValueString(),
-		Mode:             m.Mode.ValueString(),
-		Recipe:           m.Recipe.ValueString(),
-		Image:            m.Image.ValueString(),
-		ImagePullPolicy:  m.ImagePullPolicy.ValueString(),
-		Entry:            m.Entry.ValueString(),
-		Port:             int32(m.Port.ValueInt64()),
-		Queue:            m.Queue.ValueString(),
-		SchedulerName:    m.SchedulerName.ValueString(),
-		MinAvailable:     int32(m.MinAvailable.ValueInt64()),
-		MaxRetry:         int32(m.MaxRetry.ValueInt64()),
-		SlotConfig:       m.SlotConfig.ValueString(),
-		Policies:         policies(m.Policies),
-		UploadToken:      m.UploadToken.ValueString(),
-		ProviderVersion:  images.ProviderVersion,
-		ImageRegistry:    images.Registry,
-		Command:          stringList(ctx, m.Command, &diags),
-		ImagePullSecrets: stringList(ctx, m.PullSecrets, &diags),
-		Env:              stringMap(ctx, m.Env, &diags),
+		Name:                    m.Name.ValueString(),
+		Namespace:               m.Namespace.ValueString(),
+		Stack:                   m.Stack.ValueString(),
+		Mode:                    m.Mode.ValueString(),
+		Recipe:                  m.Recipe.ValueString(),
+		Image:                   m.Image.ValueString(),
+		ImagePullPolicy:         m.ImagePullPolicy.ValueString(),
+		Entry:                   m.Entry.ValueString(),
+		Port:                    int32(m.Port.ValueInt64()),
+		Queue:                   m.Queue.ValueString(),
+		SchedulerName:           m.SchedulerName.ValueString(),
+		MinAvailable:            int32(m.MinAvailable.ValueInt64()),
+		MaxRetry:                int32(m.MaxRetry.ValueInt64()),
+		TTLSecondsAfterFinished: int32Ptr(m.TTLAfterFinish),
+		SlotConfig:              m.SlotConfig.ValueString(),
+		Policies:                policies(m.Policies),
+		UploadToken:             m.UploadToken.ValueString(),
+		ProviderVersion:         images.ProviderVersion,
+		ImageRegistry:           images.Registry,
+		Command:                 stringList(ctx, m.Command, &diags),
+		ImagePullSecrets:        stringList(ctx, m.PullSecrets, &diags),
+		Env:                     stringMap(ctx, m.Env, &diags),
 	}
 	j.SecurityContext = m.SecurityContext.stack(ctx, &diags)
 	j.Pod = m.Pod.stack(ctx, &diags)
@@ -216,7 +219,12 @@ func (m *trainingJobModel) setComputed(_ context.Context, j stack.TrainingJob, _
 // readLive sets phase, tasks and last_condition from the Volcano job ("Missing" when it is
 // gone) and the file server's external URL from its Service.
 func (m *trainingJobModel) readLive(ctx context.Context, kc *kube.Client, j stack.TrainingJob, live map[string]*unstructured.Unstructured, _ *diag.Diagnostics) {
-	m.setLive(ctx, kc, live[stack.VolcanoJobKey(j.Name)])
+	key := stack.VolcanoJobKey(j.Name)
+	if live[key] == nil && slices.Contains(j.DeletedWhenFinished(), key) {
+		m.Phase = types.StringValue(phaseCollected) // tasks and last_condition as last read
+	} else {
+		m.setLive(ctx, kc, live[key])
+	}
 	m.ExternalURL = liveAddress(live[stack.FileServerServiceKey(j.Name)], httpURL)
 }
 
@@ -276,6 +284,7 @@ func (m *trainingJobModel) fromJob(ctx context.Context, j stack.TrainingJob, dia
 	m.Recipe = optionalString(j.Recipe)
 	m.Entry, m.Queue, m.SchedulerName, m.SlotConfig = optionalString(j.Entry), optionalString(j.Queue), optionalString(j.SchedulerName), optionalString(j.SlotConfig)
 	m.Port, m.MinAvailable, m.MaxRetry = optionalInt64(int64(j.Port)), optionalInt64(int64(j.MinAvailable)), optionalInt64(int64(j.MaxRetry))
+	m.TTLAfterFinish = optionalInt32(j.TTLSecondsAfterFinished)
 	m.Env = optionalStringMap(ctx, j.Env, diags)
 	m.Command = optionalStringList(ctx, j.Command, diags)
 	m.PullSecrets = optionalStringList(ctx, j.ImagePullSecrets, diags)
@@ -357,6 +366,7 @@ func replaceReasons(state, plan *trainingJobModel) []string {
 	diff("queue", state.Queue, plan.Queue)
 	diff("scheduler_name", state.SchedulerName, plan.SchedulerName)
 	diff("max_retry", state.MaxRetry, plan.MaxRetry)
+	diff("ttl_seconds_after_finished", state.TTLAfterFinish, plan.TTLAfterFinish)
 	if state.SlotConfig.IsNull() != plan.SlotConfig.IsNull() {
 		out = append(out, "slot_config (added or removed)")
 	}

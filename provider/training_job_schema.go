@@ -161,6 +161,14 @@ func trainingJobSchema(ctx context.Context) schema.Schema {
 			"max_retry": schema.Int64Attribute{Optional: true, Computed: true, Default: int64default.StaticInt64(stack.DefaultMaxRetry), PlanModifiers: replaceInt(),
 				MarkdownDescription: fmt.Sprintf("How many times Volcano restarts the job before it fails. At least %d. Defaults to `%d`.", stack.MinMaxRetry, stack.DefaultMaxRetry),
 				Validators:          []validator.Int64{int64validator.AtLeast(stack.MinMaxRetry)}},
+			"ttl_seconds_after_finished": schema.Int64Attribute{Optional: true, PlanModifiers: replaceInt(),
+				Validators: []validator.Int64{int64validator.AtLeast(0)},
+				MarkdownDescription: "Have Volcano delete the Volcano Job, with its pods and pod group, this many seconds after it finished " +
+					"(`Completed`, `Failed` or `Terminated`; `0`: at once), freeing what its finished pods hold. The file server, the model output " +
+					"and the job's other objects stay. With it set, a refresh that finds the Volcano Job gone takes it as deleted by Volcano: " +
+					"`phase` reads `" + phaseCollected + "`, the plan shows no change and the job is not submitted again (to train again, replace " +
+					"the resource: `terraform apply -replace`). Unset (the default): Volcano keeps the job, and a job deleted behind Terraform's back " +
+					"is submitted again by the next apply. " + replaceReason},
 			"pserver":  taskAttribute("parameter server", "Parameter-server task (`mode = \"ps\"`). Pods are labelled `paddle-job-pserver=<name>`."),
 			"trainer":  taskAttribute("trainer", "Trainer task (`mode = \"ps\"`). Pods are labelled `paddle-job=<name>` and mount the model output."),
 			"worker":   taskAttribute("worker", "Collective worker task (`mode = \"collective\"`), typically with `gpus`."),
@@ -297,7 +305,8 @@ func trainingJobSchema(ctx context.Context) schema.Schema {
 				return deprecated(a, "pod.security_context")
 			}(),
 			"pod": podAttribute("the training pods (pserver, trainer, worker; the file server has its own `file_server.pod`)", trainingImage,
-				replaceReason, objectplanmodifier.RequiresReplace()),
+				"Its `priority_class_name` also goes on the Volcano Job, by whose class Volcano orders and preempts whole jobs. "+replaceReason,
+				objectplanmodifier.RequiresReplace()),
 			"upload_token": schema.StringAttribute{Computed: true, Sensitive: true,
 				MarkdownDescription: "Bearer token of file server uploads (`file_server.upload = true` without `upload_insecure`), stored in the Secret `<name>-upload`: " +
 					"generated when uploads with a token are turned on, then kept. Null when uploads are off or open. Clients outside the cluster " +
@@ -321,7 +330,8 @@ func trainingJobSchema(ctx context.Context) schema.Schema {
 			"manifests":  manifestsAttribute(),
 			"adopt":      adoptAttribute(),
 			"phase": schema.StringAttribute{Computed: true,
-				MarkdownDescription: "Phase of the Volcano job when last read: `Pending`, `Running`, `Completing`, `Completed`, `Restarting`, `Failed`, … or `Missing`."},
+				MarkdownDescription: "Phase of the Volcano job when last read: `Pending`, `Running`, `Completing`, `Completed`, `Restarting`, `Failed`, … or `Missing`; " +
+					"`" + phaseCollected + "` when Volcano has deleted it after it finished (`ttl_seconds_after_finished`)."},
 			"tasks": schema.MapNestedAttribute{Computed: true,
 				MarkdownDescription: "Pods of each task of the job (`pserver` and `trainer`, or `worker`) by phase, counted from the pods " +
 					"(label `volcano.sh/task-spec`) when last read. Pods being deleted are not counted; a task without pods counts zeros.",

@@ -28,6 +28,10 @@ const (
 
 var waitModes = []string{waitNone, waitSubmitted, waitRunning, waitCompleted}
 
+// phaseCollected is the phase of a job whose Volcano Job Volcano deleted after it finished
+// (ttl_seconds_after_finished); tasks and last_condition stay as last read.
+const phaseCollected = "Collected"
+
 // The types of `tasks` (per task) and `last_condition`.
 var (
 	taskCountsType = types.ObjectType{AttrTypes: map[string]attr.Type{

@@ -21,6 +21,7 @@ var validConfigs = map[string]map[string]any{
 	"ctr_cluster":      {"kubernetes": map[string]any{"config_path": "/kubeconfig"}},
 	"ctr_cube":         {"name": "c", "donefile_url": "http://f/base.txt"},
 	"ctr_namespace":    {"name": "ns"},
+	"ctr_queue":        {"name": "q"},
 	"ctr_serving":      {"name": "s", "cube_conf": `[{"dict_name":"d","shard":1}]`},
 	"ctr_training_job": {"name": "j"},
 	"data.ctr_cube":    {"namespace": "default", "name": "c"},

@@ -276,6 +276,18 @@ func namespaceBadInputs() []badInput {
 	}, connectionBadInputs(base, true)...)
 }
 
+// queueBadInputs are ctr_queue's bad values: see badInputs.
+func queueBadInputs() []badInput {
+	base := validConfigs["ctr_queue"]
+	return append([]badInput{
+		{"name with capitals", with(base, "name", "Ads"), "name", `lowercase letters, digits and '-'`},
+		{"Volcano's own queue", with(base, "name", "default"), "name", `"default" is Volcano's own queue, which Volcano creates and never deletes`},
+		{"weight 0", with(base, "weight", 0), "weight", `value must be between 1 and`},
+		{"capability of no resource", with(base, "capability", map[string]any{"c p u": "2"}), `capability["c p u"]`, `"c p u" is not a resource name`},
+		{"capability not a quantity", with(base, "capability", map[string]any{"cpu": "lots"}), `capability["cpu"]`, `"lots" is not a quantity, e.g. 500m or 2 for cpu`},
+	}, connectionBadInputs(base, true)...)
+}
+
 // dataSourceBadInputs are a data source's bad values: see badInputs.
 func dataSourceBadInputs(typ string) func() []badInput {
 	return func() []badInput {

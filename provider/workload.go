@@ -122,6 +122,10 @@ type workload[S interface{ Validate() stack.FieldErrors }, M any, P interface {
 	// afterDelete, if set, waits for what goes only after the deleted objects (the cube
 	// servers' claims), inside the same delete timeout and with the same client.
 	afterDelete func(ctx context.Context, kc *kube.Client, m P) error
+	// deletedOnPurpose, if set, are the manifests keys of rendered objects that the cluster
+	// deletes by itself (a finished Volcano Job with a TTL): a read that finds one gone keeps
+	// the state's manifest of it, so that its absence is neither drift nor recreated.
+	deletedOnPurpose func(S) []string
 
 	// Derived by newWorkload from the schema.
 	skips func() map[string]bool // the attributes rendering does not read (rendererSkips)
@@ -171,15 +175,23 @@ func (r *workloadResource[S, M, P]) ValidateConfig(ctx context.Context, req reso
 	r.w.validate(ctx, req.Config, r.images(), &resp.Diagnostics)
 }
 
+// IdentitySchema: a workload is named by its namespace and name.
+func (r *workloadResource[S, M, P]) IdentitySchema(ctx context.Context, req resource.IdentitySchemaRequest, resp *resource.IdentitySchemaResponse) {
+	identitySchema(namespacedIdentity)(ctx, req, resp)
+}
+
 func (r *workloadResource[S, M, P]) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
+	defer identityFromState(ctx, &resp.State, resp.Identity, &resp.Diagnostics)
 	r.w.create(ctx, req, resp, r.apply)
 }
 
 func (r *workloadResource[S, M, P]) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
+	defer readIdentity(ctx, req.State, &resp.State, resp.Identity, &resp.Diagnostics)
 	r.w.read(ctx, r.data, r.images(), req, resp)
 }
 
 func (r *workloadResource[S, M, P]) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
+	defer identityFromState(ctx, &resp.State, resp.Identity, &resp.Diagnostics)
 	r.w.update(ctx, req, resp, r.apply)
 }
 
@@ -352,7 +364,10 @@ func unchanged(prior, plan *workloadAttrs) bool {
 // no longer rendered unless the resource prunes later itself (prune false). creating: the
 // resource does not exist yet, so an apply that fails half-way removes what it created
 // (cleanUp) instead of leaving objects that no state names.
-func (w workload[S, M, P]) converge(ctx context.Context, data *providerData, plan P, images stack.Images, creating, prune bool, state stateLike, diags *diag.Diagnostics) (*kube.Client, S, stack.Set, bool) {
+// Objects of the keys in gone are not applied (objects the cluster deleted on purpose, see
+// deletedOnPurpose) and not pruned either.
+func (w workload[S, M, P]) converge(ctx context.Context, data *providerData, plan P, images stack.Images, creating, prune bool, state stateLike, diags *diag.Diagnostics,
+	gone ...string) (*kube.Client, S, stack.Set, bool) {
 	// Known manifests in the plan are what ModifyPlan rendered from these very settings
 	// (rendering is deterministic); unknown ones (settings known only now) are rendered here.
 	render := w.objects
@@ -373,7 +388,7 @@ func (w workload[S, M, P]) converge(ctx context.Context, data *providerData, pla
 		return nil, s, nil, false
 	}
 	what := plan.attrs().describe(w.kind)
-	if ops, err := kc.ApplyOwned(ctx, set, stack.Owner(w.typ, plan.attrs().Name.ValueString()), plan.attrs().Adopt.ValueBool()); err != nil {
+	if ops, err := kc.ApplyOwned(ctx, set.Without(gone...), stack.Owner(w.typ, plan.attrs().Name.ValueString()), plan.attrs().Adopt.ValueBool()); err != nil {
 		todo := ""
 		if creating {
 			todo = w.cleanUp(ctx, kc, plan, kube.CreatedBy(set, ops), state, diags)
@@ -480,6 +495,9 @@ func (w workload[S, M, P]) read(ctx context.Context, data *providerData, images 
 		resp.State.RemoveResource(ctx)
 		return
 	}
+	if w.deletedOnPurpose != nil {
+		manifests = keepDeleted(m.attrs().Manifests, manifests, live, w.deletedOnPurpose(s))
+	}
 	m.attrs().Manifests = manifests
 	m.readLive(ctx, kc, s, live, &resp.Diagnostics)
 	resp.Diagnostics.Append(resp.State.Set(ctx, m)...)
@@ -569,6 +587,21 @@ func readSet(ctx context.Context, c *kube.Client, set stack.Set, summary string,
 	mv, d := types.MapValueFrom(ctx, types.StringType, manifests)
 	diags.Append(d...)
 	return mv, live
+}
+
+// keepDeleted is read's manifests with the state's (prior) manifest of each object of keys
+// that is gone: objects the cluster deleted on purpose.
+func keepDeleted(prior, read types.Map, live map[string]*unstructured.Unstructured, keys []string) types.Map {
+	if prior.IsNull() || prior.IsUnknown() || read.IsNull() {
+		return read
+	}
+	out := read.Elements()
+	for _, k := range keys {
+		if v, ok := prior.Elements()[k]; ok && live[k] == nil {
+			out[k] = v
+		}
+	}
+	return types.MapValueMust(types.StringType, out)
 }
 
 // manifestsValue renders a set's manifests for the plan.

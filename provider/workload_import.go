@@ -1,6 +1,7 @@
 package provider
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"strings"
@@ -16,13 +17,20 @@ import (
 // importByNamespaceName starts the import of a workload resource from "NAMESPACE/NAME": only
 // id, namespace and name are set, and Read, seeing them alone, reads the rest from the
 // cluster. An ID that names no valid object is refused here, before anything is read.
+//
+// An import by identity (Terraform 1.12+: import { identity = { namespace = ..., name = ... } })
+// names the same object, the namespace defaulting as the resource's does.
 func importByNamespaceName(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
-	ns, name, err := parseNamespaceName(req.ID)
+	id := req.ID
+	if ident, ok := importedIdentity(ctx, req, &resp.Diagnostics); ok {
+		id = cmp.Or(ident["namespace"], stack.DefaultNamespace) + "/" + ident["name"]
+	}
+	ns, name, err := parseNamespaceName(id)
 	if err != nil {
-		resp.Diagnostics.Append(diagnostics.InvalidImportID(req.ID, "NAMESPACE/NAME, e.g. default/ctr-demo ("+err.Error()+")"))
+		resp.Diagnostics.Append(diagnostics.InvalidImportID(id, "NAMESPACE/NAME, e.g. default/ctr-demo ("+err.Error()+")"))
 		return
 	}
-	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("id"), req.ID)...)
+	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("id"), id)...)
 	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("namespace"), ns)...)
 	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("name"), name)...)
 }

@@ -176,6 +176,24 @@ func (c *Client) Get(ctx context.Context, u *unstructured.Unstructured) (*unstru
 	return live, nil
 }
 
+// GetByResource reads a cluster-scoped object by its resource (group, version and plural),
+// without discovery: one request, for a look that must stay cheap and quiet when the cluster
+// does not answer (a plan's). nil when the object does not exist; an error that IsNotServed
+// says so when the cluster does not serve the resource (its CRD is not installed).
+func (c *Client) GetByResource(ctx context.Context, gvr schema.GroupVersionResource, name string) (*unstructured.Unstructured, error) {
+	live, err := c.dyn.Resource(gvr).Get(ctx, name, metav1.GetOptions{})
+	var status apierrors.APIStatus
+	switch {
+	case err == nil:
+		return live, nil
+	case apierrors.IsNotFound(err) && errors.As(err, &status) && status.Status().Details != nil && status.Status().Details.Name == name:
+		return nil, nil // the object's own 404; an unknown resource's names nothing
+	case apierrors.IsNotFound(err):
+		return nil, fmt.Errorf("the cluster does not serve %s: %w: %w", gvr.String(), errNotServed, err)
+	}
+	return nil, fmt.Errorf("read %s %s: %w", gvr.Resource, name, err)
+}
+
 // Owned lists the objects of the given kinds in namespace that carry the owner label, in the
 // order of kinds (callers pass them in apply order), by name within a kind. Kinds the
 // cluster does not serve are skipped. Only metadata is listed (what pruning and deletion

@@ -28,6 +28,7 @@ var (
 	kindDisruption     = metav1.TypeMeta{APIVersion: "policy/v1", Kind: "PodDisruptionBudget"}
 	// The Prometheus Operator's (a CRD): rendered only when a cube's metrics ask for it.
 	kindPodMonitor = metav1.TypeMeta{APIVersion: "monitoring.coreos.com/v1", Kind: "PodMonitor"}
+	kindQueue      = metav1.TypeMeta{APIVersion: "scheduling.volcano.sh/v1beta1", Kind: "Queue"}
 	// Made by controllers from ours, carrying our labels.
 	kindPod        = metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"}
 	kindReplicaSet = metav1.TypeMeta{APIVersion: "apps/v1", Kind: "ReplicaSet"}

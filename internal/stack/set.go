@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	goruntime "runtime"
+	"slices"
 	"sort"
 	"unicode/utf8"
 
@@ -239,6 +240,17 @@ func (s Set) Find(key string) *unstructured.Unstructured {
 		}
 	}
 	return nil
+}
+
+// Without returns the set without the objects of the given keys.
+func (s Set) Without(keys ...string) Set {
+	out := make(Set, 0, len(s))
+	for _, o := range s {
+		if !slices.Contains(keys, o.Key) {
+			out = append(out, o)
+		}
+	}
+	return out
 }
 
 // Markers that stand in for Secret values in `manifests`, which the plan prints.

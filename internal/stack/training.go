@@ -98,6 +98,10 @@ type TrainingJob struct {
 	// MinAvailable is the gang size; 0 means every pod of the job.
 	MinAvailable int32 `json:"min_available,omitempty"`
 	MaxRetry     int32 `json:"max_retry,omitempty"`
+	// TTLSecondsAfterFinished, if set, has Volcano delete the Volcano Job (and its pods and
+	// pod group) that long after it finished (Completed, Failed or Terminated); the rest of
+	// the job's objects (the file server, the model output) stay.
+	TTLSecondsAfterFinished *int32 `json:"ttl_seconds_after_finished,omitempty"`
 
 	PServer *Task `json:"pserver,omitempty"`
 	Trainer *Task `json:"trainer,omitempty"`
@@ -349,6 +353,16 @@ func (j TrainingJob) TotalPods() int32 {
 		}
 	}
 	return n
+}
+
+// DeletedWhenFinished are the manifests keys of the objects that Volcano deletes by itself
+// once the job has finished (TTLSecondsAfterFinished): the Volcano Job. Their absence is not
+// drift, and nothing submits them again.
+func (j TrainingJob) DeletedWhenFinished() []string {
+	if j.TTLSecondsAfterFinished == nil {
+		return nil
+	}
+	return []string{VolcanoJobKey(j.Name)}
 }
 
 // FileServerURL is the in-cluster URL of the file server (on a defaulted job).

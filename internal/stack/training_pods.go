@@ -36,6 +36,10 @@ func (j TrainingJob) renderVolcanoJob() *batchv1alpha1.Job {
 			MinAvailable:  j.MinAvailable,
 			MaxRetry:      j.MaxRetry,
 			Policies:      lifecycle(j.Policies),
+			// The job's own priority orders it in its queue and lets it preempt or be
+			// preempted as a whole (the pod group takes it); the pods carry the same class.
+			PriorityClassName:       j.Pod.PriorityClassName,
+			TTLSecondsAfterFinished: j.TTLSecondsAfterFinished,
 		},
 	}
 	if j.Mode == ModePS {

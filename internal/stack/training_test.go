@@ -61,7 +61,7 @@ func TestRenderTrainingJob_Golden(t *testing.T) {
 			Name: "fleet-ctr", Namespace: "ctr", Stack: "elastic-ctr", Image: "paddle/fleet-ctr:2.0",
 			Entry: "cd workspace && python3 train_with_mlflow.py slot.conf",
 			Env:   map[string]string{"CPU_NUM": "2", "GLOG_v": "3"},
-			Port:  30240, Queue: "training", MinAvailable: 4, MaxRetry: 5,
+			Port:  30240, Queue: "training", MinAvailable: 4, MaxRetry: 5, TTLSecondsAfterFinished: ptr.To[int32](3600),
 			PServer: &Task{Replicas: 3, Requests: map[string]string{"cpu": "1", "memory": "100M"}, Limits: map[string]string{"cpu": "10", "memory": "30Gi"}},
 			Trainer: &Task{Replicas: 2, Requests: map[string]string{"cpu": "1000m", "ephemeral-storage": "10Gi"}},
 			Dataset: &Dataset{HDFSAddress: "hdfs://10.0.0.1:9000", HDFSUGI: "root,secret", Path: "/train_data",
@@ -428,6 +428,28 @@ func podEnv(t *testing.T, c corev1.Container, podName, index string) map[string]
 		}
 	}
 	return env
+}
+
+// TestRenderTrainingJob_VolcanoJobSettings: the Volcano Job itself carries the training pods'
+// priority class (Volcano orders and preempts jobs by the job's, not the pods') and the TTL
+// after which Volcano deletes it once finished; neither is set unless asked for.
+func TestRenderTrainingJob_VolcanoJobSettings(t *testing.T) {
+	spec := func(j TrainingJob) map[string]any {
+		set, err := RenderTrainingJob(j)
+		require.NoError(t, err)
+		return set.Find(VolcanoJobKey(j.Name)).Object["spec"].(map[string]any)
+	}
+	plain := spec(TrainingJob{Name: "j", Namespace: "n"})
+	assert.NotContains(t, plain, "priorityClassName")
+	assert.NotContains(t, plain, "ttlSecondsAfterFinished")
+
+	s := spec(TrainingJob{Name: "j", Namespace: "n", Pod: &PodSettings{PriorityClassName: "training-high"}, TTLSecondsAfterFinished: ptr.To[int32](0)})
+	assert.Equal(t, "training-high", s["priorityClassName"])
+	assert.EqualValues(t, 0, s["ttlSecondsAfterFinished"], "0 is a TTL (delete at once), not unset")
+	for _, task := range s["tasks"].([]any) {
+		pod := task.(map[string]any)["template"].(map[string]any)["spec"].(map[string]any)
+		assert.Equal(t, "training-high", pod["priorityClassName"], "the pods keep the class")
+	}
 }
 
 // TestRenderTrainingJob_CollectiveRunsOnEveryWorker: every worker of a collective job gets

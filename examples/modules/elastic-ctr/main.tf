@@ -19,24 +19,25 @@ locals {
 }
 
 resource "ctr_training_job" "this" {
-  name               = "${var.name}-train"
-  namespace          = local.namespace
-  stack              = var.name
-  recipe             = var.training.recipe
-  image              = var.training.image
-  image_pull_policy  = var.training.image_pull_policy
-  image_pull_secrets = var.image_pull_secrets
-  command            = var.training.command
-  entry              = var.training.entry
-  mode               = var.training.mode
-  queue              = var.training.queue
-  min_available      = var.training.min_available
-  max_retry          = var.training.max_retry
-  pserver            = local.ps ? { replicas = var.training.pservers, requests = var.training.requests, limits = var.training.limits } : null
-  trainer            = local.ps ? { replicas = var.training.trainers, requests = var.training.requests, limits = var.training.limits, gpus = local.gpus } : null
-  worker             = local.ps ? null : { replicas = var.training.workers, requests = var.training.requests, limits = var.training.limits, gpus = local.gpus }
-  pod                = lookup(var.pods, "training", null)
-  slot_config        = var.training.slot_config
+  name                       = "${var.name}-train"
+  namespace                  = local.namespace
+  stack                      = var.name
+  recipe                     = var.training.recipe
+  image                      = var.training.image
+  image_pull_policy          = var.training.image_pull_policy
+  image_pull_secrets         = var.image_pull_secrets
+  command                    = var.training.command
+  entry                      = var.training.entry
+  mode                       = var.training.mode
+  queue                      = var.training.queue
+  min_available              = var.training.min_available
+  max_retry                  = var.training.max_retry
+  ttl_seconds_after_finished = var.training.ttl_after_finish
+  pserver                    = local.ps ? { replicas = var.training.pservers, requests = var.training.requests, limits = var.training.limits } : null
+  trainer                    = local.ps ? { replicas = var.training.trainers, requests = var.training.requests, limits = var.training.limits, gpus = local.gpus } : null
+  worker                     = local.ps ? null : { replicas = var.training.workers, requests = var.training.requests, limits = var.training.limits, gpus = local.gpus }
+  pod                        = lookup(var.pods, "training", null)
+  slot_config                = var.training.slot_config
   # Built attribute by attribute, so that only hdfs_ugi is sensitive in the plan.
   dataset = var.dataset == null ? null : {
     hdfs_address = var.dataset.hdfs_address

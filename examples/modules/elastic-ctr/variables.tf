@@ -124,6 +124,7 @@ variable "training" {
     queue             = optional(string, "default") # the Volcano queue; it must exist
     min_available     = optional(number)            # gang size; default: every pod of the job
     max_retry         = optional(number, 3)
+    ttl_after_finish  = optional(number)            # seconds after it finished until Volcano deletes the Volcano Job; default: never
     slot_config       = optional(string)            # slot.conf's content, one slot id per line (ElasticCTR's -s)
     wait              = optional(string, "running") # none, submitted, running or completed
   })
