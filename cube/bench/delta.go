@@ -137,6 +137,17 @@ func deltaTable(o ScaleOptions, work string, w io.Writer) error {
 			return err
 		}
 	}
+	// Measure once the transfer has merged them and gone quiet: its build and
+	// the agents' downloads would share the CPUs with the measurement.
+	for deadline := time.Now().Add(30 * time.Minute); ; time.Sleep(100 * time.Millisecond) {
+		st, err := c.Status()
+		if err == nil && st.ServedVersion != top.version && st.InFlight == "" && len(st.Lagging()) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the %d layers were not merged within 30 minutes", n)
+		}
+	}
 	single, layered, depth, err := layerLookups(o, c.DataDir(0, 0), top.version, base)
 	if err != nil {
 		return err
