@@ -237,15 +237,7 @@ func (r *namespaceResource) Delete(ctx context.Context, req resource.DeleteReque
 	if live == nil {
 		return
 	}
-	if !stack.CreatedNamespace(live) {
-		resp.Diagnostics.Append(diagnostics.Warning("Namespace Left in Place", "Namespace "+name+" no longer carries ctr's owner label, "+
-			"so it is not deleted: ctr deletes only namespaces it created", ""))
-		return
-	}
-	tflog.Info(ctx, "deleting namespace "+name+" and waiting until it is gone")
-	if err := kc.DeleteSet(ctx, set); err != nil {
-		resp.Diagnostics.Append(diagnostics.Failed("Delete Namespace Error", "Could not delete namespace "+name, "", err))
-	}
+	namespaceKind.deleteIfCreated(ctx, kc, set, live, name, &resp.Diagnostics)
 }
 
 // IdentitySchema: the object is named by its name alone (it is cluster-scoped).
@@ -255,18 +247,13 @@ func (r *namespaceResource) IdentitySchema(ctx context.Context, req resource.Ide
 
 // ImportState takes the name, as the import ID or (Terraform 1.12+) the identity's name.
 func (r *namespaceResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
-	id := req.ID
-	if ident, ok := importedIdentity(ctx, req, &resp.Diagnostics); ok {
-		id = ident["name"]
+	if namespaceKind.importByName(ctx, req, resp) {
+		resp.Diagnostics.Append(resp.Private.SetKey(ctx, importedKey, []byte("true"))...)
 	}
-	if !stack.NamespacePattern.MatchString(id) {
-		resp.Diagnostics.Append(diagnostics.InvalidImportID(id, "a namespace name, e.g. ctr-ads (it "+stack.NamespaceRule+")"))
-		return
-	}
-	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("id"), id)...)
-	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("name"), id)...)
-	resp.Diagnostics.Append(resp.Private.SetKey(ctx, importedKey, []byte("true"))...)
 }
+
+// namespaceKind is what ctr_namespace shares with ctr_queue.
+var namespaceKind = namedKind{title: "Namespace", noun: "namespace", plural: "namespaces", idName: "a namespace name", example: "ctr-ads", created: stack.CreatedNamespace}
 
 // render is the namespace's object set.
 // live renders m's namespace and reads it through m's connection: the client, the rendered

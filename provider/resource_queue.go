@@ -226,15 +226,7 @@ func (r *queueResource) Delete(ctx context.Context, req resource.DeleteRequest, 
 		return
 	}
 	name := st.Name.ValueString()
-	if !stack.CreatedQueue(live) {
-		resp.Diagnostics.Append(diagnostics.Warning("Queue Left in Place", "Volcano queue "+name+" no longer carries ctr's owner label, "+
-			"so it is not deleted: ctr deletes only queues it created", ""))
-		return
-	}
-	tflog.Info(ctx, "deleting Volcano queue "+name+" and waiting until it is gone")
-	if err := kc.DeleteSet(ctx, set); err != nil {
-		resp.Diagnostics.Append(diagnostics.Failed("Delete Queue Error", "Could not delete Volcano queue "+name, "", err))
-	}
+	queueKind.deleteIfCreated(ctx, kc, set, live, name, &resp.Diagnostics)
 }
 
 // IdentitySchema: the object is named by its name alone (it is cluster-scoped).
@@ -244,17 +236,11 @@ func (r *queueResource) IdentitySchema(ctx context.Context, req resource.Identit
 
 // ImportState takes the name, as the import ID or (Terraform 1.12+) the identity's name.
 func (r *queueResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
-	id := req.ID
-	if ident, ok := importedIdentity(ctx, req, &resp.Diagnostics); ok {
-		id = ident["name"]
-	}
-	if !stack.NamespacePattern.MatchString(id) {
-		resp.Diagnostics.Append(diagnostics.InvalidImportID(id, "a queue name, e.g. training (it "+stack.NamespaceRule+")"))
-		return
-	}
-	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("id"), id)...)
-	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("name"), id)...)
+	queueKind.importByName(ctx, req, resp)
 }
+
+// queueKind is what ctr_queue shares with ctr_namespace.
+var queueKind = namedKind{title: "Queue", noun: "Volcano queue", plural: "queues", idName: "a queue name", example: "training", created: stack.CreatedQueue}
 
 // live renders m's queue and reads it through m's connection: the client, the rendered set,
 // and the queue as it is in the cluster (nil when there is none). It reports a failure under

@@ -52,9 +52,8 @@ type Dict struct {
 	blocks   *blockState // version 2; nil for version 1, checked whole at Open
 
 	// A version 2 dictionary opened InMemory: the file, kept open until
-	// VerifyPending has copied it (pending).
-	file        *os.File
-	copyPending bool
+	// VerifyPending has copied it; nil once it has (or for any other).
+	file *os.File
 }
 
 // view is the bytes lookups read: the file mapping, or the copy that
@@ -72,7 +71,7 @@ func Open(path string, opts Options) (*Dict, error) {
 		return nil, fmt.Errorf("open dictionary %q: %w", path, err)
 	}
 	d, err := openFile(f, opts)
-	if d == nil || !d.copyPending {
+	if d == nil || d.file == nil {
 		_ = f.Close() // the mapping outlives the descriptor
 	}
 	if err != nil {
@@ -124,7 +123,7 @@ func openFile(f *os.File, opts Options) (*Dict, error) {
 		_ = syscall.Madvise(data, syscall.MADV_RANDOM)
 	}
 	if opts.InMemory && !v1 {
-		d.file, d.copyPending = f, true
+		d.file = f
 	}
 	if err := d.verifyAtOpen(opts); err != nil {
 		_ = d.Close()
@@ -235,7 +234,7 @@ func (d *Dict) verifyAtOpen(opts Options) error {
 			return err
 		}
 		return d.checkIndex()
-	case opts.SkipVerify && !d.copyPending:
+	case opts.SkipVerify && d.file == nil:
 		d.blocks.markAll()
 	case !opts.VerifyOnTouch || opts.SkipVerify:
 		return d.VerifyPending()

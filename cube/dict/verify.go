@@ -112,10 +112,9 @@ func (d *Dict) VerifyPending() error {
 	if err := d.checkPending(); err != nil {
 		return err
 	}
-	if !d.copyPending {
+	if d.file == nil {
 		return nil
 	}
-	d.copyPending = false
 	err := d.copyToMemory()
 	_ = d.file.Close()
 	d.file = nil
