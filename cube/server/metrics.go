@@ -35,14 +35,20 @@ type metrics struct {
 	agentOps  *prometheus.CounterVec // cube_agent_operations_total{op,result}
 }
 
-// newMetrics registers the series of shard; inflight reports the bytes of
-// baidu_std frame bodies counted against --max-inflight-bytes, unchecked the
-// bytes of dictionaries not yet checked against their checksums.
-func newMetrics(shard int, inflight, unchecked, copied func() float64) *metrics {
+// readouts are the gauges read from the server when scraped.
+type readouts struct {
+	inflight  func() float64 // bytes of baidu_std frame bodies counted against --max-inflight-bytes
+	unchecked func() float64 // bytes of dictionaries not yet checked against their checksums
+	copied    func() float64 // bytes of dictionaries served from their copy in memory
+	busy      func() float64 // client connections in the middle of a request
+}
+
+// newMetrics registers the series of shard.
+func newMetrics(shard int, r readouts) *metrics {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(runtimeCollectors()...)
 	// Every series of the server's own has the shard's label.
-	m := registerMetrics(prometheus.WrapRegistererWith(prometheus.Labels{"shard": strconv.Itoa(shard)}, reg), inflight, unchecked, copied)
+	m := registerMetrics(prometheus.WrapRegistererWith(prometheus.Labels{"shard": strconv.Itoa(shard)}, reg), r)
 	m.reg = reg
 	return m
 }
@@ -59,12 +65,12 @@ func MetricFamilies() (metricnames.Families, error) {
 	return metricnames.Of(func(r prometheus.Registerer) {
 		r.MustRegister(runtimeCollectors()...)
 		zero := func() float64 { return 0 }
-		registerMetrics(r, zero, zero, zero)
+		registerMetrics(r, readouts{zero, zero, zero, zero})
 	})
 }
 
 // registerMetrics makes and registers the server's own series on r.
-func registerMetrics(r prometheus.Registerer, inflight, unchecked, copied func() float64) *metrics {
+func registerMetrics(r prometheus.Registerer, ro readouts) *metrics {
 	// Every series is registered as it is made.
 	f := promauto.With(r)
 	counter := func(name, help string) prometheus.Counter {
@@ -77,11 +83,13 @@ func registerMetrics(r prometheus.Registerer, inflight, unchecked, copied func()
 		Name: "cube_requests_total", Help: "Seek requests served, by protocol and result: ok, error, and the refused: too_many_keys (--max-keys, or more than a --max-response-bytes response answers), too_large (the response reached --max-response-bytes), memory (--max-inflight-bytes), busy (a request of more than " + strconv.Itoa(HeavyKeys) + " keys found no turn within a second).",
 	}, []string{"protocol", "result"})
 	f.NewGaugeFunc(prometheus.GaugeOpts{
-		Name: "cube_inflight_frame_bytes", Help: "Bytes of baidu_std frame bodies counted against --max-inflight-bytes."}, inflight)
+		Name: "cube_inflight_frame_bytes", Help: "Bytes of baidu_std frame bodies counted against --max-inflight-bytes."}, ro.inflight)
 	f.NewGaugeFunc(prometheus.GaugeOpts{
-		Name: "cube_dict_unchecked_bytes", Help: "Bytes of the current and background dictionaries not yet checked against their checksums: a block is checked the first time a lookup reads it, and by a pass in the background after the dictionary is opened."}, unchecked)
+		Name: "cube_dict_unchecked_bytes", Help: "Bytes of the current and background dictionaries not yet checked against their checksums: a block is checked the first time a lookup reads it, and by a pass in the background after the dictionary is opened."}, ro.unchecked)
 	f.NewGaugeFunc(prometheus.GaugeOpts{
-		Name: "cube_dict_bytes_in_memory", Help: "Bytes of the current and background dictionaries served from their copy in anonymous memory (--in-memory): made in the background once a dictionary is checked; it is served from its file mapping until then."}, copied)
+		Name: "cube_dict_bytes_in_memory", Help: "Bytes of the current and background dictionaries served from their copy in anonymous memory (--in-memory): made in the background once a dictionary is checked; it is served from its file mapping until then."}, ro.copied)
+	f.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "cube_connections_busy", Help: "Open client connections in the middle of a request (the others wait for one, and may be closed to make room for a new connection)."}, ro.busy)
 	return &metrics{
 		requests:    reqs,
 		rpcOK:       reqs.WithLabelValues("baidu_std", "ok"),

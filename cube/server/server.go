@@ -276,8 +276,12 @@ func New(opts Options) (*Server, error) {
 	cores := float64(runtime.GOMAXPROCS(0))
 	s.heavy = make(chan struct{}, max(1, int(math.Ceil(s.opts.HeavyShare*cores-1e-9))))
 	s.heavyPace = &pacer{rate: s.opts.HeavyShare * cores}
-	s.m = newMetrics(opts.Shard, func() float64 { return float64(s.inflight.used.Load()) },
-		s.dictBytes((*dict.Stack).UncheckedBytes), s.dictBytes((*dict.Stack).CopiedBytes))
+	s.m = newMetrics(opts.Shard, readouts{
+		inflight:  func() float64 { return float64(s.inflight.used.Load()) },
+		unchecked: s.dictBytes((*dict.Stack).UncheckedBytes),
+		copied:    s.dictBytes((*dict.Stack).CopiedBytes),
+		busy:      s.busyConns,
+	})
 	s.store.onChange = s.dictChanged
 	s.store.warm = s.warmUp
 	if opts.Agent {

@@ -36,6 +36,25 @@ func clientOf(c net.Conn) string {
 	return host
 }
 
+// busyConns counts the connections in the middle of a request: the
+// gauge cube_connections_busy.
+func (s *Server) busyConns() float64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return float64(s.busyLocked())
+}
+
+// busyLocked is busyConns with s.mu held.
+func (s *Server) busyLocked() int {
+	n := 0
+	for _, sl := range s.conns {
+		if sl.idle.Load() == 0 {
+			n++
+		}
+	}
+	return n
+}
+
 // admit gives c a slot, making room as described above, or returns nil
 // (rejected says why: "max_conns" or "per_client"). s.mu must not be held.
 func (s *Server) admit(c net.Conn) (sl *slot, rejected string) {

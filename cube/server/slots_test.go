@@ -195,13 +195,7 @@ func waitConns(t *testing.T, srv *Server, ok func(n int, perClient map[string]in
 	t.Helper()
 	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
 		srv.mu.Lock()
-		busy := 0
-		for _, sl := range srv.conns {
-			if sl.idle.Load() == 0 {
-				busy++
-			}
-		}
-		done := ok(len(srv.conns), srv.perClient, busy)
+		done := ok(len(srv.conns), srv.perClient, srv.busyLocked())
 		n, per := len(srv.conns), fmt.Sprint(srv.perClient)
 		srv.mu.Unlock()
 		if done {
