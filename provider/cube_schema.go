@@ -28,6 +28,10 @@ import (
 // cubeImage is what this repository's image adds to the hardened defaults, for the docs.
 const cubeImage = "This repository's image also runs as user and group 65532 with `runAsNonRoot`, `fsGroup` 65532 and a read-only root filesystem."
 
+// storageGuideLink ends the description of each attribute that names a claim's StorageClass
+// (the claims the storage guide lists).
+const storageGuideLink = " See the guide [Storage](../guides/storage.md) for what each cloud needs."
+
 func cubeSchema(ctx context.Context) schema.Schema {
 	num := func(desc string, def int64, min, max int64) schema.Int64Attribute {
 		return schema.Int64Attribute{Optional: true, Computed: true, Default: int64default.StaticInt64(def),
@@ -85,13 +89,13 @@ func cubeSchema(ctx context.Context) schema.Schema {
 				PlanModifiers:       []planmodifier.Object{objectplanmodifier.RequiresReplace()},
 				Attributes: map[string]schema.Attribute{
 					"size":          schema.StringAttribute{Optional: true, MarkdownDescription: "Claim size. Defaults to `" + stack.DefaultCubeStorageSize + "`."},
-					"storage_class": schema.StringAttribute{Optional: true, MarkdownDescription: "StorageClass; the cluster default when unset."},
+					"storage_class": schema.StringAttribute{Optional: true, MarkdownDescription: "StorageClass; the cluster's default StorageClass when unset." + storageGuideLink},
 				}},
 			"transfer_storage": schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString(stack.DefaultTransferStorage),
 				MarkdownDescription: "Size of the transfer's volume (downloads, built shards, state). Defaults to `" + stack.DefaultTransferStorage + "`."},
 			"transfer_storage_class": schema.StringAttribute{Optional: true, PlanModifiers: []planmodifier.String{stringplanmodifier.RequiresReplace()},
 				MarkdownDescription: "StorageClass of the transfer's volume; the cluster's default StorageClass when unset (a cluster without one, " +
-					"such as EKS since 1.30, leaves the claim Pending: name a class). Changing it replaces the cube: a claim's class cannot change."},
+					"such as EKS since 1.30, leaves the claim Pending: name a class). Changing it replaces the cube: a claim's class cannot change." + storageGuideLink},
 			"node_selector": func() schema.MapAttribute {
 				a := nodeSelectorAttribute("every cube pod")
 				a.DeprecationMessage, a.MarkdownDescription = deprecatedFor("pod.node_selector"), "Deprecated: use `pod.node_selector`. "+a.MarkdownDescription

@@ -228,7 +228,7 @@ func trainingJobSchema(ctx context.Context) schema.Schema {
 					"size": schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString(stack.DefaultModelSize),
 						MarkdownDescription: "Requested size, a Kubernetes quantity. Defaults to `" + stack.DefaultModelSize + "`. Growing it needs a StorageClass that allows expansion."},
 					"storage_class": schema.StringAttribute{Optional: true, PlanModifiers: replaceStr(),
-						MarkdownDescription: "StorageClass of the claim. Defaults to the cluster's default StorageClass."},
+						MarkdownDescription: "StorageClass of the claim. Defaults to the cluster's default StorageClass." + storageGuideLink},
 					"access_mode": schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString(stack.AccessReadWriteOnce), PlanModifiers: replaceStrUnlessDefault(stack.AccessReadWriteOnce),
 						MarkdownDescription: "One of " + quoted(stack.AccessModes) + ". Defaults to `" + stack.AccessReadWriteOnce + "`.",
 						Validators:          []validator.String{stringvalidator.OneOf(stack.AccessModes...)}},
