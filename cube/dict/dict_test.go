@@ -75,7 +75,9 @@ func goldenInlineEntries() [][2]any {
 
 // goldens are the files TestGolden keeps: what the writer makes of each
 // entry list, byte for byte. small.v1.cube is what the version 1 writer
-// made of goldenEntries: never rewritten, it must keep opening.
+// made of goldenEntries, and the *.v2-unordered.cube files what the version 2
+// writer made before it ordered its index (flagOrdered): never rewritten,
+// they must keep opening.
 var goldens = []struct {
 	file    string
 	entries func() [][2]any
@@ -112,9 +114,11 @@ func TestGolden(t *testing.T) {
 			checkGolden(t, golden, g.entries())
 		})
 	}
-	t.Run("small.v1.cube", func(t *testing.T) {
-		checkGolden(t, filepath.Join("testdata", "small.v1.cube"), goldenEntries())
-	})
+	for name, entries := range map[string]func() [][2]any{
+		"small.v1.cube": goldenEntries, "small.v2-unordered.cube": goldenEntries, "inline.v2-unordered.cube": goldenInlineEntries,
+	} {
+		t.Run(name, func(t *testing.T) { checkGolden(t, filepath.Join("testdata", name), entries()) })
+	}
 }
 
 // checkGolden opens a golden file every way a reader may and looks up
@@ -422,7 +426,7 @@ func BenchmarkGoMap(b *testing.B) {
 // FuzzOpen feeds arbitrary bytes to the opener; whatever it accepts must be
 // safe to Get and Range.
 func FuzzOpen(f *testing.F) {
-	for _, name := range []string{"small.v1.cube", "small.v2.cube", "inline.v2.cube"} {
+	for _, name := range []string{"small.v1.cube", "small.v2.cube", "inline.v2.cube", "small.v2-unordered.cube", "inline.v2-unordered.cube"} {
 		good, err := os.ReadFile(filepath.Join("testdata", name))
 		if err != nil {
 			f.Fatal(err)

@@ -48,7 +48,7 @@ Header:
 	 72    8 max probe: the most slots any key sits past its home slot, so
 	         a lookup reads at most max probe + 1 slots
 	 80    4 block shift: blocks are 1<<shift bytes (12..24)
-	 84    4 flags (bit 0: the inline extra slot holds key 2^64-1)
+	 84    4 flags (bit 0: the inline extra slot holds key 2^64-1; bit 1: the index is ordered, see flagOrdered)
 	 88    8 block count
 	 96    4 CRC-32C of the block table
 	100   24 reserved, zero
@@ -142,6 +142,11 @@ const (
 	emptyKey = ^uint64(0)
 
 	flagExtraKey = 1 // the inline extra slot holds emptyKey
+	// flagOrdered: the index was built Robin Hood style (indexBuilder.place),
+	// so a lookup may stop at the first key nearer to its home slot than the
+	// lookup has walked. Without it a lookup stops only at an empty slot.
+	flagOrdered = 2
+	knownFlags  = flagExtraKey | flagOrdered
 
 	// loadFactor is entries/slots for a freshly built index. Linear probing at
 	// 0.8 averages 3 probes for a hit, all within one or two cache lines.
@@ -309,7 +314,7 @@ func (h *header) unmarshalV2(b []byte, fileSize uint64) error {
 	case h.valuesOffset != headerSize,
 		h.slots == 0 || h.slots > (1<<40) || h.count-extra >= h.slots || h.count < extra,
 		h.maxProbe >= h.slots,
-		h.flags&^flagExtraKey != 0,
+		h.flags&^knownFlags != 0,
 		h.inline == 0 && (h.slotSize != refSlotSize || extra != 0),
 		h.inline > 0 && (h.inline > 1<<20 || h.slotSize != 8+h.inline || h.valuesSize != 0 || h.maxValue != uint64(h.inline)),
 		h.blockShift < minBlockShift || h.blockShift > maxShift,

@@ -52,8 +52,9 @@ type indexBuilder struct {
 	buf      []byte // one chunk of the index; reused as scratch by the caller
 	rd       *bufio.Reader
 	parts    *os.File // the spill partitioned by chunk, when there are several
-	count    uint64   // distinct keys placed so far
+	occupied []uint64 // per chunk, the slots its last write held: their sum is the distinct keys
 	maxProbe uint64   // the most slots past its home slot a key was placed
+	cur, out []byte   // the record being placed and the one it displaces (b.rec bytes each)
 }
 
 func newIndexBuilder(w *Writer, off uint64) *indexBuilder {
@@ -63,6 +64,7 @@ func newIndexBuilder(w *Writer, off uint64) *indexBuilder {
 		b.rec += uint64(w.inlineSize)
 		b.slot = 8 + uint64(w.inlineSize)
 	}
+	b.cur, b.out = make([]byte, b.rec), make([]byte, b.rec)
 	chunk := min(slotsFor(w.spilled), chunkSlots, indexChunkBytes/b.slot)
 	b.buf = make([]byte, chunk*b.slot)
 	return b
@@ -79,9 +81,10 @@ func (b *indexBuilder) close() {
 // build writes an index of slots slots built from the record spill at b.off
 // in the dictionary file and returns the number of distinct keys.
 func (b *indexBuilder) build(slots uint64) (uint64, error) {
-	b.slots, b.count, b.maxProbe = slots, 0, 0
+	b.slots, b.maxProbe = slots, 0
 	b.chunk = min(slots, uint64(len(b.buf))/b.slot)
 	chunks := (slots + b.chunk - 1) / b.chunk
+	b.occupied = make([]uint64, chunks)
 	spill := io.NewSectionReader(b.w.pairs, 0, int64(b.w.spilled*b.rec))
 	sources := []*io.SectionReader{spill}
 	if chunks > 1 {
@@ -119,7 +122,11 @@ func (b *indexBuilder) build(slots uint64) (uint64, error) {
 			return 0, err
 		}
 	}
-	return b.count, nil
+	count := uint64(0)
+	for _, n := range b.occupied {
+		count += n
+	}
+	return count, nil
 }
 
 // table returns the buffer for chunk c, the last one possibly shorter.
@@ -138,6 +145,12 @@ func (b *indexBuilder) clear(tbl []byte) {
 }
 
 func (b *indexBuilder) writeChunk(tbl []byte, c uint64) error {
+	b.occupied[c] = 0
+	for at := uint64(0); at < uint64(len(tbl)); at += b.slot {
+		if _, empty := b.slotKey(tbl[at:]); !empty {
+			b.occupied[c]++
+		}
+	}
 	if _, err := b.w.f.WriteAt(tbl, int64(b.off+c*b.chunk*b.slot)); err != nil {
 		return fmt.Errorf("write dictionary %q: %w", b.w.path, err)
 	}
@@ -152,12 +165,8 @@ func (b *indexBuilder) fill(tbl []byte, lo uint64, carry []byte, src *io.Section
 	var out []byte
 	rec := b.rec
 	put := func(r []byte, i uint64) {
-		switch at, p := b.place(tbl, r, i); p {
-		case placedNew:
-			b.count++
-			b.noteProbe(binary.LittleEndian.Uint64(r), lo+at)
-		case overflowed:
-			out = append(out, r...)
+		if over := b.place(tbl, lo, r, i); over != nil {
+			out = append(out, over...)
 		}
 	}
 	if src != nil {
@@ -190,52 +199,85 @@ func (b *indexBuilder) fill(tbl []byte, lo uint64, carry []byte, src *io.Section
 	return out, nil
 }
 
-// noteProbe records how far past its home slot key was placed, at slot at.
-func (b *indexBuilder) noteProbe(key, at uint64) {
+// distance is how many slots past its home slot key sits at slot at,
+// wrapping around.
+func (b *indexBuilder) distance(key, at uint64) uint64 {
 	home := homeSlot(key, b.slots)
-	d := at - home
 	if at < home {
-		d = at + b.slots - home
+		return at + b.slots - home
 	}
-	b.maxProbe = max(b.maxProbe, d)
+	return at - home
 }
 
-type placement int
-
-const (
-	placedNew  placement = iota // the key took an empty slot
-	placedOld                   // the key was there: its value was replaced
-	overflowed                  // the probe ran past the end of the table
-)
-
-// place upserts record r into tbl, probing linearly from slot i without
-// wrapping around, and returns the slot it took.
-func (b *indexBuilder) place(tbl, r []byte, i uint64) (uint64, placement) {
-	key := binary.LittleEndian.Uint64(r)
-	for n := uint64(len(tbl)) / b.slot; i < n; i++ {
-		s := tbl[i*b.slot : (i+1)*b.slot]
-		var empty bool
-		if b.inline {
-			empty = binary.LittleEndian.Uint64(s) == emptyKey
-		} else {
-			empty = binary.LittleEndian.Uint64(s[8:]) == 0
-		}
-		if !empty && binary.LittleEndian.Uint64(s) != key {
-			continue
-		}
-		if b.inline {
-			copy(s, r[:8])
-			copy(s[8:], r[recordHeader:])
-		} else {
-			binary.LittleEndian.PutUint64(s, key)
-			binary.LittleEndian.PutUint64(s[8:], binary.LittleEndian.Uint64(r[8:])+1) // ref = 1 + offset
-		}
-		if empty {
-			return i, placedNew
-		}
-		return i, placedOld
+// slotKey reads the key of slot s, or reports it empty.
+func (b *indexBuilder) slotKey(s []byte) (key uint64, empty bool) {
+	key = binary.LittleEndian.Uint64(s)
+	if b.inline {
+		return key, key == emptyKey
 	}
-	return 0, overflowed
+	return key, binary.LittleEndian.Uint64(s[8:]) == 0
+}
+
+// put writes record r into slot s.
+func (b *indexBuilder) put(s, r []byte) {
+	copy(s[:8], r[:8])
+	if b.inline {
+		copy(s[8:], r[recordHeader:])
+	} else {
+		binary.LittleEndian.PutUint64(s[8:], binary.LittleEndian.Uint64(r[8:])+1) // ref = 1 + offset
+	}
+}
+
+// take reads slot s back into record r. In the referenced layout the order
+// is the value's offset, as in the spill; in the inline layout it is order,
+// when the displaced record joins the carry.
+func (b *indexBuilder) take(s, r []byte, order uint64) {
+	copy(r[:8], s[:8])
+	if b.inline {
+		binary.LittleEndian.PutUint64(r[8:], order)
+		copy(r[recordHeader:], s[8:])
+	} else {
+		binary.LittleEndian.PutUint64(r[8:], binary.LittleEndian.Uint64(s[8:])-1)
+	}
+}
+
+// place upserts record r into tbl, the chunk starting at slot lo, probing
+// from its slot i on without wrapping, Robin Hood style: a key passes a slot
+// only while the key there is at least as far from its own home slot (the
+// smaller key first at equal distances), and takes the slot of one nearer
+// to its home, which goes on probing in its place. So along the index a
+// key's distance from its home grows by one slot at most from the slot
+// before, and a lookup stops at the first key nearer to its home than the
+// lookup has walked (flagOrdered); and the index is the same whatever order
+// the keys are added in. It returns the record that ran past the end of tbl
+// (r, or one it displaced; valid until the next call), or nil.
+func (b *indexBuilder) place(tbl []byte, lo uint64, r []byte, i uint64) []byte {
+	cur := b.cur
+	copy(cur, r)
+	key := binary.LittleEndian.Uint64(cur)
+	d := b.distance(key, lo+i)
+	for n := uint64(len(tbl)) / b.slot; i < n; i, d = i+1, d+1 {
+		s := tbl[i*b.slot : (i+1)*b.slot]
+		k, empty := b.slotKey(s)
+		switch {
+		case empty:
+			b.put(s, cur)
+			b.maxProbe = max(b.maxProbe, d)
+			return nil
+		case k == key: // added again: the later value wins
+			b.put(s, cur)
+			return nil
+		}
+		if kd := b.distance(k, lo+i); kd < d || (kd == d && k > key) {
+			b.take(s, b.out, binary.LittleEndian.Uint64(cur[8:]))
+			b.put(s, cur)
+			b.maxProbe = max(b.maxProbe, d)
+			cur, b.out = b.out, cur
+			b.cur = cur
+			key, d = k, kd
+		}
+	}
+	return cur
 }
 
 // readRecords calls fn with successive batches of at most batchGroup spill

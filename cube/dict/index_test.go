@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"testing"
 )
 
@@ -343,4 +345,105 @@ func TestFinishMemoryIsBounded(t *testing.T) {
 			t.Fatalf("key %d: %v %v", i, got, ok)
 		}
 	}
+}
+
+// checkOrdered checks that the index of data is ordered as flagOrdered
+// promises: around the table, a key sits no further from its home slot than
+// one more than the key before it (none: at its home), and keys of one home
+// slot ascend.
+func checkOrdered(t *testing.T, data []byte) {
+	t.Helper()
+	d, err := OpenBytes(data, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !d.ordered {
+		t.Fatal("the writer did not set flagOrdered")
+	}
+	idx := d.view.Load().index
+	at := func(i uint64) (key, dist uint64, empty bool) {
+		s := idx[i*d.slotSize:]
+		key = binary.LittleEndian.Uint64(s)
+		if d.inline && key == emptyKey || !d.inline && binary.LittleEndian.Uint64(s[8:]) == 0 {
+			return 0, 0, true
+		}
+		home := homeSlot(key, d.slots)
+		if i < home {
+			i += d.slots
+		}
+		return key, i - home, false
+	}
+	for i := range d.slots {
+		key, dist, empty := at(i)
+		if empty {
+			continue
+		}
+		pk, pdist, pempty := at((i + d.slots - 1) % d.slots)
+		switch {
+		case pempty && dist != 0:
+			t.Fatalf("slot %d: key %d sits %d slots past its home, after an empty slot", i, key, dist)
+		case !pempty && dist > pdist+1:
+			t.Fatalf("slot %d: key %d sits %d slots past its home, after one %d past its own", i, key, dist, pdist)
+		case !pempty && dist == pdist+1 && pk > key:
+			t.Fatalf("slot %d: key %d follows key %d of the same home slot", i, key, pk)
+		}
+	}
+}
+
+// TestOrderedIndex: the writer builds its index Robin Hood style (flagOrdered)
+// whatever chunks it is built in, with keys that wrap around the end and
+// keys added twice; every key is found, no absent key is, and for distinct
+// keys the index does not depend on the order they were added in.
+func TestOrderedIndex(t *testing.T) {
+	forEachLayout(t, func(t *testing.T, inline bool) {
+		rng := rand.New(rand.NewPCG(3, 4))
+		keys := append(crowdedKeys(rng, 300), make([]uint64, 0, 300)...)
+		for range 300 {
+			keys = append(keys, rng.Uint64())
+		}
+		var entries []entry
+		for i, k := range keys {
+			entries = append(entries, entry{k, value(rng, "a")})
+			if i%7 == 0 {
+				entries = append(entries, entry{keys[rng.IntN(i+1)], value(rng, "again")})
+			}
+		}
+		for _, chunk := range []uint64{5, 64, oneChunk} {
+			data, _ := buildChunked(t, chunk, entries)
+			checkOrdered(t, data)
+			checkAgainstMap(t, data, entries)
+			d, err := OpenBytes(data, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			present := map[uint64]bool{}
+			for _, k := range keys {
+				present[k] = true
+			}
+			for _, k := range append(crowdedKeys(rng, 500), rng.Uint64(), rng.Uint64()) {
+				if _, ok := d.Get(nil, k); ok && !present[k] {
+					t.Fatalf("absent key %d found", k)
+				}
+			}
+		}
+		// Distinct keys in another order: the same slots (inline: the same file).
+		distinct := map[uint64]bool{}
+		var once []entry
+		for _, k := range keys {
+			if !distinct[k] {
+				distinct[k] = true
+				once = append(once, entry{k, value(rng, "once")})
+			}
+		}
+		shuffled := slices.Clone(once)
+		rng.Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
+		a, _ := buildChunked(t, 64, once)
+		b, _ := buildChunked(t, 64, shuffled)
+		if la, lb := indexLayout(t, a, 64), indexLayout(t, b, 64); !maps.Equal(la.at, lb.at) {
+			t.Fatal("the same keys added in another order sit in other slots")
+		}
+		if inline && !bytes.Equal(a, b) {
+			t.Fatal("the same inline entries added in another order make another file")
+		}
+	})
 }

@@ -48,6 +48,7 @@ type Dict struct {
 	maxProbe uint64
 	indexOff uint64 // of the index in the file
 	inline   bool
+	ordered  bool // flagOrdered: a lookup stops at a key nearer its home than it walked
 	hdr      header
 	blocks   *blockState // version 2; nil for version 1, checked whole at Open
 
@@ -202,6 +203,7 @@ func newDict(path string, data []byte) (*Dict, error) {
 	}
 	d.slots, d.slotSize, d.maxProbe = h.slots, uint64(h.slotSize), h.maxProbe
 	d.inline = h.inline > 0
+	d.ordered = h.flags&flagOrdered != 0
 	d.indexOff = h.indexOffset
 	d.view.Store(d.viewOf(data))
 	if h.version == FormatV2 {
@@ -336,13 +338,13 @@ func (d *Dict) probeInline(v *view, key, i uint64) ([]byte, bool) {
 		return idx[at+8 : at+s : at+s], true
 	}
 	d.ensureProbe(v, i)
-	for n := d.maxProbe; ; n-- {
+	for walked := uint64(0); ; walked++ {
 		at := i * s
 		k := binary.LittleEndian.Uint64(idx[at:])
 		if k == key {
 			return idx[at+8 : at+s : at+s], true
 		}
-		if k == emptyKey || n == 0 {
+		if k == emptyKey || walked == d.maxProbe || d.passed(k, i, walked) {
 			return nil, false
 		}
 		if i++; i == d.slots {
@@ -351,18 +353,40 @@ func (d *Dict) probeInline(v *view, key, i uint64) ([]byte, bool) {
 	}
 }
 
+// orderedFrom is the walk from which a lookup asks passed.
+const orderedFrom = 2
+
+// passed reports whether a lookup that walked walked slots to slot i, where
+// key k sits, has passed every slot its key could be in: in an ordered index
+// (flagOrdered), when k is nearer to its own home slot than that.
+//
+// It is not asked before orderedFrom slots: a lookup reads those anyway (they
+// are in the lines LookupBatch prefetches), and most hits are there, which
+// then hash no other key.
+func (d *Dict) passed(k, i, walked uint64) bool {
+	if !d.ordered || walked < orderedFrom {
+		return false
+	}
+	home := homeSlot(k, d.slots)
+	if i < home {
+		i += d.slots
+	}
+	return i-home < walked
+}
+
 // probeRef walks a referenced index from slot i and returns key's ref (0 if
 // absent).
 func (d *Dict) probeRef(v *view, key, i uint64) uint64 {
 	idx := v.index
 	d.ensureProbe(v, i)
-	for n := d.maxProbe; ; n-- {
+	for walked := uint64(0); ; walked++ {
 		s := idx[i*refSlotSize : i*refSlotSize+refSlotSize]
 		ref := binary.LittleEndian.Uint64(s[8:])
-		if ref == 0 || binary.LittleEndian.Uint64(s) == key {
+		k := binary.LittleEndian.Uint64(s)
+		if ref == 0 || k == key {
 			return ref
 		}
-		if n == 0 {
+		if walked == d.maxProbe || d.passed(k, i, walked) {
 			return 0
 		}
 		if i++; i == d.slots {

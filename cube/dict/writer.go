@@ -244,6 +244,7 @@ func (w *Writer) Finish() (Stats, error) {
 		inline:       uint32(w.inlineSize),
 		maxProbe:     b.maxProbe,
 		blockShift:   defaultBlockShift,
+		flags:        flagOrdered,
 	}
 	f := w.f
 	if b.inline {
