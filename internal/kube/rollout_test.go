@@ -308,3 +308,25 @@ func TestRollOut_PermanentProblemEndsIt(t *testing.T) {
 	assert.Equal(t, "1", p.Labels["v"])
 	assert.True(t, serving(p), "replica 0 still serves")
 }
+
+// TestApply_TurnsARollingUpdateStatefulSetOnDelete: a StatefulSet applied with RollingUpdate
+// (what earlier releases rendered for a cube's shards; the API server defaults its
+// rollingUpdate block) is applied OnDelete: the apply clears the block it cannot remove, and
+// the StatefulSet is OnDelete with none.
+func TestApply_TurnsARollingUpdateStatefulSetOnDelete(t *testing.T) {
+	c, cs, ns, lines := liveClient(t)
+	node := kubetest.StartNode(t, cs)
+	old := statefulSetOn(ns, "s", "1", 1, node)
+	require.NoError(t, unstructured.SetNestedField(old.Object, "RollingUpdate", "spec", "updateStrategy", "type"))
+	applyOne(t, c, old)
+	ctx := context.Background()
+	live, err := cs.AppsV1().StatefulSets(ns).Get(ctx, "s", metav1.GetOptions{})
+	require.NoError(t, err)
+	require.NotNil(t, live.Spec.UpdateStrategy.RollingUpdate, "the API server defaults the block")
+	applyOne(t, c, statefulSetOn(ns, "s", "1", 1, node))
+	live, err = cs.AppsV1().StatefulSets(ns).Get(ctx, "s", metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, appsv1.OnDeleteStatefulSetStrategyType, live.Spec.UpdateStrategy.Type)
+	assert.Nil(t, live.Spec.UpdateStrategy.RollingUpdate)
+	assert.Contains(t, strings.Join(*lines, "\n"), "update strategy OnDelete")
+}
