@@ -16,6 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/elasticctr/terraform-provider-ctr/internal/kube/health"
 	"github.com/elasticctr/terraform-provider-ctr/internal/kube/kubetest"
@@ -309,24 +310,33 @@ func TestRollOut_PermanentProblemEndsIt(t *testing.T) {
 	assert.True(t, serving(p), "replica 0 still serves")
 }
 
-// TestApply_TurnsARollingUpdateStatefulSetOnDelete: a StatefulSet applied with RollingUpdate
-// (what earlier releases rendered for a cube's shards; the API server defaults its
-// rollingUpdate block) is applied OnDelete: the apply clears the block it cannot remove, and
-// the StatefulSet is OnDelete with none.
+// TestApply_TurnsARollingUpdateStatefulSetOnDelete: a StatefulSet applied RollingUpdate (what
+// earlier releases rendered for a cube's shards), with or without a rollingUpdate block (the
+// API server defaults one when the type is left out, and no manager owns it then), is applied
+// OnDelete: the StatefulSet is OnDelete with no block.
 func TestApply_TurnsARollingUpdateStatefulSetOnDelete(t *testing.T) {
-	c, cs, ns, lines := liveClient(t)
+	c, cs, ns, _ := liveClient(t)
 	node := kubetest.StartNode(t, cs)
-	old := statefulSetOn(ns, "s", "1", 1, node)
-	require.NoError(t, unstructured.SetNestedField(old.Object, "RollingUpdate", "spec", "updateStrategy", "type"))
-	applyOne(t, c, old)
 	ctx := context.Background()
-	live, err := cs.AppsV1().StatefulSets(ns).Get(ctx, "s", metav1.GetOptions{})
-	require.NoError(t, err)
-	require.NotNil(t, live.Spec.UpdateStrategy.RollingUpdate, "the API server defaults the block")
-	applyOne(t, c, statefulSetOn(ns, "s", "1", 1, node))
-	live, err = cs.AppsV1().StatefulSets(ns).Get(ctx, "s", metav1.GetOptions{})
-	require.NoError(t, err)
-	assert.Equal(t, appsv1.OnDeleteStatefulSetStrategyType, live.Spec.UpdateStrategy.Type)
-	assert.Nil(t, live.Spec.UpdateStrategy.RollingUpdate)
-	assert.Contains(t, strings.Join(*lines, "\n"), "update strategy OnDelete")
+	for _, name := range []string{"typed", "defaulted"} {
+		old := statefulSetOn(ns, name, "1", 1, node)
+		if name == "typed" {
+			require.NoError(t, unstructured.SetNestedField(old.Object, "RollingUpdate", "spec", "updateStrategy", "type"))
+			applyOne(t, c, old)
+		} else {
+			unstructured.RemoveNestedField(old.Object, "spec", "updateStrategy")
+			sts := &appsv1.StatefulSet{}
+			require.NoError(t, runtime.DefaultUnstructuredConverter.FromUnstructured(old.Object, sts))
+			_, err := cs.AppsV1().StatefulSets(ns).Create(ctx, sts, metav1.CreateOptions{})
+			require.NoError(t, err)
+			live, err := cs.AppsV1().StatefulSets(ns).Get(ctx, name, metav1.GetOptions{})
+			require.NoError(t, err)
+			require.NotNil(t, live.Spec.UpdateStrategy.RollingUpdate, "the API server defaults the block")
+		}
+		applyOne(t, c, statefulSetOn(ns, name, "1", 1, node))
+		live, err := cs.AppsV1().StatefulSets(ns).Get(ctx, name, metav1.GetOptions{})
+		require.NoError(t, err)
+		assert.Equal(t, appsv1.OnDeleteStatefulSetStrategyType, live.Spec.UpdateStrategy.Type, name)
+		assert.Nil(t, live.Spec.UpdateStrategy.RollingUpdate, name)
+	}
 }
