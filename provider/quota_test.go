@@ -205,9 +205,9 @@ func (k *kubeClients) cubeServiceAccount(cube stack.Cube, sa string) resource.Te
 				return fmt.Errorf("%s names the ServiceAccount %q, want %q", obj, got, sa)
 			}
 		}
-		if s := sts.Status; s.UpdateRevision != s.CurrentRevision || s.UpdatedReplicas != *sts.Spec.Replicas {
-			return fmt.Errorf("StatefulSet %s has not rolled out: %d of %d replicas at revision %s (current %s)", sts.Name, s.UpdatedReplicas, *sts.Spec.Replicas,
-				s.UpdateRevision, s.CurrentRevision)
+		// OnDelete: the apply replaced the pods; the controller's currentRevision stays.
+		if s := sts.Status; s.ObservedGeneration < sts.Generation || s.UpdatedReplicas != *sts.Spec.Replicas || s.Replicas != *sts.Spec.Replicas {
+			return fmt.Errorf("StatefulSet %s has not rolled out: %d of %d replicas at revision %s", sts.Name, s.UpdatedReplicas, *sts.Spec.Replicas, s.UpdateRevision)
 		}
 		pods, err := k.cs.CoreV1().Pods(cube.Namespace).List(ctx, metav1.ListOptions{LabelSelector: stack.LabelInstance + "=" + cube.Name})
 		if err != nil {

@@ -310,6 +310,8 @@ func realNodeReplicaComesBack(t *testing.T) {
 	k, ns, image := requireRealNode(t)
 	const id, gen = 1000, 1
 	var version string
+	cube := stack.Cube{Name: "e2e-cube", Namespace: ns, Shards: 2, Replicas: 2}
+	var watcher *shardWatcher
 	k.testE2E(t, ns, resource.TestCase{
 		Steps: []resource.TestStep{{
 			Config: e2eStack(ns, image, id, gen),
@@ -318,6 +320,15 @@ func realNodeReplicaComesBack(t *testing.T) {
 				k.drainChecks(t, ns, image, gen),
 				k.deletePodAndWaitServing(t, ns, "e2e-cube", "e2e-cube-shard-0-0", &version, 3*time.Minute),
 				k.lookupJob(t, ns, image, "lookup", gen)),
+		}, {
+			// A changed pod template: apply replaces every cube pod, and no shard is ever
+			// without a serving replica.
+			PreConfig: func() { watcher = k.watchShardsServing(t, cube) },
+			Config:    e2eStack(ns, image, id, gen, `  pod          = { annotations = { "example.com/rollout" = "2" } }`),
+			Check: resource.ComposeTestCheckFunc(
+				func(*terraform.State) error { return watcher.check("example.com/rollout", "2") },
+				k.waitServed(ns, "e2e-cube", strconv.Itoa(id), 4*time.Minute, &version),
+				k.lookupJob(t, ns, image, "lookup-rolled", gen)),
 		}},
 	})
 }

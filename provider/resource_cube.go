@@ -12,6 +12,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-log/tflog"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/elasticctr/terraform-provider-ctr/internal/kube"
@@ -120,6 +121,9 @@ func (r *cubeResource) apply(ctx context.Context, plan, prior *cubeModel, state 
 	}
 	plan.ServedVersion, plan.ServingReplicas, plan.KeptVersions = types.StringValue(""), types.ListNull(types.Int64Type), types.ListNull(types.StringType)
 	diags.Append(state.Set(ctx, plan)...)
+	if prior != nil && !rollOut(ctx, kc, plan, set, diags) {
+		return
+	}
 	for _, o := range set {
 		cond, what := kube.StatefulSetRolledOut, "The cube servers did not roll out"
 		switch o.Object.GetKind() {
@@ -155,6 +159,23 @@ func (r *cubeResource) apply(ctx context.Context, plan, prior *cubeModel, state 
 	var discard diag.Diagnostics // a fresh apply's pods may not serve yet: no warning here
 	readServing(ctx, kc, c, plan, &discard)
 	diags.Append(state.Set(ctx, plan)...)
+}
+
+// rollOut replaces the cube servers whose pod template changed, every shard at once, never
+// the last serving replica of a shard (kube.RollOut; the StatefulSets are OnDelete).
+func rollOut(ctx context.Context, kc *kube.Client, plan *cubeModel, set stack.Set, diags *diag.Diagnostics) bool {
+	var sets []*unstructured.Unstructured
+	for _, o := range set {
+		if o.Object.GetKind() == "StatefulSet" {
+			sets = append(sets, o.Object)
+		}
+	}
+	if err := kc.RollOut(ctx, sets); err != nil {
+		diags.Append(diagnostics.Failed("Apply Cube Error", plan.describe("Cube")+": the cube servers did not roll out",
+			kube.Hint(err)+" The replicas not replaced yet keep serving; the next plan shows the rest of the rollout as drift, and the next apply finishes it.", err))
+		return false
+	}
+	return true
 }
 
 // planPin judges a changed serve_version against the versions the cube kept at the last

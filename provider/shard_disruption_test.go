@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -355,4 +357,78 @@ func (k *kubeClients) checkShardBudgets(cube stack.Cube, want bool) resource.Tes
 		}
 		return nil
 	}
+}
+
+// shardWatcher looks at the shards of a cube every 100 ms from its start, and records each
+// moment one of them had no Ready replica.
+type shardWatcher struct {
+	k     *kubeClients
+	cube  stack.Cube
+	stop  chan struct{}
+	done  chan struct{}
+	mu    sync.Mutex
+	lost  []string
+	looks int
+}
+
+// watchShardsServing starts a shardWatcher on cube; check stops it.
+func (k *kubeClients) watchShardsServing(t *testing.T, cube stack.Cube) *shardWatcher {
+	w := &shardWatcher{k: k, cube: cube, stop: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(w.done)
+		for {
+			select {
+			case <-w.stop:
+				return
+			case <-time.After(100 * time.Millisecond):
+			}
+			for i := range cube.Shards {
+				_, ready, err := k.shardPods(context.Background(), cube, i)
+				w.mu.Lock()
+				w.looks++
+				if err == nil && ready == 0 {
+					w.lost = append(w.lost, fmt.Sprintf("%s shard %d had no Ready replica", time.Now().Format("15:04:05.000"), i))
+				}
+				w.mu.Unlock()
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		select {
+		case <-w.stop:
+		default:
+			close(w.stop)
+		}
+		<-w.done
+	})
+	return w
+}
+
+// check stops the watcher and fails if a shard was ever without a Ready replica, or if any
+// pod of the cube lacks the pod annotation key=value (the rollout is not finished).
+func (w *shardWatcher) check(key, value string) error {
+	select {
+	case <-w.stop:
+	default:
+		close(w.stop)
+	}
+	<-w.done
+	if len(w.lost) > 0 {
+		return fmt.Errorf("the rollout took the last serving replica of a shard (%d of %d looks): %s", len(w.lost), w.looks, strings.Join(w.lost, "; "))
+	}
+	for i := range w.cube.Shards {
+		pods, _, err := w.k.shardPods(context.Background(), w.cube, i)
+		if err != nil {
+			return err
+		}
+		if len(pods) != int(w.cube.Replicas) {
+			return fmt.Errorf("shard %d has %d pods, want %d", i, len(pods), w.cube.Replicas)
+		}
+		for _, p := range pods {
+			if p.Annotations[key] != value {
+				return fmt.Errorf("pod %s runs the old template (annotation %s = %q) after the apply", p.Name, key, p.Annotations[key])
+			}
+		}
+	}
+	return nil
 }

@@ -3,6 +3,7 @@ package kube
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 	"sync"
@@ -285,6 +286,14 @@ func (c *Client) applyOne(ctx context.Context, u *unstructured.Unstructured, lis
 		return ri.Patch(ctx, u.GetName(), types.ApplyPatchType, body, applyOptions)
 	}
 	after, err := patch()
+	if err != nil && leavesRollingUpdate(u, err) {
+		// A StatefulSet that an earlier ctr rendered RollingUpdate keeps the rollingUpdate
+		// block the API server defaulted, which no manager owns, so the apply that turns it
+		// OnDelete cannot remove it and is refused: clear it, then apply.
+		if err = c.clearRollingUpdate(ctx, u); err == nil {
+			after, err = patch()
+		}
+	}
 	if err == nil && after.DeletionTimestamp != nil {
 		// The write landed on an object being deleted (an uninstall a moment ago; a CRD
 		// waits for its custom resources to go): it would vanish after the apply, and a wait
@@ -310,6 +319,40 @@ func (c *Client) applyOne(ctx context.Context, u *unstructured.Unstructured, lis
 		}
 	}
 	return op, nil
+}
+
+// leavesRollingUpdate says whether err refused applying u, a StatefulSet to be rolled
+// OnDelete, because the live object keeps its spec.updateStrategy.rollingUpdate.
+func leavesRollingUpdate(u *unstructured.Unstructured, err error) bool {
+	strategy, _, _ := unstructured.NestedString(u.Object, "spec", "updateStrategy", "type")
+	if u.GetKind() != "StatefulSet" || strategy != "OnDelete" || !apierrors.IsInvalid(err) {
+		return false
+	}
+	var status apierrors.APIStatus
+	if !errors.As(err, &status) || status.Status().Details == nil {
+		return false
+	}
+	for _, c := range status.Status().Details.Causes {
+		if c.Field == "spec.updateStrategy.rollingUpdate" {
+			return true
+		}
+	}
+	return false
+}
+
+// clearRollingUpdate turns the live StatefulSet of u OnDelete and removes its rollingUpdate
+// block, with a JSON merge patch (null removes a field whoever set it).
+func (c *Client) clearRollingUpdate(ctx context.Context, u *unstructured.Unstructured) error {
+	ri, err := c.metadataOf(u.GroupVersionKind(), u.GetNamespace())
+	if err != nil {
+		return err
+	}
+	body := []byte(`{"spec":{"updateStrategy":{"type":"OnDelete","rollingUpdate":null}}}`)
+	if _, err := ri.Patch(ctx, u.GetName(), types.MergePatchType, body, metav1.PatchOptions{FieldManager: FieldManager}); err != nil {
+		return apiError("turn OnDelete", u, err)
+	}
+	c.logf("%s: its pods are replaced by the apply from now on (update strategy OnDelete)", Describe(u))
+	return nil
 }
 
 // applyOptions are every server-side apply's: our field manager, taking over the fields we set.

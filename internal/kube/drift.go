@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"reflect"
 	"sort"
 	"strconv"
@@ -27,7 +28,34 @@ func Project(desired, live *unstructured.Unstructured) *unstructured.Unstructure
 	if desired.GetKind() == "Secret" && desired.GetAPIVersion() == "v1" {
 		markSecretDrift(desired.Object, live.Object, out)
 	}
+	if desired.GetKind() == "StatefulSet" {
+		markUnfinishedRollout(desired, live, out)
+	}
 	return &unstructured.Unstructured{Object: out}
+}
+
+// UnfinishedRolloutField is the field of a projected StatefulSet that says that some of its
+// pods run an older revision of its template, which no controller replaces (update strategy
+// OnDelete: RollOut does, and an apply that stopped half-way left them).
+const UnfinishedRolloutField = "ctr-rollout"
+
+// markUnfinishedRollout adds status.ctr-rollout to the projection of a StatefulSet whose
+// desired update strategy is OnDelete and whose controller, at the current generation, counts
+// pods of an older revision: the plan shows it as drift, and the apply's RollOut replaces
+// them.
+func markUnfinishedRollout(desired, live *unstructured.Unstructured, out map[string]any) {
+	strategy, _, _ := unstructured.NestedString(desired.Object, "spec", "updateStrategy", "type")
+	if strategy != "OnDelete" {
+		return
+	}
+	current, _ := rollout(live)
+	pods, _, _ := unstructured.NestedInt64(live.Object, "status", "replicas")
+	updated, _, _ := unstructured.NestedInt64(live.Object, "status", "updatedReplicas")
+	if !current || updated >= pods {
+		return
+	}
+	out["status"] = map[string]any{UnfinishedRolloutField: fmt.Sprintf(
+		"%d of %d pods run an older revision of the pod template; apply replaces them one replica at a time", pods-updated, pods)}
 }
 
 func projectMap(desired, live map[string]any) map[string]any {
@@ -129,7 +157,11 @@ func markSecretDrift(desired, live, out map[string]any) {
 // server's int64.
 func DriftedFields(desired, live *unstructured.Unstructured) []string {
 	var out []string
-	diffPaths("", normJSON(desired.Object), normJSON(Project(desired, live).Object), &out)
+	projected := Project(desired, live)
+	diffPaths("", normJSON(desired.Object), normJSON(projected.Object), &out)
+	if _, unfinished, _ := unstructured.NestedString(projected.Object, "status", UnfinishedRolloutField); unfinished {
+		out = append(out, "status."+UnfinishedRolloutField)
+	}
 	return out
 }
 

@@ -10,7 +10,8 @@ import (
 
 // What keeps a shard serving while nodes go away: its replicas spread over nodes (Spread), a
 // PodDisruptionBudget per shard that lets a drain or a cluster-autoscaler scale-down evict one
-// replica of a shard at a time, and StatefulSet rollouts that replace one replica at a time.
+// replica of a shard at a time, and rollouts that replace one replica at a time and never the
+// last one serving.
 
 // Spread says how the replicas of one shard spread over the cluster: a pod anti-affinity and
 // a topology spread constraint over TopologyKey among the pods of the shard (the other
@@ -95,12 +96,16 @@ func (c Cube) spreadShard(i int32, spec *corev1.PodSpec) {
 	})
 }
 
-// shardUpdateStrategy is how a shard's StatefulSet rolls a changed pod template: one replica
-// at a time, from the highest ordinal, each replaced pod Ready (serving a version) before the
-// next is taken. Written out, rather than left to the API server's default, so that the plan
-// shows it and an edit to OnDelete is drift that the next apply restores.
+// shardUpdateStrategy is how a shard's StatefulSet takes a changed pod template: OnDelete, so
+// that its controller replaces no pod by itself. The apply replaces them (kube.RollOut): a
+// replica that does not serve at once, one that serves only while every other replica of the
+// shard serves, one at a time, through the eviction API (the shard's PodDisruptionBudget
+// guards it too). The controller's RollingUpdate would take the highest ordinal even while
+// the others do not serve (the last serving replica of a shard), and would wait forever for a
+// replaced pod to be Ready before the next, which a cube with no model yet never is. Written
+// out, so that an edit is drift that the next apply restores.
 func shardUpdateStrategy() appsv1.StatefulSetUpdateStrategy {
-	return appsv1.StatefulSetUpdateStrategy{Type: appsv1.RollingUpdateStatefulSetStrategyType}
+	return appsv1.StatefulSetUpdateStrategy{Type: appsv1.OnDeleteStatefulSetStrategyType}
 }
 
 func (c *checker) spread(path string, s *Spread) {

@@ -131,26 +131,18 @@ func TestRenderCube_SpreadsEachShardsReplicas(t *testing.T) {
 	}
 }
 
-// TestRenderCube_ShardsRollOneReplicaAtATime: a shard's StatefulSet rolls a changed template
-// with RollingUpdate from partition 0, never OnDelete, and never more than one replica at a
-// time (no maxUnavailable above the default of one); the replacement must be Ready, which
-// the readiness probe makes "serving a version", before the next replica is taken.
-func TestRenderCube_ShardsRollOneReplicaAtATime(t *testing.T) {
+// TestRenderCube_ShardsRollOnlyWhenTheApplyRollsThem: a shard's StatefulSet takes a changed
+// template with OnDelete, so that its controller replaces no pod by itself (its RollingUpdate
+// would take the last serving replica of a shard): the apply's kube.RollOut does, guarded.
+func TestRenderCube_ShardsRollOnlyWhenTheApplyRollsThem(t *testing.T) {
 	c := Cube{Name: "c", Namespace: "n", DonefileURL: testDonefile, Shards: 2, Replicas: 2}
 	set, err := RenderCube(c)
 	require.NoError(t, err)
+	n := 0
 	for name, sts := range ofKind[appsv1.StatefulSet](t, set, kindStatefulSet) {
-		u := sts.Spec.UpdateStrategy
-		assert.Equal(t, appsv1.RollingUpdateStatefulSetStrategyType, u.Type, name)
-		if r := u.RollingUpdate; r != nil {
-			assert.Zero(t, ptr.Deref(r.Partition, 0), name)
-			if r.MaxUnavailable != nil {
-				assert.Equal(t, 1, r.MaxUnavailable.IntValue(), name)
-			}
-		}
-		probe := sts.Spec.Template.Spec.Containers[0].ReadinessProbe
-		require.NotNil(t, probe, name)
-		require.NotNil(t, probe.HTTPGet, name)
-		assert.Equal(t, "/readyz", probe.HTTPGet.Path, name)
+		assert.Equal(t, appsv1.OnDeleteStatefulSetStrategyType, sts.Spec.UpdateStrategy.Type, name)
+		assert.Nil(t, sts.Spec.UpdateStrategy.RollingUpdate, name)
+		n++
 	}
+	assert.Equal(t, 2, n)
 }

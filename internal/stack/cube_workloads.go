@@ -83,7 +83,7 @@ func (c Cube) shardStatefulSet(i int32) *appsv1.StatefulSet {
 			Replicas:    ptr.To(c.Replicas),
 			// Parallel: a shard's replicas start (and are scaled) together, as the transfer's first
 			// rollout prepares every replica before any serves. It changes scaling only;
-			// shardUpdateStrategy rolls one replica at a time.
+			// see shardUpdateStrategy for how a changed template rolls out.
 			PodManagementPolicy: appsv1.ParallelPodManagement,
 			UpdateStrategy:      shardUpdateStrategy(),
 			Selector:            &metav1.LabelSelector{MatchLabels: c.ShardSelector(i)},

@@ -23,6 +23,9 @@ var (
 	// The readiness checks read the cube's and serving's HTTP status through the API
 	// server's proxy, so that Terraform needs no route into the cluster.
 	proxied = []string{"pods/proxy", "services/proxy"}
+	// The cube's rollout replaces its servers' pods through the eviction API (kube.RollOut),
+	// so that their PodDisruptionBudgets guard it.
+	evictions = "pods/eviction"
 )
 
 // WorkloadsClusterRole is every permission ctr_training_job, ctr_cube and ctr_serving need in
@@ -49,6 +52,7 @@ func WorkloadsClusterRole() *rbacv1.ClusterRole {
 	for _, sub := range proxied {
 		byGroup[""][sub] = []string{"get"}
 	}
+	byGroup[""][evictions] = []string{"create"}
 	// One rule per group and verb list, in a stable order.
 	var rules []rbacv1.PolicyRule
 	for _, group := range sortedKeys(byGroup) {

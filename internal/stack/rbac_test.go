@@ -62,4 +62,5 @@ func TestWorkloadsClusterRole_CoversEveryKind(t *testing.T) {
 	}
 	assert.True(t, can("", "services/proxy", "get"))
 	assert.True(t, can("", "pods/proxy", "get"))
+	assert.True(t, can("", "pods/eviction", "create"), "the cube's rollout evicts its servers' pods")
 }

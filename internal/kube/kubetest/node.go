@@ -241,6 +241,14 @@ func Running() PodStatus {
 	})
 }
 
+// NotReady is a status whose containers all run but are not ready: a readiness probe that
+// fails (a cube server that serves no model yet).
+func NotReady() PodStatus {
+	return every(corev1.PodRunning, true, false, func() corev1.ContainerStatus {
+		return corev1.ContainerStatus{Started: ptr.To(true), State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}
+	})
+}
+
 // Succeeded is a status whose containers all exited 0.
 func Succeeded() PodStatus {
 	return every(corev1.PodSucceeded, true, false, func() corev1.ContainerStatus {
