@@ -131,7 +131,8 @@ identity_tests() {
 if [ "${pkgs[*]}" = "./..." ]; then
   say "running tests: the provider's acceptance tests in the background (go test ./provider, log: $state/provider-test.log)"
   # Each in a process group of its own, so that a failure stops the other and its children.
-  setsid go test -count=1 -timeout 45m -parallel 4 "${skip_identity[@]}" ./provider > "$state/provider-test.log" 2>&1 &
+  # -v: the log keeps every test's duration, and a success prints the slowest (below).
+  setsid go test -count=1 -timeout 45m -parallel 4 -v "${skip_identity[@]}" ./provider > "$state/provider-test.log" 2>&1 &
   provider_pid=$!
   fuzz_pid=""
   trap 'kill -- "-$provider_pid" 2>/dev/null || true; [ -z "$fuzz_pid" ] || kill -- "-$fuzz_pid" 2>/dev/null || true
@@ -161,10 +162,15 @@ if [ "${pkgs[*]}" = "./..." ]; then
   say "waiting for the provider's acceptance tests"
   status=0
   wait "$provider_pid" || status=$?
-  cat "$state/provider-test.log"
   if [ "$status" != 0 ]; then
+    cat "$state/provider-test.log"
     echo "the provider's tests failed (log: $state/provider-test.log)"; exit 1
   fi
+  echo "    the slowest of the provider's tests (and the real-node group's parts), minutes:seconds:"
+  grep -E '^(--- PASS|    --- PASS: TestAccRealNode/)' "$state/provider-test.log" |
+    sed -E 's/^ *--- PASS: ([^ ]+) \(([0-9.]+)s\)$/\2 \1/' | sort -rn |
+    awk 'NR <= 15 { printf "    %d:%02d %s\n", $1 / 60, $1 % 60, $2 }' || true
+  grep -E '^ok ' "$state/provider-test.log" || true
   # After the others: the CCE one takes over the cluster's Volcano, which no other test may
   # see (in one run it would be among the tests that run alone, before the parallel ones).
   identity_tests
