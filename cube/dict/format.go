@@ -344,6 +344,16 @@ func homeSlot(key, slots uint64) uint64 {
 	return hi
 }
 
+// distance is how many slots past its home slot key sits at slot at, in a
+// table of slots slots, wrapping around.
+func distance(key, at, slots uint64) uint64 {
+	home := homeSlot(key, slots)
+	if at < home {
+		return at + slots - home
+	}
+	return at - home
+}
+
 // indexOffset is where a version 2 index starts after valuesSize bytes of
 // values.
 func indexOffset(valuesSize uint64) uint64 {

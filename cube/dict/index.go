@@ -199,16 +199,6 @@ func (b *indexBuilder) fill(tbl []byte, lo uint64, carry []byte, src *io.Section
 	return out, nil
 }
 
-// distance is how many slots past its home slot key sits at slot at,
-// wrapping around.
-func (b *indexBuilder) distance(key, at uint64) uint64 {
-	home := homeSlot(key, b.slots)
-	if at < home {
-		return at + b.slots - home
-	}
-	return at - home
-}
-
 // slotKey reads the key of slot s, or reports it empty.
 func (b *indexBuilder) slotKey(s []byte) (key uint64, empty bool) {
 	key = binary.LittleEndian.Uint64(s)
@@ -255,7 +245,7 @@ func (b *indexBuilder) place(tbl []byte, lo uint64, r []byte, i uint64) []byte {
 	cur := b.cur
 	copy(cur, r)
 	key := binary.LittleEndian.Uint64(cur)
-	d := b.distance(key, lo+i)
+	d := distance(key, lo+i, b.slots)
 	for n := uint64(len(tbl)) / b.slot; i < n; i, d = i+1, d+1 {
 		s := tbl[i*b.slot : (i+1)*b.slot]
 		k, empty := b.slotKey(s)
@@ -268,7 +258,7 @@ func (b *indexBuilder) place(tbl []byte, lo uint64, r []byte, i uint64) []byte {
 			b.put(s, cur)
 			return nil
 		}
-		if kd := b.distance(k, lo+i); kd < d || (kd == d && k > key) {
+		if kd := distance(k, lo+i, b.slots); kd < d || (kd == d && k > key) {
 			b.take(s, b.out, binary.LittleEndian.Uint64(cur[8:]))
 			b.put(s, cur)
 			b.maxProbe = max(b.maxProbe, d)

@@ -367,11 +367,7 @@ func (d *Dict) passed(k, i, walked uint64) bool {
 	if !d.ordered || walked < orderedFrom {
 		return false
 	}
-	home := homeSlot(k, d.slots)
-	if i < home {
-		i += d.slots
-	}
-	return i-home < walked
+	return distance(k, i, d.slots) < walked
 }
 
 // probeRef walks a referenced index from slot i and returns key's ref (0 if

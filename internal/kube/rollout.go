@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -103,14 +102,11 @@ func (c *Client) RollOut(ctx context.Context, sets []*unstructured.Unstructured)
 	if len(sets) == 1 {
 		what = Describe(sets[0])
 	}
-	var mu sync.Mutex
 	evicted := map[string]bool{} // logged once each
 	line, err := c.Poll(ctx, RollOutEvery, func(ctx context.Context) (bool, string, error) {
 		var waits []string
 		for _, set := range sets {
 			st, err := c.rollStep(ctx, set, func(pod string) {
-				mu.Lock()
-				defer mu.Unlock()
 				if !evicted[pod] {
 					evicted[pod] = true
 					c.logf("%s: evicting pod %s to replace it at the update revision", Describe(set), pod)
