@@ -15,6 +15,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/elasticctr/terraform-provider-ctr/cube/dict"
 	"github.com/elasticctr/terraform-provider-ctr/cube/layout"
 	"github.com/elasticctr/terraform-provider-ctr/cube/pipeline"
 	"github.com/elasticctr/terraform-provider-ctr/cube/procstat"
@@ -181,6 +182,7 @@ type serveRow struct {
 	inMemory     bool
 	lookups      Result
 	inproc       float64
+	memory       float64 // memoryReadRate at the dictionary's size, in this mode's pages
 	serverRSSKiB int64
 	serverOpen   time.Duration // from start to listening: map or copy
 	checked      time.Duration // from start to every block checked against its checksum
@@ -220,11 +222,12 @@ func sizeTables(ctx context.Context, o ScaleOptions, work string, w io.Writer) e
 	_ = tw.Flush()
 	fmt.Fprintf(w, "\nlookups against keys per shard: cube server on CPUs %s, load generator on CPUs %s, batch %d random keys, %d connections, %s each, once every block is checked;"+
 		" memory: the file mapping (4 KiB pages of the page cache) or a huge-page copy (--in-memory);"+
-		" in-process: LookupBatch on the server CPUs; listening: server start to serving from the file mapping; checked: server start to every block checked against its checksum (cube_dict_unchecked_bytes 0), serving nothing unchecked before; GB/s: dictionary bytes / checked;"+
+		" in-process: LookupBatch on the server CPUs; memory lines/s: random 64-byte lines one server CPU reads from anonymous memory of the dictionary's size in the mode's pages (4 KiB for the file mapping), %d prefetched at a time as LookupBatch does, the most any lookup path reads here;"+
+		" listening: server start to serving from the file mapping; checked: server start to every block checked against its checksum (cube_dict_unchecked_bytes 0), serving nothing unchecked before; GB/s: dictionary bytes / checked;"+
 		" in memory: server start to serving the huge-page copy (cube_dict_bytes_in_memory), the file mapping serving until then\n",
-		o.ServerCPUs, o.ClientCPUs, o.Batch, o.Conns, o.Duration)
+		o.ServerCPUs, o.ClientCPUs, o.Batch, o.Conns, o.Duration, dict.BatchGroup)
 	tw = tabwriter.NewWriter(w, 0, 0, 3, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "keys/shard\tmemory\tkeys/s\tp50 ms\tp99 ms\tin-process keys/s\tdictionary B/key\tserver RSS B/key\tlistening s\tchecked s\tGB/s\tin memory s\terrors\t")
+	fmt.Fprintln(tw, "keys/shard\tmemory\tkeys/s\tp50 ms\tp99 ms\tin-process keys/s\tmemory lines/s\tdictionary B/key\tserver RSS B/key\tlistening s\tchecked s\tGB/s\tin memory s\terrors\t")
 	for _, r := range rows {
 		for _, v := range r.serves {
 			l := v.lookups
@@ -232,8 +235,8 @@ func sizeTables(ctx context.Context, o ScaleOptions, work string, w io.Writer) e
 			if v.inMemory {
 				copied = fmt.Sprintf("%.2f", v.copied.Seconds())
 			}
-			fmt.Fprintf(tw, "%d\t%s\t%.2fM\t%.3f\t%.3f\t%.2fM\t%.1f\t%.1f\t%.2f\t%.2f\t%.2f\t%s\t%d\t\n", r.n, v.mode(), l.KeysPerSec()/1e6, ms(l.P50), ms(l.P99),
-				v.inproc/1e6, float64(r.dictSize)/float64(r.n), float64(v.serverRSSKiB<<10)/float64(r.n), v.serverOpen.Seconds(),
+			fmt.Fprintf(tw, "%d\t%s\t%.2fM\t%.3f\t%.3f\t%.2fM\t%.2fM\t%.1f\t%.1f\t%.2f\t%.2f\t%.2f\t%s\t%d\t\n", r.n, v.mode(), l.KeysPerSec()/1e6, ms(l.P50), ms(l.P99),
+				v.inproc/1e6, v.memory/1e6, float64(r.dictSize)/float64(r.n), float64(v.serverRSSKiB<<10)/float64(r.n), v.serverOpen.Seconds(),
 				v.checked.Seconds(), float64(r.dictSize)/1e9/v.checked.Seconds(), copied, l.Errors+l.Mismatches)
 		}
 	}
@@ -280,6 +283,7 @@ func lookupRatios(rows []sizeRow, w io.Writer) {
 		}
 		fmt.Fprintf(w, "ratio lookups_50m_vs_1m%s=%.2f\n", suffix, large.lookups.KeysPerSec()/small.lookups.KeysPerSec())
 		fmt.Fprintf(w, "ratio lookups_inprocess_50m_vs_1m%s=%.2f\n", suffix, large.inproc/small.inproc)
+		fmt.Fprintf(w, "ratio memory_50m_vs_1m%s=%.2f\n", suffix, large.memory/small.memory)
 	}
 }
 
@@ -366,6 +370,9 @@ func serveSize(ctx context.Context, o ScaleOptions, data, shard string, n int, i
 	if v.inproc, err = inProcessRate(shard, bo, serverCPUs); err != nil {
 		return v, err
 	}
+	if v.memory, err = pinnedMemoryReadRate(shard, inMemory, serverCPUs); err != nil {
+		return v, err
+	}
 	if len(clientCPUs) > 0 {
 		if err := pinSelf(clientCPUs); err != nil {
 			return v, err
@@ -398,6 +405,22 @@ func serveSize(ctx context.Context, o ScaleOptions, data, shard string, n int, i
 	}
 	v.serverRSSKiB, err = procstat.KiB(srv.pid(), "VmRSS")
 	return v, err
+}
+
+// pinnedMemoryReadRate is memoryReadRate at the size of the dictionary at
+// path, on the server CPUs (nil: unpinned).
+func pinnedMemoryReadRate(path string, huge bool, serverCPUs []int) (float64, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return 0, err
+	}
+	if len(serverCPUs) > 0 {
+		if err := pinSelf(serverCPUs); err != nil {
+			return 0, err
+		}
+		defer func() { _ = pinSelf(nil) }()
+	}
+	return memoryReadRate(st.Size(), huge)
 }
 
 // rolloutRow is one shard count's rollouts.

@@ -8,6 +8,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+
+	"github.com/elasticctr/terraform-provider-ctr/cube/prefetch"
 )
 
 // indexChunkBytes is how much of the index a build holds in memory at once.
@@ -177,7 +179,7 @@ func (b *indexBuilder) fill(tbl []byte, lo uint64, carry []byte, src *io.Section
 			n := uint64(len(batch)) / rec
 			for j := range n {
 				homes[j] = homeSlot(binary.LittleEndian.Uint64(batch[j*rec:]), b.slots) - lo
-				prefetch(&tbl[homes[j]*b.slot])
+				prefetch.Line(&tbl[homes[j]*b.slot])
 			}
 			for j := range n {
 				r := batch[j*rec : (j+1)*rec]

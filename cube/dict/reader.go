@@ -8,6 +8,8 @@ import (
 	"os"
 	"sync/atomic"
 	"syscall"
+
+	"github.com/elasticctr/terraform-provider-ctr/cube/prefetch"
 )
 
 // Options control Open. The zero value verifies everything.
@@ -391,8 +393,11 @@ func (d *Dict) probeRef(v *view, key, i uint64) uint64 {
 	}
 }
 
-// batchGroup is how many lookups LookupBatch keeps in flight.
-const batchGroup = 32
+// BatchGroup is how many lookups LookupBatch keeps in flight: it prefetches
+// the home slots of that many keys before it reads any of them.
+const BatchGroup = 32
+
+const batchGroup = BatchGroup
 
 // LookupBatch looks up keys in order and calls fn with each key's index,
 // value (aliasing the mapping, as in Lookup) and presence.
@@ -429,16 +434,16 @@ func (d *Dict) lookupBatch(keys []uint64, ov *overlay, fn func(i int, value []by
 		for j, k := range group {
 			s := homeSlot(k, n)
 			slots[j] = s
-			prefetch(&idx[s*refSlotSize])
+			prefetch.Line(&idx[s*refSlotSize])
 			over[j] = ov.mayHold(k)
 		}
 		for j, k := range group {
 			r := d.probeRef(v, k, slots[j])
 			refs[j] = r
 			if r != 0 && r-1 < uint64(len(vals)) {
-				prefetch(&vals[r-1])
+				prefetch.Line(&vals[r-1])
 				if r+63 < uint64(len(vals)) {
-					prefetch(&vals[r+63]) // a record may straddle two lines
+					prefetch.Line(&vals[r+63]) // a record may straddle two lines
 				}
 			}
 		}
@@ -478,9 +483,9 @@ func (d *Dict) lookupBatchInline(keys []uint64, ov *overlay, fn func(i int, valu
 			h := homeSlot(k, n)
 			homes[j] = h
 			for at := h * s; at < h*s+span; at += 64 {
-				prefetch(&idx[at])
+				prefetch.Line(&idx[at])
 			}
-			prefetch(&idx[h*s+span]) // the line the span ends in
+			prefetch.Line(&idx[h*s+span]) // the line the span ends in
 			over[j] = ov.mayHold(k)
 		}
 		for j, k := range group {

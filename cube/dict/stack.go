@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"unsafe"
+
+	"github.com/elasticctr/terraform-provider-ctr/cube/prefetch"
 )
 
 // A Stack serves a base dictionary with smaller dictionaries layered over
@@ -236,7 +238,7 @@ func (o *overlay) mayHold(k uint64) bool {
 		return false
 	}
 	if k != emptyKey {
-		prefetch((*byte)(unsafe.Pointer(&o.slot[homeSlot(k, o.slots)])))
+		prefetch.Line((*byte)(unsafe.Pointer(&o.slot[homeSlot(k, o.slots)])))
 	}
 	return true
 }

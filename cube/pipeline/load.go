@@ -20,7 +20,14 @@ type LoadStats struct {
 	Mixed      int64 // responses combining values of two versions
 	FirstMixed int64 // first answers disagreed (reconciled by SeekConsistent)
 	FirstErr   string
+	// TookOver, with Loader.UntilGen: from the start to the first answer of
+	// the run of that generation's answers that ended the lookups.
+	TookOver time.Duration
 }
+
+// TakeOverFor is how long every answer must be of Loader.UntilGen before
+// the lookups end.
+const TakeOverFor = 5 * time.Second
 
 // Load runs workers goroutines of batch-key lookups through the cube.conf
 // client until ctx ends.
@@ -37,6 +44,10 @@ type Loader struct {
 	Conf      client.DictConf
 	Keys      int // keys 0..Keys-1 exist
 	ValueSize int
+	// UntilGen, if not 0, ends the lookups early: once, after an answer of
+	// another generation, every answer for TakeOverFor has been of
+	// generation UntilGen (a rollout to it seen through).
+	UntilGen byte
 }
 
 // Run runs workers goroutines of batch-key lookups of random keys until ctx
@@ -51,9 +62,14 @@ func (l Loader) Run(ctx context.Context, workers, batch int) (*LoadStats, error)
 	}
 	defer cl.Close()
 	var (
-		mu sync.Mutex
-		st LoadStats
+		mu       sync.Mutex
+		st       LoadStats
+		sawOther bool      // an answer of a generation other than UntilGen
+		since    time.Time // of the current run of UntilGen's answers
 	)
+	start := time.Now()
+	ctx, stop := context.WithCancel(ctx)
+	defer stop()
 	seed := func(w int) uint64 { return uint64(w*7919 + 1) }
 	l.lookups(ctx, workers, batch, seed, func() func([]uint64) {
 		return func(keys []uint64) {
@@ -95,6 +111,24 @@ func (l Loader) Run(ctx context.Context, workers, batch int) (*LoadStats, error)
 			}
 			if firstMixed {
 				st.FirstMixed++
+			}
+			if l.UntilGen != 0 && !failed {
+				// The generation of the keys patches do not hold, where the
+				// batch has any.
+				g := gen[0]
+				if seen[1] {
+					g = gen[1]
+				}
+				switch now := time.Now(); {
+				case mixed || g != l.UntilGen:
+					sawOther, since = true, time.Time{}
+				case !sawOther:
+				case since.IsZero():
+					since = now
+				case now.Sub(since) >= TakeOverFor && st.TookOver == 0:
+					st.TookOver = since.Sub(start)
+					stop()
+				}
 			}
 			mu.Unlock()
 		}

@@ -490,7 +490,7 @@ func TestBenchScaleSmoke(t *testing.T) {
 		"--rollouts", "1", "--duration", "300ms", "--conns", "2", "--heal-interval", "300ms", "--delta-base", "10000")
 	for _, w := range []string{
 		"build against input size", "records   input MB", "peak RSS MiB",
-		"lookups against keys per shard", "keys/shard", "p99 ms", "dictionary B/key", "server RSS B/key", "listening s", "checked s", "GB/s", "in memory s", "file mapping", "huge-page copy",
+		"lookups against keys per shard", "keys/shard", "p99 ms", "memory lines/s", "dictionary B/key", "server RSS B/key", "listening s", "checked s", "GB/s", "in memory s", "file mapping", "huge-page copy",
 		"rollout against shards", "total ms median [min-max]", "heal ms", "rollout 2 shards / 1 shards = ",
 		"delta against full rebuild", "full rebuild", "layer", "shipped MB", "line->serving ms", "transfer RSS MiB",
 		"ratio lookups_8_layers_vs_none=",

@@ -2,6 +2,12 @@ package main
 
 import (
 	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -137,5 +143,48 @@ func TestRolloutPipeline(t *testing.T) {
 	}
 	if err := c.CheckReplicas(v3); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestSeekUntilGen: seek --for --until-gen G ends, successfully, once a
+// rollout to generation G has been seen through (every answer of G for
+// pipeline.TakeOverFor after one of another), long before --for; with G
+// served from the start it never sees a take-over and fails when --for
+// passes; a generation outside 1-255, or without --for, is a usage error.
+func TestSeekUntilGen(t *testing.T) {
+	c := startPipeline(t, 2, 1)
+	publish(t, c, "1000", 1, "")
+	waitServed(t, c, "1000")
+	b, _ := json.Marshal([]client.DictConf{c.Conf})
+	conf := filepath.Join(t.TempDir(), "cube.conf")
+	if err := os.WriteFile(conf, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	seek := exec.Command(cubeBin, "seek", "--conf", conf, "--first", "3000", "--for", "2m", "--until-gen", "2")
+	var out strings.Builder
+	seek.Stdout, seek.Stderr = &out, &out
+	start := time.Now()
+	if err := seek.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Second)
+	publish(t, c, "2000", 2, "")
+	waitServed(t, c, "2000")
+	if err := seek.Wait(); err != nil || !regexp.MustCompile(`generation 2 took over after [0-9.]+m?s`).MatchString(out.String()) || !strings.Contains(out.String(), " 0 failed, 0 mixing versions") {
+		t.Fatalf("seek --until-gen 2 across a rollout to generation 2: err %v, output %s", err, out.String())
+	}
+	if took := time.Since(start); took > time.Minute {
+		t.Fatalf("seek --until-gen 2 ran %s after generation 2 took over", took)
+	}
+	t.Log(out.String())
+	b, err := exec.Command(cubeBin, "seek", "--conf", conf, "--first", "3000", "--for", "2s", "--until-gen", "2").CombinedOutput()
+	if err == nil || !strings.Contains(string(b), "generation 2 did not take over within 2s") {
+		t.Fatalf("seek --until-gen 2 with generation 2 served throughout: err %v, output %s", err, b)
+	}
+	for _, args := range [][]string{{"--for", "1s", "--until-gen", "256"}, {"--until-gen", "2"}} {
+		b, err := exec.Command(cubeBin, append([]string{"seek", "--conf", conf, "--first", "10"}, args...)...).CombinedOutput()
+		if err == nil || !strings.Contains(string(b), "--until-gen takes a generation 1-255, with --for") {
+			t.Fatalf("seek %v: err %v, output %s", args, err, b)
+		}
 	}
 }

@@ -27,6 +27,7 @@ func runSeek(fs flagSet, stdout, stderr io.Writer) error {
 	check := fs.Int("check", 0, "check every value is what `cube model --gen G` (either layout, --embedding or not) wrote for its key; print only the keys that are not, and a summary (exit 1 if any)")
 	forDur := fs.Duration("for", 0, "instead: look random keys of 0..--first-1 up for this `duration` (e.g. during a rollout), checking every key is found with a well-formed `cube model` value and no response mixes versions; print a summary (exit 1 on any failure)")
 	ready := fs.Duration("ready-within", time.Minute, "with --for (and with --conf when given): before the clock starts, or before a one-shot lookup, wait up to this `duration` until cube.conf's names resolve and every shard answers once (a cube whose Services just appeared may not be in the cluster DNS yet); not counted as failures")
+	untilGen := fs.Uint("until-gen", 0, fmt.Sprintf("with --for: end early, successfully, once every answer for %s has been of `generation` G (cube model --gen, 1-255) after one of another: a rollout to it seen through; exit 1 if --for passes first", pipeline.TakeOverFor))
 	workers := fs.Int("workers", 4, "with --for: concurrent lookups")
 	batch := fs.Int("batch", 100, "with --for: keys per lookup")
 	valueSize := fs.Int("value-size", pipeline.DefaultValueSize, "with --for: `bytes` per value (cube model --value-size)")
@@ -42,8 +43,13 @@ func runSeek(fs flagSet, stdout, stderr io.Writer) error {
 		fmt.Fprintln(stderr, "exactly one of --conf and --addr is required")
 		return errUsage
 	}
+	if *untilGen > 255 || *untilGen > 0 && *forDur == 0 {
+		fmt.Fprintln(stderr, "--until-gen takes a generation 1-255, with --for")
+		return errUsage
+	}
 	if *forDur > 0 {
-		return seekFor(stdout, *conf, *dict, *addr, *first, *forDur, *ready, *workers, *batch, *valueSize, *timeout)
+		load := pipeline.Loader{Keys: *first, ValueSize: *valueSize, UntilGen: byte(*untilGen)}
+		return seekFor(stdout, *conf, *dict, *addr, load, *forDur, *ready, *workers, *batch, *timeout)
 	}
 	var keys []uint64
 	for k := range *first {
@@ -143,7 +149,8 @@ func seekConf(conf, dict, addr string, timeout time.Duration) (client.DictConf, 
 }
 
 // seekFor is seek --for: lookups of random keys through the dictionary for d, then a summary.
-func seekFor(stdout io.Writer, conf, dict, addr string, keys int, d, ready time.Duration, workers, batch, valueSize int, timeout time.Duration) error {
+func seekFor(stdout io.Writer, conf, dict, addr string, load pipeline.Loader, d, ready time.Duration, workers, batch int, timeout time.Duration) error {
+	keys := load.Keys
 	if keys < 1 {
 		return errors.New("--for needs --first N: the keys 0..N-1 to look up")
 	}
@@ -155,17 +162,26 @@ func seekFor(stdout io.Writer, conf, dict, addr string, keys int, d, ready time.
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "every shard answers (after %s); looking up for %s\n", took.Round(time.Millisecond), d)
+	fmt.Fprintf(stdout, "every shard answers (after %s); looking up for up to %s\n", took.Round(time.Millisecond), d)
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
-	st, err := pipeline.Loader{Conf: dc, Keys: keys, ValueSize: valueSize}.Run(ctx, workers, batch)
+	load.Conf = dc
+	start := time.Now()
+	st, err := load.Run(ctx, workers, batch)
 	if err != nil {
 		return err
 	}
+	took = time.Since(start).Round(time.Millisecond)
 	fmt.Fprintf(stdout, "%d lookups of %d keys in %s: %d failed, %d mixing versions (%d first answers disagreed and were re-asked)\n",
-		st.Requests, batch, d, st.Failed, st.Mixed, st.FirstMixed)
+		st.Requests, batch, took, st.Failed, st.Mixed, st.FirstMixed)
 	if st.Failed > 0 || st.Mixed > 0 {
 		return fmt.Errorf("%d failed lookups, %d mixing versions; first failure: %s", st.Failed, st.Mixed, st.FirstErr)
+	}
+	if load.UntilGen != 0 {
+		if st.TookOver == 0 {
+			return fmt.Errorf("generation %d did not take over within %s (--for): every answer was of it from the start, or of another to the end", load.UntilGen, d)
+		}
+		fmt.Fprintf(stdout, "generation %d took over after %s, and every answer for %s since was of it\n", load.UntilGen, st.TookOver.Round(time.Millisecond), pipeline.TakeOverFor)
 	}
 	return nil
 }
