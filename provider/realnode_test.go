@@ -27,28 +27,6 @@ import (
 // e2eModelKeys is how many keys the trainer stand-in writes; lookups check them all.
 const e2eModelKeys = 20000
 
-// TestAccRealNode runs the end-to-end tests on the real node one after another, as subtests:
-// the node is one machine's worth of capacity and RolloutUnderLookups measures under load.
-// The group as a whole runs in parallel with the tests on kwok's simulated nodes, which
-// never schedule a pod on the real node.
-func TestAccRealNode(t *testing.T) {
-	t.Parallel()
-	for _, c := range []struct {
-		name string
-		test func(*testing.T)
-	}{
-		{"TrainingToLookup", realNodeTrainingToLookup},
-		{"PaddleSaveToLookup", realNodePaddleSaveToLookup},
-		{"ServingPredicts", realNodeServingPredicts},
-		{"RolloutUnderLookups", realNodeRolloutUnderLookups},
-		{"Reshard", realNodeReshard},
-		{"ReplicaComesBack", realNodeReplicaComesBack},
-		{"DestroyLeavesNothing", realNodeDestroyLeavesNothing},
-	} {
-		t.Run(c.name, c.test)
-	}
-}
-
 // testE2E runs c with the provider under test on the e2e stacks of ns: at its end, destroy
 // must leave nothing that their training job and cube owned, besides what c.CheckDestroy
 // checks.
