@@ -15,7 +15,7 @@ import (
 var benchCommands = []command{
 	{name: "scale", synopsis: "[--sizes N,N,N] [--shards S,S,S] [--scale F] [--tables size,rollout]", run: runBenchScale},
 	{name: "rollout", synopsis: "--shards S --replicas R --rollouts N [--keys K]", run: runBenchRollout},
-	{name: "hostile", synopsis: "[--conns N] [--duration D] [-- SERVER FLAGS...]", run: runBenchHostile},
+	{name: "hostile", synopsis: "[--conns N] [--duration D] [-- SERVER FLAGS...]", run: runBenchHostile, operands: true},
 	{name: "export", synopsis: "[--rows N,N,...] [--width W] [--work-dir DIR]", run: runBenchExport},
 }
 

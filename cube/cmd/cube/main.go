@@ -33,6 +33,9 @@ type command struct {
 	run func(fs flagSet, stdout, stderr io.Writer) error
 	// subs are the commands "cube <name> <sub>" runs instead, with flags of their own.
 	subs []command
+	// operands: the command takes arguments after its flags (keys, a file, server flags
+	// after "--"); any other command refuses them.
+	operands bool
 }
 
 // call runs c, or the sub that args name, with the rest of args.
@@ -43,7 +46,7 @@ func (c command) call(args []string, stdout, stderr io.Writer) error {
 			return sub.call(args[1:], stdout, stderr)
 		}
 	}
-	return c.run(flagSet{flags(c.name, c.synopsis, stdout, stderr), args}, stdout, stderr)
+	return c.run(flagSet{flags(c.name, c.synopsis, stdout, stderr), args, c}, stdout, stderr)
 }
 
 // find returns the command of cs called name.
@@ -69,15 +72,15 @@ func commands() []command {
 		{name: "export", summary: "the model-output step: turn what Paddle saved (LoDTensor, combined params, SelectedRows, parameter-server table shards) into the cube's input and a donefile line, all or nothing",
 			synopsis: "--format F --in PATH --out DIR [--var NAME] [--program FILE] [--id ID] [--patch-of BASE_ID] [--watch]", run: runExport},
 		{name: "install", summary: "copy this binary into a directory (a serving pod's init container: Paddle's image then runs DIR/cube serving)",
-			synopsis: "DIR", run: runInstall},
+			synopsis: "DIR", run: runInstall, operands: true},
 		{name: "serving", summary: "run Paddle Serving's server binary for the CTR model and the cube without Python: wait for the model, write the server's configuration, pass SIGTERM on, exit with its status",
 			synopsis: "--model-url URL [--cube-conf FILE] [--port N]", run: runServing},
 		{name: "predict", summary: "send sample lines (ElasticCTR's or raw Criteo) to Paddle Serving's GeneralModelService over baidu_std or HTTP and print each line's click probability",
-			synopsis: "--addr ADDR --conf FILE [--format elasticctr --slots FILE | --format criteo] [FILE]", run: runPredict},
+			synopsis: "--addr ADDR --conf FILE [--format elasticctr --slots FILE | --format criteo] [FILE]", run: runPredict, operands: true},
 		{name: "model", summary: "write a synthetic model as a trainer would (SequenceFiles + a donefile line): a smoke test without Paddle",
 			synopsis: "--out DIR [--id ID] [--keys N] [--value-size B] [--gen G] [--patch-of BASE_ID]", run: runModel},
 		{name: "seek", summary: "look keys up through cube.conf or one server",
-			synopsis: "(--conf cube.conf [--dict NAME] | --addr HOST:PORT) [--first N] [--check G] KEY...", run: runSeek},
+			synopsis: "(--conf cube.conf [--dict NAME] | --addr HOST:PORT) [--first N] [--check G] KEY...", run: runSeek, operands: true},
 		{name: "bench", summary: "benchmark a cube server against Redis MGET and memcached multi-get, pinned; \"bench scale\" how costs grow, \"bench rollout\" rollouts under load, \"bench hostile\" latency under hostile connections, \"bench export\" the model-output step against table size",
 			synopsis: "--against redis,memcached --keys N --value-size B --batch K --duration D --runs R", run: runBench, subs: benchCommands},
 		{name: "demo", summary: "run the whole pipeline on this machine: data, file server, transfer, shards, lookups, a rollout under load",
@@ -165,14 +168,28 @@ func flags(name, synopsis string, stdout, stderr io.Writer) *flag.FlagSet {
 type flagSet struct {
 	*flag.FlagSet
 	args []string
+	cmd  command
 }
 
-// parse parses the command's arguments; a bad one is errUsage (the FlagSet has said why).
+// parse parses the command's arguments; a bad one is errUsage (the FlagSet has said why),
+// and so is an argument after the flags of a command that takes none.
 func (fs flagSet) parse() error {
 	if err := fs.Parse(fs.args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return err
 		}
+		return errUsage
+	}
+	if fs.NArg() > 0 && !fs.cmd.operands {
+		fmt.Fprintf(fs.Output(), "%s: unexpected argument %q: it takes flags only", fs.Name(), fs.Arg(0))
+		if len(fs.cmd.subs) > 0 {
+			names := make([]string, len(fs.cmd.subs))
+			for i, sub := range fs.cmd.subs {
+				names[i] = sub.name
+			}
+			fmt.Fprintf(fs.Output(), ", or one of its commands first: %s", strings.Join(names, ", "))
+		}
+		fmt.Fprintln(fs.Output())
 		return errUsage
 	}
 	return nil

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -579,4 +580,30 @@ func TestFloat32Format(t *testing.T) {
 	if got := valueFormats["float32"](b[:3]); !strings.Contains(got, "not float32s") {
 		t.Fatalf("odd length: %q", got)
 	}
+}
+
+// TestCommandsRefuseStrayArguments: a command that takes flags only refuses an argument
+// after them (a mistyped subcommand, a flag without its dashes) with a usage error naming
+// it, before doing anything; one with subcommands also names those.
+func TestCommandsRefuseStrayArguments(t *testing.T) {
+	var check func(prefix string, cs []command)
+	check = func(prefix string, cs []command) {
+		for _, c := range cs {
+			name := strings.TrimSpace(prefix + " " + c.name)
+			check(name, c.subs)
+			if c.operands {
+				continue
+			}
+			var stdout, stderr strings.Builder
+			c.name = name
+			err := c.call([]string{"stray"}, &stdout, &stderr)
+			if !errors.Is(err, errUsage) || !strings.Contains(stderr.String(), `cube `+name+`: unexpected argument "stray": it takes flags only`) {
+				t.Errorf("cube %s stray: err %v, stderr %q", name, err, stderr.String())
+			}
+			if len(c.subs) > 0 && !strings.Contains(stderr.String(), "or one of its commands first: "+c.subs[0].name) {
+				t.Errorf("cube %s stray does not name its commands: %q", name, stderr.String())
+			}
+		}
+	}
+	check("", commands())
 }
