@@ -97,14 +97,16 @@ served 1
 echo "    (these are lookups through the exported cube.conf)"
 
 say "a second model version (model_generation = 2: the training job runs again) rolled out while lookups run"
-"${seek[@]}" --for 120s --workers 4 --batch 100 > "$state/load.out" 2>&1 &
+# The lookups end once generation 2 has answered alone for 5 s (--until-gen), at most after 5 minutes.
+"${seek[@]}" --for 5m --until-gen 2 --workers 4 --batch 100 > "$state/load.out" 2>&1 &
 load=$!
 pids+=("$load")
 "$tf" apply -no-color -auto-approve -input=false "${vars[@]}" -var model_generation=2 > "$state/apply2.log" 2>&1 || { tail -30 "$state/apply2.log"; exit 1; }
 grep -E 'Apply complete' "$state/apply2.log" | sed 's/^/    /'
 served 2
 wait "$load" || { cat "$state/load.out"; echo "lookups during the rollout failed"; exit 1; }
-echo "    load during the rollout: $(tail -1 "$state/load.out")"
+echo "    load during the rollout: $(grep -E 'lookups of' "$state/load.out")"
+echo "    $(grep -E 'took over' "$state/load.out")"
 
 say "a prediction: Paddle Serving's half on this machine (cube demo): a version with embeddings and its dense model, cube serving following the cube with the stand-in of Paddle's server, one click probability"
 "$root/bin/cube" demo --keys 20000 --replicas 1 > "$state/serving-demo.log" 2>&1 || { tail -20 "$state/serving-demo.log"; exit 1; }
