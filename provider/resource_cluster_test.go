@@ -475,7 +475,7 @@ func dedicatedEnv(t *testing.T) (*testenv.Env, string, *kubeClients) {
 		t.Fatalf("build the control plane: %v", err)
 	}
 	dir := t.TempDir()
-	env, err := testenv.Up(ctx, dir, bin, io.Discard, nil)
+	env, err := testenv.UpInProcess(ctx, dir, bin, io.Discard)
 	if err != nil {
 		t.Fatalf("start a dedicated control plane: %v", err)
 	}

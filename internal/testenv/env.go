@@ -43,6 +43,9 @@ type Env struct {
 	Node       bool          `json:",omitempty"`
 	NodeReady  time.Duration `json:",omitempty"`
 	NodeImages []string      `json:",omitempty"`
+
+	// tied: the processes die with this one (UpInProcess).
+	tied bool
 }
 
 // Ports are picked free on 127.0.0.1 at start, so environments never collide with each
@@ -84,6 +87,18 @@ var order = []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-
 // nodes are Ready, Volcano's CRDs are established and its default queue is open. With node
 // set, it also starts the real node (root only; one per machine) and waits until it is Ready.
 func Up(ctx context.Context, dir string, bin *Binaries, log io.Writer, node *NodeOptions) (*Env, error) {
+	return up(ctx, dir, bin, log, node, false)
+}
+
+// UpInProcess is Up, without the real node, for an environment that lives no longer than
+// this process: the kernel kills its processes when this one dies. A test that starts one
+// and is killed before its Cleanup runs (make test stopping the others at a first failure)
+// leaves nothing running.
+func UpInProcess(ctx context.Context, dir string, bin *Binaries, log io.Writer) (*Env, error) {
+	return up(ctx, dir, bin, log, nil, true)
+}
+
+func up(ctx context.Context, dir string, bin *Binaries, log io.Writer, node *NodeOptions, tied bool) (*Env, error) {
 	dir, err := filepath.Abs(dir)
 	if err != nil {
 		return nil, err
@@ -99,7 +114,7 @@ func Up(ctx context.Context, dir string, bin *Binaries, log io.Writer, node *Nod
 			return nil, err
 		}
 	}
-	e := &Env{Dir: dir}
+	e := &Env{Dir: dir, tied: tied}
 	if err := e.pickPorts(); err != nil {
 		return nil, err
 	}
@@ -420,7 +435,8 @@ func stop(pid int) error {
 }
 
 // spawn starts a process detached from our session (it outlives the `up` command) with its
-// output in logs/NAME.log and its pid in pids/NAME.
+// output in logs/NAME.log and its pid in pids/NAME; in a tied environment, the kernel sends
+// it SIGKILL when this process ends.
 func (e *Env) spawn(name, path string, args ...string) error {
 	logf, err := os.OpenFile(e.logPath(name), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
@@ -433,6 +449,11 @@ func (e *Env) spawn(name, path string, args ...string) error {
 	// kwok writes its own state under $HOME; keep it inside the environment folder.
 	cmd.Env = append(os.Environ(), "HOME="+filepath.Join(e.Dir, "home"))
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if e.tied {
+		// Strictly, when the thread that started it ends; the Go runtime keeps its threads
+		// until the process ends (unless a goroutine exits while locked to one).
+		cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
+	}
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("start %s: %w", name, err)
 	}
