@@ -65,15 +65,15 @@ func processCPU(pid int) (float64, error) {
 	return (ut + st) / clockTicks, nil
 }
 
-// peakRSSEvery is how often runPeakRSS samples a child's peak resident set.
+// peakRSSEvery is how often RunPeakRSS samples a child's peak resident set.
 const peakRSSEvery = 10 * time.Millisecond
 
-// runPeakRSS runs cmd to completion and returns its peak resident set in KiB: its VmHWM,
+// RunPeakRSS runs cmd to completion and returns its peak resident set in KiB: its VmHWM,
 // sampled every peakRSSEvery until it exits (what it gains in its last moments is missed).
 // getrusage's ru_maxrss cannot tell: Go starts a child with a vfork-style clone that shares
 // the parent's memory until exec, and Linux then carries the parent's high-water mark into
 // the child's, so a small child of a large benchmark process reported the benchmark's peak.
-func runPeakRSS(cmd *exec.Cmd) (int64, error) {
+func RunPeakRSS(cmd *exec.Cmd) (int64, error) {
 	if err := cmd.Start(); err != nil {
 		return 0, err
 	}

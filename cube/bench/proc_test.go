@@ -16,7 +16,7 @@ func TestRunPeakRSS_IsTheChildsOwn(t *testing.T) {
 		ballast[i] = 1
 	}
 	cmd := exec.Command("sleep", "0.3")
-	peak, err := runPeakRSS(cmd)
+	peak, err := RunPeakRSS(cmd)
 	runtime.KeepAlive(ballast)
 	if err != nil {
 		t.Fatal(err)

@@ -321,7 +321,7 @@ func measureSize(ctx context.Context, o ScaleOptions, dir string, n int, serverC
 	var stdout strings.Builder
 	cmd.Stdout = &stdout
 	start := time.Now()
-	if row.buildRSSKiB, err = runPeakRSS(cmd); err != nil {
+	if row.buildRSSKiB, err = RunPeakRSS(cmd); err != nil {
 		return row, fmt.Errorf("cube build: %w", err)
 	}
 	row.buildWall = time.Since(start)

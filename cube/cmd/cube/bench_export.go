@@ -1,15 +1,15 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"syscall"
 	"time"
+
+	"github.com/elasticctr/terraform-provider-ctr/cube/bench"
 )
 
 // runBenchExport measures the model-output step (`cube export`) on tables of growing size
@@ -48,18 +48,15 @@ func runBenchExport(fs flagSet, stdout, stderr io.Writer) error {
 		cmd := exec.Command(self, "export", "--format", "lodtensor", "--in", in, "--out", out)
 		cmd.Stderr = stderr
 		start := time.Now()
-		if err := cmd.Run(); err != nil {
+		peak, err := bench.RunPeakRSS(cmd) // not getrusage: it carries this process's peak into the child's
+		if err != nil {
 			return fmt.Errorf("cube export of %d rows: %w", n, err)
 		}
 		took := time.Since(start)
-		ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage)
-		if !ok {
-			return errors.New("no resource usage of the child")
-		}
 		mb := float64(st.Size()) / 1e6
-		rss = append(rss, ru.Maxrss) // KiB on Linux
+		rss = append(rss, peak)
 		rates = append(rates, float64(n)/took.Seconds())
-		fmt.Fprintf(stdout, "%-12d %10.1f %9.2f %9.0f %12.0f %14.1f\n", n, mb, took.Seconds(), mb/took.Seconds(), float64(n)/took.Seconds(), float64(ru.Maxrss)/1024)
+		fmt.Fprintf(stdout, "%-12d %10.1f %9.2f %9.0f %12.0f %14.1f\n", n, mb, took.Seconds(), mb/took.Seconds(), float64(n)/took.Seconds(), float64(peak)/1024)
 		os.RemoveAll(save)
 		os.RemoveAll(out)
 	}
