@@ -269,12 +269,15 @@ func (k *kubeClients) serviceAccountTokens(t *testing.T, ns string, n int) (toke
 
 // workloadsKubeconfig is a kubeconfig for a ServiceAccount of ns that holds only the RBAC
 // guide's ClusterRole (stack.WorkloadsClusterRole), granted in ns by a RoleBinding: what a
-// team's Terraform identity holds there.
-func (k *kubeClients) workloadsKubeconfig(t *testing.T, ns string) string {
+// team's Terraform identity holds there. The resources of without are left out of it.
+func (k *kubeClients) workloadsKubeconfig(t *testing.T, ns string, without ...string) string {
 	t.Helper()
 	ctx := context.Background()
 	role := stack.WorkloadsClusterRole()
 	role.Name += "-" + ns // a ClusterRole of each test's own, deleted with it
+	for i := range role.Rules {
+		role.Rules[i].Resources = slices.DeleteFunc(role.Rules[i].Resources, func(r string) bool { return slices.Contains(without, r) })
+	}
 	if _, err := k.cs.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}

@@ -26,6 +26,10 @@ func readServing(ctx context.Context, kc *kube.Client, c stack.Cube, m *cubeMode
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	body, err := transferStatus(ctx, kc, c)
+	if kube.IsForbidden(err) {
+		diags.Append(statusNotReadable(fmt.Sprintf("Cube %s/%s", c.Namespace, c.Name), "served_version, serving_replicas and kept_versions", err))
+		return
+	}
 	if err != nil {
 		tflog.Warn(ctx, fmt.Sprintf("cube %s/%s: could not ask the transfer what the replicas serve: %s", c.Namespace, c.Name, err))
 		return
@@ -48,6 +52,16 @@ func readServing(ctx context.Context, kc *kube.Client, c stack.Cube, m *cubeMode
 			"Set serve_version to one of kept_versions, or remove it to follow the donefile again."))
 	}
 	diags.Append(donefileWarnings(c, st)...)
+}
+
+const statusNotReadableSummary = "Status Not Readable"
+
+// statusNotReadable is the warning when the API server refuses the provider's identity a
+// status read through its proxy (kube.IsForbidden): which attributes stay empty, and the
+// permission to grant (err says which).
+func statusNotReadable(what, attrs string, err error) diag.Diagnostic {
+	return diagnostics.Warning(statusNotReadableSummary, fmt.Sprintf("%s: its status cannot be read, so these are left empty: %s. %s", what, attrs, err),
+		"Grant the provider's identity the RBAC guide's ClusterRole in this namespace, or at least get on "+stack.PodProxy+" and "+stack.ServiceProxy+".")
 }
 
 // donefileWarnings are the plan's warnings about donefile lines the transfer does not roll

@@ -156,8 +156,13 @@ func (r *cubeResource) apply(ctx context.Context, plan, prior *cubeModel, state 
 	if pin != "" && (prior == nil || prior.ServeVersion.ValueString() != pin) && !waitPinned(ctx, kc, c, pin, diags) {
 		return
 	}
-	var discard diag.Diagnostics // a fresh apply's pods may not serve yet: no warning here
-	readServing(ctx, kc, c, plan, &discard)
+	var read diag.Diagnostics // a fresh apply's pods may not serve yet: no warning of that here
+	readServing(ctx, kc, c, plan, &read)
+	for _, d := range read {
+		if d.Summary() == statusNotReadableSummary { // but a refused identity stays refused
+			diags.Append(d)
+		}
+	}
 	diags.Append(state.Set(ctx, plan)...)
 }
 
@@ -207,6 +212,9 @@ func waitPinned(ctx context.Context, kc *kube.Client, c stack.Cube, pin string, 
 	var last string
 	_, err := kc.Poll(ctx, 2*time.Second, func(ctx context.Context) (bool, string, error) {
 		body, err := transferStatus(ctx, kc, c)
+		if kube.IsForbidden(err) {
+			return false, "", err // no wait grants it
+		}
 		if err != nil {
 			last = fmt.Sprintf("the transfer could not be asked: %v", err)
 			return false, fmt.Sprintf("%s: waiting for every replica to serve the pinned version %q: %s", what, pin, last), nil
@@ -232,6 +240,10 @@ func waitPinned(ctx context.Context, kc *kube.Client, c stack.Cube, pin string, 
 		diags.Append(diagnostics.Failed("Apply Cube Error", fmt.Sprintf("Cube %s/%s: not every replica serves the pinned version %q in time (%s)", c.Namespace, c.Name, pin, last),
 			"The transfer keeps rolling it out: a later refresh shows served_version. Its /status (transfer_url) and log say why it takes long.", nil))
 		return false
+	case kube.IsForbidden(err):
+		diags.Append(diagnostics.Failed("Apply Cube Error", fmt.Sprintf("Cube %s/%s: whether every replica serves the pinned version %q cannot be seen", c.Namespace, c.Name, pin),
+			"Grant the provider's identity the RBAC guide's ClusterRole in this namespace, or at least get on "+stack.ServiceProxy+".", err))
+		return false
 	case err != nil:
 		diags.Append(diagnostics.Failed("Apply Cube Error", fmt.Sprintf("Cube %s/%s: the pinned version %q cannot be served", c.Namespace, c.Name, pin),
 			"Set serve_version to one of kept_versions, or remove it.", err))
@@ -250,6 +262,9 @@ func waitNewLayout(ctx context.Context, kc *kube.Client, c stack.Cube, before st
 	var st string // what the transfer last said, or why it could not be asked
 	_, err := kc.Poll(ctx, 2*time.Second, func(ctx context.Context) (bool, string, error) {
 		body, err := transferStatus(ctx, kc, c)
+		if kube.IsForbidden(err) {
+			return false, "", err // no wait grants it
+		}
 		if err != nil {
 			st = fmt.Sprintf("the transfer could not be asked: %v", err)
 			return false, fmt.Sprintf("%s: waiting for the %d-shard layout to serve before removing shards: %s", what, c.Shards, st), nil

@@ -370,6 +370,33 @@ func TestAccCube_CreateWaitTimesOutWithWarning(t *testing.T) {
 	})
 }
 
+// TestAccCube_StatusNotReadableWarns: an identity that may not read the transfer's status
+// through the API server's service proxy (the RBAC guide's role without services/proxy)
+// applies and refreshes a cube with a warning that names the permission and the attributes
+// left empty, instead of silently empty ones.
+func TestAccCube_StatusNotReadableWarns(t *testing.T) {
+	t.Parallel()
+	k, ns, name := cubeTest(t)
+	rec := newDiagRecorder(t)
+	provider := fmt.Sprintf("provider \"ctr\" {\n  kubernetes = { config_path = %q }\n}\n", k.workloadsKubeconfig(t, ns, stack.ServiceProxy))
+	warning := `Status Not Readable: Cube ` + ns + `/` + name + `: its status cannot be read, so these are left empty: served_version, serving_replicas and kept_versions\. ` +
+		`GET .* from Service ` + ns + `/` + name + `-transfer:.*403 Forbidden: the provider's identity needs get on services/proxy in namespace "` + ns + `"; ` +
+		`the RBAC guide's ` + stack.WorkloadsRoleName + ` ClusterRole grants it`
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: rec.factories(),
+		CheckDestroy:             k.nothingLeftOf(ns, stack.CubeType, name),
+		Steps: []resource.TestStep{{
+			Config: provider + cubeConfig(ns, name, ""),
+			Check:  resource.ComposeTestCheckFunc(rec.expect(warning), resource.TestCheckResourceAttr(cubeAddr, "served_version", "")),
+		}, {
+			// The next plan's refresh says so too, and plans no change.
+			Config:           provider + cubeConfig(ns, name, ""),
+			ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectResourceAction(cubeAddr, plancheck.ResourceActionNoop)}},
+			Check:            rec.expectRead(warning),
+		}},
+	})
+}
+
 // TestPlanPin_OnlyAKeptVersion: a new pin of a cube that exists must be one of the versions it
 // kept at the last refresh; the refusal names them.
 func TestPlanPin_OnlyAKeptVersion(t *testing.T) {

@@ -133,7 +133,8 @@ func logLaunchers(ctx context.Context, kc *kube.Client, s stack.Serving, dep *un
 			if err != nil || live == nil {
 				continue
 			}
-			for pod, st := range launcherStates(ctx, kc, live) {
+			states, _ := launcherStates(ctx, kc, live) // a refusal shows at the read after the wait
+			for pod, st := range states {
 				line := fmt.Sprintf("serving %s/%s: pod %s: launcher %s", s.Namespace, s.Name, pod, st.Phase)
 				if st.ModelID != "" {
 					line += ", model " + st.ModelID
@@ -151,8 +152,13 @@ func notReadyYet(ctx context.Context, kc *kube.Client, s stack.Serving, dep *uns
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	var pods []string
+	what := "The pods' launchers did not answer."
 	if live, gerr := kc.Get(ctx, dep); gerr == nil && live != nil {
-		for pod, st := range launcherStates(ctx, kc, live) {
+		states, forbidden := launcherStates(ctx, kc, live)
+		if forbidden != nil {
+			what = "The pods' launchers could not be asked: " + forbidden.Error() + "."
+		}
+		for pod, st := range states {
 			line := pod + ": " + st.Phase
 			if st.ModelID != "" {
 				line += " (model " + st.ModelID + ")"
@@ -161,7 +167,6 @@ func notReadyYet(ctx context.Context, kc *kube.Client, s stack.Serving, dep *uns
 		}
 	}
 	slices.Sort(pods)
-	what := "The pods' launchers did not answer."
 	if len(pods) > 0 {
 		what = "The pods' launchers say: " + strings.Join(pods, "; ") + "."
 	}

@@ -40,6 +40,30 @@ func servingTest(t *testing.T) (*kubeClients, string, string) {
 	return k, k.namespace(t), "srv-" + jobName()[3:]
 }
 
+// TestAccServing_StatusNotReadableWarns: an identity that may not read the launchers' status
+// through the API server's pod proxy (the RBAC guide's role without pods/proxy) refreshes a
+// serving that follows a cube with a warning that names the permission, instead of a
+// silently empty model_id.
+func TestAccServing_StatusNotReadableWarns(t *testing.T) {
+	t.Parallel()
+	k, ns, name := servingTest(t)
+	rec := newDiagRecorder(t)
+	provider := fmt.Sprintf("provider \"ctr\" {\n  kubernetes = { config_path = %q }\n}\n", k.workloadsKubeconfig(t, ns, stack.PodProxy))
+	config := provider + servingConfig(ns, name, "1", fmt.Sprintf(`  cube_transfer_url = "http://cube-transfer.%s.svc:8099"
+  model_url         = "http://ctr-fileserver.%s.svc:8080/output/models/{id}.tar.gz"`, ns, ns))
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: rec.factories(),
+		CheckDestroy:             k.nothingLeftOf(ns, stack.ServingType, name),
+		Steps: []resource.TestStep{{Config: config}, {
+			Config:           config,
+			ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectResourceAction(servingAddr, plancheck.ResourceActionNoop)}},
+			Check: resource.ComposeTestCheckFunc(resource.TestCheckResourceAttr(servingAddr, "model_id", ""),
+				rec.expectRead(`Status Not Readable: Serving `+ns+`/`+name+`: its status cannot be read, so these are left empty: model_id\. `+
+					`GET .* from pod `+ns+`/`+name+`-.*403 Forbidden: the provider's identity needs get on pods/proxy in namespace "`+ns+`"`)),
+		}},
+	})
+}
+
 // TestAccServing_Create: rolled out, with its URL and its three objects; the ctr_serving data
 // source reads the same exported values back.
 func TestAccServing_Create(t *testing.T) {

@@ -23,12 +23,13 @@ import (
 
 // launcherStates asks each running serving pod's launcher what it does (GET /status on the
 // status port, through the API server's pod proxy): pod name → state. Pods that do not
-// answer are left out.
-func launcherStates(ctx context.Context, kc *kube.Client, dep *unstructured.Unstructured) map[string]api.LauncherState {
+// answer are left out; forbidden is the API server's refusal, if it refused this identity
+// (kube.IsForbidden).
+func launcherStates(ctx context.Context, kc *kube.Client, dep *unstructured.Unstructured) (states map[string]api.LauncherState, forbidden error) {
 	pods, err := kc.Pods(ctx, dep)
 	if err != nil {
 		tflog.Warn(ctx, err.Error())
-		return nil
+		return nil, nil
 	}
 	out := map[string]api.LauncherState{}
 	for _, p := range pods {
@@ -36,6 +37,9 @@ func launcherStates(ctx context.Context, kc *kube.Client, dep *unstructured.Unst
 			continue
 		}
 		b, err := kc.PodProxyGet(ctx, p.Namespace, p.Name, strconv.Itoa(stack.ServingStatusPort), strings.TrimPrefix(api.LauncherStatusPath, "/"))
+		if kube.IsForbidden(err) {
+			return out, err // so will every other pod's be
+		}
 		var st api.LauncherState
 		if err == nil {
 			err = json.Unmarshal(b, &st)
@@ -46,7 +50,7 @@ func launcherStates(ctx context.Context, kc *kube.Client, dep *unstructured.Unst
 		}
 		out[p.Name] = st
 	}
-	return out
+	return out, nil
 }
 
 // readModelID is the donefile id of the dense model every serving pod has in place ("" when
@@ -58,8 +62,14 @@ func readModelID(ctx context.Context, kc *kube.Client, s stack.Serving, dep *uns
 	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
+	what := fmt.Sprintf("Serving %s/%s", s.Namespace, s.Name)
+	states, forbidden := launcherStates(ctx, kc, dep)
+	if forbidden != nil {
+		diags.Append(statusNotReadable(what, "model_id", forbidden))
+		return ""
+	}
 	byID := map[string][]string{}
-	for pod, st := range launcherStates(ctx, kc, dep) {
+	for pod, st := range states {
 		byID[st.ModelID] = append(byID[st.ModelID], pod)
 	}
 	model := ""
@@ -68,7 +78,11 @@ func readModelID(ctx context.Context, kc *kube.Client, s stack.Serving, dep *uns
 			model = id
 		}
 	}
-	cube := cubeServedID(ctx, kc, s.CubeTransferURL)
+	cube, forbidden := cubeServedID(ctx, kc, s.CubeTransferURL)
+	if forbidden != nil {
+		diags.Append(diagnostics.Warning(statusNotReadableSummary, fmt.Sprintf("%s: whether its pods' dense models are the version the cube serves is not known: %s", what, forbidden),
+			"Grant the provider's identity the RBAC guide's ClusterRole in the cube's namespace, or at least get on "+stack.ServiceProxy+"."))
+	}
 	if cube != "" && (len(byID) != 1 || model != cube) {
 		var pods []string
 		for id, ps := range byID {
@@ -89,8 +103,9 @@ func readModelID(ctx context.Context, kc *kube.Client, s stack.Serving, dep *uns
 
 // cubeServedID is the donefile id the cube at transferURL (ctr_cube's transfer_url, an
 // in-cluster http://<service>.<namespace>.svc:<port>) serves, asked through the API server's
-// service proxy; "" when it cannot be asked.
-func cubeServedID(ctx context.Context, kc *kube.Client, transferURL string) string {
+// service proxy; "" when it cannot be asked, and forbidden the API server's refusal if it
+// refused this identity.
+func cubeServedID(ctx context.Context, kc *kube.Client, transferURL string) (id string, forbidden error) {
 	u, err := url.Parse(transferURL)
 	var parts []string
 	if err == nil {
@@ -98,16 +113,19 @@ func cubeServedID(ctx context.Context, kc *kube.Client, transferURL string) stri
 	}
 	if err != nil || len(parts) < 3 || parts[2] != "svc" || u.Port() == "" {
 		tflog.Debug(ctx, fmt.Sprintf("cube_transfer_url %q is not an in-cluster Service URL: the cube's version is not compared", transferURL))
-		return ""
+		return "", nil
 	}
 	b, err := kc.ServiceProxyGet(ctx, parts[1], parts[0], u.Port(), stack.TransferStatusPath)
+	if kube.IsForbidden(err) {
+		return "", err
+	}
 	if err != nil {
 		tflog.Debug(ctx, err.Error())
-		return ""
+		return "", nil
 	}
 	st, err := stack.DecodeTransferStatus(b)
 	if err != nil {
-		return ""
+		return "", nil
 	}
-	return st.ServedID()
+	return st.ServedID(), nil
 }

@@ -9,7 +9,7 @@ import (
 // compared with the serving's model: no request, no panic.
 func TestCubeServedID_NotAServiceURL(t *testing.T) {
 	for _, u := range []string{"http://a b:8099", "http://[::1", "http://transfer:8099", "http://t.ns.svc", ""} {
-		if id := cubeServedID(context.Background(), nil, u); id != "" {
+		if id, forbidden := cubeServedID(context.Background(), nil, u); id != "" || forbidden != nil {
 			t.Errorf("%q: %q", u, id)
 		}
 	}

@@ -291,10 +291,24 @@ func apiError(verb string, u *unstructured.Unstructured, err error) error {
 func (c *Client) ServiceProxyGet(ctx context.Context, namespace, service, port, path string) ([]byte, error) {
 	b, err := c.cs.CoreV1().Services(namespace).ProxyGet("http", service, port, path, nil).DoRaw(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("GET %s from Service %s/%s:%s: %w", path, namespace, service, port, err)
+		return nil, fmt.Errorf("GET %s from Service %s/%s:%s: %w%s", path, namespace, service, port, err, proxyHint(err, stack.ServiceProxy, namespace))
 	}
 	return b, nil
 }
+
+// proxyHint is what to do about a proxy read the API server refused (IsForbidden): grant
+// get on the proxy subresource.
+func proxyHint(err error, subresource, namespace string) string {
+	if !IsForbidden(err) {
+		return ""
+	}
+	return fmt.Sprintf(" (403 Forbidden: the provider's identity needs get on %s in namespace %q; the RBAC guide's %s ClusterRole grants it)",
+		subresource, namespace, stack.WorkloadsRoleName)
+}
+
+// IsForbidden says whether err is the API server refusing the request to this identity
+// (RBAC): asking again does not help until someone grants it.
+func IsForbidden(err error) bool { return apierrors.IsForbidden(err) }
 
 // RemoveMetadata removes labels and annotations from the live object u names (a JSON merge
 // patch, so no other field changes hands): how an object that was there before we applied it
@@ -338,7 +352,7 @@ func IsNotServed(err error) bool { return errors.Is(err, errNotServed) }
 func (c *Client) PodProxyGet(ctx context.Context, namespace, pod, port, path string) ([]byte, error) {
 	b, err := c.cs.CoreV1().Pods(namespace).ProxyGet("http", pod, port, path, nil).DoRaw(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("GET %s from pod %s/%s:%s: %w", path, namespace, pod, port, err)
+		return nil, fmt.Errorf("GET %s from pod %s/%s:%s: %w%s", path, namespace, pod, port, err, proxyHint(err, stack.PodProxy, namespace))
 	}
 	return b, nil
 }

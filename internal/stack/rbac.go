@@ -14,6 +14,12 @@ import (
 // WorkloadsClusterRole renders.
 const WorkloadsRoleName = "ctr-workloads"
 
+// The API server's proxies the provider reads status ports through (get).
+const (
+	PodProxy     = "pods/proxy"
+	ServiceProxy = "services/proxy"
+)
+
 // What the provider does with each object, as API verbs. Server-side apply is a patch that
 // creates the object when it is missing; refresh, drift and import get; prune lists by the
 // owner label; the waits list and watch.
@@ -22,7 +28,7 @@ var (
 	verbsObserved = []string{"get", "list", "watch"}
 	// The readiness checks read the cube's and serving's HTTP status through the API
 	// server's proxy, so that Terraform needs no route into the cluster.
-	proxied = []string{"pods/proxy", "services/proxy"}
+	proxied = []string{PodProxy, ServiceProxy}
 	// The cube's rollout replaces its servers' pods through the eviction API (kube.RollOut),
 	// so that their PodDisruptionBudgets guard it.
 	evictions = "pods/eviction"
