@@ -10,6 +10,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -455,12 +456,20 @@ func parseForTest(data []byte) (int, error) {
 	return len(set), err
 }
 
+// dedicatedEnvs lets one dedicated control plane run at a time.
+var dedicatedEnvs sync.Mutex
+
 // dedicatedEnv starts a control plane of the test's own (from the cached binaries), for tests
 // that break what other tests rely on, such as deleting Volcano's CRDs: its description, its
-// kubeconfig and clients of it.
+// kubeconfig and clients of it. Such a test touches nothing the others see, so it runs in
+// parallel with them (t.Parallel), but one at a time (dedicatedEnvs): a control plane is
+// nine processes, and two cores carry the real node and the simulated nodes' tests beside it.
 func dedicatedEnv(t *testing.T) (*testenv.Env, string, *kubeClients) {
 	t.Helper()
+	t.Parallel()
 	requireCluster(t)
+	dedicatedEnvs.Lock()
+	t.Cleanup(dedicatedEnvs.Unlock) // after Down, registered below: cleanups run last first
 	cache, err := testenv.CacheDir()
 	if err != nil {
 		t.Fatal(err)
