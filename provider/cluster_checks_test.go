@@ -267,6 +267,12 @@ func (k *kubeClients) serviceAccountTokens(t *testing.T, ns string, n int) (toke
 	return tokens, revoke
 }
 
+// providerAs is a provider block that connects as the identity of kubeconfig, to put in
+// front of a test configuration.
+func providerAs(kubeconfig string) string {
+	return fmt.Sprintf("provider \"ctr\" {\n  kubernetes = { config_path = %q }\n}\n", kubeconfig)
+}
+
 // workloadsKubeconfig is a kubeconfig for a ServiceAccount of ns that holds only the RBAC
 // guide's ClusterRole (stack.WorkloadsClusterRole), granted in ns by a RoleBinding: what a
 // team's Terraform identity holds there. The resources of without are left out of it.

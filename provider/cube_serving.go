@@ -61,7 +61,13 @@ const statusNotReadableSummary = "Status Not Readable"
 // permission to grant (err says which).
 func statusNotReadable(what, attrs string, err error) diag.Diagnostic {
 	return diagnostics.Warning(statusNotReadableSummary, fmt.Sprintf("%s: its status cannot be read, so these are left empty: %s. %s", what, attrs, err),
-		"Grant the provider's identity the RBAC guide's ClusterRole in this namespace, or at least get on "+stack.PodProxy+" and "+stack.ServiceProxy+".")
+		grantStatusReads("this namespace", stack.PodProxy, stack.ServiceProxy))
+}
+
+// grantStatusReads is what to do when the API server refuses status reads through the
+// proxy subresources subs in namespace (a phrase: "this namespace").
+func grantStatusReads(namespace string, subs ...string) string {
+	return "Grant the provider's identity the RBAC guide's ClusterRole in " + namespace + ", or at least get on " + strings.Join(subs, " and ") + "."
 }
 
 // donefileWarnings are the plan's warnings about donefile lines the transfer does not roll

@@ -47,10 +47,9 @@ func (k *kubeClients) testE2E(t *testing.T, ns string, c resource.TestCase) {
 // provider block in front of every step's configuration).
 func (k *kubeClients) testE2EAs(t *testing.T, ns, kubeconfig string, c resource.TestCase) {
 	t.Helper()
-	provider := fmt.Sprintf("provider \"ctr\" {\n  kubernetes = { config_path = %q }\n}\n", kubeconfig)
 	for i := range c.Steps {
 		if c.Steps[i].Config != "" {
-			c.Steps[i].Config = provider + c.Steps[i].Config
+			c.Steps[i].Config = providerAs(kubeconfig) + c.Steps[i].Config
 		}
 	}
 	k.testE2E(t, ns, c)
@@ -196,7 +195,7 @@ func realNodeRolloutUnderLookups(t *testing.T) {
 				Config: cfg(2000, 2),
 				Check: resource.ComposeTestCheckFunc(
 					k.waitServed(ns, "e2e-cube", "2000", 4*time.Minute, &v2),
-					k.loadLasted(t, ns, "load", &v1, &v2),
+					k.loadSawSwitch(t, ns, "load", &v1, &v2),
 					k.lookupJob(t, ns, image, "lookup", 2),
 					func(s *terraform.State) error {
 						return k.startSeekJob(t, s, ns, image, "load-pin", 0, "--first", strconv.Itoa(e2eModelKeys), "--for", load, "--until-gen", "1")
@@ -206,7 +205,7 @@ func realNodeRolloutUnderLookups(t *testing.T) {
 				Config: cfg(2000, 2), ConfigVariables: config.Variables{"pin": lazyString{&v1}}, ConfigPlanChecks: cubeUpdateOnly,
 				Check: resource.ComposeTestCheckFunc(
 					stateServes(&v1),
-					k.loadLasted(t, ns, "load-pin", &v2, &v1),
+					k.loadSawSwitch(t, ns, "load-pin", &v2, &v1),
 					k.lookupJob(t, ns, image, "lookup-pinned", 1)),
 			},
 			{
@@ -227,11 +226,11 @@ func realNodeRolloutUnderLookups(t *testing.T) {
 var cubeUpdateOnly = resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectResourceAction("ctr_cube.cube", plancheck.ResourceActionUpdate),
 	plancheck.ExpectResourceAction("ctr_training_job.train", plancheck.ResourceActionNoop)}}
 
-// loadLasted checks that the lookup Job name succeeded: it looked keys up from before the
+// loadSawSwitch checks that the lookup Job name succeeded: it looked keys up from before the
 // switch from *from to *to until it had seen the new generation take over (seek --until-gen:
 // answers of the old generation, then only of the new one for a while), with no failed lookup
 // and no response mixing versions.
-func (k *kubeClients) loadLasted(t *testing.T, ns, name string, from, to *string) resource.TestCheckFunc {
+func (k *kubeClients) loadSawSwitch(t *testing.T, ns, name string, from, to *string) resource.TestCheckFunc {
 	return func(*terraform.State) error {
 		logs, err := k.waitJob(ns, name, 4*time.Minute)
 		if err != nil {

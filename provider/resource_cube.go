@@ -242,7 +242,7 @@ func waitPinned(ctx context.Context, kc *kube.Client, c stack.Cube, pin string, 
 		return false
 	case kube.IsForbidden(err):
 		diags.Append(diagnostics.Failed("Apply Cube Error", fmt.Sprintf("Cube %s/%s: whether every replica serves the pinned version %q cannot be seen", c.Namespace, c.Name, pin),
-			"Grant the provider's identity the RBAC guide's ClusterRole in this namespace, or at least get on "+stack.ServiceProxy+".", err))
+			grantStatusReads("this namespace", stack.ServiceProxy), err))
 		return false
 	case err != nil:
 		diags.Append(diagnostics.Failed("Apply Cube Error", fmt.Sprintf("Cube %s/%s: the pinned version %q cannot be served", c.Namespace, c.Name, pin),

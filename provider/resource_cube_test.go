@@ -378,7 +378,7 @@ func TestAccCube_StatusNotReadableWarns(t *testing.T) {
 	t.Parallel()
 	k, ns, name := cubeTest(t)
 	rec := newDiagRecorder(t)
-	provider := fmt.Sprintf("provider \"ctr\" {\n  kubernetes = { config_path = %q }\n}\n", k.workloadsKubeconfig(t, ns, stack.ServiceProxy))
+	provider := providerAs(k.workloadsKubeconfig(t, ns, stack.ServiceProxy))
 	warning := `Status Not Readable: Cube ` + ns + `/` + name + `: its status cannot be read, so these are left empty: served_version, serving_replicas and kept_versions\. ` +
 		`GET .* from Service ` + ns + `/` + name + `-transfer:.*403 Forbidden: the provider's identity needs get on services/proxy in namespace "` + ns + `"; ` +
 		`the RBAC guide's ` + stack.WorkloadsRoleName + ` ClusterRole grants it`

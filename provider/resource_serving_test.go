@@ -48,7 +48,7 @@ func TestAccServing_StatusNotReadableWarns(t *testing.T) {
 	t.Parallel()
 	k, ns, name := servingTest(t)
 	rec := newDiagRecorder(t)
-	provider := fmt.Sprintf("provider \"ctr\" {\n  kubernetes = { config_path = %q }\n}\n", k.workloadsKubeconfig(t, ns, stack.PodProxy))
+	provider := providerAs(k.workloadsKubeconfig(t, ns, stack.PodProxy))
 	config := provider + servingConfig(ns, name, "1", fmt.Sprintf(`  cube_transfer_url = "http://cube-transfer.%s.svc:8099"
   model_url         = "http://ctr-fileserver.%s.svc:8080/output/models/{id}.tar.gz"`, ns, ns))
 	resource.Test(t, resource.TestCase{

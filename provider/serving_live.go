@@ -81,7 +81,7 @@ func readModelID(ctx context.Context, kc *kube.Client, s stack.Serving, dep *uns
 	cube, forbidden := cubeServedID(ctx, kc, s.CubeTransferURL)
 	if forbidden != nil {
 		diags.Append(diagnostics.Warning(statusNotReadableSummary, fmt.Sprintf("%s: whether its pods' dense models are the version the cube serves is not known: %s", what, forbidden),
-			"Grant the provider's identity the RBAC guide's ClusterRole in the cube's namespace, or at least get on "+stack.ServiceProxy+"."))
+			grantStatusReads("the cube's namespace", stack.ServiceProxy)))
 	}
 	if cube != "" && (len(byID) != 1 || model != cube) {
 		var pods []string

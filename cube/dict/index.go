@@ -172,7 +172,7 @@ func (b *indexBuilder) fill(tbl []byte, lo uint64, carry []byte, src *io.Section
 		}
 	}
 	if src != nil {
-		var homes [batchGroup]uint64
+		var homes [BatchGroup]uint64
 		err := b.readRecords(src, func(batch []byte) {
 			// Inserts are random writes into a chunk larger than the
 			// caches: prefetch a batch's home slots before inserting any.
@@ -272,14 +272,14 @@ func (b *indexBuilder) place(tbl []byte, lo uint64, r []byte, i uint64) []byte {
 	return cur
 }
 
-// readRecords calls fn with successive batches of at most batchGroup spill
+// readRecords calls fn with successive batches of at most BatchGroup spill
 // records read from r, from its start.
 func (b *indexBuilder) readRecords(r *io.SectionReader, fn func(batch []byte)) error {
 	if _, err := r.Seek(0, io.SeekStart); err != nil {
 		return fmt.Errorf("rewind key spill: %w", err)
 	}
 	b.rd.Reset(r)
-	buf := make([]byte, batchGroup*b.rec)
+	buf := make([]byte, BatchGroup*b.rec)
 	for {
 		n, err := io.ReadFull(b.rd, buf)
 		if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {

@@ -397,8 +397,6 @@ func (d *Dict) probeRef(v *view, key, i uint64) uint64 {
 // the home slots of that many keys before it reads any of them.
 const BatchGroup = 32
 
-const batchGroup = BatchGroup
-
 // LookupBatch looks up keys in order and calls fn with each key's index,
 // value (aliasing the mapping, as in Lookup) and presence.
 //
@@ -422,15 +420,15 @@ func (d *Dict) lookupBatch(keys []uint64, ov *overlay, fn func(i int, value []by
 		return
 	}
 	var (
-		slots [batchGroup]uint64
-		refs  [batchGroup]uint64
-		over  [batchGroup]bool
+		slots [BatchGroup]uint64
+		refs  [BatchGroup]uint64
+		over  [BatchGroup]bool
 	)
 	n := d.slots
 	v := d.view.Load()
 	idx, vals := v.index, v.values
-	for base := 0; base < len(keys); base += batchGroup {
-		group := keys[base:min(base+batchGroup, len(keys))]
+	for base := 0; base < len(keys); base += BatchGroup {
+		group := keys[base:min(base+BatchGroup, len(keys))]
 		for j, k := range group {
 			s := homeSlot(k, n)
 			slots[j] = s
@@ -471,14 +469,14 @@ const inlinePrefetchSlots = 2
 
 func (d *Dict) lookupBatchInline(keys []uint64, ov *overlay, fn func(i int, value []byte, ok bool)) {
 	var (
-		homes [batchGroup]uint64
-		over  [batchGroup]bool
+		homes [BatchGroup]uint64
+		over  [BatchGroup]bool
 	)
 	v := d.view.Load()
 	n, s, idx := d.slots, d.slotSize, v.index
 	span := inlinePrefetchSlots*s - 1 // within the index: the extra slot follows the last
-	for base := 0; base < len(keys); base += batchGroup {
-		group := keys[base:min(base+batchGroup, len(keys))]
+	for base := 0; base < len(keys); base += BatchGroup {
+		group := keys[base:min(base+BatchGroup, len(keys))]
 		for j, k := range group {
 			h := homeSlot(k, n)
 			homes[j] = h

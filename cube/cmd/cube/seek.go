@@ -171,9 +171,9 @@ func seekFor(stdout io.Writer, conf, dict, addr string, load pipeline.Loader, d,
 	if err != nil {
 		return err
 	}
-	took = time.Since(start).Round(time.Millisecond)
+	ran := time.Since(start).Round(time.Millisecond)
 	fmt.Fprintf(stdout, "%d lookups of %d keys in %s: %d failed, %d mixing versions (%d first answers disagreed and were re-asked)\n",
-		st.Requests, batch, took, st.Failed, st.Mixed, st.FirstMixed)
+		st.Requests, batch, ran, st.Failed, st.Mixed, st.FirstMixed)
 	if st.Failed > 0 || st.Mixed > 0 {
 		return fmt.Errorf("%d failed lookups, %d mixing versions; first failure: %s", st.Failed, st.Mixed, st.FirstErr)
 	}
