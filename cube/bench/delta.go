@@ -199,7 +199,7 @@ func layerLookups(o ScaleOptions, data, version string, keys int) (single, layer
 		}
 		rates := make([]float64, 3)
 		for i := range rates {
-			rates[i] = lookupRound(st, bo, uint64(i))
+			rates[i] = lookupRound(st, bo, uint64(i), time.Second)
 		}
 		return spreadOfValues(rates).med, nil
 	}

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"math/rand/v2"
+	"os"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -20,6 +21,7 @@ type inProcess struct {
 	o     Options
 	cpus  []int // the server CPUs; nil: unpinned
 	round uint64
+	took  time.Duration // how long a round takes; 0: a second
 }
 
 // It opens the file as the server does, verification included: that pass
@@ -35,7 +37,7 @@ func openInProcess(path string, o Options, serverCPUs []int) (*inProcess, error)
 
 func (p *inProcess) Close() error { return p.d.Close() }
 
-// measure runs one one-second round and leaves this process pinned to back
+// measure runs one round (a second unless took says otherwise) and leaves this process pinned to back
 // (nil: every CPU).
 func (p *inProcess) measure(back []int) (float64, error) {
 	if len(p.cpus) > 0 {
@@ -44,7 +46,11 @@ func (p *inProcess) measure(back []int) (float64, error) {
 		}
 	}
 	p.round++
-	rate := lookupRound(p.d, p.o, p.round)
+	took := p.took
+	if took <= 0 {
+		took = time.Second
+	}
+	rate := lookupRound(p.d, p.o, p.round, took)
 	if len(p.cpus) > 0 || len(back) > 0 {
 		if err := pinSelf(back); err != nil {
 			return 0, err
@@ -53,27 +59,72 @@ func (p *inProcess) measure(back []int) (float64, error) {
 	return rate, nil
 }
 
-// inProcessRate is the median of three rounds after a warm-up round.
-func inProcessRate(path string, o Options, serverCPUs []int) (float64, error) {
-	p, err := openInProcess(path, o, serverCPUs)
-	if err != nil {
-		return 0, err
-	}
-	defer p.Close()
-	rates := make([]float64, 4)
-	for i := range rates {
-		if rates[i], err = p.measure(nil); err != nil {
-			return 0, err
-		}
-	}
-	return spreadOfValues(rates[1:]).med, nil
+// besideMemoryRounds is how many rounds of in-process lookups and of memory
+// reads inProcessBesideMemory takes in turn, after a warm-up round of each:
+// rounds of a second, or of the lookups' duration if shorter.
+const besideMemoryRounds = 4
+
+// besideMemory is in-process lookups measured in turn with what the memory
+// allows at the dictionary's size.
+type besideMemory struct {
+	lookups spread // keys/s
+	memory  spread // lines/s (memoryReader)
+	// perLine is the median over the rounds of keys/s over the lines/s of
+	// the memory round just after: lookups in units of what the memory
+	// allowed at that moment.
+	perLine float64
 }
 
-// lookupRound runs LookupBatch for one second on every GOMAXPROCS and returns
+// inProcessBesideMemory measures in-process lookups on the dictionary at
+// path and what this machine's memory allows at its size in the same pages
+// (huge pages for the copy, 4 KiB for the mapping): rounds of each in turn, so that both see the machine in the same state. On a VM the
+// rate of random reads over gigabytes swings with the host (here between 20M
+// and 60M lines/s from one tenth of a second to the next), so figures taken
+// minutes apart do not compare.
+func inProcessBesideMemory(path string, o Options, serverCPUs []int) (besideMemory, error) {
+	var b besideMemory
+	st, err := os.Stat(path)
+	if err != nil {
+		return b, err
+	}
+	p, err := openInProcess(path, o, serverCPUs)
+	if err != nil {
+		return b, err
+	}
+	defer p.Close()
+	p.took = min(time.Second, o.Duration)
+	m, err := newMemoryReader(st.Size(), o.InMemory)
+	if err != nil {
+		return b, err
+	}
+	defer m.Close()
+	if len(serverCPUs) > 0 {
+		if err := pinSelf(serverCPUs); err != nil {
+			return b, err
+		}
+		defer func() { _ = pinSelf(nil) }()
+	}
+	var keys, lines, per []float64
+	for i := range besideMemoryRounds + 1 {
+		k, err := p.measure(serverCPUs)
+		if err != nil {
+			return b, err
+		}
+		l := m.round(p.took)
+		if i == 0 {
+			continue // warm-up
+		}
+		keys, lines, per = append(keys, k), append(lines, l), append(per, k/l)
+	}
+	b.lookups, b.memory, b.perLine = spreadOfValues(keys), spreadOfValues(lines), spreadOfValues(per).med
+	return b, nil
+}
+
+// lookupRound runs LookupBatch for took on every GOMAXPROCS and returns
 // keys/s. The random keys are drawn before the clock starts (a ring of
 // inProcessKeys per goroutine, reused batch after batch), so the rate is of
 // lookups and copies alone.
-func lookupRound(d batchLooker, o Options, round uint64) float64 {
+func lookupRound(d batchLooker, o Options, round uint64, took time.Duration) float64 {
 	procs := runtime.GOMAXPROCS(0)
 	rings := make([][]uint64, procs)
 	for g := range rings {
@@ -85,7 +136,7 @@ func lookupRound(d batchLooker, o Options, round uint64) float64 {
 	}
 	var total atomic.Int64
 	var wg sync.WaitGroup
-	deadline := time.Now().Add(time.Second)
+	deadline := time.Now().Add(took)
 	start := time.Now()
 	for _, ring := range rings {
 		wg.Add(1)

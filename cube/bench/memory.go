@@ -11,26 +11,33 @@ import (
 	"github.com/elasticctr/terraform-provider-ctr/cube/prefetch"
 )
 
-// memoryReads is how many random lines a round of memoryReadRate reads.
+// memoryReads is how many random line offsets a memoryReader draws; a round
+// goes through them in turn, starting again from the first.
 const memoryReads = 1 << 22
 
-// memoryReadRate measures what this machine's memory allows a lookup path
-// over a working set of size bytes: how many random 64-byte lines per second
-// one CPU reads from size bytes of anonymous memory, in huge pages (the
-// huge-page copy) or in 4 KiB pages (as the file mapping's page cache has
-// them). It reads them as LookupBatch reads a group's home slots:
+// memoryReader measures what this machine's memory allows a lookup path over
+// a working set of one size: how many random 64-byte lines per second one
+// CPU reads from that many bytes of anonymous memory, in huge pages (as the
+// huge-page copy has them) or in 4 KiB pages (as the file mapping's page
+// cache has them). It reads them as LookupBatch reads a group's home slots:
 // dict.BatchGroup lines prefetched, then read. No lookup reads fewer than
 // one line at random, so none is faster here than this rate, and the ratio
-// of two sizes' rates bounds how flat lookups can be between them. The
-// rate is the median of three rounds; the caller pins the thread.
-func memoryReadRate(size int64, huge bool) (float64, error) {
+// of two sizes' rates bounds how flat lookups can be between them.
+type memoryReader struct {
+	mem  []byte
+	offs []int
+	next int // where in offs the next round starts
+}
+
+// newMemoryReader maps size bytes (rounded up to 2 MiB), touches every page
+// and draws the offsets.
+func newMemoryReader(size int64, huge bool) (*memoryReader, error) {
 	const page = 2 << 20
 	mapped := int((size + page - 1) &^ (page - 1))
 	mem, err := unix.Mmap(-1, 0, mapped, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANON)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
-	defer func() { _ = unix.Munmap(mem) }()
 	advice := unix.MADV_NOHUGEPAGE
 	if huge {
 		advice = unix.MADV_HUGEPAGE
@@ -44,21 +51,34 @@ func memoryReadRate(size int64, huge bool) (float64, error) {
 	for i := range offs {
 		offs[i] = rng.IntN(len(mem)/64) * 64
 	}
-	rates := make([]float64, 3)
-	for r := range rates {
-		var sum byte
-		start := time.Now()
-		for g := 0; g < len(offs); g += dict.BatchGroup {
-			group := offs[g:min(g+dict.BatchGroup, len(offs))]
-			for _, o := range group {
-				prefetch.Line(&mem[o])
-			}
-			for _, o := range group {
-				sum += mem[o]
-			}
-		}
-		rates[r] = float64(len(offs)) / time.Since(start).Seconds()
-		runtime.KeepAlive(sum) // so that no read is left out
-	}
-	return spreadOfValues(rates).med, nil
+	return &memoryReader{mem: mem, offs: offs}, nil
 }
+
+// round reads lines for d on the calling goroutine and returns lines/s; the
+// caller pins the thread.
+func (m *memoryReader) round(d time.Duration) float64 {
+	var sum byte
+	lines := 0
+	start := time.Now()
+	deadline := start.Add(d)
+	for time.Now().Before(deadline) {
+		for range 64 { // groups between clock reads
+			if m.next+dict.BatchGroup > len(m.offs) {
+				m.next = 0
+			}
+			group := m.offs[m.next : m.next+dict.BatchGroup]
+			m.next += dict.BatchGroup
+			for _, o := range group {
+				prefetch.Line(&m.mem[o])
+			}
+			for _, o := range group {
+				sum += m.mem[o]
+			}
+			lines += len(group)
+		}
+	}
+	runtime.KeepAlive(sum) // so that no read is left out
+	return float64(lines) / time.Since(start).Seconds()
+}
+
+func (m *memoryReader) Close() error { return unix.Munmap(m.mem) }

@@ -181,8 +181,7 @@ type sizeRow struct {
 type serveRow struct {
 	inMemory     bool
 	lookups      Result
-	inproc       float64
-	memory       float64 // memoryReadRate at the dictionary's size, in this mode's pages
+	inproc       besideMemory
 	serverRSSKiB int64
 	serverOpen   time.Duration // from start to listening: map or copy
 	checked      time.Duration // from start to every block checked against its checksum
@@ -222,10 +221,10 @@ func sizeTables(ctx context.Context, o ScaleOptions, work string, w io.Writer) e
 	_ = tw.Flush()
 	fmt.Fprintf(w, "\nlookups against keys per shard: cube server on CPUs %s, load generator on CPUs %s, batch %d random keys, %d connections, %s each, once every block is checked;"+
 		" memory: the file mapping (4 KiB pages of the page cache) or a huge-page copy (--in-memory);"+
-		" in-process: LookupBatch on the server CPUs; memory lines/s: random 64-byte lines one server CPU reads from anonymous memory of the dictionary's size in the mode's pages (4 KiB for the file mapping), %d prefetched at a time as LookupBatch does, the most any lookup path reads here;"+
+		" in-process: LookupBatch on the server CPUs, median of %d rounds of %s; memory lines/s: random 64-byte lines one server CPU reads from anonymous memory of the dictionary's size in the mode's pages (4 KiB for the file mapping), %d prefetched at a time as LookupBatch does, the most any lookup path reads here, median [range] of rounds taken in turn with the in-process ones (the memory of a VM swings with its host);"+
 		" listening: server start to serving from the file mapping; checked: server start to every block checked against its checksum (cube_dict_unchecked_bytes 0), serving nothing unchecked before; GB/s: dictionary bytes / checked;"+
 		" in memory: server start to serving the huge-page copy (cube_dict_bytes_in_memory), the file mapping serving until then\n",
-		o.ServerCPUs, o.ClientCPUs, o.Batch, o.Conns, o.Duration, dict.BatchGroup)
+		o.ServerCPUs, o.ClientCPUs, o.Batch, o.Conns, o.Duration, besideMemoryRounds, min(time.Second, o.Duration), dict.BatchGroup)
 	tw = tabwriter.NewWriter(w, 0, 0, 3, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "keys/shard\tmemory\tkeys/s\tp50 ms\tp99 ms\tin-process keys/s\tmemory lines/s\tdictionary B/key\tserver RSS B/key\tlistening s\tchecked s\tGB/s\tin memory s\terrors\t")
 	for _, r := range rows {
@@ -235,8 +234,8 @@ func sizeTables(ctx context.Context, o ScaleOptions, work string, w io.Writer) e
 			if v.inMemory {
 				copied = fmt.Sprintf("%.2f", v.copied.Seconds())
 			}
-			fmt.Fprintf(tw, "%d\t%s\t%.2fM\t%.3f\t%.3f\t%.2fM\t%.2fM\t%.1f\t%.1f\t%.2f\t%.2f\t%.2f\t%s\t%d\t\n", r.n, v.mode(), l.KeysPerSec()/1e6, ms(l.P50), ms(l.P99),
-				v.inproc/1e6, v.memory/1e6, float64(r.dictSize)/float64(r.n), float64(v.serverRSSKiB<<10)/float64(r.n), v.serverOpen.Seconds(),
+			fmt.Fprintf(tw, "%d\t%s\t%.2fM\t%.3f\t%.3f\t%.2fM\t%s\t%.1f\t%.1f\t%.2f\t%.2f\t%.2f\t%s\t%d\t\n", r.n, v.mode(), l.KeysPerSec()/1e6, ms(l.P50), ms(l.P99),
+				v.inproc.lookups.med/1e6, v.inproc.memory.format("%.1fM", 1e6), float64(r.dictSize)/float64(r.n), float64(v.serverRSSKiB<<10)/float64(r.n), v.serverOpen.Seconds(),
 				v.checked.Seconds(), float64(r.dictSize)/1e9/v.checked.Seconds(), copied, l.Errors+l.Mismatches)
 		}
 	}
@@ -256,7 +255,10 @@ func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond)
 
 // lookupRatios prints how the lookup rate at 50M keys per shard compares
 // with 1M, over RPC and in-process, in each memory mode measured at both
-// (the huge-page copy first: the mode meant for large shards).
+// (the huge-page copy first: the mode meant for large shards); then how the
+// memory's own rate compares (the bound of any lookup path), and how the
+// in-process lookups compare in units of what the memory allowed in the
+// same rounds: 1 is as flat as the memory.
 func lookupRatios(rows []sizeRow, w io.Writer) {
 	at := func(n int, inMemory bool) (serveRow, bool) {
 		for _, r := range rows {
@@ -282,8 +284,9 @@ func lookupRatios(rows []sizeRow, w io.Writer) {
 			suffix = "_mapped"
 		}
 		fmt.Fprintf(w, "ratio lookups_50m_vs_1m%s=%.2f\n", suffix, large.lookups.KeysPerSec()/small.lookups.KeysPerSec())
-		fmt.Fprintf(w, "ratio lookups_inprocess_50m_vs_1m%s=%.2f\n", suffix, large.inproc/small.inproc)
-		fmt.Fprintf(w, "ratio memory_50m_vs_1m%s=%.2f\n", suffix, large.memory/small.memory)
+		fmt.Fprintf(w, "ratio lookups_inprocess_50m_vs_1m%s=%.2f\n", suffix, large.inproc.lookups.med/small.inproc.lookups.med)
+		fmt.Fprintf(w, "ratio memory_50m_vs_1m%s=%.2f\n", suffix, large.inproc.memory.med/small.inproc.memory.med)
+		fmt.Fprintf(w, "ratio lookups_per_line_50m_vs_1m%s=%.2f\n", suffix, large.inproc.perLine/small.inproc.perLine)
 	}
 }
 
@@ -367,10 +370,7 @@ func serveSize(ctx context.Context, o ScaleOptions, data, shard string, n int, i
 		return v, err
 	}
 	var err error
-	if v.inproc, err = inProcessRate(shard, bo, serverCPUs); err != nil {
-		return v, err
-	}
-	if v.memory, err = pinnedMemoryReadRate(shard, inMemory, serverCPUs); err != nil {
+	if v.inproc, err = inProcessBesideMemory(shard, bo, serverCPUs); err != nil {
 		return v, err
 	}
 	if len(clientCPUs) > 0 {
@@ -405,22 +405,6 @@ func serveSize(ctx context.Context, o ScaleOptions, data, shard string, n int, i
 	}
 	v.serverRSSKiB, err = procstat.KiB(srv.pid(), "VmRSS")
 	return v, err
-}
-
-// pinnedMemoryReadRate is memoryReadRate at the size of the dictionary at
-// path, on the server CPUs (nil: unpinned).
-func pinnedMemoryReadRate(path string, huge bool, serverCPUs []int) (float64, error) {
-	st, err := os.Stat(path)
-	if err != nil {
-		return 0, err
-	}
-	if len(serverCPUs) > 0 {
-		if err := pinSelf(serverCPUs); err != nil {
-			return 0, err
-		}
-		defer func() { _ = pinSelf(nil) }()
-	}
-	return memoryReadRate(st.Size(), huge)
 }
 
 // rolloutRow is one shard count's rollouts.
