@@ -5,8 +5,7 @@ import (
 	"runtime"
 	"time"
 
-	"golang.org/x/sys/unix"
-
+	"github.com/elasticctr/terraform-provider-ctr/cube/anonmem"
 	"github.com/elasticctr/terraform-provider-ctr/cube/dict"
 	"github.com/elasticctr/terraform-provider-ctr/cube/prefetch"
 )
@@ -29,21 +28,15 @@ type memoryReader struct {
 	next int // where in offs the next round starts
 }
 
-// newMemoryReader maps size bytes (rounded up to 2 MiB), touches every page
-// and draws the offsets.
+// newMemoryReader maps size bytes as the dictionary's huge-page copy maps
+// them (anonmem), in huge pages or not, touches every page and draws the
+// offsets.
 func newMemoryReader(size int64, huge bool) (*memoryReader, error) {
-	const page = 2 << 20
-	mapped := int((size + page - 1) &^ (page - 1))
-	mem, err := unix.Mmap(-1, 0, mapped, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANON)
+	mem, err := anonmem.Map(int(size), huge)
 	if err != nil {
 		return nil, err
 	}
-	advice := unix.MADV_NOHUGEPAGE
-	if huge {
-		advice = unix.MADV_HUGEPAGE
-	}
-	_ = unix.Madvise(mem, advice) // where THP is off, both are 4 KiB pages
-	for i := 0; i < len(mem); i += 4 << 10 {
+	for i := 0; i < len(mem); i += 4 << 10 { // where the kernel did not populate them
 		mem[i] = byte(i >> 12)
 	}
 	rng := rand.New(rand.NewPCG(uint64(size), 1))
@@ -81,4 +74,4 @@ func (m *memoryReader) round(d time.Duration) float64 {
 	return float64(lines) / time.Since(start).Seconds()
 }
 
-func (m *memoryReader) Close() error { return unix.Munmap(m.mem) }
+func (m *memoryReader) Close() error { return anonmem.Unmap(m.mem) }

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"syscall"
 
+	"github.com/elasticctr/terraform-provider-ctr/cube/anonmem"
 	"github.com/elasticctr/terraform-provider-ctr/cube/prefetch"
 )
 
@@ -136,25 +137,17 @@ func openFile(f *os.File, opts Options) (*Dict, error) {
 }
 
 // madvise advice values missing from package syscall.
-const (
-	madvHugePage      = 14
-	madvPopulateRead  = 22
-	madvPopulateWrite = 23
-)
+const madvPopulateRead = 22
 
 // pageSize is the base page size on x86-64 and arm64 (as Linux configures
 // them here; madvise needs addresses aligned to it).
 const pageSize = 4 << 10
 
-// hugePage is the transparent huge page size on x86-64 and arm64 (4 KiB
-// base pages).
-const hugePage = 2 << 20
-
 // loadAnon reads f into an anonymous mapping advised to use huge pages and
 // then write-protects it. The mapping is rounded up to whole huge pages, and
 // so is the returned slice: the file is its first size bytes.
 func loadAnon(f *os.File, size int) ([]byte, error) {
-	mem, err := anonMemory(size)
+	mem, err := anonmem.Map(size, true)
 	if err != nil {
 		return nil, err
 	}
@@ -166,21 +159,6 @@ func loadAnon(f *os.File, size int) ([]byte, error) {
 		_ = syscall.Munmap(mem)
 		return nil, err
 	}
-	return mem, nil
-}
-
-// anonMemory maps size bytes of anonymous memory, rounded up to whole huge
-// pages, advised to use them, and faulted in.
-func anonMemory(size int) ([]byte, error) {
-	mapped := (size + hugePage - 1) &^ (hugePage - 1)
-	mem, err := syscall.Mmap(-1, 0, mapped, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_PRIVATE|syscall.MAP_ANON)
-	if err != nil {
-		return nil, err
-	}
-	_ = syscall.Madvise(mem, madvHugePage) // ignored where THP is off
-	// Fault every page in with one call rather than one fault a page while
-	// reading (where the kernel has MADV_POPULATE_WRITE, Linux 5.14+).
-	_ = syscall.Madvise(mem, madvPopulateWrite)
 	return mem, nil
 }
 

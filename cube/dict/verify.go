@@ -7,6 +7,8 @@ import (
 	"hash/crc32"
 	"sync/atomic"
 	"syscall"
+
+	"github.com/elasticctr/terraform-provider-ctr/cube/anonmem"
 )
 
 // CorruptError is what a version 2 dictionary panics with when a block read
@@ -154,7 +156,7 @@ func (d *Dict) checkPending() error {
 // lookups that still read it.
 func (d *Dict) copyToMemory() error {
 	size := len(d.mapping)
-	mem, err := anonMemory(size)
+	mem, err := anonmem.Map(size, true)
 	if err != nil {
 		return err
 	}
