@@ -292,7 +292,8 @@ func lookupRatios(rows []sizeRow, w io.Writer) {
 
 // fitsInMemory reports whether a size's dictionary (about 61 bytes a key)
 // fits three times in the memory available now: in the page cache, in the
-// server's huge-page copy and in the in-process measurement's copy.
+// in-process measurement's copy beside the memory measure's region of the
+// same size (inProcessBesideMemory), and later the server's huge-page copy.
 func fitsInMemory(n int) (bool, string) {
 	need := int64(n) * 61 * 3
 	avail, err := procstat.MemAvailable()
