@@ -37,8 +37,8 @@ func openInProcess(path string, o Options, serverCPUs []int) (*inProcess, error)
 
 func (p *inProcess) Close() error { return p.d.Close() }
 
-// measure runs one round (a second unless took says otherwise) and leaves this process pinned to back
-// (nil: every CPU).
+// measure runs one round (a second unless took says otherwise) and leaves
+// this process pinned to back (nil: every CPU).
 func (p *inProcess) measure(back []int) (float64, error) {
 	if len(p.cpus) > 0 {
 		if err := pinSelf(p.cpus); err != nil {
@@ -77,10 +77,11 @@ type besideMemory struct {
 
 // inProcessBesideMemory measures in-process lookups on the dictionary at
 // path and what this machine's memory allows at its size in the same pages
-// (huge pages for the copy, 4 KiB for the mapping): rounds of each in turn, so that both see the machine in the same state. On a VM the
-// rate of random reads over gigabytes swings with the host (here between 20M
-// and 60M lines/s from one tenth of a second to the next), so figures taken
-// minutes apart do not compare.
+// (huge pages for the copy, 4 KiB for the mapping): rounds of each in turn,
+// so that both see the machine in the same state. On a VM the rate of random
+// reads over gigabytes swings with the host (here between 20M and 60M
+// lines/s from one tenth of a second to the next), so figures taken minutes
+// apart do not compare.
 func inProcessBesideMemory(path string, o Options, serverCPUs []int) (besideMemory, error) {
 	var b besideMemory
 	st, err := os.Stat(path)
