@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework/diag"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/elasticctr/terraform-provider-ctr/internal/kube"
 	"github.com/elasticctr/terraform-provider-ctr/internal/stack"
@@ -20,11 +19,7 @@ import (
 func TestAccCubeWaitsStopWhenStatusIsForbidden(t *testing.T) {
 	t.Parallel()
 	k, ns, name := cubeTest(t)
-	cfg, err := clientcmd.BuildConfigFromFlags("", k.workloadsKubeconfig(t, ns, stack.ServiceProxy))
-	if err != nil {
-		t.Fatal(err)
-	}
-	kc, err := kube.NewClient(cfg)
+	kc, err := kube.NewClient(clientsFor(t, k.workloadsKubeconfig(t, ns, stack.ServiceProxy)).cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

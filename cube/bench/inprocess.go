@@ -21,7 +21,7 @@ type inProcess struct {
 	o     Options
 	cpus  []int // the server CPUs; nil: unpinned
 	round uint64
-	took  time.Duration // how long a round takes; 0: a second
+	took  time.Duration // how long a round takes
 }
 
 // It opens the file as the server does, verification included: that pass
@@ -32,13 +32,13 @@ func openInProcess(path string, o Options, serverCPUs []int) (*inProcess, error)
 	if err != nil {
 		return nil, err
 	}
-	return &inProcess{d: d, o: o, cpus: serverCPUs}, nil
+	return &inProcess{d: d, o: o, cpus: serverCPUs, took: time.Second}, nil
 }
 
 func (p *inProcess) Close() error { return p.d.Close() }
 
-// measure runs one round (a second unless took says otherwise) and leaves
-// this process pinned to back (nil: every CPU).
+// measure runs one round of p.took and leaves this process pinned to back
+// (nil: every CPU).
 func (p *inProcess) measure(back []int) (float64, error) {
 	if len(p.cpus) > 0 {
 		if err := pinSelf(p.cpus); err != nil {
@@ -46,11 +46,7 @@ func (p *inProcess) measure(back []int) (float64, error) {
 		}
 	}
 	p.round++
-	took := p.took
-	if took <= 0 {
-		took = time.Second
-	}
-	rate := lookupRound(p.d, p.o, p.round, took)
+	rate := lookupRound(p.d, p.o, p.round, p.took)
 	if len(p.cpus) > 0 || len(back) > 0 {
 		if err := pinSelf(back); err != nil {
 			return 0, err
@@ -145,7 +141,9 @@ func lookupRound(d batchLooker, o Options, round uint64, took time.Duration) flo
 			defer wg.Done()
 			buf := make([]byte, 0, o.Batch*(o.ValueSize+8))
 			n := int64(0)
-			for off := 0; time.Now().Before(deadline); off = (off + o.Batch) % len(ring) {
+			// At least one batch: a goroutine first scheduled after a short round's deadline
+			// (on a busy machine) would otherwise make the round's rate 0.
+			for off := 0; n == 0 || time.Now().Before(deadline); off = (off + o.Batch) % len(ring) {
 				buf = buf[:0]
 				d.LookupBatch(ring[off:off+o.Batch], func(_ int, v []byte, _ bool) { buf = append(buf, v...) })
 				n += int64(o.Batch)

@@ -54,7 +54,7 @@ func (m *memoryReader) round(d time.Duration) float64 {
 	lines := 0
 	start := time.Now()
 	deadline := start.Add(d)
-	for time.Now().Before(deadline) {
+	for lines == 0 || time.Now().Before(deadline) { // at least once, so a rate is never 0
 		for range 64 { // groups between clock reads
 			if m.next+dict.BatchGroup > len(m.offs) {
 				m.next = 0
