@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/util/retry"
 
 	"github.com/elasticctr/terraform-provider-ctr/internal/stack"
@@ -103,8 +104,10 @@ func TestClient_DeleteSetRetriesAStuckCRDCleanup(t *testing.T) {
 
 	// The cause goes (no conversion needed any more); the CRD follows. The client and the API
 	// server write the CRD meanwhile (the retry annotation, the failed condition): a conflict
-	// is read again and retried.
-	require.NoError(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
+	// is read again and retried, for up to about 12 s (retry.DefaultRetry's five tries in 50 ms
+	// all met the API server's writes once).
+	backoff := wait.Backoff{Steps: 20, Duration: 20 * time.Millisecond, Factor: 1.5, Jitter: 0.1, Cap: time.Second}
+	require.NoError(t, retry.RetryOnConflict(backoff, func() error {
 		live, err := crds.Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return err
